@@ -1,0 +1,95 @@
+// `npm start`: a ready-to-curl local service. Creates .dev.vars when missing,
+// applies the D1 migrations locally, starts `wrangler dev` on 127.0.0.1:8787,
+// then creates (once) a demo app with a demo campaign and prints its keys.
+import { spawn, spawnSync } from "node:child_process";
+import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+
+const PORT = Number(process.env.PORT ?? 8787);
+const BASE = `http://127.0.0.1:${PORT}`;
+const DEMO_FILE = ".wrangler/demo-app.json";
+
+if (!existsSync(".dev.vars")) {
+	copyFileSync(".dev.vars.example", ".dev.vars");
+	console.log("Created .dev.vars with ADMIN_TOKEN=dev-admin-token");
+}
+const adminToken = /^ADMIN_TOKEN=(.*)$/m.exec(readFileSync(".dev.vars", "utf8"))?.[1]?.trim() ?? "dev-admin-token";
+
+const migrate = spawnSync("npx", ["wrangler", "d1", "migrations", "apply", "DB", "--local"], {
+	stdio: "inherit",
+	env: { ...process.env, CI: "true" },
+});
+if (migrate.status !== 0) process.exit(migrate.status ?? 1);
+
+const dev = spawn("npx", ["wrangler", "dev", "--ip", "127.0.0.1", "--port", String(PORT), ...process.argv.slice(2)], {
+	stdio: "inherit",
+});
+for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => dev.kill(signal));
+dev.on("exit", (code) => process.exit(code ?? 0));
+
+async function waitForHealth() {
+	for (let i = 0; i < 120; i++) {
+		try {
+			if ((await fetch(`${BASE}/health`)).ok) return;
+		} catch {}
+		await new Promise((r) => setTimeout(r, 500));
+	}
+	throw new Error(`the service did not answer on ${BASE}/health`);
+}
+
+async function adminCall(method, path, body) {
+	const res = await fetch(`${BASE}/admin/v1${path}`, {
+		method,
+		headers: { authorization: `Bearer ${adminToken}`, "content-type": "application/json" },
+		body: body && JSON.stringify(body),
+	});
+	return { status: res.status, body: await res.json() };
+}
+
+async function ensureDemo() {
+	if (existsSync(DEMO_FILE)) {
+		const demo = JSON.parse(readFileSync(DEMO_FILE, "utf8"));
+		if ((await adminCall("GET", `/apps/${demo.appid}`)).status === 200) return demo;
+	}
+	const app = await adminCall("POST", "/apps", { name: "Demo shop", landingurl: "https://example.com/join" });
+	if (app.status !== 201) throw new Error(`demo app: ${JSON.stringify(app.body)}`);
+	const campaign = await adminCall("POST", `/apps/${app.body.appid}/campaigns`, {
+		campaignname: "Give $10, get $10",
+		offertitle: "Give $10, get $10",
+		offerdescription: "Invite a friend: you both get $10 in store credit when they sign up.",
+		terms: "Credits are issued when your friend signs up & expire after 12 months.",
+		rewardtype: 3,
+		rewardrules: [
+			{ rewardusertype: "Referrer", eventname: "Signup", reward: 10, rewardunit: "USD" },
+			{ rewardusertype: "Friend", eventname: "Signup", reward: 10, rewardunit: "USD" },
+			{ rewardusertype: "Referrer", eventname: "Transaction", reward: 5, rewardunit: "%", maxrewardamount: 50, mintranvalue: 20 },
+		],
+		socialactions: [
+			{ socialactionid: "5", socialactionname: "Mail", sharemessage: "Join me and get $10: SHARE_URL (code SHARE_CODE)", displayorder: 1 },
+			{ socialactionid: "14", socialactionname: "CustomLink", sharemessage: "SHARE_URL", displayorder: 2 },
+		],
+	});
+	if (campaign.status !== 201) throw new Error(`demo campaign: ${JSON.stringify(campaign.body)}`);
+	const demo = { ...app.body, campaignid: campaign.body.campaignid };
+	mkdirSync(".wrangler", { recursive: true });
+	writeFileSync(DEMO_FILE, `${JSON.stringify(demo, null, 2)}\n`);
+	return demo;
+}
+
+try {
+	await waitForHealth();
+	const demo = await ensureDemo();
+	console.log(`
+Referral service ready on ${BASE}
+Demo app:  appid=${demo.appid}  campaignid=${demo.campaignid}
+  apikey     = ${demo.apikey}
+  privatekey = ${demo.privatekey}
+Try:
+  curl -s ${BASE}/saas/v1_0/getcampaigndata -H 'content-type: application/json' \\
+    -d '{"apikey":"${demo.apikey}","privatekey":"${demo.privatekey}","campaignid":"${demo.campaignid}"}'
+(keys are kept in ${DEMO_FILE}; admin token: ${adminToken})
+`);
+} catch (error) {
+	console.error(String(error));
+	dev.kill("SIGTERM");
+	process.exit(1);
+}

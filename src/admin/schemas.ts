@@ -1,0 +1,110 @@
+import { z } from "zod";
+
+/** Request bodies of the admin API (plain JSON, exact lower-case names). */
+
+const url = z.url({ protocol: /^https?$/, error: "must be an http(s) URL" }).max(2000);
+const number = z.union([
+	z.number(),
+	z
+		.string()
+		.trim()
+		.regex(/^-?\d+(\.\d+)?$/, "must be a number")
+		.transform(Number),
+]);
+const int = z.union([z.number().int(), z.string().trim().regex(/^\d+$/, "must be an integer").transform(Number)]);
+
+export const createAppSchema = z.object({
+	name: z.string().trim().min(1, "is required").max(200),
+	landingurl: url.nullish(),
+	webhookurl: url.nullish(),
+	emailsender: z.email("must be an email address").nullish(),
+});
+
+export const updateAppSchema = createAppSchema.partial();
+
+const capitalized = <T extends string>(values: readonly [T, ...T[]]) =>
+	z
+		.string()
+		.transform((v) => values.find((allowed) => allowed.toLowerCase() === v.trim().toLowerCase()) ?? v)
+		.pipe(z.enum(values));
+
+export const rewardRuleSchema = z.object({
+	rewardusertype: capitalized(["Friend", "Referrer"]),
+	eventname: z.string().trim().min(1, "is required").max(100),
+	reward: number.pipe(z.number().nonnegative().max(1e9)),
+	rewardunit: z.string().trim().min(1, "is required").max(20),
+	rewardfrequency: int.pipe(z.number().int().min(0).max(1e6)).default(0),
+	mintranvalue: number.pipe(z.number().nonnegative()).default(0),
+	maxrewardamount: number.pipe(z.number().nonnegative()).default(0),
+	categories: z
+		.unknown()
+		.optional()
+		.transform((v) => v ?? null),
+	inclusionsandexclusions: z.array(z.unknown()).default([]),
+});
+
+export const socialActionSchema = z.object({
+	socialactionid: z.union([z.string().trim().min(1), z.number().int()]).transform(String),
+	socialactionname: z.string().trim().min(1, "is required").max(100),
+	sharemessage: z.string().max(5000).default(""),
+	sharetitle: z.string().max(500).default(""),
+	shareimageurl: z.string().max(2000).default(""),
+	displayorder: int.pipe(z.number().int().min(0)).default(0),
+	sharemessagetype: int.pipe(z.number().int().min(0)).default(0),
+});
+
+const campaignFields = {
+	campaignname: z.string().trim().min(1, "is required").max(200),
+	offertitle: z.string().max(500).default(""),
+	offerdescription: z.string().max(5000).default(""),
+	campaignbgcolor: z
+		.string()
+		.regex(/^#[0-9a-fA-F]{6}$/, "must be a colour as #rrggbb")
+		.default("#ffffff"),
+	campaignstartdate: z.iso
+		.datetime({ offset: true, error: "must be an ISO-8601 date-time" })
+		.or(z.iso.date())
+		.transform((v) => new Date(v).toISOString())
+		.optional(),
+	widgetfont: z.string().max(100).default(""),
+	customdomain: z
+		.string()
+		.trim()
+		.toLowerCase()
+		.regex(/^([a-z0-9]([a-z0-9-]*[a-z0-9])?\.)+[a-z]{2,}(:\d{1,5})?$|^$/, "must be a host name such as refer.example.com")
+		.default(""),
+	rewardtype: int.pipe(z.number().int().min(0).max(3, "must be 0, 1, 2 or 3")).default(3),
+	terms: z.string().max(50_000).default(""),
+	distribution: z.enum(["InstoreCredits", "Coupon"]).default("InstoreCredits"),
+	holddays: int.pipe(z.number().int().min(0).max(365)).default(0),
+	autoapprove: z.boolean().default(true),
+	growthhack: z.string().trim().min(1).max(100).default("SaaS_Referrals"),
+	rewardrules: z.array(rewardRuleSchema).max(50).default([]),
+	socialactions: z.array(socialActionSchema).max(50).default([]),
+};
+
+export const createCampaignSchema = z.object(campaignFields);
+
+/** An update names only what changes: no defaults, every field optional. */
+export const updateCampaignSchema = z.object(
+	Object.fromEntries(
+		Object.entries(campaignFields).map(([key, schema]) => [
+			key,
+			(schema instanceof z.ZodDefault ? (schema.unwrap() as z.ZodType) : schema).optional(),
+		]),
+	),
+) as unknown as z.ZodType<Partial<z.output<typeof createCampaignSchema>>>;
+
+export const addCouponsSchema = z.object({
+	coupons: z
+		.array(
+			z.object({
+				coupon: z.string().trim().min(1, "is required").max(200),
+				couponname: z.string().max(200).default(""),
+				coupondetails: z.string().max(2000).default(""),
+				couponimage: z.string().max(2000).default(""),
+			}),
+		)
+		.min(1, "must hold at least one coupon")
+		.max(1000, "at most 1000 coupons per call"),
+});

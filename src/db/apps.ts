@@ -1,0 +1,104 @@
+import { nowIso } from "../domain/dates";
+
+/** An app (tenant) as the service uses it; never carries the private key. */
+export interface App {
+	appid: string;
+	name: string;
+	apikey: string;
+	privatekeyHash: string;
+	webhookSecret: string;
+	landingurl: string | null;
+	webhookurl: string | null;
+	emailsender: string | null;
+	defaultCampaignId: number | null;
+	createdAt: string;
+	updatedAt: string;
+}
+
+interface AppRow {
+	appid: string;
+	name: string;
+	apikey: string;
+	privatekey_hash: string;
+	webhook_secret: string;
+	landingurl: string | null;
+	webhookurl: string | null;
+	emailsender: string | null;
+	default_campaignid: number | null;
+	created_at: string;
+	updated_at: string;
+}
+
+const toApp = (row: AppRow): App => ({
+	appid: row.appid,
+	name: row.name,
+	apikey: row.apikey,
+	privatekeyHash: row.privatekey_hash,
+	webhookSecret: row.webhook_secret,
+	landingurl: row.landingurl,
+	webhookurl: row.webhookurl,
+	emailsender: row.emailsender,
+	defaultCampaignId: row.default_campaignid,
+	createdAt: row.created_at,
+	updatedAt: row.updated_at,
+});
+
+/** The app that owns `apikey`, or null. */
+export async function findAppByApiKey(db: D1Database, apikey: string): Promise<App | null> {
+	const row = await db.prepare("SELECT * FROM apps WHERE apikey = ?").bind(apikey).first<AppRow>();
+	return row ? toApp(row) : null;
+}
+
+export async function findApp(db: D1Database, appid: string): Promise<App | null> {
+	const row = await db.prepare("SELECT * FROM apps WHERE appid = ?").bind(appid).first<AppRow>();
+	return row ? toApp(row) : null;
+}
+
+export async function listApps(db: D1Database): Promise<App[]> {
+	const { results } = await db.prepare("SELECT * FROM apps ORDER BY created_at, appid").all<AppRow>();
+	return results.map(toApp);
+}
+
+export interface NewApp {
+	appid: string;
+	name: string;
+	apikey: string;
+	privatekeyHash: string;
+	webhookSecret: string;
+	landingurl: string | null;
+	webhookurl: string | null;
+	emailsender: string | null;
+}
+
+export async function insertApp(db: D1Database, app: NewApp): Promise<void> {
+	const now = nowIso();
+	await db
+		.prepare(
+			`INSERT INTO apps (appid, name, apikey, privatekey_hash, webhook_secret, landingurl, webhookurl, emailsender, created_at, updated_at)
+			 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		)
+		.bind(app.appid, app.name, app.apikey, app.privatekeyHash, app.webhookSecret, app.landingurl, app.webhookurl, app.emailsender, now, now)
+		.run();
+}
+
+export type AppChanges = Partial<Pick<App, "name" | "landingurl" | "webhookurl" | "emailsender" | "privatekeyHash" | "webhookSecret">>;
+
+const APP_COLUMNS: Record<keyof AppChanges, string> = {
+	name: "name",
+	landingurl: "landingurl",
+	webhookurl: "webhookurl",
+	emailsender: "emailsender",
+	privatekeyHash: "privatekey_hash",
+	webhookSecret: "webhook_secret",
+};
+
+/** Applies the given changes; returns false when the app does not exist. */
+export async function updateApp(db: D1Database, appid: string, changes: AppChanges): Promise<boolean> {
+	const entries = Object.entries(changes).filter(([, v]) => v !== undefined) as [keyof AppChanges, string | null][];
+	const sets = entries.map(([key]) => `${APP_COLUMNS[key]} = ?`);
+	const result = await db
+		.prepare(`UPDATE apps SET ${[...sets, "updated_at = ?"].join(", ")} WHERE appid = ?`)
+		.bind(...entries.map(([, v]) => v), nowIso(), appid)
+		.run();
+	return result.meta.changes > 0;
+}

@@ -1,0 +1,282 @@
+import { nowIso } from "../domain/dates";
+
+export type Distribution = "InstoreCredits" | "Coupon";
+
+export interface RewardRule {
+	ruleid: number;
+	campaignid: number;
+	rewardusertype: "Friend" | "Referrer";
+	eventname: string;
+	reward: number;
+	rewardunit: string;
+	rewardfrequency: number;
+	mintranvalue: number;
+	maxrewardamount: number;
+	categories: unknown;
+	inclusionsandexclusions: unknown[];
+}
+
+export interface SocialAction {
+	campaignsocialactionid: number;
+	socialactionid: string;
+	socialactionname: string;
+	sharemessage: string;
+	sharetitle: string;
+	shareimageurl: string;
+	displayorder: number;
+	sharemessagetype: number;
+}
+
+export interface Campaign {
+	campaignid: number;
+	appid: string;
+	campaignname: string;
+	offertitle: string;
+	offerdescription: string;
+	campaignbgcolor: string;
+	campaignstartdate: string;
+	widgetfont: string;
+	customdomain: string;
+	rewardtype: number;
+	terms: string;
+	distribution: Distribution;
+	holddays: number;
+	autoapprove: boolean;
+	growthhack: string;
+	createdAt: string;
+	updatedAt: string;
+}
+
+export interface CampaignWithDetails extends Campaign {
+	rewardrules: RewardRule[];
+	socialactions: SocialAction[];
+}
+
+interface CampaignRow extends Omit<Campaign, "autoapprove" | "createdAt" | "updatedAt"> {
+	autoapprove: number;
+	created_at: string;
+	updated_at: string;
+}
+
+interface RuleRow extends Omit<RewardRule, "categories" | "inclusionsandexclusions"> {
+	categories: string | null;
+	inclusionsandexclusions: string;
+}
+
+const toCampaign = ({ autoapprove, created_at, updated_at, ...rest }: CampaignRow): Campaign => ({
+	...rest,
+	autoapprove: autoapprove === 1,
+	createdAt: created_at,
+	updatedAt: updated_at,
+});
+
+const toRule = (row: RuleRow): RewardRule => ({
+	...row,
+	categories: row.categories === null ? null : JSON.parse(row.categories),
+	inclusionsandexclusions: JSON.parse(row.inclusionsandexclusions),
+});
+
+/** Fields an admin sets on a campaign (all but identity and timestamps). */
+export type CampaignFields = Omit<Campaign, "campaignid" | "appid" | "createdAt" | "updatedAt">;
+export type RuleFields = Omit<RewardRule, "ruleid" | "campaignid">;
+export type SocialActionFields = Omit<SocialAction, "campaignsocialactionid">;
+
+const CAMPAIGN_COLUMNS = [
+	"campaignname",
+	"offertitle",
+	"offerdescription",
+	"campaignbgcolor",
+	"campaignstartdate",
+	"widgetfont",
+	"customdomain",
+	"rewardtype",
+	"terms",
+	"distribution",
+	"holddays",
+	"autoapprove",
+	"growthhack",
+] as const satisfies readonly (keyof CampaignFields)[];
+
+const columnValue = (fields: Partial<CampaignFields>, column: (typeof CAMPAIGN_COLUMNS)[number]) => {
+	const value = fields[column];
+	return typeof value === "boolean" ? Number(value) : (value ?? null);
+};
+
+/** The id of the app's newest campaign, usable inside the batch that inserted it. */
+const NEWEST_CAMPAIGN = "(SELECT MAX(campaignid) FROM campaigns WHERE appid = ?)";
+
+function ruleInserts(db: D1Database, campaignRef: string, refArgs: unknown[], rules: RuleFields[]) {
+	return rules.map((rule, position) =>
+		db
+			.prepare(
+				`INSERT INTO reward_rules (campaignid, position, rewardusertype, eventname, reward, rewardunit, rewardfrequency,
+				 mintranvalue, maxrewardamount, categories, inclusionsandexclusions)
+				 VALUES (${campaignRef}, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			)
+			.bind(
+				...refArgs,
+				position,
+				rule.rewardusertype,
+				rule.eventname,
+				rule.reward,
+				rule.rewardunit,
+				rule.rewardfrequency,
+				rule.mintranvalue,
+				rule.maxrewardamount,
+				rule.categories === null || rule.categories === undefined ? null : JSON.stringify(rule.categories),
+				JSON.stringify(rule.inclusionsandexclusions ?? []),
+			),
+	);
+}
+
+function socialActionInserts(db: D1Database, campaignRef: string, refArgs: unknown[], actions: SocialActionFields[]) {
+	return actions.map((action) =>
+		db
+			.prepare(
+				`INSERT INTO social_actions (campaignid, socialactionid, socialactionname, sharemessage, sharetitle, shareimageurl,
+				 displayorder, sharemessagetype) VALUES (${campaignRef}, ?, ?, ?, ?, ?, ?, ?)`,
+			)
+			.bind(
+				...refArgs,
+				action.socialactionid,
+				action.socialactionname,
+				action.sharemessage,
+				action.sharetitle,
+				action.shareimageurl,
+				action.displayorder,
+				action.sharemessagetype,
+			),
+	);
+}
+
+/**
+ * Creates a campaign with its rules and social actions in one transaction;
+ * the app's first campaign becomes its default. Returns the new id.
+ */
+export async function insertCampaign(
+	db: D1Database,
+	appid: string,
+	fields: CampaignFields,
+	rules: RuleFields[],
+	actions: SocialActionFields[],
+): Promise<number> {
+	const now = nowIso();
+	const results = await db.batch([
+		db
+			.prepare(
+				`INSERT INTO campaigns (appid, ${CAMPAIGN_COLUMNS.join(", ")}, created_at, updated_at)
+				 VALUES (?, ${CAMPAIGN_COLUMNS.map(() => "?").join(", ")}, ?, ?)`,
+			)
+			.bind(appid, ...CAMPAIGN_COLUMNS.map((c) => columnValue(fields, c)), now, now),
+		...ruleInserts(db, NEWEST_CAMPAIGN, [appid], rules),
+		...socialActionInserts(db, NEWEST_CAMPAIGN, [appid], actions),
+		db.prepare(`UPDATE apps SET default_campaignid = COALESCE(default_campaignid, ${NEWEST_CAMPAIGN}) WHERE appid = ?`).bind(appid, appid),
+		db.prepare(`SELECT ${NEWEST_CAMPAIGN} AS campaignid`).bind(appid),
+	]);
+	const last = results.at(-1)?.results[0] as { campaignid: number } | undefined;
+	if (!last) throw new Error("campaign insert returned no id");
+	return last.campaignid;
+}
+
+/**
+ * Updates the fields given; `rules` or `actions`, when given, replace the
+ * campaign's whole list. Returns false when the campaign is not the app's.
+ */
+export async function updateCampaign(
+	db: D1Database,
+	appid: string,
+	campaignid: number,
+	fields: Partial<CampaignFields>,
+	rules?: RuleFields[],
+	actions?: SocialActionFields[],
+): Promise<boolean> {
+	const columns = CAMPAIGN_COLUMNS.filter((c) => fields[c] !== undefined);
+	const ref = "?";
+	const statements = [
+		db
+			.prepare(
+				`UPDATE campaigns SET ${[...columns.map((c) => `${c} = ?`), "updated_at = ?"].join(", ")} WHERE campaignid = ? AND appid = ?`,
+			)
+			.bind(...columns.map((c) => columnValue(fields, c)), nowIso(), campaignid, appid),
+	];
+	if (rules) {
+		statements.push(db.prepare("DELETE FROM reward_rules WHERE campaignid = ?").bind(campaignid));
+		statements.push(...ruleInserts(db, ref, [campaignid], rules));
+	}
+	if (actions) {
+		statements.push(db.prepare("DELETE FROM social_actions WHERE campaignid = ?").bind(campaignid));
+		statements.push(...socialActionInserts(db, ref, [campaignid], actions));
+	}
+	// Ownership is checked first so a foreign campaign id changes nothing.
+	const owned = await db.prepare("SELECT 1 FROM campaigns WHERE campaignid = ? AND appid = ?").bind(campaignid, appid).first();
+	if (!owned) return false;
+	await db.batch(statements);
+	return true;
+}
+
+/** One campaign of the app with its rules and social actions (one round trip), or null. */
+export async function getCampaignWithDetails(db: D1Database, appid: string, campaignid: number): Promise<CampaignWithDetails | null> {
+	const [campaign, rules, actions] = await db.batch([
+		db.prepare("SELECT * FROM campaigns WHERE campaignid = ? AND appid = ?").bind(campaignid, appid),
+		db
+			.prepare(
+				"SELECT r.* FROM reward_rules r JOIN campaigns c USING (campaignid) WHERE r.campaignid = ? AND c.appid = ? ORDER BY r.position",
+			)
+			.bind(campaignid, appid),
+		db
+			.prepare(
+				`SELECT s.* FROM social_actions s JOIN campaigns c USING (campaignid) WHERE s.campaignid = ? AND c.appid = ?
+				 ORDER BY s.displayorder, s.campaignsocialactionid`,
+			)
+			.bind(campaignid, appid),
+	]);
+	const row = campaign?.results[0] as CampaignRow | undefined;
+	if (!row) return null;
+	return {
+		...toCampaign(row),
+		rewardrules: ((rules?.results ?? []) as unknown as RuleRow[]).map(toRule),
+		socialactions: (actions?.results ?? []) as unknown as SocialAction[],
+	};
+}
+
+/** The campaign itself (no rules), or null when it is not the app's. */
+export async function getCampaign(db: D1Database, appid: string, campaignid: number): Promise<Campaign | null> {
+	const row = await db.prepare("SELECT * FROM campaigns WHERE campaignid = ? AND appid = ?").bind(campaignid, appid).first<CampaignRow>();
+	return row ? toCampaign(row) : null;
+}
+
+export async function listCampaigns(db: D1Database, appid: string): Promise<Campaign[]> {
+	const { results } = await db.prepare("SELECT * FROM campaigns WHERE appid = ? ORDER BY campaignid").bind(appid).all<CampaignRow>();
+	return results.map(toCampaign);
+}
+
+export interface CouponInput {
+	coupon: string;
+	couponname: string;
+	coupondetails: string;
+	couponimage: string;
+}
+
+/** Adds codes to the campaign's pool; codes already in the pool are skipped. Returns how many were added. */
+export async function addCoupons(db: D1Database, campaignid: number, coupons: CouponInput[]): Promise<number> {
+	const results = await db.batch(
+		coupons.map((c) =>
+			db
+				.prepare(
+					`INSERT INTO coupons (campaignid, coupon, couponname, coupondetails, couponimage) VALUES (?, ?, ?, ?, ?)
+					 ON CONFLICT (campaignid, coupon) DO NOTHING`,
+				)
+				.bind(campaignid, c.coupon, c.couponname, c.coupondetails, c.couponimage),
+		),
+	);
+	return results.reduce((sum, r) => sum + r.meta.changes, 0);
+}
+
+/** Free codes left in the campaign's pool. */
+export async function countFreeCoupons(db: D1Database, campaignid: number): Promise<number> {
+	const row = await db
+		.prepare("SELECT COUNT(*) AS n FROM coupons WHERE campaignid = ? AND reward_key IS NULL")
+		.bind(campaignid)
+		.first<{ n: number }>();
+	return row?.n ?? 0;
+}

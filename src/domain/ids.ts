@@ -1,0 +1,47 @@
+/**
+ * Identifiers and secrets the service issues. All come from the platform's
+ * CSPRNG (crypto.getRandomValues).
+ */
+
+/** Referral-code alphabet: no 0/O, 1/I/L, so a code read aloud or typed is unambiguous. */
+export const REFERRAL_CODE_ALPHABET = "23456789ABCDEFGHJKMNPQRSTUVWXYZ";
+export const REFERRAL_CODE_LENGTH = 8;
+
+const LOWER_ALNUM = "0123456789abcdefghijklmnopqrstuvwxyz";
+
+/**
+ * Random string over `alphabet`, without modulo bias (rejection sampling).
+ */
+export function randomString(length: number, alphabet: string): string {
+	const limit = 256 - (256 % alphabet.length);
+	let out = "";
+	while (out.length < length) {
+		const bytes = crypto.getRandomValues(new Uint8Array(length * 2));
+		for (const byte of bytes) {
+			if (byte < limit && out.length < length) out += alphabet[byte % alphabet.length];
+		}
+	}
+	return out;
+}
+
+/** A short, readable referral code such as `K7PX3MQA` (31^8 ≈ 8.5e11 codes). */
+export function newReferralCode(): string {
+	return randomString(REFERRAL_CODE_LENGTH, REFERRAL_CODE_ALPHABET);
+}
+
+/** True when `code` could be a referral code we issued (cheap pre-check before a lookup). */
+export function looksLikeReferralCode(code: string): boolean {
+	return code.length >= 4 && code.length <= 32 && /^[0-9A-Za-z_-]+$/.test(code);
+}
+
+export const newAppId = () => `app_${randomString(16, LOWER_ALNUM)}`;
+export const newApiKey = () => `ak_${randomString(32, LOWER_ALNUM)}`;
+export const newPrivateKey = () => `pk_${randomString(48, LOWER_ALNUM)}`;
+export const newUserKey = () => `u${randomString(19, LOWER_ALNUM)}`;
+export const newEventId = () => `msg_${randomString(24, LOWER_ALNUM)}`;
+
+/** A Standard Webhooks secret: `whsec_` + base64 of 32 random bytes. */
+export function newWebhookSecret(): string {
+	const bytes = crypto.getRandomValues(new Uint8Array(32));
+	return `whsec_${btoa(String.fromCharCode(...bytes))}`;
+}

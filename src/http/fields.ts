@@ -1,0 +1,95 @@
+import { z } from "zod";
+
+/**
+ * zod field types shared by the operation schemas. Requests are normalized
+ * first (see request-text.ts), so these see lower-case names and decoded text.
+ */
+
+const MAX_TEXT = 2000;
+
+/** An identifier: a non-empty string, or a number sent in its place. */
+export const id = z
+	.union([z.string(), z.number().finite()])
+	.transform((v) => String(v).trim())
+	.pipe(z.string().min(1, "must not be empty").max(200, "is too long"));
+
+/** Optional free text; an empty string counts as absent. */
+export const optionalText = (max = MAX_TEXT) =>
+	z
+		.union([z.string(), z.number().finite(), z.null()])
+		.optional()
+		.transform((v) => (v === null || v === undefined ? undefined : String(v).trim()))
+		.pipe(z.string().max(max, `must be at most ${max} characters`).optional())
+		.transform((v) => (v === "" ? undefined : v));
+
+/** Optional identifier; empty counts as absent. */
+export const optionalId = optionalText(200);
+
+/** A campaign id: numeric inside, accepted as string or number. */
+export const campaignId = id.pipe(z.string().regex(/^\d{1,15}$/, "must be a numeric campaign id")).transform(Number);
+export const optionalCampaignId = optionalId.pipe(
+	z
+		.string()
+		.regex(/^\d{1,15}$/, "must be a numeric campaign id")
+		.transform(Number)
+		.optional(),
+);
+
+/** Booleans arrive as JSON booleans, or as "true"/"false"/"1"/"0" text. */
+export const flag = z
+	.union([z.boolean(), z.literal(0), z.literal(1), z.enum(["true", "false", "True", "False", "TRUE", "FALSE", "1", "0", ""])])
+	.optional()
+	.transform((v) => (v === undefined || v === "" ? undefined : v === true || v === 1 || String(v).toLowerCase() === "true" || v === "1"));
+
+/** An email address, lower-cased so lookups do not depend on case. */
+export const optionalEmail = optionalText(254).pipe(
+	z
+		.email("must be an email address")
+		.transform((v) => v.toLowerCase())
+		.optional(),
+);
+
+/** Phone numbers are digits only, as the spec says. */
+export const optionalPhone = optionalText(32).pipe(z.string().regex(/^\d+$/, "must contain digits only").optional());
+
+/** A money amount sent as a string or number, non-negative, at most 2 decimals of meaning. */
+export const amount = z
+	.union([
+		z
+			.string()
+			.trim()
+			.regex(/^\d+(\.\d+)?$/, "must be a non-negative number"),
+		z.number().finite().nonnegative(),
+	])
+	.transform(Number)
+	.pipe(z.number().finite().nonnegative().max(1e12, "is too large"));
+
+/** An integer sent as string or number (page index, page size). */
+export const optionalPositiveInt = z
+	.union([z.string().trim().regex(/^\d+$/, "must be a positive integer"), z.number().int(), z.null()])
+	.optional()
+	.transform((v) => (v === undefined || v === null || v === "" ? undefined : Number(v)))
+	.pipe(z.number().int().min(1, "must be at least 1").optional());
+
+/** `customid`: an integer as text, stored in canonical form so "007" and "7" are the same event. */
+export const customId = z
+	.union([
+		z
+			.string()
+			.trim()
+			.regex(/^-?\d{1,30}$/, "must be an integer"),
+		z.number().int(),
+	])
+	.transform((v) => BigInt(v).toString());
+
+/** Turns a zod error into one message that names each bad field. */
+export function describeZodError(error: z.ZodError): { message: string; fields: string[] } {
+	const fields: string[] = [];
+	const parts = error.issues.map((issue) => {
+		const path = issue.path.map(String).join(".") || "body";
+		fields.push(path);
+		const missing = issue.code === "invalid_type" && issue.input === undefined;
+		return `${path}: ${missing ? "is required" : issue.message}`;
+	});
+	return { message: `Invalid request. ${parts.join("; ")}`, fields };
+}

@@ -1,0 +1,54 @@
+import { ApiError } from "./errors";
+import { isPlainObject } from "./request-text";
+
+/** Largest request body accepted, in bytes. */
+export const MAX_BODY_BYTES = 64 * 1024;
+
+/**
+ * Reads a request body that must be a JSON object of at most MAX_BODY_BYTES.
+ * Each way of failing is its own JSON error (415, 413, 400), never a 500.
+ */
+export async function readJsonObject(request: Request): Promise<Record<string, unknown>> {
+	const type = request.headers.get("content-type") ?? "";
+	if (!/^application\/([\w.+-]*\+)?json\b/i.test(type.trim())) {
+		throw new ApiError(415, "unsupported_media_type", "Content-Type must be application/json.");
+	}
+	const declared = Number(request.headers.get("content-length") ?? "0");
+	if (declared > MAX_BODY_BYTES) throw tooLarge();
+	const text = await readLimited(request);
+	let parsed: unknown;
+	try {
+		parsed = JSON.parse(text);
+	} catch {
+		throw new ApiError(400, "invalid_json", "The body is not valid JSON.");
+	}
+	if (!isPlainObject(parsed)) throw new ApiError(400, "invalid_body", "The body must be a JSON object.");
+	return parsed;
+}
+
+const tooLarge = () => new ApiError(413, "payload_too_large", `The body is larger than ${MAX_BODY_BYTES} bytes.`);
+
+/** Reads the body as text, stopping as soon as it passes the limit (chunked bodies have no length). */
+async function readLimited(request: Request): Promise<string> {
+	if (!request.body) return "";
+	const reader = request.body.getReader();
+	const chunks: Uint8Array[] = [];
+	let size = 0;
+	for (;;) {
+		const { done, value } = await reader.read();
+		if (done) break;
+		size += value.byteLength;
+		if (size > MAX_BODY_BYTES) {
+			await reader.cancel();
+			throw tooLarge();
+		}
+		chunks.push(value);
+	}
+	const bytes = new Uint8Array(size);
+	let offset = 0;
+	for (const chunk of chunks) {
+		bytes.set(chunk, offset);
+		offset += chunk.byteLength;
+	}
+	return new TextDecoder().decode(bytes);
+}

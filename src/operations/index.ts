@@ -1,0 +1,8 @@
+import type { Operation } from "../http/operation";
+import { campaignterms, getcampaigndata } from "./campaign";
+
+/** Every public operation by its lower-case name: the route `/saas/v1_0/<name>`. */
+export const operations: Record<string, Operation> = {
+	getcampaigndata,
+	campaignterms,
+};

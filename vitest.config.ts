@@ -1,0 +1,21 @@
+import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
+import { defineConfig } from "vitest/config";
+
+export default defineConfig(async () => {
+	const migrations = await readD1Migrations("./migrations");
+	return {
+		plugins: [
+			cloudflareTest({
+				wrangler: { configPath: "./wrangler.toml" },
+				miniflare: {
+					bindings: { ADMIN_TOKEN: "test-admin-token", TEST_MIGRATIONS: migrations },
+				},
+			}),
+		],
+		test: {
+			include: ["test/**/*.test.ts"],
+			exclude: ["test/e2e/**"],
+			setupFiles: ["./test/apply-migrations.ts"],
+		},
+	};
+});
