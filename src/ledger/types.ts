@@ -1,0 +1,120 @@
+import type { Distribution } from "../db/campaigns";
+
+/**
+ * The RPC contract of UserLedger (one Durable Object per app + user, named
+ * `${appid}:${userkey}`). Amounts cross this boundary as numbers with at most
+ * two decimals; inside the ledger they are integer hundredths.
+ */
+
+export type RewardStatus = "Approved" | "UnderReview" | "Suspicious" | "Rejected" | "Rewarded";
+export type SettableStatus = "Approved" | "UnderReview" | "Suspicious" | "Rejected";
+export type UserType = "Friend" | "Referrer";
+
+/** The user whose action produced a reward (snapshot taken at grant time). */
+export interface FriendSnapshot {
+	userkey: string;
+	email: string | null;
+	name: string | null;
+	profileimage: string | null;
+}
+
+/** One reward the rules engine decided to give this ledger's user. */
+export interface RewardGrant {
+	/** Idempotency key, unique in this ledger: `${customid}:${ruleid}`. A second grant with the same key returns the first reward. */
+	key: string;
+	ruleid: number;
+	/** How many rewards this rule may give this user for this friend; 0 = no limit. Checked inside the ledger. */
+	rewardfrequency: number;
+	usertype: UserType;
+	amount: number;
+	rewardunit: string;
+	rewardtype: Distribution;
+	campaignid: number;
+	campaignname: string;
+	growthhack: string;
+	eventname: string;
+	customid: string;
+	friend: FriendSnapshot;
+	/** Status on creation: Approved, UnderReview (hold running) or Suspicious (fraud check flagged it). */
+	status: "Approved" | "UnderReview" | "Suspicious";
+	/** When an UnderReview reward approves itself (ISO), or null for no automatic approval. */
+	holdUntil: string | null;
+	comment: string | null;
+}
+
+/** A reward as the public API shows it (field names of the spec's Reward). */
+export interface RewardView {
+	rewarddtlid: string;
+	rewardstatus: RewardStatus;
+	comment: string;
+	eventname: string;
+	reward: string;
+	rewardunit: string;
+	rewardedon: string;
+	rewardtype: Distribution;
+	usertype: UserType;
+	coupon: string;
+	couponimage: string;
+	coupondetails: string;
+	couponname: string;
+	campaignid: string;
+	campaignname: string;
+	growthhack: string;
+	friendemail: string;
+	friendname: string;
+	friendprofileimage: string;
+}
+
+/** A reward with the ledger's bookkeeping, for internal callers. */
+export interface LedgerReward extends RewardView {
+	key: string;
+	friendUserkey: string;
+	amount: number;
+	redeemed: number;
+	createdAt: string;
+	updatedAt: string;
+}
+
+export interface GrantResult {
+	/** The reward of each grant that was not skipped: newly created or found by key. */
+	rewards: (LedgerReward & { created: boolean })[];
+	/** Grants skipped because the rule's rewardfrequency was reached. */
+	skipped: { key: string; reason: "frequency_limit" }[];
+}
+
+export interface BalanceNumbers {
+	total: number;
+	claimed: number;
+	pending: number;
+	approved: number;
+}
+
+/** getuserbalance's three levels: unit -> growth hack -> campaign. */
+export interface BalanceRecord extends BalanceNumbers {
+	rewardunit: string;
+	growthhacks: (BalanceNumbers & {
+		growthhack: string;
+		rewardunit: string;
+		campaigns: (BalanceNumbers & { campaignid: number; campaignname: string; growthhack: string; rewardunit: string })[];
+	})[];
+}
+
+export type LedgerError =
+	| { code: "reward_not_found"; rewarddtlid: string; message: string }
+	| { code: "invalid_status_transition"; rewarddtlid: string; message: string }
+	| { code: "insufficient_balance"; message: string; approved: number }
+	| { code: "reward_not_redeemable"; rewarddtlid: string; message: string };
+
+export type LedgerResult<T> = ({ ok: true } & T) | { ok: false; error: LedgerError };
+
+export interface StatusChange {
+	rewarddtlid: string;
+	status: SettableStatus;
+	message: string | null;
+}
+
+export interface RedeemByAmount {
+	amount: number;
+	campaignid?: number;
+	growthhack?: string;
+}

@@ -1,0 +1,67 @@
+import { nowIso } from "../domain/dates";
+import { newEventId } from "../domain/ids";
+
+/** Webhook event types the service emits (see docs/webhooks.md). */
+export type WebhookType =
+	| "user.registered"
+	| "referral.attributed"
+	| "conversion.recorded"
+	| "reward.created"
+	| "reward.status_changed"
+	| "reward.redeemed";
+
+/** An email to send: rendered when recorded, so a retry sends the same text. */
+export interface EmailPayload {
+	to: string;
+	toName?: string | null;
+	subject: string;
+	text: string;
+	html: string;
+}
+
+export type OutboxEvent =
+	| { eventid: string; appid: string; kind: "webhook"; type: WebhookType; payload: Record<string, unknown>; createdAt: string }
+	| { eventid: string; appid: string; kind: "email"; type: "email.outreach" | "email.reminder"; payload: EmailPayload; createdAt: string };
+
+/** The body of a queue message: the outbox row to deliver. */
+export interface OutboxMessage {
+	eventid: string;
+}
+
+/** A webhook event with a fresh id (or a deterministic one, when a retry must not duplicate it). */
+export function webhookEvent(appid: string, type: WebhookType, payload: Record<string, unknown>, eventid = newEventId()): OutboxEvent {
+	return { eventid, appid, kind: "webhook", type, payload, createdAt: nowIso() };
+}
+
+/** An email event with a fresh id. */
+export function emailEvent(appid: string, type: "email.outreach" | "email.reminder", payload: EmailPayload): OutboxEvent {
+	return { eventid: newEventId(), appid, kind: "email", type, payload, createdAt: nowIso() };
+}
+
+/**
+ * The statement that records an event in the D1 outbox. Put it in the same
+ * `batch()` as the change that caused it; an event id already recorded is
+ * ignored, so replaying a change records nothing twice.
+ */
+export function insertOutboxEvent(db: D1Database, event: OutboxEvent): D1PreparedStatement {
+	return db
+		.prepare(
+			`INSERT INTO outbox_events (eventid, appid, kind, type, payload, created_at) VALUES (?, ?, ?, ?, ?, ?)
+			 ON CONFLICT (eventid) DO NOTHING`,
+		)
+		.bind(event.eventid, event.appid, event.kind, event.type, JSON.stringify(event.payload), event.createdAt);
+}
+
+/**
+ * Hands recorded events to the queue and marks them enqueued. Call after the
+ * batch that recorded them has committed (usually through waitUntil). Events
+ * whose send fails stay unmarked for the outbox sweep to pick up.
+ */
+export async function enqueueOutboxEvents(env: Env, eventids: string[]): Promise<void> {
+	if (eventids.length === 0) return;
+	await env.OUTBOX.sendBatch(eventids.map((eventid) => ({ body: { eventid } satisfies OutboxMessage })));
+	const placeholders = eventids.map(() => "?").join(", ");
+	await env.DB.prepare(`UPDATE outbox_events SET enqueued_at = ? WHERE eventid IN (${placeholders}) AND enqueued_at IS NULL`)
+		.bind(nowIso(), ...eventids)
+		.run();
+}
