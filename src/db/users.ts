@@ -75,7 +75,7 @@ export interface UserRow
  * Users with what their responses need: the referrer's code and the
  * campaign's share-link domain. Every user read goes through this.
  */
-const USER_VIEW = `SELECT u.*, r.referralcode AS referrer_code, c.customdomain AS customdomain
+export const USER_VIEW = `SELECT u.*, r.referralcode AS referrer_code, c.customdomain AS customdomain
 	FROM users u LEFT JOIN users r ON r.userid = u.referrer_userid LEFT JOIN campaigns c ON c.campaignid = u.campaignid`;
 
 /** Maps a USER_VIEW row to a User. */
@@ -120,10 +120,33 @@ export interface UserRef {
  * a wrong key never silently finds someone else. Returns null when absent.
  */
 export function userLookup(db: D1Database, appid: string, ref: UserRef): D1PreparedStatement | null {
-	if (ref.userkey) return db.prepare(`${USER_VIEW} WHERE u.appid = ? AND u.userkey = ?`).bind(appid, ref.userkey);
-	if (ref.email) return db.prepare(`${USER_VIEW} WHERE u.appid = ? AND u.email = ?`).bind(appid, ref.email);
-	if (ref.useraccountid) return db.prepare(`${USER_VIEW} WHERE u.appid = ? AND u.useraccountid = ?`).bind(appid, ref.useraccountid);
+	const by = refColumn(ref);
+	return by && db.prepare(`${USER_VIEW} WHERE u.appid = ? AND u.${by.column} = ?`).bind(appid, by.value);
+}
+
+/** The column and value a ref is looked up by (the priority of userLookup). */
+function refColumn(ref: UserRef): { column: "userkey" | "email" | "useraccountid"; value: string } | null {
+	if (ref.userkey) return { column: "userkey", value: ref.userkey };
+	if (ref.email) return { column: "email", value: ref.email };
+	if (ref.useraccountid) return { column: "useraccountid", value: ref.useraccountid };
 	return null;
+}
+
+/**
+ * One page of the friends of the user named by `ref`, newest first, read
+ * through the (referrer_userid, userid) index. Batch it with userLookup.
+ */
+export function friendsPageLookup(db: D1Database, appid: string, ref: UserRef, limit: number, offset: number): D1PreparedStatement | null {
+	const by = refColumn(ref);
+	return (
+		by &&
+		db
+			.prepare(
+				`SELECT * FROM users WHERE referrer_userid = (SELECT userid FROM users WHERE appid = ? AND ${by.column} = ?)
+				 ORDER BY userid DESC LIMIT ? OFFSET ?`,
+			)
+			.bind(appid, by.value, limit, offset)
+	);
 }
 
 /** Runs userLookup; null when the ref names nobody of this app. */

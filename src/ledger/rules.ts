@@ -1,0 +1,143 @@
+import type { Campaign, RewardRule } from "../db/campaigns";
+import type { User } from "../db/users";
+import type { FriendSnapshot, RewardGrant } from "./types";
+
+/** A recorded conversion event, as the rules see it. */
+export interface ConversionEvent {
+	customid: string;
+	eventname: string;
+	transactionvalue: number | null;
+}
+
+/** Whose ledger a grant goes to. */
+export interface OwnedGrant {
+	owner: "friend" | "referrer";
+	grant: RewardGrant;
+}
+
+const HUNDRED = 100;
+
+/** Rounds half-up to hundredths (cents), the precision rewards are kept in. */
+export function roundToHundredths(value: number): number {
+	return Math.round((value + Number.EPSILON) * HUNDRED) / HUNDRED;
+}
+
+/** True when the rule's reward is a percent of the transaction value. */
+export const isPercentRule = (rule: Pick<RewardRule, "rewardunit">) => rule.rewardunit.trim() === "%";
+
+/**
+ * The amount a rule gives for a transaction value, or null when it does not
+ * fire: below `mintranvalue`, or a percent rule without a value. Percent
+ * amounts are capped by `maxrewardamount` when it is above 0.
+ */
+export function ruleAmount(rule: RewardRule, transactionvalue: number | null): number | null {
+	if (rule.mintranvalue > 0 && (transactionvalue === null || transactionvalue < rule.mintranvalue)) return null;
+	if (!isPercentRule(rule)) return roundToHundredths(rule.reward);
+	if (transactionvalue === null) return null;
+	const amount = (rule.reward * transactionvalue) / HUNDRED;
+	const capped = rule.maxrewardamount > 0 ? Math.min(amount, rule.maxrewardamount) : amount;
+	return roundToHundredths(capped);
+}
+
+/** True when the campaign's `rewardtype` (0 none, 1 referrer, 2 friend, 3 both) lets rules of this user type fire. */
+export function rewardTypeAllows(rewardtype: number, usertype: RewardRule["rewardusertype"]): boolean {
+	if (rewardtype === 3) return true;
+	return (rewardtype === 1 && usertype === "Referrer") || (rewardtype === 2 && usertype === "Friend");
+}
+
+/** The rules matching an event name (case-insensitive). */
+export const matchingRules = (rules: RewardRule[], eventname: string) =>
+	rules.filter((rule) => rule.eventname.trim().toLowerCase() === eventname.trim().toLowerCase());
+
+/** An email reduced to its mailbox: case, `+tags` and, for Gmail, dots removed. */
+export function canonicalEmail(email: string): string {
+	const [local = "", domain = ""] = email.toLowerCase().split("@");
+	const base = local.split("+")[0] ?? "";
+	const gmail = domain === "gmail.com" || domain === "googlemail.com";
+	return `${gmail ? base.replace(/\./g, "") : base}@${gmail ? "gmail.com" : domain}`;
+}
+
+/**
+ * The fraud check run on every reward-producing event: why the friend looks
+ * like the referrer in disguise (same mailbox behind an email alias, same
+ * phone or same payment customer), or null when nothing is suspicious.
+ */
+export function fraudSignal(friend: User, referrer: User | null): string | null {
+	if (!referrer) return null;
+	if (friend.email && referrer.email && canonicalEmail(friend.email) === canonicalEmail(referrer.email)) {
+		return "Friend and referrer share one mailbox.";
+	}
+	if (friend.phone && friend.phone === referrer.phone) return "Friend and referrer share a phone number.";
+	if (friend.paymentcustomerid && friend.paymentcustomerid === referrer.paymentcustomerid) {
+		return "Friend and referrer share a payment customer.";
+	}
+	return null;
+}
+
+/** Status, hold and comment of a new reward under the campaign's review settings. */
+export function initialStatus(
+	campaign: Pick<Campaign, "autoapprove" | "holddays">,
+	suspicion: string | null,
+	now: Date,
+): Pick<RewardGrant, "status" | "holdUntil" | "comment"> {
+	if (suspicion) return { status: "Suspicious", holdUntil: null, comment: suspicion };
+	if (campaign.holddays > 0) {
+		const holdUntil = campaign.autoapprove ? new Date(now.getTime() + campaign.holddays * 86_400_000).toISOString() : null;
+		return { status: "UnderReview", holdUntil, comment: `On hold for ${campaign.holddays} day(s).` };
+	}
+	if (!campaign.autoapprove) return { status: "UnderReview", holdUntil: null, comment: "Awaiting review." };
+	return { status: "Approved", holdUntil: null, comment: null };
+}
+
+const snapshot = (user: User): FriendSnapshot => ({
+	userkey: user.userkey,
+	email: user.email,
+	name: user.name,
+	profileimage: user.profileimage,
+});
+
+/**
+ * The rewards one event earns (decisions.md §4): rules of the campaign whose
+ * event name matches fire, gated by the campaign's `rewardtype`; `Friend`
+ * rules reward the friend when it has a referrer, `Referrer` rules reward the
+ * referrer; an existing user (and so its referrer) earns nothing. Each grant's
+ * key is `${customid}:${ruleid}`, so replaying the event makes the same grants.
+ * `rewardfrequency` is enforced by the ledger that receives the grant.
+ */
+export function rewardsForEvent(
+	campaign: Campaign,
+	rules: RewardRule[],
+	friend: User,
+	referrer: User | null,
+	event: ConversionEvent,
+	now: Date,
+): OwnedGrant[] {
+	if (friend.isexistinguser || !referrer || campaign.rewardtype === 0) return [];
+	const review = initialStatus(campaign, fraudSignal(friend, referrer), now);
+	const grants: OwnedGrant[] = [];
+	for (const rule of matchingRules(rules, event.eventname)) {
+		if (!rewardTypeAllows(campaign.rewardtype, rule.rewardusertype)) continue;
+		const amount = ruleAmount(rule, event.transactionvalue);
+		if (amount === null || amount <= 0) continue;
+		grants.push({
+			owner: rule.rewardusertype === "Friend" ? "friend" : "referrer",
+			grant: {
+				key: `${event.customid}:${rule.ruleid}`,
+				ruleid: rule.ruleid,
+				rewardfrequency: rule.rewardfrequency,
+				usertype: rule.rewardusertype,
+				amount,
+				rewardunit: isPercentRule(rule) ? campaign.currency : rule.rewardunit,
+				rewardtype: campaign.distribution,
+				campaignid: campaign.campaignid,
+				campaignname: campaign.campaignname,
+				growthhack: campaign.growthhack,
+				eventname: event.eventname,
+				customid: event.customid,
+				friend: snapshot(friend),
+				...review,
+			},
+		});
+	}
+	return grants;
+}
