@@ -10,13 +10,20 @@ type Api = Awaited<ReturnType<typeof createApp>>["api"];
 async function referral(campaign: Record<string, unknown> = {}, friendExtra: Record<string, unknown> = {}) {
 	const app = await createApp(campaign);
 	const referrer = (await app.api("register", { email: "ref@x.com", name: "Ref" })).body;
-	const friend = (await app.api("register", { email: "friend@x.com", name: "Fran", referrercode: referrer.referralcode, ...friendExtra })).body;
+	const friend = (await app.api("register", { email: "friend@x.com", name: "Fran", referrercode: referrer.referralcode, ...friendExtra }))
+		.body;
 	return { ...app, referrer, friend };
 }
 
 let nextCustomId = 1000;
 const event = (api: Api, userkey: string, extra: Record<string, unknown> = {}) =>
-	api("registerconversionevent", { userkey, eventname: "Signup", customid: String(nextCustomId++), growthhack: "SaaS_Referrals", ...extra });
+	api("registerconversionevent", {
+		userkey,
+		eventname: "Signup",
+		customid: String(nextCustomId++),
+		growthhack: "SaaS_Referrals",
+		...extra,
+	});
 
 const rewardsOf = (appid: string, userkey: string) => ledgerFor(env, appid, userkey).listRewards();
 
@@ -28,7 +35,9 @@ describe("registerconversionevent", () => {
 		expect(res.body).toMatchObject({ success: true, duplicate: false });
 		const [mine, theirs] = [await rewardsOf(appid, referrer.userkey), await rewardsOf(appid, friend.userkey)];
 		expect(mine).toEqual([expect.objectContaining({ usertype: "Referrer", reward: "10", rewardunit: "USD", rewardstatus: "Approved" })]);
-		expect(theirs).toEqual([expect.objectContaining({ usertype: "Friend", reward: "10", rewardstatus: "Approved", friendemail: "friend@x.com" })]);
+		expect(theirs).toEqual([
+			expect.objectContaining({ usertype: "Friend", reward: "10", rewardstatus: "Approved", friendemail: "friend@x.com" }),
+		]);
 		const stored = await env.DB.prepare("SELECT extrainfo FROM conversion_events WHERE appid = ?").bind(appid).first();
 		expect(stored).toEqual({ extrainfo: "order=42" });
 		const webhook = await env.DB.prepare("SELECT payload FROM outbox_events WHERE appid = ? AND type = 'conversion.recorded'")
@@ -36,7 +45,10 @@ describe("registerconversionevent", () => {
 			.first<{ payload: string }>();
 		expect(JSON.parse(webhook?.payload ?? "{}")).toMatchObject({
 			extrainfo: "order=42",
-			rewards: [expect.objectContaining({ usertype: "Friend", rewardstatus: "Approved" }), expect.objectContaining({ usertype: "Referrer" })],
+			rewards: [
+				expect.objectContaining({ usertype: "Friend", rewardstatus: "Approved" }),
+				expect.objectContaining({ usertype: "Referrer" }),
+			],
 		});
 	});
 
@@ -56,7 +68,12 @@ describe("registerconversionevent", () => {
 	it("treats 007 and 7 as the same customid", async () => {
 		const { api, appid, referrer, friend } = await referral();
 		await api("registerconversionevent", { userkey: friend.userkey, eventname: "Signup", customid: "7", growthhack: "SaaS_Referrals" });
-		const again = await api("registerconversionevent", { userkey: friend.userkey, eventname: "Signup", customid: "007", growthhack: "SaaS_Referrals" });
+		const again = await api("registerconversionevent", {
+			userkey: friend.userkey,
+			eventname: "Signup",
+			customid: "007",
+			growthhack: "SaaS_Referrals",
+		});
 		expect(again.body.duplicate).toBe(true);
 		expect(await rewardsOf(appid, referrer.userkey)).toHaveLength(1);
 	});
@@ -76,12 +93,22 @@ describe("registerconversionevent", () => {
 		});
 		expect(recorded.ok && recorded.isNew).toBe(true);
 		expect(await rewardsOf(appid, referrer.userkey)).toHaveLength(0);
-		const retry = await api("registerconversionevent", { userkey: friend.userkey, eventname: "Signup", customid: "4242", growthhack: "SaaS_Referrals" });
+		const retry = await api("registerconversionevent", {
+			userkey: friend.userkey,
+			eventname: "Signup",
+			customid: "4242",
+			growthhack: "SaaS_Referrals",
+		});
 		expect(retry.body).toMatchObject({ success: true, duplicate: true });
 		expect(retry.body.message).toMatch(/2 reward\(s\) it was missing were completed/);
 		expect(await rewardsOf(appid, referrer.userkey)).toHaveLength(1);
 		expect(await rewardsOf(appid, friend.userkey)).toHaveLength(1);
-		const again = await api("registerconversionevent", { userkey: friend.userkey, eventname: "Signup", customid: "4242", growthhack: "SaaS_Referrals" });
+		const again = await api("registerconversionevent", {
+			userkey: friend.userkey,
+			eventname: "Signup",
+			customid: "4242",
+			growthhack: "SaaS_Referrals",
+		});
 		expect(again.body.message).toMatch(/no new event or reward/);
 		expect(await rewardsOf(appid, referrer.userkey)).toHaveLength(1);
 	});
@@ -189,7 +216,9 @@ describe("registerconversionevent", () => {
 
 	it("gives coupon campaign rewards a code from the pool", async () => {
 		const { api, appid, campaignid, referrer, friend } = await referral({ distribution: "Coupon" });
-		await admin("POST", `/apps/${appid}/campaigns/${campaignid}/coupons`, { coupons: [{ coupon: "C-1" }, { coupon: "C-2" }, { coupon: "C-3" }] });
+		await admin("POST", `/apps/${appid}/campaigns/${campaignid}/coupons`, {
+			coupons: [{ coupon: "C-1" }, { coupon: "C-2" }, { coupon: "C-3" }],
+		});
 		await event(api, friend.userkey);
 		await ledgerFor(env, appid, referrer.userkey).flush();
 		await ledgerFor(env, appid, friend.userkey).flush();
