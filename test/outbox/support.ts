@@ -1,5 +1,6 @@
 import { createExecutionContext, createMessageBatch, getQueueResult } from "cloudflare:test";
 import { env } from "cloudflare:workers";
+import { vi } from "vitest";
 import { queue } from "../../src/outbox/consumer";
 import { type EmailPayload, insertOutboxEvent, type OutboxEvent, type WebhookType, webhookEvent } from "../../src/outbox/events";
 import { admin, type Credentials } from "../support/api";
@@ -99,10 +100,15 @@ export async function runBatch(messages: Delivery[], runEnv: Env = env) {
 			body: m.body,
 		})),
 	);
+	// getQueueResult() reports which messages were retried but not the delay asked for: watch retry() for that.
+	const retrySpies = batch.messages.map((m) => vi.spyOn(m, "retry"));
 	const ctx = createExecutionContext();
 	await queue(batch, runEnv, ctx);
 	const result = await getQueueResult(batch, ctx);
-	return { batch, result, ids: batch.messages.map((m) => m.id) };
+	const retries = batch.messages.flatMap((m, i) =>
+		retrySpies[i]!.mock.calls.map(([options]) => ({ msgId: m.id, delaySeconds: options?.delaySeconds })),
+	);
+	return { batch, result, retries, ids: batch.messages.map((m) => m.id) };
 }
 
 export interface AttemptRow {
