@@ -101,6 +101,9 @@ CREATE TABLE users (
   isexistinguser INTEGER NOT NULL DEFAULT 0,
   referrer_userid INTEGER REFERENCES users(userid),
   attributed_at TEXT,
+  -- Random id of the call that set the referrer: statements batched after the
+  -- guarded UPDATE fire only when that call's UPDATE took effect.
+  attribution_id TEXT,
   status TEXT NOT NULL DEFAULT 'SignUp',
   friends_count INTEGER NOT NULL DEFAULT 0,
   converted_friends_count INTEGER NOT NULL DEFAULT 0,

@@ -73,6 +73,12 @@ export interface LedgerReward extends RewardView {
 	redeemed: number;
 	createdAt: string;
 	updatedAt: string;
+	/** When an UnderReview reward approves itself (ISO); null once a status was set by hand or none was given. */
+	holdUntil: string | null;
+	/** When the reward became Rewarded (ISO), else null. */
+	rewardedAt: string | null;
+	/** Increases with every change; the D1 projection keeps the highest. */
+	version: number;
 }
 
 export interface GrantResult {
@@ -103,7 +109,8 @@ export type LedgerError =
 	| { code: "reward_not_found"; rewarddtlid: string; message: string }
 	| { code: "invalid_status_transition"; rewarddtlid: string; message: string }
 	| { code: "insufficient_balance"; message: string; approved: number }
-	| { code: "reward_not_redeemable"; rewarddtlid: string; message: string };
+	| { code: "reward_not_redeemable"; rewarddtlid: string; message: string }
+	| { code: "invalid_amount"; message: string };
 
 export type LedgerResult<T> = ({ ok: true } & T) | { ok: false; error: LedgerError };
 
@@ -114,7 +121,26 @@ export interface StatusChange {
 }
 
 export interface RedeemByAmount {
+	/** More than 0; rounded half-up to hundredths. */
 	amount: number;
 	campaignid?: number;
+	/** Matched case-insensitively. */
 	growthhack?: string;
+	/** Only rewards of this unit, for ledgers that hold more than one. */
+	rewardunit?: string;
+}
+
+/** Filters of getuserbalance. */
+export interface BalanceFilter {
+	campaignid?: number;
+	/** Matched case-insensitively. */
+	growthhack?: string;
+}
+
+/** What one outbox flush pass did (for tests and admin). */
+export interface FlushReport {
+	/** Entries delivered and removed from the outbox. */
+	done: number;
+	/** Entries still waiting: failed (backing off) or not yet due. */
+	pending: number;
 }

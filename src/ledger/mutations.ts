@@ -1,0 +1,157 @@
+import { type WebhookType, webhookEvent } from "../outbox/events";
+import { bucketDelta, contribution, isZeroDelta } from "./balance";
+import { queueCouponClaim, queueProjection, queueWebhook } from "./outbox";
+import { toView } from "./rows";
+import type { RewardRow } from "./schema";
+import type { RewardGrant, RewardStatus } from "./types";
+
+/**
+ * The synchronous writes of the ledger. Each helper keeps the three things
+ * that must never drift apart in step: the reward row, its balance row and
+ * the outbox entries that report the change. Callers run them inside one
+ * `transactionSync`.
+ */
+
+/** Who the ledger belongs to and when the current transaction happens. */
+export interface TxContext {
+	sql: SqlStorage;
+	appid: string;
+	userkey: string;
+	nowMs: number;
+}
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+/**
+ * The webhook event id of a reward change: stable for (app, user, reward,
+ * version), so a replayed flush records nothing twice.
+ */
+export const rewardEventId = (appid: string, userkey: string, seq: number, version: number) => `evt_${appid}_${userkey}_${seq}_v${version}`;
+
+/** One reward by its number, or undefined. */
+export function rewardRow(sql: SqlStorage, seq: number): RewardRow | undefined {
+	return sql.exec<RewardRow>("SELECT * FROM rewards WHERE seq = ?", seq).toArray()[0] as RewardRow | undefined;
+}
+
+/** One reward by its grant key, or undefined. */
+export function rewardRowByKey(sql: SqlStorage, key: string): RewardRow | undefined {
+	return sql.exec<RewardRow>("SELECT * FROM rewards WHERE key = ?", key).toArray()[0] as RewardRow | undefined;
+}
+
+type BalanceSubject = Pick<RewardRow, "status" | "amount" | "redeemed">;
+
+/** Moves the reward's balance row from what `before` contributed to what `after` contributes. */
+function applyBalance(sql: SqlStorage, before: BalanceSubject | null, after: RewardRow): void {
+	const delta = bucketDelta(
+		before ? contribution(before.status as RewardStatus, before.amount, before.redeemed) : { pending: 0, approved: 0, claimed: 0 },
+		contribution(after.status as RewardStatus, after.amount, after.redeemed),
+	);
+	if (before && isZeroDelta(delta)) return;
+	sql.exec(
+		`INSERT INTO balances (rewardunit, growthhack, campaignid, campaignname, pending, approved, claimed) VALUES (?, ?, ?, ?, ?, ?, ?)
+		 ON CONFLICT (rewardunit, growthhack, campaignid) DO UPDATE SET campaignname = excluded.campaignname,
+		   pending = pending + excluded.pending, approved = approved + excluded.approved, claimed = claimed + excluded.claimed`,
+		after.rewardunit,
+		after.growthhack,
+		after.campaignid,
+		after.campaignname,
+		delta.pending,
+		delta.approved,
+		delta.claimed,
+	);
+}
+
+function report(ctx: TxContext, row: RewardRow, type: WebhookType, extra: Record<string, unknown>): void {
+	queueProjection(ctx.sql, row.seq, row.version, ctx.nowMs);
+	const payload = { userkey: ctx.userkey, ...extra, reward: toView(ctx.userkey, row) };
+	queueWebhook(ctx.sql, webhookEvent(ctx.appid, type, payload, rewardEventId(ctx.appid, ctx.userkey, row.seq, row.version)), ctx.nowMs);
+}
+
+/**
+ * Creates the reward of a grant (amount already in hundredths) with its
+ * balance, projection, `reward.created` event and, for coupon campaigns, the
+ * claim of a code.
+ */
+export function insertReward(ctx: TxContext, grant: RewardGrant, amount: number): RewardRow {
+	const now = iso(ctx.nowMs);
+	// Only a reward under review approves itself; a Suspicious one waits for a person.
+	const holdUntil = grant.status === "UnderReview" && grant.holdUntil ? new Date(grant.holdUntil).toISOString() : null;
+	const row = ctx.sql
+		.exec<RewardRow>(
+			`INSERT INTO rewards (key, ruleid, customid, eventname, usertype, amount, rewardunit, rewardtype, status, comment, hold_until,
+			   campaignid, campaignname, growthhack, friend_userkey, friend_email, friend_name, friend_profileimage, created_at, updated_at)
+			 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *`,
+			grant.key,
+			grant.ruleid,
+			grant.customid,
+			grant.eventname,
+			grant.usertype,
+			amount,
+			grant.rewardunit,
+			grant.rewardtype,
+			grant.status,
+			grant.comment,
+			holdUntil,
+			grant.campaignid,
+			grant.campaignname,
+			grant.growthhack,
+			grant.friend.userkey,
+			grant.friend.email,
+			grant.friend.name,
+			grant.friend.profileimage,
+			now,
+			now,
+		)
+		.one();
+	applyBalance(ctx.sql, null, row);
+	report(ctx, row, "reward.created", {});
+	if (grant.rewardtype === "Coupon") {
+		queueCouponClaim(
+			ctx.sql,
+			{ seq: row.seq, couponKey: `${ctx.appid}:${ctx.userkey}:${grant.key}`, campaignid: grant.campaignid },
+			ctx.nowMs,
+		);
+	}
+	return row;
+}
+
+/** The fields of a reward a change may touch. */
+export type RewardPatch = Partial<
+	Pick<
+		RewardRow,
+		"status" | "redeemed" | "comment" | "hold_until" | "rewarded_at" | "coupon" | "couponname" | "coupondetails" | "couponimage"
+	>
+>;
+
+/**
+ * Applies `patch` to a reward: new version, balance moved, projection queued
+ * and, when `event` is given, that webhook event queued.
+ */
+export function updateReward(
+	ctx: TxContext,
+	before: RewardRow,
+	patch: RewardPatch,
+	event?: { type: WebhookType; extra: Record<string, unknown> },
+): RewardRow {
+	const after: RewardRow = { ...before, ...patch, version: before.version + 1, updated_at: iso(ctx.nowMs) };
+	ctx.sql.exec(
+		`UPDATE rewards SET status = ?, redeemed = ?, comment = ?, hold_until = ?, rewarded_at = ?, coupon = ?, couponname = ?,
+		   coupondetails = ?, couponimage = ?, updated_at = ?, version = ? WHERE seq = ?`,
+		after.status,
+		after.redeemed,
+		after.comment,
+		after.hold_until,
+		after.rewarded_at,
+		after.coupon,
+		after.couponname,
+		after.coupondetails,
+		after.couponimage,
+		after.updated_at,
+		after.version,
+		after.seq,
+	);
+	applyBalance(ctx.sql, before, after);
+	if (event) report(ctx, after, event.type, event.extra);
+	else queueProjection(ctx.sql, after.seq, after.version, ctx.nowMs);
+	return after;
+}

@@ -1,0 +1,273 @@
+import { enqueueOutboxEvents, insertOutboxEvent, type OutboxEvent } from "../outbox/events";
+import { fromHundredths } from "./money";
+import { rewardId } from "./rows";
+import type { OutboxRow, RewardRow } from "./schema";
+import type { FlushReport } from "./types";
+
+/**
+ * The ledger's transactional outbox. Entries are written in the same storage
+ * transaction as the change they report, then delivered to D1 / the queue by
+ * `flushOutbox`. An entry is deleted only after its delivery succeeded, and
+ * every delivery step is idempotent (versioned upsert, event id primary key,
+ * coupon claim keyed by reward), so a process that dies between a delivery
+ * and the delete only causes a harmless replay.
+ */
+
+/** How long an empty coupon pool waits before the claim is tried again. */
+export const EMPTY_POOL_RETRY_MS = 10 * 60 * 1000;
+/** Entries handled per flush pass; keeps D1 batches and bound-parameter lists small. */
+const BATCH = 40;
+
+/**
+ * Delay before retry number `attempts` (1-based) of a failed delivery:
+ * 5 s, 15 s, 45 s, ... capped at one hour. Entries are never dropped, since
+ * each one stands for a change that was already acknowledged.
+ */
+export function backoffMs(attempts: number): number {
+	return Math.min(5_000 * 3 ** Math.max(0, attempts - 1), 60 * 60 * 1000);
+}
+
+/** Records that reward `seq` must be (re)written to the D1 projection at `version` or later. */
+export function queueProjection(sql: SqlStorage, seq: number, version: number, nowMs: number): void {
+	// One entry per reward: later changes raise its version instead of adding rows, and make it due now.
+	sql.exec(
+		`INSERT INTO outbox (kind, ref, payload, version, next_attempt_at, created_at) VALUES ('projection', ?, ?, ?, ?, ?)
+		 ON CONFLICT (ref) DO UPDATE SET version = MAX(version, excluded.version), next_attempt_at = MIN(next_attempt_at, excluded.next_attempt_at)`,
+		`projection:${seq}`,
+		JSON.stringify({ seq }),
+		version,
+		nowMs,
+		new Date(nowMs).toISOString(),
+	);
+}
+
+/** Records a webhook event; an event id already queued is ignored. */
+export function queueWebhook(sql: SqlStorage, event: OutboxEvent, nowMs: number): void {
+	sql.exec(
+		`INSERT INTO outbox (kind, ref, payload, next_attempt_at, created_at) VALUES ('webhook', ?, ?, ?, ?) ON CONFLICT (ref) DO NOTHING`,
+		`webhook:${event.eventid}`,
+		JSON.stringify(event),
+		nowMs,
+		new Date(nowMs).toISOString(),
+	);
+}
+
+/** What a coupon claim needs: the reward and the pool it draws from. */
+export interface CouponClaim {
+	seq: number;
+	/** Globally unique key of the reward in D1's `coupons.reward_key`, so a replayed claim finds its code again. */
+	couponKey: string;
+	campaignid: number;
+}
+
+/** Records that reward `seq` needs a code from its campaign's pool. */
+export function queueCouponClaim(sql: SqlStorage, claim: CouponClaim, nowMs: number): void {
+	sql.exec(
+		`INSERT INTO outbox (kind, ref, payload, next_attempt_at, created_at) VALUES ('coupon', ?, ?, ?, ?) ON CONFLICT (ref) DO NOTHING`,
+		`coupon:${claim.seq}`,
+		JSON.stringify(claim),
+		nowMs,
+		new Date(nowMs).toISOString(),
+	);
+}
+
+/** The versioned upsert of one reward into D1's read projection; an older version never overwrites a newer one. */
+export function projectionStatement(db: D1Database, appid: string, userkey: string, row: RewardRow): D1PreparedStatement {
+	return db
+		.prepare(
+			`INSERT INTO rewards (rewarddtlid, appid, userkey, campaignid, eventname, usertype, reward, rewardunit, rewardtype,
+			   rewardstatus, redeemed, comment, friend_userkey, created_at, updated_at, version)
+			 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			 ON CONFLICT (rewarddtlid) DO UPDATE SET rewardstatus = excluded.rewardstatus, redeemed = excluded.redeemed,
+			   comment = excluded.comment, updated_at = excluded.updated_at, version = excluded.version
+			 WHERE excluded.version > rewards.version`,
+		)
+		.bind(
+			rewardId(userkey, row.seq),
+			appid,
+			userkey,
+			row.campaignid,
+			row.eventname,
+			row.usertype,
+			fromHundredths(row.amount),
+			row.rewardunit,
+			row.rewardtype,
+			row.status,
+			fromHundredths(row.redeemed),
+			row.comment,
+			row.friend_userkey,
+			row.created_at,
+			row.updated_at,
+			row.version,
+		);
+}
+
+/** Claims a free code of the campaign for the reward, or returns the one it already holds; null when the pool is empty. */
+export function couponClaimStatement(db: D1Database, claim: CouponClaim, nowIso: string): D1PreparedStatement {
+	return db
+		.prepare(
+			`UPDATE coupons SET reward_key = ?, assigned_at = COALESCE(assigned_at, ?)
+			 WHERE couponid = COALESCE(
+			   (SELECT couponid FROM coupons WHERE reward_key = ?),
+			   (SELECT couponid FROM coupons WHERE campaignid = ? AND reward_key IS NULL ORDER BY couponid LIMIT 1))
+			 RETURNING coupon, couponname, coupondetails, couponimage`,
+		)
+		.bind(claim.couponKey, nowIso, claim.couponKey, claim.campaignid);
+}
+
+export interface AssignedCoupon {
+	coupon: string;
+	couponname: string;
+	coupondetails: string;
+	couponimage: string;
+}
+
+/** What the flush needs from its ledger. */
+export interface FlushHost {
+	sql: SqlStorage;
+	transactionSync<T>(fn: () => T): T;
+	env: Env;
+	appid: string;
+	userkey: string;
+	/** Writes a claimed code onto the reward (in its own transaction) and removes the claim entry. */
+	assignCoupon(entry: OutboxRow, claim: CouponClaim, coupon: AssignedCoupon): void;
+}
+
+const errorText = (error: unknown) => (error instanceof Error ? error.message : String(error)).slice(0, 500);
+
+function postpone(host: FlushHost, entries: OutboxRow[], error: unknown, delayMs?: number): void {
+	const now = Date.now();
+	host.transactionSync(() => {
+		for (const e of entries) {
+			const attempts = e.attempts + 1;
+			host.sql.exec(
+				"UPDATE outbox SET attempts = ?, next_attempt_at = ?, last_error = ? WHERE id = ?",
+				attempts,
+				now + (delayMs ?? backoffMs(attempts)),
+				errorText(error),
+				e.id,
+			);
+		}
+	});
+}
+
+function remove(host: FlushHost, entries: OutboxRow[]): void {
+	host.transactionSync(() => {
+		for (const e of entries) host.sql.exec("DELETE FROM outbox WHERE id = ?", e.id);
+	});
+}
+
+/** Projections and webhook events of one pass: one D1 batch (a transaction), then the queue. */
+async function deliverRecords(host: FlushHost, projections: OutboxRow[], webhooks: OutboxRow[]): Promise<number> {
+	const db = host.env.DB;
+	const statements: D1PreparedStatement[] = [];
+	const projected: { entry: OutboxRow; version: number }[] = [];
+	const gone: OutboxRow[] = [];
+	for (const entry of projections) {
+		const { seq } = JSON.parse(entry.payload) as { seq: number };
+		const row = host.sql.exec<RewardRow>("SELECT * FROM rewards WHERE seq = ?", seq).toArray()[0] as RewardRow | undefined;
+		if (!row) {
+			gone.push(entry);
+			continue;
+		}
+		// The row is read now, so the upsert carries the newest state; its version decides whether the entry may go.
+		statements.push(projectionStatement(db, host.appid, host.userkey, row));
+		projected.push({ entry, version: row.version });
+	}
+	const events = webhooks.map((w) => JSON.parse(w.payload) as OutboxEvent);
+	for (const event of events) statements.push(insertOutboxEvent(db, event));
+	const eventids = events.map((e) => e.eventid);
+	if (eventids.length > 0) {
+		// Only events nobody has handed to the queue yet, so a replayed flush does not enqueue twice.
+		statements.push(
+			db
+				.prepare(`SELECT eventid FROM outbox_events WHERE eventid IN (${eventids.map(() => "?").join(", ")}) AND enqueued_at IS NULL`)
+				.bind(...eventids),
+		);
+	}
+	if (gone.length > 0) remove(host, gone);
+	if (statements.length === 0) return gone.length;
+	let results: D1Result[];
+	try {
+		results = await db.batch(statements);
+	} catch (error) {
+		console.warn("ledger outbox: D1 write failed", { appid: host.appid, userkey: host.userkey, error: errorText(error) });
+		postpone(host, [...projections.filter((p) => !gone.includes(p)), ...webhooks], error);
+		return gone.length;
+	}
+	host.transactionSync(() => {
+		// A change committed while the batch was in flight raised the entry's version: keep it for the next pass.
+		for (const { entry, version } of projected) host.sql.exec("DELETE FROM outbox WHERE id = ? AND version <= ?", entry.id, version);
+	});
+	if (webhooks.length === 0) return gone.length + projected.length;
+	const unsent = eventids.length > 0 ? ((results.at(-1)?.results ?? []) as { eventid: string }[]).map((r) => r.eventid) : [];
+	try {
+		await enqueueOutboxEvents(host.env, unsent);
+	} catch (error) {
+		console.warn("ledger outbox: enqueue failed", { appid: host.appid, userkey: host.userkey, error: errorText(error) });
+		postpone(host, webhooks, error);
+		return gone.length + projected.length;
+	}
+	remove(host, webhooks);
+	return gone.length + projected.length + webhooks.length;
+}
+
+async function claimCoupon(host: FlushHost, entry: OutboxRow): Promise<boolean> {
+	const claim = JSON.parse(entry.payload) as CouponClaim;
+	let coupon: AssignedCoupon | null;
+	try {
+		coupon = await couponClaimStatement(host.env.DB, claim, new Date().toISOString()).first<AssignedCoupon>();
+	} catch (error) {
+		console.warn("ledger outbox: coupon claim failed", { appid: host.appid, userkey: host.userkey, error: errorText(error) });
+		postpone(host, [entry], error);
+		return false;
+	}
+	if (!coupon) {
+		// Not an error of ours: the campaign ran out of codes. The reward keeps waiting and gets one once codes are added.
+		console.warn("ledger outbox: coupon pool empty", {
+			appid: host.appid,
+			campaignid: claim.campaignid,
+			rewarddtlid: rewardId(host.userkey, claim.seq),
+		});
+		postpone(host, [entry], "coupon pool empty", EMPTY_POOL_RETRY_MS);
+		return false;
+	}
+	host.assignCoupon(entry, claim, coupon);
+	return true;
+}
+
+/**
+ * One pass over the entries that are due: coupon claims first (they produce
+ * projection updates), then projections and webhooks together.
+ */
+export async function flushOutboxOnce(host: FlushHost): Promise<FlushReport> {
+	let done = 0;
+	const due = () =>
+		host.sql.exec<OutboxRow>("SELECT * FROM outbox WHERE next_attempt_at <= ? ORDER BY id LIMIT ?", Date.now(), BATCH).toArray();
+	for (const entry of due().filter((e) => e.kind === "coupon")) if (await claimCoupon(host, entry)) done++;
+	const entries = due().filter((e) => e.kind !== "coupon");
+	done += await deliverRecords(
+		host,
+		entries.filter((e) => e.kind === "projection"),
+		entries.filter((e) => e.kind === "webhook"),
+	);
+	const pending = host.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM outbox").one().n;
+	return { done, pending };
+}
+
+/** Passes until nothing due is left or a pass makes no progress (everything left is backing off). */
+export async function flushOutbox(host: FlushHost): Promise<FlushReport> {
+	const total: FlushReport = { done: 0, pending: 0 };
+	for (let pass = 0; pass < 20; pass++) {
+		const report = await flushOutboxOnce(host);
+		total.done += report.done;
+		total.pending = report.pending;
+		if (report.done === 0) break;
+	}
+	return total;
+}
+
+/** The earliest time an outbox entry is due (epoch ms), or null when the outbox is empty. */
+export function nextOutboxDue(sql: SqlStorage): number | null {
+	return sql.exec<{ t: number | null }>("SELECT MIN(next_attempt_at) AS t FROM outbox").one().t;
+}

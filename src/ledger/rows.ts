@@ -1,0 +1,52 @@
+import type { Distribution } from "../db/campaigns";
+import { formatDayMonthYear } from "../domain/dates";
+import { formatAmount, fromHundredths } from "./money";
+import type { RewardRow } from "./schema";
+import type { LedgerReward, RewardStatus, RewardView, UserType } from "./types";
+
+/** The public id of a reward: its owner's user key and its number in that owner's ledger. */
+export const rewardId = (userkey: string, seq: number) => `${userkey}-${seq}`;
+
+/**
+ * A reward as the public API shows it. `rewardedon` is the day it was paid
+ * out when Rewarded, else the day it was earned, so every reward has a date.
+ */
+export function toView(userkey: string, row: RewardRow): RewardView {
+	return {
+		rewarddtlid: rewardId(userkey, row.seq),
+		rewardstatus: row.status as RewardStatus,
+		comment: row.comment ?? "",
+		eventname: row.eventname,
+		reward: formatAmount(row.amount),
+		rewardunit: row.rewardunit,
+		rewardedon: formatDayMonthYear(row.rewarded_at ?? row.created_at),
+		rewardtype: row.rewardtype as Distribution,
+		usertype: row.usertype as UserType,
+		coupon: row.coupon ?? "",
+		couponimage: row.couponimage ?? "",
+		coupondetails: row.coupondetails ?? "",
+		couponname: row.couponname ?? "",
+		campaignid: String(row.campaignid),
+		campaignname: row.campaignname,
+		growthhack: row.growthhack,
+		friendemail: row.friend_email ?? "",
+		friendname: row.friend_name ?? "",
+		friendprofileimage: row.friend_profileimage ?? "",
+	};
+}
+
+/** A reward with the ledger's bookkeeping. */
+export function toLedgerReward(userkey: string, row: RewardRow): LedgerReward {
+	return {
+		...toView(userkey, row),
+		key: row.key,
+		friendUserkey: row.friend_userkey,
+		amount: fromHundredths(row.amount),
+		redeemed: fromHundredths(row.redeemed),
+		createdAt: row.created_at,
+		updatedAt: row.updated_at,
+		holdUntil: row.hold_until,
+		rewardedAt: row.rewarded_at,
+		version: row.version,
+	};
+}
