@@ -1,3 +1,4 @@
+import { z } from "zod";
 import { nowIso } from "../domain/dates";
 import { newEventId } from "../domain/ids";
 
@@ -27,6 +28,18 @@ export type OutboxEvent =
 export interface OutboxMessage {
 	eventid: string;
 }
+
+/** Validates a queue message body before the consumer trusts it. */
+export const outboxMessageSchema = z.object({ eventid: z.string().min(1).max(200) });
+
+/** What an email event's payload must hold to be sent (checked again by the consumer). */
+export const emailPayloadSchema = z.object({
+	to: z.email(),
+	toName: z.string().nullish(),
+	subject: z.string().min(1),
+	text: z.string(),
+	html: z.string(),
+});
 
 /** A webhook event with a fresh id (or a deterministic one, when a retry must not duplicate it). */
 export function webhookEvent(appid: string, type: WebhookType, payload: Record<string, unknown>, eventid = newEventId()): OutboxEvent {
