@@ -3,6 +3,7 @@ import { getuserbalance } from "./balance";
 import { campaignterms, getcampaigndata } from "./campaign";
 import { registerconversionevent } from "./conversion";
 import { getfriendsandrewards } from "./friends";
+import { invokeoutreach, remindfriend } from "./outreach";
 import { applyreferrercode, validatereferrercode } from "./referrer";
 import { changerewardstatus, checkrewardstatus, redeemrewards } from "./rewards";
 import { register, updateuser } from "./users";
@@ -21,4 +22,6 @@ export const operations: Record<string, Operation> = {
 	redeemrewards,
 	changerewardstatus,
 	checkrewardstatus,
+	invokeoutreach,
+	remindfriend,
 };
