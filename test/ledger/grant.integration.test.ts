@@ -4,7 +4,7 @@ import { newUserKey } from "../../src/domain/ids";
 import { freshLedger, grantOf } from "./support";
 
 describe("UserLedger.grant", () => {
-	it("creates a reward with id `${userkey}-${seq}`, rounded amount, public fields and balance", async () => {
+	it("creates a reward with id <userkey>-<seq>, rounded amount, public fields and balance", async () => {
 		const { appid, userkey, stub } = freshLedger();
 		const grant = grantOf({
 			amount: 10.005,
