@@ -70,7 +70,7 @@ export class UserLedger extends DurableObject<Env> {
 		void ctx.blockConcurrencyWhile(async () => {
 			if ((await ctx.storage.getAlarm()) === null) {
 				const next = this.nextDue();
-				if (next !== null) await ctx.storage.setAlarm(next);
+				if (next !== null) await ctx.storage.setAlarm(Math.max(next, Date.now()));
 			}
 		});
 	}
