@@ -5,16 +5,23 @@ export default defineConfig(async () => {
 	const migrations = await readD1Migrations("./migrations");
 	return {
 		plugins: [
-			cloudflareTest({
+			// A function, so the webhook receiver's URL (from globalSetup) reaches the bindings.
+			cloudflareTest(({ inject }) => ({
 				wrangler: { configPath: "./wrangler.toml" },
 				miniflare: {
-					bindings: { ADMIN_TOKEN: "test-admin-token", TEST_MIGRATIONS: migrations },
+					bindings: {
+						ADMIN_TOKEN: "test-admin-token",
+						TEST_MIGRATIONS: migrations,
+						WEBHOOK_RECEIVER_URL: inject("webhookReceiverUrl"),
+						WEBHOOK_TIMEOUT_MS: "1000",
+					},
 				},
-			}),
+			})),
 		],
 		test: {
 			include: ["test/**/*.test.ts"],
 			exclude: ["test/e2e/**"],
+			globalSetup: ["./test/outbox/receiver.mjs"],
 			setupFiles: ["./test/apply-migrations.ts"],
 		},
 	};

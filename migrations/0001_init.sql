@@ -30,6 +30,8 @@ CREATE TABLE campaigns (
   holddays INTEGER NOT NULL DEFAULT 0,
   autoapprove INTEGER NOT NULL DEFAULT 1,
   growthhack TEXT NOT NULL DEFAULT 'SaaS_Referrals',
+  -- Unit of rewards computed as a percent of a transaction value.
+  currency TEXT NOT NULL DEFAULT 'USD',
   created_at TEXT NOT NULL,
   updated_at TEXT NOT NULL
 );
@@ -101,6 +103,11 @@ CREATE TABLE users (
   isexistinguser INTEGER NOT NULL DEFAULT 0,
   referrer_userid INTEGER REFERENCES users(userid),
   attributed_at TEXT,
+  -- Random id of the call that set the referrer: statements batched after the
+  -- guarded UPDATE fire only when that call's UPDATE took effect.
+  attribution_id TEXT,
+  -- Random id of the event call that moved the friend to Converted (same idea).
+  conversion_id TEXT,
   status TEXT NOT NULL DEFAULT 'SignUp',
   friends_count INTEGER NOT NULL DEFAULT 0,
   converted_friends_count INTEGER NOT NULL DEFAULT 0,

@@ -17,6 +17,7 @@ import { newApiKey, newAppId, newPrivateKey, newWebhookSecret } from "../domain/
 import { forgetCachedApp } from "../http/auth";
 import { ApiError, campaignNotFound } from "../http/errors";
 import { readJsonObject } from "../http/json-body";
+import { deliveryRoutes } from "./deliveries";
 import { addCouponsSchema, createAppSchema, createCampaignSchema, updateAppSchema, updateCampaignSchema } from "./schemas";
 
 /**
@@ -164,3 +165,4 @@ adminRoutes.post("/apps/:appid/campaigns/:campaignid/coupons", async (c) => {
 	const added = await addCoupons(c.env.DB, campaign.campaignid, coupons);
 	return c.json({ added, skipped: coupons.length - added, couponsavailable: await countFreeCoupons(c.env.DB, campaign.campaignid) }, 201);
 });
+adminRoutes.route("/", deliveryRoutes);

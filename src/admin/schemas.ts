@@ -79,6 +79,7 @@ const campaignFields = {
 	holddays: int.pipe(z.number().int().min(0).max(365)).default(0),
 	autoapprove: z.boolean().default(true),
 	growthhack: z.string().trim().min(1).max(100).default("SaaS_Referrals"),
+	currency: z.string().trim().min(1).max(10).default("USD"),
 	rewardrules: z.array(rewardRuleSchema).max(50).default([]),
 	socialactions: z.array(socialActionSchema).max(50).default([]),
 };

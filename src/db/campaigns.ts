@@ -43,6 +43,8 @@ export interface Campaign {
 	holddays: number;
 	autoapprove: boolean;
 	growthhack: string;
+	/** Unit of rewards computed as a percent of a transaction value. */
+	currency: string;
 	createdAt: string;
 	updatedAt: string;
 }
@@ -52,25 +54,25 @@ export interface CampaignWithDetails extends Campaign {
 	socialactions: SocialAction[];
 }
 
-interface CampaignRow extends Omit<Campaign, "autoapprove" | "createdAt" | "updatedAt"> {
+export interface CampaignRow extends Omit<Campaign, "autoapprove" | "createdAt" | "updatedAt"> {
 	autoapprove: number;
 	created_at: string;
 	updated_at: string;
 }
 
-interface RuleRow extends Omit<RewardRule, "categories" | "inclusionsandexclusions"> {
+export interface RuleRow extends Omit<RewardRule, "categories" | "inclusionsandexclusions"> {
 	categories: string | null;
 	inclusionsandexclusions: string;
 }
 
-const toCampaign = ({ autoapprove, created_at, updated_at, ...rest }: CampaignRow): Campaign => ({
+export const toCampaign = ({ autoapprove, created_at, updated_at, ...rest }: CampaignRow): Campaign => ({
 	...rest,
 	autoapprove: autoapprove === 1,
 	createdAt: created_at,
 	updatedAt: updated_at,
 });
 
-const toRule = (row: RuleRow): RewardRule => ({
+export const toRule = (row: RuleRow): RewardRule => ({
 	...row,
 	categories: row.categories === null ? null : JSON.parse(row.categories),
 	inclusionsandexclusions: JSON.parse(row.inclusionsandexclusions),
@@ -95,6 +97,7 @@ const CAMPAIGN_COLUMNS = [
 	"holddays",
 	"autoapprove",
 	"growthhack",
+	"currency",
 ] as const satisfies readonly (keyof CampaignFields)[];
 
 const columnValue = (fields: Partial<CampaignFields>, column: (typeof CAMPAIGN_COLUMNS)[number]) => {

@@ -2,6 +2,7 @@ import { Hono } from "hono";
 import { z } from "zod";
 import { adminRoutes } from "../admin/routes";
 import { operations } from "../operations";
+import { shareLinkRoutes } from "../operations/share-link";
 import { authenticate } from "./auth";
 import { ApiError, errorBody } from "./errors";
 import { describeZodError } from "./fields";
@@ -41,6 +42,7 @@ app.all("/saas/v1_0/:operation", async (c) => {
 });
 
 app.route("/admin/v1", adminRoutes);
+app.route("/r", shareLinkRoutes);
 
 app.notFound((c) => c.json(errorBody("not_found", `No route for ${c.req.method} ${new URL(c.req.url).pathname}.`), 404));
 

@@ -32,6 +32,8 @@ export type ErrorCode =
 	| "reward_not_redeemable"
 	| "invalid_status_transition"
 	| "friend_has_no_email"
+	| "user_has_no_email"
+	| "not_a_friend"
 	| "rate_limited"
 	| "delivery_not_found"
 	| "internal_error";

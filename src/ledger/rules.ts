@@ -1,142 +1,143 @@
 import type { Campaign, RewardRule } from "../db/campaigns";
-import { fromHundredths, toHundredths } from "./money";
+import type { User } from "../db/users";
 import type { FriendSnapshot, RewardGrant } from "./types";
 
-/**
- * The rules engine (decisions.md §4): which rewards a conversion event of a
- * user (the "friend") gives, to whom and how much. Pure: the caller loads
- * campaign, users and fraud verdict, and hands each grant to the ledger of
- * its user, where idempotency and rewardfrequency are enforced.
- */
-
-/** A user as the rules need it. */
-export type RulesUser = FriendSnapshot;
-
-export interface RulesInput {
-	campaign: Pick<Campaign, "campaignid" | "campaignname" | "rewardtype" | "distribution" | "holddays" | "autoapprove" | "growthhack"> & {
-		rewardrules: RewardRule[];
-	};
-	/** The user who did the event. */
-	friend: RulesUser & { isexistinguser: boolean };
-	/** The friend's referrer, or null when the friend was not referred. */
-	referrer: RulesUser | null;
-	event: {
-		customid: string;
-		eventname: string;
-		transactionvalue?: number | null;
-		/** The growth hack sent with the event; the campaign's when absent. */
-		growthhack?: string;
-	};
-	now: Date;
-	/** Set when a fraud check flagged the event: its rewards are Suspicious, with this as comment. */
-	flagged?: string | null;
+/** A recorded conversion event, as the rules see it. */
+export interface ConversionEvent {
+	customid: string;
+	eventname: string;
+	transactionvalue: number | null;
 }
 
-/** A grant and the user whose ledger receives it. */
-export interface LedgerGrant {
-	userkey: string;
+/** Whose ledger a grant goes to. */
+export interface OwnedGrant {
+	owner: "friend" | "referrer";
 	grant: RewardGrant;
 }
 
-export type RulesResult =
-	| { ok: true; grants: LedgerGrant[] }
-	| { ok: false; error: { code: "transactionvalue_required"; ruleid: number; message: string } };
+const HUNDRED = 100;
 
-const DAY_MS = 86_400_000;
-
-/** True when the campaign's rewardtype (0 none, 1 referrer, 2 friend, 3 both) lets rules of `usertype` fire. */
-export function rewardTypeAllows(rewardtype: number, usertype: RewardRule["rewardusertype"]): boolean {
-	return usertype === "Referrer" ? rewardtype === 1 || rewardtype === 3 : rewardtype === 2 || rewardtype === 3;
+/** Rounds half-up to hundredths (cents), the precision rewards are kept in. */
+export function roundToHundredths(value: number): number {
+	return Math.round((value + Number.EPSILON) * HUNDRED) / HUNDRED;
 }
 
-/** True when the rule's amount or threshold depends on the transaction value. */
-export function needsTransactionValue(rule: Pick<RewardRule, "rewardunit" | "mintranvalue">): boolean {
-	return rule.rewardunit.trim() === "%" || rule.mintranvalue > 0;
+/** True when the rule's reward is a percent of the transaction value. */
+export const isPercentRule = (rule: Pick<RewardRule, "rewardunit">) => rule.rewardunit.trim() === "%";
+
+/**
+ * The amount a rule gives for a transaction value, or null when it does not
+ * fire: below `mintranvalue`, or a percent rule without a value. Percent
+ * amounts are capped by `maxrewardamount` when it is above 0.
+ */
+export function ruleAmount(rule: RewardRule, transactionvalue: number | null): number | null {
+	if (rule.mintranvalue > 0 && (transactionvalue === null || transactionvalue < rule.mintranvalue)) return null;
+	if (!isPercentRule(rule)) return roundToHundredths(rule.reward);
+	if (transactionvalue === null) return null;
+	const amount = (rule.reward * transactionvalue) / HUNDRED;
+	const capped = rule.maxrewardamount > 0 ? Math.min(amount, rule.maxrewardamount) : amount;
+	return roundToHundredths(capped);
+}
+
+/** True when the campaign's `rewardtype` (0 none, 1 referrer, 2 friend, 3 both) lets rules of this user type fire. */
+export function rewardTypeAllows(rewardtype: number, usertype: RewardRule["rewardusertype"]): boolean {
+	if (rewardtype === 3) return true;
+	return (rewardtype === 1 && usertype === "Referrer") || (rewardtype === 2 && usertype === "Friend");
+}
+
+/** The rules matching an event name (case-insensitive). */
+export const matchingRules = (rules: RewardRule[], eventname: string) =>
+	rules.filter((rule) => rule.eventname.trim().toLowerCase() === eventname.trim().toLowerCase());
+
+/** An email reduced to its mailbox: case, `+tags` and, for Gmail, dots removed. */
+export function canonicalEmail(email: string): string {
+	const [local = "", domain = ""] = email.toLowerCase().split("@");
+	const base = local.split("+")[0] ?? "";
+	const gmail = domain === "gmail.com" || domain === "googlemail.com";
+	return `${gmail ? base.replace(/\./g, "") : base}@${gmail ? "gmail.com" : domain}`;
 }
 
 /**
- * The amount a rule gives, in hundredths: `reward` as is, or for a `%`
- * rule that percent of the transaction value, capped by maxrewardamount when
- * above 0 (the cap belongs to percent rules, whose amount is otherwise
- * unbounded). Rounded half-up. Returns 0 when the rule gives nothing.
+ * The fraud check run on every reward-producing event: why the friend looks
+ * like the referrer in disguise (same mailbox behind an email alias, same
+ * phone or same payment customer), or null when nothing is suspicious.
  */
-export function ruleAmount(rule: Pick<RewardRule, "reward" | "rewardunit" | "maxrewardamount">, transactionvalue: number | null): number {
-	if (rule.rewardunit.trim() !== "%") return Math.max(0, toHundredths(rule.reward) ?? 0);
-	if (transactionvalue === null) return 0;
-	// Percent of a value in hundredths, rounded once at the end.
-	const value = toHundredths(transactionvalue) ?? 0;
-	let amount = toHundredths((value * rule.reward) / 10_000) ?? 0;
-	const cap = toHundredths(rule.maxrewardamount) ?? 0;
-	if (cap > 0) amount = Math.min(amount, cap);
-	return Math.max(0, amount);
+export function fraudSignal(friend: User, referrer: User | null): string | null {
+	if (!referrer) return null;
+	if (friend.email && referrer.email && canonicalEmail(friend.email) === canonicalEmail(referrer.email)) {
+		return "Friend and referrer share one mailbox.";
+	}
+	if (friend.phone && friend.phone === referrer.phone) return "Friend and referrer share a phone number.";
+	if (friend.paymentcustomerid && friend.paymentcustomerid === referrer.paymentcustomerid) {
+		return "Friend and referrer share a payment customer.";
+	}
+	return null;
 }
 
-/** The status, hold and comment a new reward starts with. */
+/** Status, hold and comment of a new reward under the campaign's review settings. */
 export function initialStatus(
 	campaign: Pick<Campaign, "autoapprove" | "holddays">,
+	suspicion: string | null,
 	now: Date,
-	flagged: string | null | undefined,
 ): Pick<RewardGrant, "status" | "holdUntil" | "comment"> {
-	if (flagged) return { status: "Suspicious", holdUntil: null, comment: flagged };
-	if (!campaign.autoapprove) return { status: "UnderReview", holdUntil: null, comment: null };
-	if (campaign.holddays > 0)
-		return { status: "UnderReview", holdUntil: new Date(now.getTime() + campaign.holddays * DAY_MS).toISOString(), comment: null };
+	if (suspicion) return { status: "Suspicious", holdUntil: null, comment: suspicion };
+	if (campaign.holddays > 0) {
+		const holdUntil = campaign.autoapprove ? new Date(now.getTime() + campaign.holddays * 86_400_000).toISOString() : null;
+		return { status: "UnderReview", holdUntil, comment: `On hold for ${campaign.holddays} day(s).` };
+	}
+	if (!campaign.autoapprove) return { status: "UnderReview", holdUntil: null, comment: "Awaiting review." };
 	return { status: "Approved", holdUntil: null, comment: null };
 }
 
+const snapshot = (user: User): FriendSnapshot => ({
+	userkey: user.userkey,
+	email: user.email,
+	name: user.name,
+	profileimage: user.profileimage,
+});
+
 /**
- * The grants a conversion event gives. Rules of the campaign whose eventname
- * matches (case-insensitive) fire: Friend rules reward the friend when it has
- * a referrer, Referrer rules reward the referrer; the campaign's rewardtype
- * gates both. An existing user (isexistinguser) earns nothing for anyone. A
- * rule does not fire below its mintranvalue; a rule that needs the
- * transaction value when none was sent fails the whole event, so the caller
- * can refuse it before recording anything.
+ * The rewards one event earns (decisions.md §4): rules of the campaign whose
+ * event name matches fire, gated by the campaign's `rewardtype`; `Friend`
+ * rules reward the friend when it has a referrer, `Referrer` rules reward the
+ * referrer; an existing user (and so its referrer) earns nothing. Each grant's
+ * key is `${customid}:${ruleid}`, so replaying the event makes the same grants.
+ * `rewardfrequency` is enforced by the ledger that receives the grant.
  */
-export function rewardsForEvent(input: RulesInput): RulesResult {
-	const { campaign, friend, referrer, event } = input;
-	if (friend.isexistinguser || !referrer) return { ok: true, grants: [] };
-	const tv = event.transactionvalue ?? null;
-	const hasValue = tv !== null && Number.isFinite(tv);
-	const name = event.eventname.trim().toLowerCase();
-	const start = initialStatus(campaign, input.now, input.flagged);
-	const snapshot: FriendSnapshot = { userkey: friend.userkey, email: friend.email, name: friend.name, profileimage: friend.profileimage };
-	const grants: LedgerGrant[] = [];
-	for (const rule of campaign.rewardrules) {
-		if (rule.eventname.trim().toLowerCase() !== name) continue;
+export function rewardsForEvent(
+	campaign: Campaign,
+	rules: RewardRule[],
+	friend: User,
+	referrer: User | null,
+	event: ConversionEvent,
+	now: Date,
+): OwnedGrant[] {
+	if (friend.isexistinguser || !referrer || campaign.rewardtype === 0) return [];
+	const review = initialStatus(campaign, fraudSignal(friend, referrer), now);
+	const grants: OwnedGrant[] = [];
+	for (const rule of matchingRules(rules, event.eventname)) {
 		if (!rewardTypeAllows(campaign.rewardtype, rule.rewardusertype)) continue;
-		if (needsTransactionValue(rule) && !hasValue) {
-			return {
-				ok: false,
-				error: {
-					code: "transactionvalue_required",
-					ruleid: rule.ruleid,
-					message: `transactionvalue is required for ${rule.eventname} rewards`,
-				},
-			};
-		}
-		if (hasValue && tv < rule.mintranvalue) continue;
-		const amount = ruleAmount(rule, hasValue ? tv : null);
-		if (amount <= 0) continue;
+		const amount = ruleAmount(rule, event.transactionvalue);
+		if (amount === null || amount <= 0) continue;
 		grants.push({
-			userkey: rule.rewardusertype === "Referrer" ? referrer.userkey : friend.userkey,
+			owner: rule.rewardusertype === "Friend" ? "friend" : "referrer",
 			grant: {
 				key: `${event.customid}:${rule.ruleid}`,
 				ruleid: rule.ruleid,
 				rewardfrequency: rule.rewardfrequency,
 				usertype: rule.rewardusertype,
-				amount: fromHundredths(amount),
-				rewardunit: rule.rewardunit,
+				amount,
+				rewardunit: isPercentRule(rule) ? campaign.currency : rule.rewardunit,
 				rewardtype: campaign.distribution,
 				campaignid: campaign.campaignid,
 				campaignname: campaign.campaignname,
-				growthhack: event.growthhack ?? campaign.growthhack,
-				eventname: rule.eventname,
+				growthhack: campaign.growthhack,
+				eventname: event.eventname,
 				customid: event.customid,
-				friend: snapshot,
-				...start,
+				friend: snapshot(friend),
+				...review,
 			},
 		});
 	}
-	return { ok: true, grants };
+	return grants;
 }

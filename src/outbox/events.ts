@@ -1,3 +1,4 @@
+import { z } from "zod";
 import { nowIso } from "../domain/dates";
 import { newEventId } from "../domain/ids";
 
@@ -28,6 +29,18 @@ export interface OutboxMessage {
 	eventid: string;
 }
 
+/** Validates a queue message body before the consumer trusts it. */
+export const outboxMessageSchema = z.object({ eventid: z.string().min(1).max(200) });
+
+/** What an email event's payload must hold to be sent (checked again by the consumer). */
+export const emailPayloadSchema = z.object({
+	to: z.email(),
+	toName: z.string().nullish(),
+	subject: z.string().min(1),
+	text: z.string(),
+	html: z.string(),
+});
+
 /** A webhook event with a fresh id (or a deterministic one, when a retry must not duplicate it). */
 export function webhookEvent(appid: string, type: WebhookType, payload: Record<string, unknown>, eventid = newEventId()): OutboxEvent {
 	return { eventid, appid, kind: "webhook", type, payload, createdAt: nowIso() };
@@ -38,18 +51,27 @@ export function emailEvent(appid: string, type: "email.outreach" | "email.remind
 	return { eventid: newEventId(), appid, kind: "email", type, payload, createdAt: nowIso() };
 }
 
+/** A SQL condition with its arguments, e.g. from `attributionHappened`. */
+export interface SqlCondition {
+	sql: string;
+	args: unknown[];
+}
+
 /**
  * The statement that records an event in the D1 outbox. Put it in the same
- * `batch()` as the change that caused it; an event id already recorded is
- * ignored, so replaying a change records nothing twice.
+ * `batch()` as the change that caused it; with `onlyIf`, the event is recorded
+ * only when that condition holds inside the batch (the change took effect).
+ * An event id already recorded is ignored, so replaying a change records
+ * nothing twice.
  */
-export function insertOutboxEvent(db: D1Database, event: OutboxEvent): D1PreparedStatement {
+export function insertOutboxEvent(db: D1Database, event: OutboxEvent, onlyIf?: SqlCondition): D1PreparedStatement {
 	return db
 		.prepare(
-			`INSERT INTO outbox_events (eventid, appid, kind, type, payload, created_at) VALUES (?, ?, ?, ?, ?, ?)
+			`INSERT INTO outbox_events (eventid, appid, kind, type, payload, created_at)
+			 SELECT ?, ?, ?, ?, ?, ? WHERE ${onlyIf?.sql ?? "1"}
 			 ON CONFLICT (eventid) DO NOTHING`,
 		)
-		.bind(event.eventid, event.appid, event.kind, event.type, JSON.stringify(event.payload), event.createdAt);
+		.bind(event.eventid, event.appid, event.kind, event.type, JSON.stringify(event.payload), event.createdAt, ...(onlyIf?.args ?? []));
 }
 
 /**

@@ -1,0 +1,19 @@
+/**
+ * The user's share link: served by this service at `/r/<code>`, on the
+ * campaign's custom domain when it has one, else on SHARE_BASE_URL, else on
+ * the origin the request came to.
+ */
+export function shareUrl(code: string, customdomain: string, shareBaseUrl: string, requestOrigin: string): string {
+	const base = customdomain ? `https://${customdomain}` : (shareBaseUrl || requestOrigin).replace(/\/+$/, "");
+	return `${base}/r/${encodeURIComponent(code)}`;
+}
+
+/**
+ * Where a share-link click goes: the landing URL with `referrercode=<code>`
+ * added, keeping the landing URL's own query and fragment.
+ */
+export function landingRedirect(landingurl: string, code: string | null): string {
+	const url = new URL(landingurl);
+	if (code) url.searchParams.set("referrercode", code);
+	return url.toString();
+}

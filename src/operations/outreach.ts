@@ -1,0 +1,148 @@
+import { z } from "zod";
+import { getCampaignWithDetails } from "../db/campaigns";
+import { toUser, type User, type UserRow, userLookup } from "../db/users";
+import { nowIso } from "../domain/dates";
+import { newEventId } from "../domain/ids";
+import { ApiError, campaignNotFound, userNotFound } from "../http/errors";
+import { optionalEmail, optionalId, optionalPhone, optionalText } from "../http/fields";
+import { defineOperation, type OperationContext } from "../http/operation";
+import { mailAction, outreachEmail, reminderEmail } from "../outbox/emails";
+import { emailEvent, enqueueOutboxEvents, insertOutboxEvent } from "../outbox/events";
+import { findOrRegisterUser, profileOf, userSummary } from "./users";
+
+/** Queues one email event, recorded in D1 first so it survives a failed enqueue. */
+async function queueEmail(ctx: OperationContext, event: ReturnType<typeof emailEvent>): Promise<void> {
+	await insertOutboxEvent(ctx.env.DB, event).run();
+	ctx.waitUntil(enqueueOutboxEvents(ctx.env, [event.eventid]));
+}
+
+/**
+ * Operation 2: finds the user (by `userkey`, `emailId` or `UserIdInstore`),
+ * creating it from the fields sent when new, and queues the outreach email.
+ */
+export const invokeoutreach = defineOperation({
+	schema: z
+		.object({
+			userkey: optionalId,
+			email: optionalEmail,
+			useraccountid: optionalId,
+			name: optionalText(200),
+			profileimage: optionalText(2000),
+			phone: optionalPhone,
+			city: optionalText(100),
+			state: optionalText(100),
+			country: optionalText(100),
+		})
+		.refine((v) => v.userkey || v.email || v.useraccountid, {
+			message: "send at least one of userkey, emailId, UserIdInstore",
+			path: ["userkey"],
+		}),
+	async handle(ctx, input) {
+		const { env, app } = ctx;
+		let user: User;
+		let alreadyRegistered = true;
+		if (input.userkey) {
+			const row = await userLookup(env.DB, app.appid, { userkey: input.userkey })?.first<UserRow>();
+			if (!row) throw userNotFound();
+			user = toUser(row);
+		} else {
+			({ user, alreadyRegistered } = await findOrRegisterUser(ctx, profileOf(input)));
+		}
+		if (!user.email)
+			throw new ApiError(409, "user_has_no_email", "The user has no email address to send the outreach to.", { statuscode: 0 });
+		const campaign = await getCampaignWithDetails(env.DB, app.appid, user.campaignid);
+		if (!campaign) throw campaignNotFound();
+		const summary = userSummary(ctx, user);
+		await queueEmail(
+			ctx,
+			emailEvent(
+				app.appid,
+				"email.outreach",
+				outreachEmail({
+					to: user.email,
+					toName: user.name,
+					campaign,
+					mailMessage: mailAction(campaign.socialactions)?.sharemessage ?? null,
+					shareurl: summary.shareurl,
+					referralcode: user.referralcode,
+				}),
+			),
+		);
+		return {
+			message: "Outreach email queued.",
+			userkey: user.userkey,
+			shareurl: summary.shareurl,
+			referralcode: user.referralcode,
+			isExistingUser: alreadyRegistered,
+			hasReferrer: summary.hasreferrer,
+			statuscode: 1,
+		};
+	},
+});
+
+/** One reminder per friend per this many milliseconds. */
+export const REMINDER_INTERVAL_MS = 24 * 3600 * 1000;
+
+/**
+ * Operation 8: queues a reminder to a friend of the referrer. At most one per
+ * friend per 24 h (429 beyond), so the endpoint cannot be used to spam.
+ */
+export const remindfriend = defineOperation({
+	schema: z
+		.object({
+			userkey: optionalId,
+			email: optionalEmail,
+			frienduserkey: optionalId,
+			friendemail: optionalEmail,
+			messageforfriend: optionalText(1000),
+		})
+		.refine((v) => v.userkey || v.email, { message: "send userkey or email of the referrer", path: ["userkey"] })
+		.refine((v) => v.frienduserkey || v.friendemail, { message: "send frienduserkey or friendemail", path: ["frienduserkey"] }),
+	async handle(ctx, input) {
+		const { env, app } = ctx;
+		const referrerLookup = userLookup(env.DB, app.appid, { userkey: input.userkey, email: input.email });
+		const friendLookup = userLookup(env.DB, app.appid, { userkey: input.frienduserkey, email: input.friendemail });
+		if (!referrerLookup || !friendLookup) throw userNotFound();
+		const [referrerResult, friendResult] = await env.DB.batch<UserRow>([referrerLookup, friendLookup]);
+		const referrerRow = referrerResult?.results[0];
+		if (!referrerRow) throw userNotFound();
+		const referrer = toUser(referrerRow);
+		const friendRow = friendResult?.results[0];
+		if (!friendRow || friendRow.referrer_userid !== referrer.userid) {
+			throw new ApiError(404, "not_a_friend", "That user is not a friend of this referrer.", { statuscode: 0 });
+		}
+		const friend = toUser(friendRow);
+		if (!friend.email) throw new ApiError(409, "friend_has_no_email", "The friend has no email address.");
+		const campaign = await getCampaignWithDetails(env.DB, app.appid, friend.campaignid);
+		if (!campaign) throw campaignNotFound();
+
+		const event = emailEvent(
+			app.appid,
+			"email.reminder",
+			reminderEmail({
+				to: friend.email,
+				toName: friend.name,
+				referrerName: referrer.name,
+				campaign,
+				message: input.messageforfriend ?? null,
+				landingurl: app.landingurl,
+			}),
+		);
+		const now = nowIso();
+		const token = newEventId();
+		const cutoff = new Date(Date.now() - REMINDER_INTERVAL_MS).toISOString();
+		// The guarded upsert decides atomically whether this call may send; the email is recorded only if it did.
+		const [claim] = await env.DB.batch([
+			env.DB.prepare(
+				`INSERT INTO friend_reminders (friend_userid, last_sent_at, token) VALUES (?1, ?2, ?3)
+				 ON CONFLICT (friend_userid) DO UPDATE SET last_sent_at = ?2, token = ?3 WHERE friend_reminders.last_sent_at <= ?4`,
+			).bind(friend.userid, now, token, cutoff),
+			insertOutboxEvent(env.DB, event, { sql: "EXISTS (SELECT 1 FROM friend_reminders WHERE token = ?)", args: [token] }),
+		]);
+		if (claim?.meta.changes !== 1) {
+			throw new ApiError(429, "rate_limited", "A reminder was sent to this friend in the last 24 hours.");
+		}
+		ctx.waitUntil(enqueueOutboxEvents(env, [event.eventid]));
+		return { message: "Reminder queued." };
+	},
+});

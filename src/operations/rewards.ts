@@ -1,0 +1,142 @@
+import { z } from "zod";
+import { toUser, type UserRow, userLookup } from "../db/users";
+import { ApiError, badRequest, campaignNotFound, rewardNotFound, userNotFound } from "../http/errors";
+import { amount, id, optionalCampaignId, optionalEmail, optionalId, optionalText } from "../http/fields";
+import { defineOperation, type OperationContext } from "../http/operation";
+import { ledgerFor, userkeyOfRewardId } from "../ledger/stub";
+import type { LedgerError, SettableStatus, StatusChange } from "../ledger/types";
+
+/** Turns a ledger's expected failure into the API error it stands for. */
+function ledgerError(error: LedgerError): ApiError {
+	switch (error.code) {
+		case "reward_not_found":
+			return rewardNotFound();
+		case "invalid_status_transition":
+			return new ApiError(409, "invalid_status_transition", `${error.rewarddtlid}: ${error.message}`, { rewarddtlid: error.rewarddtlid });
+		case "insufficient_balance":
+			return new ApiError(409, "insufficient_balance", `Cannot redeem more than the approved balance (${error.approved}).`, {
+				approved: error.approved,
+			});
+		case "reward_not_redeemable":
+			return new ApiError(409, "reward_not_redeemable", `${error.rewarddtlid}: ${error.message}`, { rewarddtlid: error.rewarddtlid });
+		case "invalid_amount":
+			return badRequest(`amount: ${error.message}`, { fields: ["amount"] });
+	}
+}
+
+const rewardIds = z.array(id).min(1, "must name at least one reward").max(100, "at most 100 rewards per call");
+
+/**
+ * Operation 7: redeems wallet credits, by reward ids (all or nothing) or by
+ * amount (oldest approved first, refused whole above the approved balance).
+ * With both, the ids win (the spec's order of preference).
+ */
+export const redeemrewards = defineOperation({
+	schema: z
+		.object({
+			userkey: id,
+			email: optionalEmail,
+			useraccountid: optionalId,
+			rewarddtlids: rewardIds.optional(),
+			amount: amount.pipe(z.number().positive("must be above 0")).optional(),
+			growthhack: optionalText(100),
+			campaignid: optionalCampaignId,
+			rewardunit: optionalText(20),
+		})
+		.refine((v) => v.rewarddtlids !== undefined || v.amount !== undefined, {
+			message: "send rewarddtlids or amount",
+			path: ["amount"],
+		}),
+	async handle({ env, app }, input) {
+		const lookup = userLookup(env.DB, app.appid, input);
+		if (!lookup) throw userNotFound();
+		const [userResult, campaignResult] = await env.DB.batch<Record<string, unknown>>([
+			lookup,
+			env.DB.prepare("SELECT distribution FROM campaigns WHERE campaignid = ? AND appid = ?").bind(input.campaignid ?? null, app.appid),
+		]);
+		const row = userResult?.results[0] as UserRow | undefined;
+		if (!row) throw userNotFound();
+		const ledger = ledgerFor(env, app.appid, toUser(row).userkey);
+		if (input.rewarddtlids) {
+			const result = await ledger.redeemByIds(input.rewarddtlids);
+			if (!result.ok) throw ledgerError(result.error);
+			return { message: `Redeemed ${result.redeemed}.`, redeemed: result.redeemed };
+		}
+		if (input.campaignid !== undefined) {
+			const campaign = campaignResult?.results[0] as { distribution: string } | undefined;
+			if (!campaign) throw campaignNotFound();
+			if (campaign.distribution === "Coupon") {
+				throw new ApiError(400, "coupon_distribution", "This campaign distributes coupons; they are not redeemed by amount.");
+			}
+		}
+		const result = await ledger.redeemByAmount({
+			amount: input.amount ?? 0,
+			campaignid: input.campaignid,
+			growthhack: input.growthhack,
+			rewardunit: input.rewardunit,
+		});
+		if (!result.ok) throw ledgerError(result.error);
+		return { message: `Redeemed ${result.redeemed}.`, redeemed: result.redeemed };
+	},
+});
+
+/** `Under Review` is the spec's input spelling; any case and spacing is accepted. */
+const settableStatus = z
+	.string()
+	.transform((v) => v.replace(/\s+/g, "").toLowerCase())
+	.pipe(z.enum(["approved", "rejected", "suspicious", "underreview"], { error: "must be Approved, Rejected, Suspicious or Under Review" }))
+	.transform((v): SettableStatus => (v === "underreview" ? "UnderReview" : ((v[0]?.toUpperCase() + v.slice(1)) as SettableStatus)));
+
+/** Groups changes by the ledger that owns each reward; an id that names no ledger is unknown. */
+function byLedger(changes: StatusChange[]): Map<string, StatusChange[]> {
+	const groups = new Map<string, StatusChange[]>();
+	for (const change of changes) {
+		const userkey = userkeyOfRewardId(change.rewarddtlid);
+		if (!userkey) throw rewardNotFound();
+		groups.set(userkey, [...(groups.get(userkey) ?? []), change]);
+	}
+	return groups;
+}
+
+/**
+ * Operation 9: validates every entry first (in every ledger involved) and
+ * applies none when one fails. Within one user's ledger the change is one
+ * transaction; across users, all are validated before any is applied.
+ */
+export const changerewardstatus = defineOperation({
+	schema: z.object({
+		rewardslist: z
+			.array(z.object({ rewarddtlid: id, rewardstatus: settableStatus, message: optionalText(1000) }))
+			.min(1, "must hold at least one entry")
+			.max(100, "at most 100 entries per call")
+			.refine((list) => new Set(list.map((e) => e.rewarddtlid)).size === list.length, "names a reward twice"),
+	}),
+	async handle(ctx, { rewardslist }) {
+		const changes = rewardslist.map((e) => ({ rewarddtlid: e.rewarddtlid, status: e.rewardstatus, message: e.message ?? null }));
+		const groups = [...byLedger(changes)].map(([userkey, list]) => ({ ledger: ledgerOf(ctx, userkey), list }));
+		const checks = await Promise.all(groups.map((g) => g.ledger.validateStatusChanges(g.list)));
+		for (const check of checks) if (!check.ok) throw ledgerError(check.error);
+		const applied = await Promise.all(groups.map((g) => g.ledger.changeStatuses(g.list)));
+		for (const result of applied) if (!result.ok) throw ledgerError(result.error);
+		return { message: `Updated ${changes.length} reward(s).` };
+	},
+});
+
+const ledgerOf = (ctx: OperationContext, userkey: string) => ledgerFor(ctx.env, ctx.app.appid, userkey);
+
+/** Operation 11: a reward's status and the reason for it. */
+export const checkrewardstatus = defineOperation({
+	schema: z.object({ rewarddtlid: id }),
+	async handle(ctx, { rewarddtlid }) {
+		const userkey = userkeyOfRewardId(rewarddtlid);
+		const reward = userkey ? await ledgerOf(ctx, userkey).getReward(rewarddtlid) : null;
+		if (!reward) throw rewardNotFound();
+		return {
+			message: "Success",
+			rewarddtlid: reward.rewarddtlid,
+			rewardstatus: reward.rewardstatus,
+			comment: reward.comment,
+			statuscode: 1,
+		};
+	},
+});

@@ -1,0 +1,249 @@
+import { z } from "zod";
+import type { App } from "../db/apps";
+import {
+	countNewFriend,
+	existingUserLookup,
+	insertUser,
+	PROFILE_FIELDS,
+	type Profile,
+	referrerLookup,
+	toUser,
+	type User,
+	type UserRow,
+	userLookup,
+} from "../db/users";
+import { nowIso } from "../domain/dates";
+import { newReferralCode, newUserKey } from "../domain/ids";
+import { shareUrl } from "../domain/share-url";
+import { ApiError, campaignNotFound, userNotFound } from "../http/errors";
+import { flag, id, optionalEmail, optionalId, optionalPhone, optionalText } from "../http/fields";
+import { defineOperation, type OperationContext } from "../http/operation";
+import { enqueueOutboxEvents, insertOutboxEvent, type OutboxEvent, webhookEvent } from "../outbox/events";
+
+/** Profile fields of register and updateuser (URL-decoded already). */
+export const profileFields = {
+	email: optionalEmail,
+	useraccountid: optionalId,
+	name: optionalText(200),
+	phone: optionalPhone,
+	profileimage: optionalText(2000),
+	city: optionalText(100),
+	state: optionalText(100),
+	country: optionalText(100),
+	paymentcustomerid: optionalId,
+	usertimezone: optionalText(64),
+	extrainfo: optionalText(4000),
+	isexistinguser: flag,
+};
+
+/** Picks the profile fields that were sent. */
+export function profileOf(input: Partial<Record<keyof typeof profileFields, unknown>>): Profile {
+	const profile: Profile = {};
+	for (const field of PROFILE_FIELDS) {
+		const value = input[field];
+		if (typeof value === "string") profile[field] = value;
+	}
+	if (typeof input.isexistinguser === "boolean") profile.isexistinguser = input.isexistinguser;
+	return profile;
+}
+
+/** The fields every user response shares (register, invokeoutreach). */
+export function userSummary(ctx: OperationContext, user: User) {
+	return {
+		userkey: user.userkey,
+		referralcode: user.referralcode,
+		shareurl: shareUrl(user.referralcode, user.customdomain, ctx.env.SHARE_BASE_URL, ctx.origin),
+		hasreferrer: user.referrerUserid !== null,
+		referrercode: user.referrerCode ?? "",
+		saascampaignid: String(user.campaignid),
+	};
+}
+
+/** Public data of a user for webhooks. */
+export function userEventData(ctx: OperationContext, user: User) {
+	const { userkey, referralcode, shareurl, hasreferrer, referrercode, saascampaignid } = userSummary(ctx, user);
+	return {
+		userkey,
+		email: user.email,
+		useraccountid: user.useraccountid,
+		name: user.name,
+		referralcode,
+		shareurl,
+		hasreferrer,
+		referrercode,
+		campaignid: Number(saascampaignid),
+		isexistinguser: user.isexistinguser,
+	};
+}
+
+const unknownReferrerCode = () =>
+	new ApiError(404, "referrer_code_not_found", "No user of this app has that referral code.", { statuscode: 0 });
+
+export interface RegisterResult {
+	user: User;
+	alreadyRegistered: boolean;
+}
+
+/**
+ * Finds the user registered with the profile's email or account id, or
+ * creates one (attributed to the owner of `referrercode` when given). Shared
+ * by register and invokeoutreach. An unknown referrer code refuses the call
+ * and stores nothing.
+ */
+export async function findOrRegisterUser(ctx: OperationContext, profile: Profile, referrercode?: string): Promise<RegisterResult> {
+	const { env, app } = ctx;
+	for (let attempt = 0; attempt < 5; attempt++) {
+		const [existing, referrer, campaign] = await env.DB.batch<Record<string, unknown>>([
+			existingUserLookup(env.DB, app.appid, profile.email, profile.useraccountid),
+			referrercode ? referrerLookup(env.DB, app.appid, referrercode) : env.DB.prepare("SELECT NULL WHERE 0"),
+			env.DB.prepare("SELECT campaignid, customdomain FROM campaigns WHERE campaignid = ? AND appid = ?").bind(
+				app.defaultCampaignId,
+				app.appid,
+			),
+		]);
+		const existingRow = existing?.results[0] as UserRow | undefined;
+		if (existingRow) return { user: toUser(existingRow), alreadyRegistered: true };
+		const referrerRow = referrer?.results[0] as UserRow | undefined;
+		if (referrercode && !referrerRow) throw unknownReferrerCode();
+		const referrerUser = referrerRow ? toUser(referrerRow) : null;
+		const defaultCampaign = campaign?.results[0] as { campaignid: number; customdomain: string } | undefined;
+		const campaignid = referrerUser?.campaignid ?? defaultCampaign?.campaignid;
+		if (campaignid === undefined) throw campaignNotFound();
+
+		const userkey = newUserKey();
+		const customdomain = referrerUser?.customdomain ?? defaultCampaign?.customdomain ?? "";
+		const user = newUserView(app, userkey, campaignid, customdomain, profile, referrerUser);
+		const events = registrationEvents(ctx, user, referrerUser);
+		const inserted = { sql: "EXISTS (SELECT 1 FROM users WHERE userkey = ?)", args: [userkey] };
+		const [insert] = await env.DB.batch([
+			insertUser(env.DB, {
+				appid: app.appid,
+				userkey,
+				referralcode: user.referralcode,
+				campaignid,
+				profile,
+				referrerUserid: referrerUser?.userid ?? null,
+			}),
+			...(referrerUser ? [countNewFriend(env.DB, referrerUser.userid, userkey)] : []),
+			...events.map((event) => insertOutboxEvent(env.DB, event, inserted)),
+		]);
+		if (insert?.meta.changes === 1) {
+			ctx.waitUntil(
+				enqueueOutboxEvents(
+					env,
+					events.map((e) => e.eventid),
+				),
+			);
+			return { user: { ...user, userid: insert.meta.last_row_id }, alreadyRegistered: false };
+		}
+		// Taken meanwhile: a concurrent registration of the same email/account id
+		// (the next lookup returns it) or, very rarely, a referral code or userkey collision.
+	}
+	throw new Error("could not allocate a unique referral code");
+}
+
+function newUserView(app: App, userkey: string, campaignid: number, customdomain: string, profile: Profile, referrer: User | null): User {
+	const now = nowIso();
+	return {
+		userid: 0,
+		appid: app.appid,
+		userkey,
+		referralcode: newReferralCode(),
+		campaignid,
+		email: profile.email ?? null,
+		useraccountid: profile.useraccountid ?? null,
+		name: profile.name ?? null,
+		phone: profile.phone ?? null,
+		profileimage: profile.profileimage ?? null,
+		city: profile.city ?? null,
+		state: profile.state ?? null,
+		country: profile.country ?? null,
+		paymentcustomerid: profile.paymentcustomerid ?? null,
+		usertimezone: profile.usertimezone ?? null,
+		extrainfo: profile.extrainfo ?? null,
+		isexistinguser: profile.isexistinguser ?? false,
+		referrerUserid: referrer?.userid ?? null,
+		status: "SignUp",
+		friendsCount: 0,
+		convertedFriendsCount: 0,
+		createdAt: now,
+		updatedAt: now,
+		referrerCode: referrer?.referralcode ?? null,
+		customdomain,
+	};
+}
+
+function registrationEvents(ctx: OperationContext, user: User, referrer: User | null): OutboxEvent[] {
+	const data = userEventData(ctx, user);
+	const events = [webhookEvent(user.appid, "user.registered", { ...data, registeredat: user.createdAt })];
+	if (referrer) events.push(webhookEvent(user.appid, "referral.attributed", attributionData(ctx, user, referrer, user.createdAt)));
+	return events;
+}
+
+/** Payload of `referral.attributed`. */
+export function attributionData(ctx: OperationContext, friend: User, referrer: User, attributedat: string) {
+	return {
+		friend: userEventData(ctx, { ...friend, referrerCode: referrer.referralcode, referrerUserid: referrer.userid }),
+		referrer: {
+			userkey: referrer.userkey,
+			email: referrer.email,
+			useraccountid: referrer.useraccountid,
+			referralcode: referrer.referralcode,
+		},
+		campaignid: referrer.campaignid,
+		attributedat,
+	};
+}
+
+/** Operation 5: registers a user, or returns the one already registered with that email / account id. */
+export const register = defineOperation({
+	schema: z.object({ ...profileFields, referrercode: optionalText(32) }),
+	async handle(ctx, input) {
+		const { user, alreadyRegistered } = await findOrRegisterUser(ctx, profileOf(input), input.referrercode);
+		return {
+			message: alreadyRegistered ? "User already registered." : "User registered.",
+			...userSummary(ctx, user),
+			isexistinguser: alreadyRegistered || user.isexistinguser,
+		};
+	},
+});
+
+/** Operation 6: changes only the fields sent. */
+export const updateuser = defineOperation({
+	schema: z.object({ userkey: id, ...profileFields }),
+	async handle({ env, app }, input) {
+		const profile = profileOf(input);
+		const { isexistinguser, ...text } = profile;
+		const sets = Object.entries(text).map(([field]) => `${field} = ?`);
+		if (isexistinguser !== undefined) sets.push("isexistinguser = ?");
+		const values = [...Object.values(text), ...(isexistinguser === undefined ? [] : [isexistinguser ? 1 : 0])];
+		const email = text.email ?? null;
+		const account = text.useraccountid ?? null;
+		// Guarded UPDATE plus a diagnosis in one transaction: no race between the uniqueness check and the write.
+		const [update, diagnosis] = await env.DB.batch([
+			env.DB.prepare(
+				`UPDATE users SET ${[...sets, "updated_at = ?"].join(", ")} WHERE appid = ? AND userkey = ?
+				 AND NOT EXISTS (SELECT 1 FROM users o WHERE o.appid = ? AND o.userkey <> ?
+				   AND ((? IS NOT NULL AND o.email = ?) OR (? IS NOT NULL AND o.useraccountid = ?)))`,
+			).bind(...values, nowIso(), app.appid, input.userkey, app.appid, input.userkey, email, email, account, account),
+			env.DB.prepare(
+				`SELECT EXISTS (SELECT 1 FROM users WHERE appid = ?1 AND userkey = ?2) AS found,
+				 EXISTS (SELECT 1 FROM users WHERE appid = ?1 AND userkey <> ?2 AND ?3 IS NOT NULL AND email = ?3) AS emailtaken,
+				 EXISTS (SELECT 1 FROM users WHERE appid = ?1 AND userkey <> ?2 AND ?4 IS NOT NULL AND useraccountid = ?4) AS accounttaken`,
+			).bind(app.appid, input.userkey, email, account),
+		]);
+		if (update?.meta.changes === 1) return { message: "User updated." };
+		const why = diagnosis?.results[0] as { found: number; emailtaken: number; accounttaken: number };
+		if (!why.found) throw userNotFound();
+		if (why.emailtaken) throw new ApiError(409, "email_taken", "Another user of this app has that email.");
+		if (why.accounttaken) throw new ApiError(409, "useraccountid_taken", "Another user of this app has that useraccountid.");
+		throw new Error("updateuser changed nothing for an unexplained reason");
+	},
+});
+
+/** Looks a user up or fails with 404 user_not_found. */
+export async function requireUser(ctx: OperationContext, ref: { userkey?: string; email?: string; useraccountid?: string }): Promise<User> {
+	const row = await userLookup(ctx.env.DB, ctx.app.appid, ref)?.first<UserRow>();
+	if (!row) throw userNotFound();
+	return toUser(row);
+}

@@ -1,0 +1,107 @@
+import { webhookBody } from "./envelope";
+import { emailPayloadSchema } from "./events";
+import { webhookHeaders } from "./signature";
+import { type AttemptOutcome, type DeliveryTarget, PERMANENT_FAILURE } from "./store";
+
+/** How one attempt ended, before it is logged. */
+export interface AttemptResult {
+	outcome: AttemptOutcome;
+	responseCode: number | null;
+	error: string | null;
+	/** A failure that no retry can fix (the message is acked, not retried). */
+	permanent?: boolean;
+}
+
+export interface DeliveryOptions {
+	/** Webhook request timeout, headers and body included. */
+	timeoutMs: number;
+	/** Sender when the app has none. */
+	defaultSender: string;
+	/** Unix seconds, for `webhook-timestamp`. */
+	now?: () => number;
+}
+
+export const DEFAULT_WEBHOOK_TIMEOUT_MS = 15_000;
+/** Response text kept in the attempt log, at most. */
+const RESPONSE_SNIPPET_CHARS = 300;
+
+const permanent = (error: string): AttemptResult => ({
+	outcome: "failed",
+	responseCode: null,
+	error: PERMANENT_FAILURE + error,
+	permanent: true,
+});
+
+function parsePayload(text: string): { ok: true; value: unknown } | { ok: false } {
+	try {
+		return { ok: true, value: JSON.parse(text) };
+	} catch {
+		return { ok: false };
+	}
+}
+
+/** Delivers one outbox event once: a signed webhook POST or an email. Never throws. */
+export async function deliver(target: DeliveryTarget, env: Env, options: DeliveryOptions): Promise<AttemptResult> {
+	const { event, app } = target;
+	if (!app) return { outcome: "skipped", responseCode: null, error: "the app no longer exists" };
+	const payload = parsePayload(event.payload);
+	if (!payload.ok) return permanent("the stored payload is not JSON");
+	try {
+		if (event.kind === "webhook") {
+			if (!app.webhookurl) return { outcome: "skipped", responseCode: null, error: "the app has no webhook URL" };
+			return await postWebhook(
+				app.webhookurl,
+				app.webhookSecret,
+				event.eventid,
+				webhookBody(event.type, event.created_at, payload.value),
+				options,
+			);
+		}
+		if (event.kind === "email") {
+			const email = emailPayloadSchema.safeParse(payload.value);
+			if (!email.success)
+				return permanent(`invalid email payload: ${email.error.issues.map((i) => i.path.join(".") || i.message).join(", ")}`);
+			const { to, toName, subject, text, html } = email.data;
+			await env.EMAIL.send({
+				from: app.emailsender || options.defaultSender,
+				to: toName ? { name: toName, email: to } : to,
+				subject,
+				text,
+				html,
+			});
+			return { outcome: "delivered", responseCode: null, error: null };
+		}
+		return permanent(`unknown event kind '${event.kind}'`);
+	} catch (err) {
+		return { outcome: "failed", responseCode: null, error: describeError(err, options.timeoutMs) };
+	}
+}
+
+async function postWebhook(url: string, secret: string, eventid: string, body: string, options: DeliveryOptions): Promise<AttemptResult> {
+	const timestamp = options.now ? options.now() : Math.floor(Date.now() / 1000);
+	const headers = await webhookHeaders(secret, eventid, timestamp, body);
+	const signal = AbortSignal.timeout(options.timeoutMs);
+	// Redirects are not followed: a 3xx is a failure, as Standard Webhooks senders do.
+	const response = await fetch(url, { method: "POST", headers, body, redirect: "manual", signal });
+	if (response.ok) {
+		await response.body?.cancel().catch(() => {});
+		return { outcome: "delivered", responseCode: response.status, error: null };
+	}
+	const snippet = await readSnippet(response);
+	return { outcome: "failed", responseCode: response.status, error: `HTTP ${response.status}${snippet ? `: ${snippet}` : ""}` };
+}
+
+async function readSnippet(response: Response): Promise<string> {
+	try {
+		const text = await response.text();
+		return text.length > RESPONSE_SNIPPET_CHARS ? `${text.slice(0, RESPONSE_SNIPPET_CHARS)}...` : text;
+	} catch {
+		return "";
+	}
+}
+
+function describeError(err: unknown, timeoutMs: number): string {
+	if (err instanceof Error && (err.name === "TimeoutError" || err.name === "AbortError")) return `timed out after ${timeoutMs} ms`;
+	const text = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+	return text.slice(0, 500);
+}

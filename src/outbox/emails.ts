@@ -1,0 +1,85 @@
+import type { Campaign, SocialAction } from "../db/campaigns";
+import type { EmailPayload } from "./events";
+import { html, raw, safeHref } from "./html";
+
+/** The Mail social action of a campaign (socialactionid 5, or named Mail), if any. */
+export function mailAction(actions: SocialAction[]): SocialAction | undefined {
+	return actions.find((a) => a.socialactionid === "5") ?? actions.find((a) => a.socialactionname.toLowerCase() === "mail");
+}
+
+/** A share message with the spec's tokens replaced by the user's link and code. */
+export function fillShareTokens(message: string, shareurl: string, code: string): string {
+	return message.replaceAll("SHARE_URL", shareurl).replaceAll("SHARE_CODE", code);
+}
+
+/** Plain text with URLs turned into links, every other character escaped. */
+function linkify(text: string): string {
+	return text
+		.split(/(https?:\/\/[^\s<>"']+)/g)
+		.map((part, i) => (i % 2 === 1 ? html`<a href="${raw(safeHref(part))}">${part}</a>` : html`${part}`))
+		.join("")
+		.replace(/\n/g, "<br>");
+}
+
+const layout = (title: string, body: string) =>
+	html`<!doctype html><html><head><meta charset="utf-8"><title>${title}</title></head><body style="font-family:sans-serif;max-width:560px;margin:auto">${raw(body)}</body></html>`;
+
+export interface OutreachEmailInput {
+	to: string;
+	toName: string | null;
+	campaign: Pick<Campaign, "offertitle" | "offerdescription" | "campaignname">;
+	mailMessage: string | null;
+	shareurl: string;
+	referralcode: string;
+}
+
+/** The outreach email: the campaign's offer, the user's share link and code, and the Mail message. */
+export function outreachEmail(input: OutreachEmailInput): EmailPayload {
+	const title = input.campaign.offertitle || input.campaign.campaignname;
+	const message = input.mailMessage ? fillShareTokens(input.mailMessage, input.shareurl, input.referralcode) : "";
+	const greeting = input.toName ? `Hi ${input.toName},` : "Hi,";
+	const text = [
+		greeting,
+		"",
+		title,
+		input.campaign.offerdescription,
+		"",
+		`Share your link: ${input.shareurl}`,
+		`Your referral code: ${input.referralcode}`,
+		...(message ? ["", "Message to share:", message] : []),
+	].join("\n");
+	const body = html`<p>${greeting}</p><h2>${title}</h2><p>${input.campaign.offerdescription}</p>
+<p>Share your link: <a href="${raw(safeHref(input.shareurl))}">${input.shareurl}</a><br>Your referral code: <strong>${input.referralcode}</strong></p>
+${raw(message ? html`<p>Message to share:</p><blockquote>${raw(linkify(message))}</blockquote>` : "")}`;
+	return { to: input.to, toName: input.toName, subject: title, text, html: layout(title, body) };
+}
+
+export interface ReminderEmailInput {
+	to: string;
+	toName: string | null;
+	referrerName: string | null;
+	campaign: Pick<Campaign, "offertitle" | "offerdescription" | "campaignname">;
+	message: string | null;
+	landingurl: string | null;
+}
+
+/** The reminder a referrer sends a friend who has not converted yet. */
+export function reminderEmail(input: ReminderEmailInput): EmailPayload {
+	const who = input.referrerName || "Your friend";
+	const subject = `${who} reminds you: ${input.campaign.offertitle || input.campaign.campaignname}`;
+	const greeting = input.toName ? `Hi ${input.toName},` : "Hi,";
+	const text = [
+		greeting,
+		"",
+		`${who} invited you and wanted to remind you of the offer:`,
+		input.campaign.offertitle || input.campaign.campaignname,
+		input.campaign.offerdescription,
+		...(input.message ? ["", `${who} says: ${input.message}`] : []),
+		...(input.landingurl ? ["", input.landingurl] : []),
+	].join("\n");
+	const body = html`<p>${greeting}</p><p>${who} invited you and wanted to remind you of the offer:</p>
+<h2>${input.campaign.offertitle || input.campaign.campaignname}</h2><p>${input.campaign.offerdescription}</p>
+${raw(input.message ? html`<blockquote>${who} says: ${input.message}</blockquote>` : "")}
+${raw(input.landingurl ? html`<p><a href="${raw(safeHref(input.landingurl))}">${input.landingurl}</a></p>` : "")}`;
+	return { to: input.to, toName: input.toName, subject, text, html: layout(subject, body) };
+}

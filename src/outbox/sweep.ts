@@ -1,0 +1,33 @@
+import { enqueueOutboxEvents } from "./events";
+
+export interface SweepOptions {
+	/** Events younger than this are left to their producer's own enqueue. */
+	minAgeMs?: number;
+	/** At most this many events per sweep (Queues' sendBatch takes up to 100). */
+	limit?: number;
+	now?: number;
+}
+
+/**
+ * Hands the queue the events recorded in D1 whose enqueue failed (or never
+ * ran because the process died): `enqueued_at IS NULL` and older than a
+ * minute. Bounded, and served by the `outbox_pending` partial index, so it is
+ * cheap to call often. Returns how many events were enqueued.
+ *
+ * Sweeping an event twice at once (two sweeps, or a sweep racing its
+ * producer) enqueues it twice; the consumer sends nothing for an event
+ * already delivered, and receivers dedupe by `webhook-id`.
+ */
+export async function sweepOutbox(env: Env, options: SweepOptions = {}): Promise<number> {
+	const { minAgeMs = 60_000, limit = 100, now = Date.now() } = options;
+	const cutoff = new Date(now - minAgeMs).toISOString();
+	const { results } = await env.DB.prepare(
+		"SELECT eventid FROM outbox_events WHERE enqueued_at IS NULL AND created_at < ? AND delivered_at IS NULL ORDER BY created_at LIMIT ?",
+	)
+		.bind(cutoff, Math.min(Math.max(limit, 1), 100))
+		.all<{ eventid: string }>();
+	const ids = results.map((r) => r.eventid);
+	await enqueueOutboxEvents(env, ids);
+	if (ids.length > 0) console.log(JSON.stringify({ msg: "outbox sweep enqueued events", count: ids.length }));
+	return ids.length;
+}

@@ -1,0 +1,139 @@
+import { Webhook } from "standardwebhooks";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startReceiver } from "../outbox/receiver.mjs";
+import { startService } from "./service.mjs";
+
+// The whole path, as in production but local: an operation records events in
+// D1, `wrangler dev` runs the real queue and its consumer, and the webhooks
+// reach a real HTTP receiver.
+
+let receiver: Awaited<ReturnType<typeof startReceiver>>;
+let service: Awaited<ReturnType<typeof startService>>;
+
+beforeAll(async () => {
+	receiver = await startReceiver();
+	service = await startService({ vars: { WEBHOOK_TIMEOUT_MS: "3000" } });
+});
+
+afterAll(async () => {
+	await service?.stop();
+	await receiver?.close();
+});
+
+async function call(method: string, path: string, body?: unknown, token?: string) {
+	const res = await fetch(`${service.base}${path}`, {
+		method,
+		headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) },
+		body: body === undefined ? undefined : JSON.stringify(body),
+	});
+	return { status: res.status, body: (await res.json()) as any };
+}
+const admin = (method: string, path: string, body?: unknown) => call(method, `/admin/v1${path}`, body, service.adminToken);
+
+async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
+	const deadline = Date.now() + timeoutMs;
+	for (;;) {
+		const value = await probe();
+		if (value !== undefined) return value;
+		if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}\n${service.logs().slice(-3000)}`);
+		await new Promise((r) => setTimeout(r, 200));
+	}
+}
+
+async function createAppWithCampaign(webhookurl: string) {
+	const app = await admin("POST", "/apps", { name: "E2E shop", landingurl: "https://shop.example.com/join", webhookurl });
+	expect(app.status).toBe(201);
+	const campaign = await admin("POST", `/apps/${app.body.appid}/campaigns`, {
+		campaignname: "Give $10, get $10",
+		offertitle: "Give $10, get $10",
+		rewardtype: 3,
+		rewardrules: [{ rewardusertype: "Referrer", eventname: "Signup", reward: 10, rewardunit: "USD" }],
+	});
+	expect(campaign.status).toBe(201);
+	return app.body as { appid: string; apikey: string; privatekey: string; webhooksecret: string };
+}
+
+describe("webhooks end to end (wrangler dev)", () => {
+	it("delivers user.registered, signed so that standardwebhooks verifies it, and logs it as delivered", async () => {
+		const app = await createAppWithCampaign(`${receiver.url}/hooks/e2e-register`);
+
+		const registered = await call("POST", "/saas/v1_0/register", {
+			apikey: app.apikey,
+			privatekey: app.privatekey,
+			email: "ann@example.org",
+			name: "Ann",
+		});
+		expect(registered.status).toBe(200);
+
+		const request = await waitFor("the user.registered webhook", async () => receiver.received("e2e-register")[0]);
+		const event = new Webhook(app.webhooksecret).verify(request.body, request.headers) as any;
+		expect(event).toMatchObject({ type: "user.registered", data: { email: "ann@example.org", name: "Ann" } });
+		expect(request.headers["webhook-id"]).toMatch(/^msg_/);
+
+		const log = await waitFor("the delivery log", async () => {
+			const { body } = await admin("GET", `/apps/${app.appid}/deliveries`);
+			const entry = body.deliveries.find((d: any) => d.eventid === request.headers["webhook-id"]);
+			return entry?.status === "delivered" ? entry : undefined;
+		});
+		expect(log).toMatchObject({ type: "user.registered", attempts: 1, lastattempt: { outcome: "delivered", responsecode: 200 } });
+	});
+
+	it("retries a receiver that failed with 500 about 5 s later, with the same webhook-id", async () => {
+		const app = await createAppWithCampaign(`${receiver.url}/hooks/e2e-retry`);
+		await fetch(`${receiver.url}/__mode/e2e-retry`, {
+			method: "POST",
+			body: JSON.stringify({ sequence: [{ status: 500, body: "try later" }] }),
+		});
+
+		await call("POST", "/saas/v1_0/register", { apikey: app.apikey, privatekey: app.privatekey, email: "bob@example.org" });
+
+		const [first, second] = await waitFor("the retried webhook", async () => {
+			const got = receiver.received("e2e-retry");
+			return got.length >= 2 ? got : undefined;
+		});
+		expect(second!.headers["webhook-id"]).toBe(first!.headers["webhook-id"]);
+		expect(second!.body).toBe(first!.body);
+		expect(second!.at - first!.at).toBeGreaterThanOrEqual(4000);
+
+		const { body } = await waitFor("the attempt log", async () => {
+			const detail = await admin("GET", `/apps/${app.appid}/deliveries/${first!.headers["webhook-id"]}`);
+			return detail.body.status === "delivered" ? detail : undefined;
+		});
+		expect(body.attemptlog.map((a: any) => [a.attempt, a.outcome, a.responsecode])).toEqual([
+			[1, "failed", 500],
+			[2, "delivered", 200],
+		]);
+	});
+});
+
+describe("outbox sweep and email end to end (wrangler dev)", () => {
+	it("sends an email event whose enqueue never happened, through send_email, from the app's sender", async () => {
+		const app = await createAppWithCampaign(`${receiver.url}/hooks/e2e-sweep`);
+		await admin("PATCH", `/apps/${app.appid}`, { emailsender: "rewards@shop.example.com" });
+		const eventid = `msg_e2esweep${Date.now()}`;
+		const payload = JSON.stringify({
+			to: "friend@example.org",
+			toName: "Friend",
+			subject: "E2E sweep mail",
+			text: "Join us",
+			html: "<p>Join us</p>",
+		});
+		const createdAt = new Date(Date.now() - 5 * 60_000).toISOString();
+		// Recorded but never handed to the queue, as when the enqueue after a commit fails.
+		service.sql(
+			`INSERT INTO outbox_events (eventid, appid, kind, type, payload, created_at) VALUES ('${eventid}', '${app.appid}', 'email', 'email.outreach', '${payload}', '${createdAt}')`,
+		);
+
+		// Any queue batch runs the sweep: a registration produces one.
+		await call("POST", "/saas/v1_0/register", { apikey: app.apikey, privatekey: app.privatekey, email: "carl@example.org" });
+
+		const detail = await waitFor("the swept email", async () => {
+			const res = await admin("GET", `/apps/${app.appid}/deliveries/${eventid}`);
+			return res.body.status === "delivered" ? res.body : undefined;
+		});
+		expect(detail).toMatchObject({ kind: "email", attempts: 1, enqueuedat: expect.any(String) });
+		// wrangler logs each message the send_email binding accepts.
+		expect(service.logs()).toContain("E2E sweep mail");
+		expect(service.logs()).toContain("rewards@shop.example.com");
+	});
+});

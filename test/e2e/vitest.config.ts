@@ -1,0 +1,13 @@
+import { defineConfig } from "vitest/config";
+
+// End-to-end tests, in Node: `npx vitest run --config test/e2e/vitest.config.ts`.
+// They start `wrangler dev` and a real webhook receiver and talk HTTP to both.
+export default defineConfig({
+	test: {
+		root: new URL("../..", import.meta.url).pathname,
+		include: ["test/e2e/**/*.e2e.test.ts"],
+		testTimeout: 60_000,
+		hookTimeout: 120_000,
+		fileParallelism: false,
+	},
+});
