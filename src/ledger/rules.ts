@@ -1,5 +1,6 @@
 import type { Campaign, RewardRule } from "../db/campaigns";
 import type { User } from "../db/users";
+import { fromHundredths, toHundredths } from "./money";
 import type { FriendSnapshot, RewardGrant } from "./types";
 
 /** A recorded conversion event, as the rules see it. */
@@ -17,9 +18,14 @@ export interface OwnedGrant {
 
 const HUNDRED = 100;
 
-/** Rounds half-up to hundredths (cents), the precision rewards are kept in. */
+/**
+ * Rounds half-up to hundredths (cents), the precision rewards are kept in.
+ * Delegates to money.ts, which scales the decimal text: adding EPSILON to the
+ * float is not enough above ~8 (10.075 came out 10.07).
+ */
 export function roundToHundredths(value: number): number {
-	return Math.round((value + Number.EPSILON) * HUNDRED) / HUNDRED;
+	const hundredths = toHundredths(value);
+	return hundredths === null ? value : fromHundredths(hundredths);
 }
 
 /** True when the rule's reward is a percent of the transaction value. */

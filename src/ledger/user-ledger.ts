@@ -70,7 +70,7 @@ export class UserLedger extends DurableObject<Env> {
 		void ctx.blockConcurrencyWhile(async () => {
 			if ((await ctx.storage.getAlarm()) === null) {
 				const next = this.nextDue();
-				if (next !== null) await ctx.storage.setAlarm(next);
+				if (next !== null) await ctx.storage.setAlarm(Math.max(next, Date.now()));
 			}
 		});
 	}
@@ -84,6 +84,7 @@ export class UserLedger extends DurableObject<Env> {
 	 * skipped. Amounts are rounded half-up to hundredths.
 	 */
 	grant(appid: string, userkey: string, grants: RewardGrant[]): GrantResult {
+		this.checkIdentity(appid, userkey);
 		return this.write((tx) => {
 			this.bind(tx.sql, appid, userkey);
 			const ctx = { ...tx, appid, userkey };
@@ -396,17 +397,17 @@ export class UserLedger extends DurableObject<Env> {
 		return { sql: this.sql, appid: this.identity?.appid ?? "", userkey: this.identity?.userkey ?? "", nowMs: Date.now() };
 	}
 
-	/** Learns (on the first grant) or checks the identity of this ledger. A mismatch is a routing bug. */
-	private bind(sql: SqlStorage, appid: string, userkey: string): void {
-		if (this.identity) {
-			if (this.identity.appid !== appid || this.identity.userkey !== userkey) {
-				throw new Error(`ledger ${ledgerName(this.identity.appid, this.identity.userkey)} called for ${ledgerName(appid, userkey)}`);
-			}
-			return;
+	/** Refuses a call meant for another ledger: that would be a routing bug, and would mix two users' rewards. */
+	private checkIdentity(appid: string, userkey: string): void {
+		const expected = this.identity ? ledgerName(this.identity.appid, this.identity.userkey) : this.ctx.id.name;
+		if (expected !== undefined && expected !== ledgerName(appid, userkey)) {
+			throw new Error(`ledger ${expected} called for ${ledgerName(appid, userkey)}`);
 		}
-		const name = this.ctx.id.name;
-		if (name !== undefined && name !== ledgerName(appid, userkey))
-			throw new Error(`ledger ${name} called for ${ledgerName(appid, userkey)}`);
+	}
+
+	/** Learns the identity of this ledger on its first grant (checked by checkIdentity before). */
+	private bind(sql: SqlStorage, appid: string, userkey: string): void {
+		if (this.identity) return;
 		sql.exec("INSERT INTO meta (key, value) VALUES ('appid', ?), ('userkey', ?)", appid, userkey);
 		this.identity = { appid, userkey };
 	}

@@ -1,0 +1,150 @@
+import { runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { projectionStatement } from "../../src/ledger/outbox";
+import type { RewardRow } from "../../src/ledger/schema";
+import { createApp } from "../support/api";
+import { freshLedger, grantOf } from "./support";
+
+const outboxCount = (stub: ReturnType<typeof freshLedger>["stub"]) =>
+	runInDurableObject(stub, (_l, state) => state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM outbox").one().n);
+
+describe("UserLedger outbox: D1 projection and webhook events", () => {
+	it("projects every change into D1 rewards and records each event once, enqueued", async () => {
+		const { appid, userkey, stub } = freshLedger();
+		const { rewards } = await stub.grant(appid, userkey, [grantOf({ amount: 12.5, status: "UnderReview" })]);
+		const id = rewards[0]!.rewarddtlid;
+		expect(await stub.flush()).toMatchObject({ pending: 0 });
+		expect(await outboxCount(stub)).toBe(0);
+
+		const row = await env.DB.prepare("SELECT * FROM rewards WHERE rewarddtlid = ?").bind(id).first();
+		expect(row).toMatchObject({
+			appid,
+			userkey,
+			reward: 12.5,
+			rewardstatus: "UnderReview",
+			redeemed: 0,
+			rewardtype: "InstoreCredits",
+			version: 1,
+		});
+
+		await stub.changeStatuses([{ rewarddtlid: id, status: "Approved", message: "ok" }]);
+		await stub.redeemByAmount({ amount: 2.5 });
+		await stub.flush();
+		expect(
+			await env.DB.prepare("SELECT rewardstatus, redeemed, comment, version FROM rewards WHERE rewarddtlid = ?").bind(id).first(),
+		).toEqual({
+			rewardstatus: "Approved",
+			redeemed: 2.5,
+			comment: "ok",
+			version: 3,
+		});
+
+		const { results } = await env.DB.prepare(
+			"SELECT eventid, type, payload, enqueued_at FROM outbox_events WHERE appid = ? ORDER BY eventid",
+		)
+			.bind(appid)
+			.all<{ eventid: string; type: string; payload: string; enqueued_at: string | null }>();
+		expect(results.map((e) => [e.eventid, e.type])).toEqual([
+			[`evt_${appid}_${userkey}_1_v1`, "reward.created"],
+			[`evt_${appid}_${userkey}_1_v2`, "reward.status_changed"],
+			[`evt_${appid}_${userkey}_1_v3`, "reward.redeemed"],
+		]);
+		expect(results.every((e) => e.enqueued_at !== null)).toBe(true);
+		expect(JSON.parse(results[2]!.payload)).toMatchObject({
+			userkey,
+			redeemedamount: 2.5,
+			reward: { rewarddtlid: id, rewardstatus: "Approved" },
+		});
+	});
+
+	it("the flush that starts after a write delivers without being asked", async () => {
+		const { appid, userkey, stub } = freshLedger();
+		const { rewards } = await stub.grant(appid, userkey, [grantOf()]);
+		const id = rewards[0]!.rewarddtlid;
+		let row: unknown = null;
+		for (let i = 0; i < 50 && !row; i++) {
+			await new Promise((r) => setTimeout(r, 20));
+			row = await env.DB.prepare("SELECT version FROM rewards WHERE rewarddtlid = ?").bind(id).first();
+		}
+		expect(row).toEqual({ version: 1 });
+	});
+
+	it("an older projection never overwrites a newer one", async () => {
+		const { appid, userkey, stub } = freshLedger();
+		const { rewards } = await stub.grant(appid, userkey, [grantOf()]);
+		await stub.changeStatuses([{ rewarddtlid: rewards[0]!.rewarddtlid, status: "Rejected", message: "fraud" }]);
+		await stub.flush();
+		const stale = await runInDurableObject(stub, (_l, state) => {
+			const row = state.storage.sql.exec<RewardRow>("SELECT * FROM rewards WHERE seq = 1").one();
+			return { ...row, status: "Approved", version: 1 };
+		});
+		await projectionStatement(env.DB, appid, userkey, stale).run();
+		expect(
+			await env.DB.prepare("SELECT rewardstatus, version FROM rewards WHERE rewarddtlid = ?").bind(rewards[0]!.rewarddtlid).first(),
+		).toEqual({
+			rewardstatus: "Rejected",
+			version: 2,
+		});
+	});
+});
+
+describe("UserLedger outbox: coupons", () => {
+	async function couponCampaign(codes: string[]) {
+		const app = await createApp({ distribution: "Coupon", campaignname: "Coupons" });
+		if (codes.length) {
+			await env.DB.batch(
+				codes.map((c) =>
+					env.DB.prepare("INSERT INTO coupons (campaignid, coupon, couponname) VALUES (?, ?, 'Ten off')").bind(app.campaignid, c),
+				),
+			);
+		}
+		return app;
+	}
+	const couponGrant = (campaignid: number) => grantOf({ rewardtype: "Coupon", campaignid, rewardunit: "%" });
+
+	it("gives each reward a distinct code from its campaign's pool, keyed by reward", async () => {
+		const { appid, campaignid } = await couponCampaign(["A1", "A2", "A3"]);
+		const users = [freshLedger(appid), freshLedger(appid)];
+		const [one, two] = users;
+		await one!.stub.grant(appid, one!.userkey, [couponGrant(campaignid), couponGrant(campaignid)]);
+		await two!.stub.grant(appid, two!.userkey, [couponGrant(campaignid)]);
+		await Promise.all(users.map((u) => u.stub.flush()));
+		const codes = [...(await one!.stub.listRewards()), ...(await two!.stub.listRewards())].map((r) => r.coupon);
+		expect(codes.sort()).toEqual(["A1", "A2", "A3"]);
+		expect((await one!.stub.listRewards())[0]).toMatchObject({ couponname: "Ten off", version: 2 });
+		const { results } = await env.DB.prepare("SELECT coupon, reward_key FROM coupons WHERE campaignid = ? ORDER BY coupon")
+			.bind(campaignid)
+			.all<{ reward_key: string }>();
+		expect(results.every((r) => r.reward_key !== null)).toBe(true);
+		expect(new Set(results.map((r) => r.reward_key)).size).toBe(3);
+		// A replayed claim finds the same code rather than a new one.
+		expect(await outboxCount(one!.stub)).toBe(0);
+	});
+
+	it("an empty pool is a logged waiting state, retried later, and served once codes arrive", async () => {
+		const { appid, campaignid } = await couponCampaign([]);
+		const { userkey, stub } = freshLedger(appid);
+		const { rewards } = await stub.grant(appid, userkey, [couponGrant(campaignid)]);
+		const report = await stub.flush();
+		expect(report.pending).toBe(1);
+		expect((await stub.getReward(rewards[0]!.rewarddtlid))?.coupon).toBe("");
+		const entry = await runInDurableObject(stub, (_l, state) =>
+			state.storage.sql
+				.exec<{ kind: string; next_attempt_at: number; last_error: string }>("SELECT kind, next_attempt_at, last_error FROM outbox")
+				.one(),
+		);
+		expect(entry.kind).toBe("coupon");
+		expect(entry.last_error).toBe("coupon pool empty");
+		expect(entry.next_attempt_at).toBeGreaterThan(Date.now() + 9 * 60_000);
+		const alarm = await runInDurableObject(stub, (_l, state) => state.storage.getAlarm());
+		expect(alarm).toBe(entry.next_attempt_at);
+
+		await env.DB.prepare("INSERT INTO coupons (campaignid, coupon) VALUES (?, 'LATE1')").bind(campaignid).run();
+		// Make the waiting entry due, as the alarm would find it ten minutes later.
+		await runInDurableObject(stub, (_l, state) => state.storage.sql.exec("UPDATE outbox SET next_attempt_at = 0"));
+		await runInDurableObject(stub, (ledger) => ledger.alarm());
+		expect((await stub.getReward(rewards[0]!.rewarddtlid))?.coupon).toBe("LATE1");
+		expect(await outboxCount(stub)).toBe(0);
+	});
+});
