@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startReceiver } from "../outbox/receiver.mjs";
@@ -135,5 +136,52 @@ describe("outbox sweep and email end to end (wrangler dev)", () => {
 		// wrangler logs each message the send_email binding accepts.
 		expect(service.logs()).toContain("E2E sweep mail");
 		expect(service.logs()).toContain("rewards@shop.example.com");
+	});
+});
+
+describe("referral, conversion and outreach end to end (wrangler dev)", () => {
+	it("sends the signed conversion.recorded webhook with the rewards' real status, and the outreach email", async () => {
+		const key = `e2e-conversion-${Date.now()}`;
+		const app = await createAppWithCampaign(`${receiver.url}/hooks/${key}`);
+		const auth = { apikey: app.apikey, privatekey: app.privatekey };
+		const referrer = await call("POST", "/saas/v1_0/register", { ...auth, email: "ref@example.org", name: "Rita" });
+		const friend = await call("POST", "/saas/v1_0/register", {
+			...auth,
+			email: "fred@example.org",
+			referrercode: referrer.body.referralcode,
+		});
+		expect(friend.body.hasreferrer).toBe(true);
+		const event = await call("POST", "/saas/v1_0/registerconversionevent", {
+			...auth,
+			userkey: friend.body.userkey,
+			eventname: "Signup",
+			customid: "9001",
+			growthHack: "SaaS_Referrals",
+			extraInfo: "order%3DA-17",
+		});
+		expect(event.body).toMatchObject({ success: true, duplicate: false });
+
+		const delivery = await waitFor("conversion.recorded", async () => {
+			const received = (await (await fetch(`${receiver.url}/__received/${key}`)).json()) as any[];
+			return received.find((r) => JSON.parse(r.body).type === "conversion.recorded");
+		});
+		const verified = new Webhook(app.webhooksecret).verify(delivery.body, delivery.headers) as any;
+		expect(verified.data).toMatchObject({
+			customid: "9001",
+			extrainfo: "order=A-17",
+			userkey: friend.body.userkey,
+			rewards: [expect.objectContaining({ userkey: referrer.body.userkey, usertype: "Referrer", reward: "10", rewardstatus: "Approved" })],
+		});
+
+		const outreach = await call("POST", "/saas/v1_0/invokeoutreach", { ...auth, userkey: referrer.body.userkey });
+		expect(outreach.body).toMatchObject({ success: true, statuscode: 1 });
+		// wrangler's local send_email simulation logs each message it accepts and writes its text part to a file.
+		const textPath = await waitFor("the outreach email", async () => {
+			const match = /To: "Rita" <ref@example\.org>\s*\nSubject: ([^\n]*)\s*\nText: (\S+)/.exec(service.logs());
+			return match?.[2];
+		});
+		const text = readFileSync(textPath, "utf8");
+		expect(text).toContain(outreach.body.shareurl);
+		expect(text).toContain(outreach.body.referralcode);
 	});
 });
