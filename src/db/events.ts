@@ -28,13 +28,7 @@ export type RecordOutcome =
 	| { ok: true; isNew: boolean; event: StoredEvent; user: User; referrer: User | null; campaign: Campaign; rules: RewardRule[] }
 	| { ok: false; reason: "user_not_found" | "campaign_not_found" | "transactionvalue_required" };
 
-interface EventRow {
-	customid: string;
-	eventname: string;
-	transactionvalue: number | null;
-	extrainfo: string | null;
-	campaignid: number;
-	growthhack: string;
+interface EventRow extends Omit<StoredEvent, "createdAt"> {
 	created_at: string;
 	userid: number;
 }
