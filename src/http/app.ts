@@ -4,12 +4,16 @@ import { adminRoutes } from "../admin/routes";
 import { operations } from "../operations";
 import { shareLinkRoutes } from "../operations/share-link";
 import { authenticate } from "./auth";
+import { d1Metrics } from "./d1-metrics";
 import { ApiError, errorBody } from "./errors";
 import { describeZodError } from "./fields";
 import { readJsonObject } from "./json-body";
 import { normalizeFields } from "./request-text";
 
 export const app = new Hono<{ Bindings: Env }>();
+
+// Bench instrumentation, off unless the var D1_QUERY_COUNT is set (see d1-metrics.ts).
+app.use(d1Metrics);
 
 app.get("/health", (c) => c.json({ success: true, message: "ok" }));
 

@@ -1,0 +1,579 @@
+// `npm run bench`: throughput and latency of the service's hot paths under
+// `wrangler dev`, against a baseline measured in the same run. It measures
+// and prints; it never fails on a number. See bench/README.md for how to read
+// the table and for the settings (BENCH_* environment variables).
+import { execFileSync } from "node:child_process";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { cpus, totalmem } from "node:os";
+import autocannon from "autocannon";
+import { startService } from "./service.mjs";
+
+const env = process.env;
+const num = (name, fallback) => (env[name] === undefined || env[name] === "" ? fallback : Number(env[name]));
+
+const cfg = {
+	url: env.BENCH_URL || null,
+	duration: num("BENCH_DURATION", 8),
+	connections: num("BENCH_CONNECTIONS", 16),
+	referrers: num("BENCH_REFERRERS", 50),
+	spreadFriends: num("BENCH_SPREAD_FRIENDS", 500),
+	hotFriends: num("BENCH_HOT_FRIENDS", 500),
+	smallFriends: num("BENCH_SMALL_FRIENDS", 10),
+	bigFriends: num("BENCH_BIG_FRIENDS", 10_000),
+	seedConcurrency: num("BENCH_SEED_CONCURRENCY", 16),
+	redeemAmount: num("BENCH_REDEEM_AMOUNT", 0.01),
+	quietMaxS: num("BENCH_QUIET_MAX", 180),
+	samples: num("BENCH_SAMPLES", 5),
+	d1Count: env.BENCH_D1_COUNT !== "0",
+	logLevel: env.BENCH_LOG_LEVEL || undefined,
+	persistBase: env.BENCH_PERSIST_BASE || undefined,
+	only: env.BENCH_ONLY ? new Set(env.BENCH_ONLY.split(",").map((s) => s.trim())) : null,
+	out: new URL("./results.json", import.meta.url).pathname,
+};
+
+const log = (...args) => console.log(`[bench ${new Date().toISOString().slice(11, 19)}]`, ...args);
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const round = (n, digits = 1) => (Number.isFinite(n) ? Math.round(n * 10 ** digits) / 10 ** digits : null);
+const median = (xs) => {
+	const s = [...xs].sort((a, b) => a - b);
+	return s.length ? s[Math.floor((s.length - 1) / 2)] : null;
+};
+const percentile = (sorted, p) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] : null);
+
+// ---- the service ------------------------------------------------------------------------------
+
+let service = null;
+let base = cfg.url;
+let adminToken = env.BENCH_ADMIN_TOKEN;
+if (!base) {
+	log(`starting wrangler dev (fresh --persist-to dir${cfg.d1Count ? ", D1_QUERY_COUNT=1" : ""})`);
+	service = await startService({ vars: cfg.d1Count ? { D1_QUERY_COUNT: "1" } : {}, logLevel: cfg.logLevel, persistBase: cfg.persistBase });
+	base = service.base;
+	adminToken = service.adminToken;
+	log(`service on ${base}`);
+} else if (!adminToken) {
+	adminToken = existsSync(".dev.vars") ? /^ADMIN_TOKEN=(.*)$/m.exec(readFileSync(".dev.vars", "utf8"))?.[1]?.trim() : undefined;
+}
+const stopService = async () => {
+	if (service) await service.stop();
+	service = null;
+};
+for (const signal of ["SIGINT", "SIGTERM"]) {
+	process.on(signal, () => {
+		stopService().finally(() => process.exit(130));
+	});
+}
+
+/** CPU seconds used by the service's processes (only when the bench started it). */
+const serviceCpu = () => (service ? service.cpuSeconds() : null);
+const serviceCpuByProcess = () => (service ? service.cpuByProcess() : null);
+
+/**
+ * Waits until the service has gone quiet (its processes use under 10% of a
+ * core for two seconds in a row), so the background work one scenario leaves
+ * (ledger outbox flushes to D1, the queue consumer) does not land in the
+ * next one's numbers. Returns the seconds waited.
+ */
+async function quiesce(label) {
+	const started = Date.now();
+	if (!service) {
+		await sleep(2000);
+		return 2;
+	}
+	let calm = 0;
+	let before = serviceCpu();
+	while (calm < 2 && Date.now() - started < cfg.quietMaxS * 1000) {
+		await sleep(1000);
+		const now = serviceCpu();
+		calm = now - before < 0.1 ? calm + 1 : 0;
+		before = now;
+	}
+	const waited = (Date.now() - started) / 1000;
+	if (waited > 4) log(`waited ${round(waited)} s for the service to go quiet after ${label}${calm < 2 ? " (gave up: still busy)" : ""}`);
+	return waited;
+}
+
+// ---- API helpers ------------------------------------------------------------------------------
+
+async function admin(method, path, body) {
+	const res = await fetch(`${base}/admin/v1${path}`, {
+		method,
+		headers: { authorization: `Bearer ${adminToken}`, "content-type": "application/json" },
+		body: body && JSON.stringify(body),
+	});
+	const json = await res.json();
+	if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
+	return json;
+}
+
+let auth = null;
+const JSON_HEADERS = { "content-type": "application/json" };
+const opPath = (op) => `/saas/v1_0/${op}`;
+
+/** One operation call; throws on anything but success unless `allow` lists the status. */
+async function call(op, body, allow = []) {
+	const res = await fetch(base + opPath(op), { method: "POST", headers: JSON_HEADERS, body: JSON.stringify({ ...auth, ...body }) });
+	const json = await res.json();
+	if (!res.ok && !allow.includes(res.status)) throw new Error(`${op}: ${res.status} ${JSON.stringify(json)}`);
+	return { status: res.status, json, headers: res.headers };
+}
+
+/** Runs `task(i)` for i < count, `concurrency` at a time, retrying a failed task up to 3 times. */
+async function pool(count, task, concurrency = cfg.seedConcurrency) {
+	const results = new Array(count);
+	let next = 0;
+	const worker = async () => {
+		while (next < count) {
+			const i = next++;
+			for (let attempt = 1; ; attempt++) {
+				try {
+					results[i] = await task(i);
+					break;
+				} catch (error) {
+					if (attempt >= 3) throw error;
+					await sleep(200 * attempt);
+				}
+			}
+		}
+	};
+	await Promise.all(Array.from({ length: Math.min(concurrency, count) }, worker));
+	return results;
+}
+
+const runId = Date.now();
+let customSeq = 0;
+/** A customid no earlier call used (digits only, as the API wants). */
+const nextCustomId = () => `${runId}${String(++customSeq).padStart(9, "0")}`;
+let emailSeq = 0;
+const nextEmail = (tag) => `b${runId}-${tag}-${++emailSeq}@bench.example.com`;
+
+const register = async (tag, referrercode) =>
+	(await call("register", { email: nextEmail(tag), ...(referrercode ? { referrercode } : {}) })).json;
+const event = (userkey, eventname, extra = {}) => ({
+	userkey,
+	eventname,
+	customid: nextCustomId(),
+	growthhack: "SaaS_Referrals",
+	...extra,
+});
+
+/** Registers `n` friends of the referrer; with `signup`, each also sends its Signup event (2 rewards for the referrer). */
+async function seedFriends(referrer, n, { signup = false, tag = "friend" } = {}) {
+	return pool(n, async () => {
+		const friend = await register(tag, referrer.referralcode);
+		if (!friend.hasreferrer) throw new Error("friend registered without its referrer");
+		if (signup) await call("registerconversionevent", event(friend.userkey, "Signup"));
+		return friend.userkey;
+	});
+}
+
+// ---- measuring --------------------------------------------------------------------------------
+
+/** The D1 / Durable Object counts of one path, read from the instrumentation headers of a few sequential calls. */
+async function sampleCounts(makeRequest) {
+	// One call first: the app lookup is cached per isolate for 30 s, and a call that refills the cache costs one more round trip.
+	const warm = makeRequest();
+	await (
+		await fetch(base + warm.path, { method: warm.method, headers: warm.body ? JSON_HEADERS : undefined, body: warm.body })
+	).arrayBuffer();
+	const rows = [];
+	for (let i = 0; i < cfg.samples; i++) {
+		const { method, path, body } = makeRequest();
+		const res = await fetch(base + path, { method, headers: body ? JSON_HEADERS : undefined, body });
+		await res.arrayBuffer();
+		const h = (name) => (res.headers.has(name) ? Number(res.headers.get(name)) : null);
+		rows.push({
+			status: res.status,
+			roundtrips: h("x-d1-roundtrips"),
+			statements: h("x-d1-statements"),
+			d1ms: h("x-d1-ms"),
+			docalls: h("x-do-calls"),
+			doms: h("x-do-ms"),
+		});
+	}
+	if (rows.every((r) => r.roundtrips === null)) return null;
+	const range = (key) => {
+		const values = rows.map((r) => r[key]);
+		const lo = Math.min(...values);
+		const hi = Math.max(...values);
+		return lo === hi ? lo : `${lo}-${hi}`;
+	};
+	return {
+		roundtrips: range("roundtrips"),
+		statements: range("statements"),
+		docalls: range("docalls"),
+		d1ms: median(rows.map((r) => r.d1ms)),
+		doms: median(rows.map((r) => r.doms)),
+	};
+}
+
+/**
+ * One load run with autocannon. `makeRequest()` gives each request's
+ * {method, path, body} (bodies vary per request through setupRequest);
+ * `refusal(status, body)` says whether a non-2xx answer is an expected refusal
+ * rather than an error.
+ */
+async function load(makeRequest, refusal) {
+	const first = makeRequest();
+	const latencies = [];
+	const statuses = {};
+	let refused = 0;
+	let duplicates = 0;
+	const request = {
+		method: first.method,
+		path: first.path,
+		headers: first.body ? JSON_HEADERS : {},
+		setupRequest: (req) => {
+			const next = makeRequest();
+			return { ...req, method: next.method, path: next.path, body: next.body };
+		},
+		onResponse: (status, body) => {
+			if (status >= 200 && status < 300) {
+				// A register that found its user, or an event whose customid was seen, would not be the work we mean to measure.
+				if (body.includes('"duplicate":true') || body.includes("User already registered")) duplicates++;
+			} else if (refusal?.(status, body)) refused++;
+		},
+	};
+	const cpuBefore = serviceCpuByProcess();
+	const genBefore = process.cpuUsage();
+	const instance = autocannon({
+		url: base,
+		connections: cfg.connections,
+		duration: cfg.duration,
+		requests: [request],
+		timeout: 30,
+	});
+	instance.on("response", (_client, statusCode, _bytes, responseTime) => {
+		latencies.push(responseTime);
+		statuses[statusCode] = (statuses[statusCode] ?? 0) + 1;
+	});
+	const result = await instance;
+	const gen = process.cpuUsage(genBefore);
+	const cpuAfter = serviceCpuByProcess();
+	latencies.sort((a, b) => a - b);
+	const total = latencies.length;
+	const non2xx = Object.entries(statuses)
+		.filter(([s]) => Number(s) < 200 || Number(s) >= 300)
+		.reduce((sum, [, n]) => sum + n, 0);
+	const p50 = percentile(latencies, 50);
+	const p99 = percentile(latencies, 99);
+	return {
+		requests: total,
+		durationS: result.duration,
+		rps: total / result.duration,
+		p50,
+		p90: percentile(latencies, 90),
+		p99,
+		max: latencies.at(-1) ?? null,
+		p99OverP50: p50 ? p99 / p50 : null,
+		statuses,
+		non2xx,
+		refused,
+		errors: non2xx - refused + result.errors + result.timeouts,
+		socketErrors: result.errors,
+		timeouts: result.timeouts,
+		duplicates,
+		...cpuPerRequest(cpuBefore, cpuAfter, total),
+		generatorCpuPct: ((gen.user + gen.system) / 1e6 / result.duration) * 100,
+	};
+}
+
+/** Service CPU per request during a run, in all and by process (workerd runs the Worker; node is wrangler). */
+function cpuPerRequest(before, after, requests) {
+	if (!before || !after) return { serviceCpuMsPerRequest: null, serviceCpuMsPerRequestByProcess: null };
+	const byProcess = {};
+	for (const [name, seconds] of Object.entries(after)) byProcess[name] = ((seconds - (before[name] ?? 0)) * 1000) / Math.max(requests, 1);
+	const total = Object.values(byProcess).reduce((a, b) => a + b, 0);
+	return { serviceCpuMsPerRequest: total, serviceCpuMsPerRequestByProcess: byProcess };
+}
+
+const rows = [];
+const seeding = {};
+
+async function scenario(id, title, makeRequest, options = {}) {
+	if (cfg.only && !cfg.only.has(id)) return;
+	await quiesce("the previous step");
+	const counts = await sampleCounts(makeRequest);
+	log(`${title}: ${cfg.connections} connections for ${cfg.duration} s`);
+	const result = await load(makeRequest, options.refusal);
+	const row = { id, title, group: options.group ?? id, ...result, d1: counts };
+	rows.push(row);
+	log(
+		`  ${round(row.rps)} req/s, p50 ${round(row.p50, 2)} ms, p99 ${round(row.p99, 2)} ms, errors ${row.errors}` +
+			`${options.refusal ? `, refused ${row.refused}` : ""}${row.duplicates ? `, duplicates ${row.duplicates}` : ""}` +
+			`, load generator ${round(row.generatorCpuPct, 0)}% of a core` +
+			`${row.serviceCpuMsPerRequestByProcess ? `, service CPU ms/request ${JSON.stringify(row.serviceCpuMsPerRequestByProcess, (_, v) => (typeof v === "number" ? round(v, 2) : v))}` : ""}`,
+	);
+}
+
+const post = (op, body) => () => ({ method: "POST", path: opPath(op), body: JSON.stringify({ ...auth, ...body() }) });
+const roundRobin = (list) => {
+	let i = 0;
+	return () => list[i++ % list.length];
+};
+const timedSeed = async (name, fn) => {
+	const started = Date.now();
+	const value = await fn();
+	seeding[name] = round((Date.now() - started) / 1000);
+	log(`seeded ${name} in ${seeding[name]} s`);
+	return value;
+};
+
+// ---- the run ----------------------------------------------------------------------------------
+
+const wants = (...ids) => !cfg.only || ids.some((id) => cfg.only.has(id));
+try {
+	const app = await admin("POST", "/apps", { name: `Bench ${runId}`, landingurl: "https://example.com/join" });
+	auth = { apikey: app.apikey, privatekey: app.privatekey };
+	// Two Referrer rules on Signup: each friend's Signup gives the referrer 2 rewards. A Purchase rewards both sides.
+	const { campaignid } = await admin("POST", `/apps/${app.appid}/campaigns`, {
+		campaignname: "Bench campaign",
+		terms: "Credits are issued when your friend signs up & expire after 12 months.",
+		rewardrules: [
+			{ rewardusertype: "Referrer", eventname: "Signup", reward: 10, rewardunit: "USD" },
+			{ rewardusertype: "Referrer", eventname: "Signup", reward: 5, rewardunit: "USD" },
+			{ rewardusertype: "Friend", eventname: "Purchase", reward: 2, rewardunit: "USD" },
+			{ rewardusertype: "Referrer", eventname: "Purchase", reward: 5, rewardunit: "%", maxrewardamount: 50 },
+		],
+	});
+	log(`app ${app.appid}, campaign ${campaignid}`);
+
+	// 1. Baselines.
+	await scenario("health", "GET /health (no auth, no D1)", () => ({ method: "GET", path: "/health" }), { group: "baseline" });
+	await scenario(
+		"campaignterms",
+		"campaignterms (baseline)",
+		post("campaignterms", () => ({ campaignid })),
+		{ group: "baseline" },
+	);
+
+	// 2. register: new users, every other one with a referrer code from a pool of referrers.
+	const referrers = wants("register", "conversion")
+		? await timedSeed(`${cfg.referrers} referrers`, () => pool(cfg.referrers, () => register("ref")))
+		: [];
+	{
+		let i = 0;
+		await scenario(
+			"register",
+			"register (new users, half referred)",
+			post("register", () => {
+				i++;
+				return { email: nextEmail("reg"), ...(i % 2 ? { referrercode: referrers[i % referrers.length].referralcode } : {}) };
+			}),
+		);
+	}
+
+	// 3. registerconversionevent spread over many friends (and so many referrer ledgers).
+	if (wants("conversion")) {
+		const friends = await timedSeed(`${cfg.spreadFriends} friends of ${cfg.referrers} referrers`, () =>
+			pool(cfg.spreadFriends, async (i) => (await register("spread", referrers[i % referrers.length].referralcode)).userkey),
+		);
+		const friend = roundRobin(friends);
+		await scenario(
+			"conversion",
+			`registerconversionevent (${friends.length} friends, ${cfg.referrers} referrers)`,
+			post("registerconversionevent", () => event(friend(), "Purchase", { transactionvalue: 100 })),
+		);
+	}
+
+	// 4. The hot user: many friends of ONE referrer converting at once; every reward lands in one ledger.
+	if (wants("conversion-hot")) {
+		const hot = await register("hot");
+		const friends = await timedSeed(`${cfg.hotFriends} friends of the hot referrer`, () =>
+			seedFriends(hot, cfg.hotFriends, { tag: "hotfriend" }),
+		);
+		const friend = roundRobin(friends);
+		await scenario(
+			"conversion-hot",
+			`registerconversionevent (${friends.length} friends of ONE referrer)`,
+			post("registerconversionevent", () => event(friend(), "Purchase", { transactionvalue: 100 })),
+		);
+	}
+
+	// 5. Reads for a user with 10 friends and one with 10,000 friends / 20,000 rewards; 6. redeem on them.
+	const readIds = ["balance-small", "friends-small", "balance-big", "friends-big", "friends-big-page10", "redeem", "redeem-big"];
+	if (wants(...readIds)) {
+		const small = await register("small");
+		await timedSeed(`${cfg.smallFriends} friends with Signup (small user)`, () => seedFriends(small, cfg.smallFriends, { signup: true }));
+		const big = await register("big");
+		await timedSeed(`${cfg.bigFriends} friends with Signup (big user, ${2 * cfg.bigFriends} rewards)`, () =>
+			seedFriends(big, cfg.bigFriends, { signup: true, tag: "bigfriend" }),
+		);
+		seeding.quietAfterBigSeedS = round(await quiesce("seeding the big user"));
+		for (const [name, user, friends] of [
+			["small", small, cfg.smallFriends],
+			["big", big, cfg.bigFriends],
+		]) {
+			const { json } = await call("getfriendsandrewards", { userkey: user.userkey });
+			const balance = (await call("getuserbalance", { userkey: user.userkey, campaignid })).json.userbalance;
+			const rewards = json.friends.reduce((n, f) => n + f.earnedrewards.length, 0);
+			log(
+				`${name} user: totalfriends ${json.totalfriends} (seeded ${friends}), first page ${json.friends.length} friends / ${rewards} rewards, approved ${balance[0]?.approved}`,
+			);
+		}
+		for (const [name, user] of [
+			["small", small],
+			["big", big],
+		]) {
+			const who = name === "small" ? `${cfg.smallFriends} friends` : `${cfg.bigFriends} friends`;
+			await scenario(
+				`balance-${name}`,
+				`getuserbalance (${who})`,
+				post("getuserbalance", () => ({ userkey: user.userkey, campaignid })),
+				{
+					group: "read",
+				},
+			);
+			await scenario(
+				`friends-${name}`,
+				`getfriendsandrewards (${who}, page of 50)`,
+				post("getfriendsandrewards", () => ({ userkey: user.userkey })),
+				{
+					group: "read",
+				},
+			);
+		}
+		// The 10-friend user's page holds 10 friends, the big user's default page 50: this row compares equal pages.
+		await scenario(
+			"friends-big-page10",
+			`getfriendsandrewards (${cfg.bigFriends} friends, pagesize ${cfg.smallFriends})`,
+			post("getfriendsandrewards", () => ({ userkey: big.userkey, pagesize: cfg.smallFriends })),
+			{ group: "read" },
+		);
+		const insufficient = (status, body) => status === 409 && body.includes('"insufficient_balance"');
+		await scenario(
+			"redeem",
+			`redeemrewards amount ${cfg.redeemAmount} (one user, ${2 * cfg.smallFriends} rewards)`,
+			post("redeemrewards", () => ({ userkey: small.userkey, amount: cfg.redeemAmount })),
+			{ refusal: insufficient },
+		);
+		await scenario(
+			"redeem-big",
+			`redeemrewards amount ${cfg.redeemAmount} (one user, ${2 * cfg.bigFriends} rewards)`,
+			post("redeemrewards", () => ({ userkey: big.userkey, amount: cfg.redeemAmount })),
+			{ refusal: insufficient },
+		);
+	}
+	await scenario(
+		"campaignterms-end",
+		"campaignterms (baseline, again at the end)",
+		post("campaignterms", () => ({ campaignid })),
+		{ group: "baseline" },
+	);
+} finally {
+	await stopService();
+}
+
+// ---- report -----------------------------------------------------------------------------------
+
+// The baseline is measured first and again last; ratios use the mean of both, which evens out drift over the run.
+const baselines = rows.filter((r) => r.id === "campaignterms" || r.id === "campaignterms-end");
+const baselineRps = baselines.length ? baselines.reduce((sum, r) => sum + r.rps, 0) / baselines.length : null;
+for (const row of rows) row.ratio = baselineRps ? row.rps / baselineRps : null;
+
+const byId = Object.fromEntries(rows.map((r) => [r.id, r]));
+const targets = [];
+const target = (name, ok, detail) => targets.push({ target: name, met: ok, detail });
+const pct = (r) => `${Math.round((r?.ratio ?? 0) * 100)}%`;
+for (const id of ["register", "conversion", "conversion-hot"]) {
+	const r = byId[id];
+	if (r) target(`${id} >= 50% of baseline req/s`, r.ratio >= 0.5, pct(r));
+}
+for (const id of ["balance-small", "friends-small", "balance-big", "friends-big", "friends-big-page10"]) {
+	const r = byId[id];
+	if (r) target(`${id} >= 70% of baseline req/s`, r.ratio >= 0.7, pct(r));
+}
+for (const r of rows) target(`${r.id}: p99 <= 4x p50`, r.p99OverP50 !== null && r.p99OverP50 <= 4, `${round(r.p99OverP50, 2)}x`);
+for (const r of rows)
+	target(`${r.id}: zero errors`, r.errors === 0, `${r.errors} errors${r.refused ? `, ${r.refused} expected refusals` : ""}`);
+for (const [kind, bigId] of [
+	["balance", "balance-big"],
+	["friends", "friends-big"],
+	["friends", "friends-big-page10"],
+]) {
+	const small = byId[`${kind}-small`];
+	const big = byId[bigId];
+	if (small && big) {
+		const slower = Math.max(small.rps / big.rps, big.p50 / small.p50);
+		target(`${bigId}: within 1.5x of the 10-friend user (req/s and p50)`, slower <= 1.5, `${round(slower, 2)}x`);
+	}
+}
+for (const r of rows.filter((r) => r.group !== "baseline")) {
+	const trips = r.d1?.roundtrips;
+	if (trips !== undefined && trips !== null) {
+		const worst = typeof trips === "number" ? trips : Number(String(trips).split("-")[1]);
+		target(`${r.id}: <= 2 D1 round trips`, worst <= 2, String(trips));
+	}
+}
+
+const version = (cmd, args) => {
+	try {
+		return execFileSync(cmd, args, { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] })
+			.trim()
+			.split("\n")
+			.at(-1);
+	} catch {
+		return null;
+	}
+};
+const machine = {
+	nproc: cpus().length,
+	cpu: cpus()[0]?.model ?? null,
+	memGiB: round(totalmem() / 2 ** 30),
+	node: process.version,
+	wrangler: version("npx", ["wrangler", "--version"]),
+	autocannon: JSON.parse(readFileSync(new URL("../node_modules/autocannon/package.json", import.meta.url), "utf8")).version,
+};
+
+const cell = (v, digits = 1) => (v === null || v === undefined ? "-" : typeof v === "number" ? String(round(v, digits)) : String(v));
+const header = [
+	"scenario",
+	"req/s",
+	"x base",
+	"p50 ms",
+	"p99 ms",
+	"p99/p50",
+	"requests",
+	"errors",
+	"409 refused",
+	"D1 rt/stmts",
+	"DO calls",
+	"D1 ms",
+	"DO ms",
+	"svc CPU ms/req",
+	"of it workerd",
+];
+const table = rows.map((r) => [
+	r.title,
+	cell(r.rps, 0),
+	r.ratio === null ? "-" : `${round(r.ratio, 2)}`,
+	cell(r.p50, 2),
+	cell(r.p99, 2),
+	cell(r.p99OverP50, 2),
+	String(r.requests),
+	String(r.errors),
+	r.refused || r.id.startsWith("redeem") ? String(r.refused) : "-",
+	r.d1 ? `${r.d1.roundtrips}/${r.d1.statements}` : "-",
+	r.d1 ? String(r.d1.docalls) : "-",
+	r.d1 ? cell(r.d1.d1ms, 0) : "-",
+	r.d1 ? cell(r.d1.doms, 0) : "-",
+	cell(r.serviceCpuMsPerRequest, 2),
+	cell(r.serviceCpuMsPerRequestByProcess?.workerd, 2),
+]);
+const widths = header.map((h, i) => Math.max(h.length, ...table.map((row) => row[i].length)));
+const line = (cells) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join("  ");
+console.log(`\n${line(header)}\n${widths.map((w) => "-".repeat(w)).join("  ")}\n${table.map(line).join("\n")}`);
+console.log("\nMarkdown:\n");
+console.log(`| ${header.join(" | ")} |\n| ${header.map((_, i) => (i === 0 ? "---" : "---:")).join(" | ")} |`);
+for (const row of table) console.log(`| ${row.join(" | ")} |`);
+console.log("\nTargets:");
+for (const t of targets) console.log(`  ${t.met ? "met   " : "MISSED"}  ${t.target}: ${t.detail}`);
+console.log(`\nBaseline: ${round(baselineRps, 0)} req/s (campaignterms, mean of the first and the last run)`);
+console.log("\nSeeding (s):", JSON.stringify(seeding));
+console.log("Machine:", JSON.stringify(machine));
+
+writeFileSync(
+	cfg.out,
+	`${JSON.stringify({ when: new Date().toISOString(), machine, config: { ...cfg, only: cfg.only && [...cfg.only] }, baselineRps, seeding, rows, targets }, null, 2)}\n`,
+);
+log(`wrote ${cfg.out}`);

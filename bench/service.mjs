@@ -1,0 +1,106 @@
+// Starts the Worker under `wrangler dev` for the bench, as test/e2e/service.mjs
+// does for the e2e tests: a free local port, fresh local state in a temp
+// --persist-to dir (D1 migrated first), vars passed with --var. Also reads the
+// CPU time of the process group it started (npx, wrangler, workerd), so the
+// bench can wait for background work (outbox flushes, the queue consumer) to
+// drain between scenarios.
+import { spawn, spawnSync } from "node:child_process";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+export async function freePort() {
+	const server = createServer();
+	await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+	const address = server.address();
+	await new Promise((resolve) => server.close(resolve));
+	return typeof address === "object" && address ? address.port : 0;
+}
+
+/** Keeps only the last `max` characters of a growing log. */
+function tail(max) {
+	let text = "";
+	return {
+		add(chunk) {
+			text += chunk;
+			if (text.length > 2 * max) text = text.slice(-max);
+		},
+		get: () => text.slice(-max),
+	};
+}
+
+/**
+ * @param {{ vars?: Record<string, string>, logLevel?: string, args?: string[], persistBase?: string }} options
+ * @returns {Promise<{ base: string, adminToken: string, logs: () => string, cpuSeconds: () => number, cpuByProcess: () => Record<string, number>, stop: () => Promise<void> }>}
+ */
+export async function startService(options = {}) {
+	const persist = mkdtempSync(join(options.persistBase || tmpdir(), "referral-bench-"));
+	const adminToken = "bench-admin-token";
+	const env = { ...process.env, CI: "true", WRANGLER_SEND_METRICS: "false" };
+	const migrate = spawnSync("npx", ["wrangler", "d1", "migrations", "apply", "DB", "--local", "--persist-to", persist], {
+		env,
+		encoding: "utf8",
+	});
+	if (migrate.status !== 0) throw new Error(`migrations failed:\n${migrate.stdout}\n${migrate.stderr}`);
+
+	const port = await freePort();
+	const vars = { ADMIN_TOKEN: adminToken, ...options.vars };
+	const args = ["wrangler", "dev", "--ip", "127.0.0.1", "--port", String(port), "--persist-to", persist];
+	args.push("--show-interactive-dev-session=false");
+	if (options.logLevel) args.push("--log-level", options.logLevel);
+	args.push(...(options.args ?? []));
+	for (const [key, value] of Object.entries(vars)) args.push("--var", `${key}:${value}`);
+	const child = spawn("npx", args, { env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+	const output = tail(200_000);
+	child.stdout.on("data", (chunk) => output.add(chunk));
+	child.stderr.on("data", (chunk) => output.add(chunk));
+	const exited = new Promise((resolve) => child.on("exit", resolve));
+
+	const stop = async () => {
+		if (child.exitCode === null && child.pid) {
+			try {
+				process.kill(-child.pid, "SIGTERM"); // the group we started: npx, wrangler and workerd
+			} catch {}
+			await Promise.race([exited, new Promise((r) => setTimeout(r, 5000))]);
+			if (child.exitCode === null) {
+				try {
+					process.kill(-child.pid, "SIGKILL");
+				} catch {}
+			}
+		}
+		rmSync(persist, { recursive: true, force: true });
+	};
+
+	/** User + system CPU seconds used so far by the processes of our group (Linux /proc), in all and by process name. */
+	const ticks = Number(spawnSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).stdout.trim()) || 100;
+	const cpuByProcess = () => {
+		const byName = {};
+		for (const pid of readdirSync("/proc").filter((name) => /^\d+$/.test(name))) {
+			try {
+				const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+				const name = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
+				const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+				// fields[2] is the process group; [11] utime, [12] stime (man 5 proc, counted from field 3).
+				if (Number(fields[2]) === child.pid) byName[name] = (byName[name] ?? 0) + (Number(fields[11]) + Number(fields[12])) / ticks;
+			} catch {}
+		}
+		return byName;
+	};
+	const cpuSeconds = () => Object.values(cpuByProcess()).reduce((a, b) => a + b, 0);
+
+	const base = `http://127.0.0.1:${port}`;
+	const deadline = Date.now() + 90_000;
+	for (;;) {
+		if (child.exitCode !== null) throw new Error(`wrangler dev exited:\n${output.get()}`);
+		try {
+			if ((await fetch(`${base}/health`)).ok) break;
+		} catch {}
+		if (Date.now() > deadline) {
+			await stop();
+			throw new Error(`wrangler dev did not answer on ${base}/health:\n${output.get()}`);
+		}
+		await new Promise((r) => setTimeout(r, 250));
+	}
+	return { base, adminToken, logs: output.get, cpuSeconds, cpuByProcess, stop };
+}
