@@ -232,12 +232,18 @@ export class UserLedger extends DurableObject<Env> {
 				where.push("rewardunit = ?");
 				args.push(request.rewardunit);
 			}
-			const candidates = this.sql
-				.exec<{ seq: number; remaining: number }>(
-					`SELECT seq, amount - redeemed AS remaining FROM rewards WHERE ${where.join(" AND ")} ORDER BY seq`,
-					...args,
-				)
-				.toArray();
+			// Read oldest first only until the amount is covered (through the rewards_wallet index), so a
+			// redemption costs what it takes, not the user's whole history; a refusal still reads them all.
+			const candidates: { seq: number; remaining: number }[] = [];
+			let covered = 0;
+			for (const row of this.sql.exec<{ seq: number; remaining: number }>(
+				`SELECT seq, amount - redeemed AS remaining FROM rewards WHERE ${where.join(" AND ")} ORDER BY seq`,
+				...args,
+			)) {
+				candidates.push(row);
+				covered += row.remaining;
+				if (covered >= amount) break;
+			}
 			const allocations = allocateOldestFirst(candidates, amount);
 			if (!allocations) {
 				const approved = fromHundredths(available(candidates));
