@@ -6,7 +6,7 @@ import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { cpus, totalmem } from "node:os";
 import autocannon from "autocannon";
-import { startService } from "./service.mjs";
+import { startService } from "../scripts/dev-service.mjs";
 
 const env = process.env;
 const num = (name, fallback) => (env[name] === undefined || env[name] === "" ? fallback : Number(env[name]));
@@ -47,7 +47,12 @@ let base = cfg.url;
 let adminToken = env.BENCH_ADMIN_TOKEN;
 if (!base) {
 	log(`starting wrangler dev (fresh --persist-to dir${cfg.d1Count ? ", D1_QUERY_COUNT=1" : ""})`);
-	service = await startService({ vars: cfg.d1Count ? { D1_QUERY_COUNT: "1" } : {}, logLevel: cfg.logLevel, persistBase: cfg.persistBase });
+	service = await startService({
+		name: "bench",
+		vars: cfg.d1Count ? { D1_QUERY_COUNT: "1" } : {},
+		logLevel: cfg.logLevel,
+		persistBase: cfg.persistBase,
+	});
 	base = service.base;
 	adminToken = service.adminToken;
 	log(`service on ${base}`);

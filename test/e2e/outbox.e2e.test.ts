@@ -1,8 +1,8 @@
 import { readFileSync } from "node:fs";
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startService } from "../../scripts/dev-service.mjs";
 import { startReceiver } from "../outbox/receiver.mjs";
-import { startService } from "./service.mjs";
 
 // The whole path, as in production but local: an operation records events in
 // D1, `wrangler dev` runs the real queue and its consumer, and the webhooks
@@ -13,7 +13,7 @@ let service: Awaited<ReturnType<typeof startService>>;
 
 beforeAll(async () => {
 	receiver = await startReceiver();
-	service = await startService({ vars: { WEBHOOK_TIMEOUT_MS: "3000" } });
+	service = await startService({ name: "e2e", vars: { WEBHOOK_TIMEOUT_MS: "3000" } });
 });
 
 afterAll(async () => {

@@ -1,9 +1,8 @@
-// Starts the Worker under `wrangler dev` for the bench, as test/e2e/service.mjs
-// does for the e2e tests: a free local port, fresh local state in a temp
-// --persist-to dir (D1 migrated first), vars passed with --var. Also reads the
-// CPU time of the process group it started (npx, wrangler, workerd), so the
-// bench can wait for background work (outbox flushes, the queue consumer) to
-// drain between scenarios.
+// Starts the Worker under `wrangler dev` for the end-to-end tests and the bench:
+// a free local port, fresh local state in a temp --persist-to dir (D1 migrated
+// first), vars passed with --var. Also reads the CPU time of the process group
+// it started (npx, wrangler, workerd), so the bench can wait for background
+// work (outbox flushes, the queue consumer) to drain between scenarios.
 import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
@@ -31,12 +30,13 @@ function tail(max) {
 }
 
 /**
- * @param {{ vars?: Record<string, string>, logLevel?: string, args?: string[], persistBase?: string }} options
- * @returns {Promise<{ base: string, adminToken: string, logs: () => string, cpuSeconds: () => number, cpuByProcess: () => Record<string, number>, stop: () => Promise<void> }>}
+ * @param {{ name?: string, vars?: Record<string, string>, logLevel?: string, args?: string[], persistBase?: string }} options
+ * @returns {Promise<{ base: string, adminToken: string, logs: () => string, sql: (statement: string) => void, cpuSeconds: () => number, cpuByProcess: () => Record<string, number>, stop: () => Promise<void> }>}
  */
 export async function startService(options = {}) {
-	const persist = mkdtempSync(join(options.persistBase || tmpdir(), "referral-bench-"));
-	const adminToken = "bench-admin-token";
+	const name = options.name ?? "dev";
+	const persist = mkdtempSync(join(options.persistBase || tmpdir(), `referral-${name}-`));
+	const adminToken = `${name}-admin-token`;
 	const env = { ...process.env, CI: "true", WRANGLER_SEND_METRICS: "false" };
 	const migrate = spawnSync("npx", ["wrangler", "d1", "migrations", "apply", "DB", "--local", "--persist-to", persist], {
 		env,
@@ -102,5 +102,13 @@ export async function startService(options = {}) {
 		}
 		await new Promise((r) => setTimeout(r, 250));
 	}
-	return { base, adminToken, logs: output.get, cpuSeconds, cpuByProcess, stop };
+	/** Runs SQL on the local D1 the service uses (to set up states no API call makes). */
+	const sql = (statement) => {
+		const run = spawnSync("npx", ["wrangler", "d1", "execute", "DB", "--local", "--persist-to", persist, "--command", statement], {
+			env,
+			encoding: "utf8",
+		});
+		if (run.status !== 0) throw new Error(`d1 execute failed:\n${run.stdout}\n${run.stderr}`);
+	};
+	return { base, adminToken, logs: output.get, sql, cpuSeconds, cpuByProcess, stop };
 }
