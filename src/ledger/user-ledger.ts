@@ -28,6 +28,28 @@ const FLUSH_GRACE_MS = 30_000;
 /** SQLite in Durable Objects binds at most 100 parameters per statement. */
 const IN_CHUNK = 90;
 
+/**
+ * SQL conditions (and their arguments) for the optional filters shared by
+ * balances and redemption; the growth hack is matched without regard to case.
+ */
+function filterClause(filter: { campaignid?: number; growthhack?: string; rewardunit?: string }) {
+	const where: string[] = [];
+	const args: (string | number)[] = [];
+	if (filter.campaignid !== undefined) {
+		where.push("campaignid = ?");
+		args.push(filter.campaignid);
+	}
+	if (filter.growthhack !== undefined) {
+		where.push("growthhack = ? COLLATE NOCASE");
+		args.push(filter.growthhack);
+	}
+	if (filter.rewardunit !== undefined) {
+		where.push("rewardunit = ?");
+		args.push(filter.rewardunit);
+	}
+	return { where, args };
+}
+
 /** Thrown inside a transaction to roll it back with an expected failure. */
 class Refused extends Error {
 	constructor(readonly error: LedgerError) {
@@ -153,16 +175,7 @@ export class UserLedger extends DurableObject<Env> {
 
 	/** getuserbalance, read from the running totals only (cost grows with campaigns, not rewards). */
 	balance(filter: BalanceFilter = {}): BalanceRecord[] {
-		const where: string[] = [];
-		const args: (string | number)[] = [];
-		if (filter.campaignid !== undefined) {
-			where.push("campaignid = ?");
-			args.push(filter.campaignid);
-		}
-		if (filter.growthhack !== undefined) {
-			where.push("growthhack = ? COLLATE NOCASE");
-			args.push(filter.growthhack);
-		}
+		const { where, args } = filterClause(filter);
 		const rows = this.sql
 			.exec<BalanceRow & Record<string, SqlStorageValue>>(
 				`SELECT * FROM balances ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY rewardunit, growthhack, campaignid`,
@@ -218,20 +231,9 @@ export class UserLedger extends DurableObject<Env> {
 		const amount = toHundredths(request.amount);
 		if (amount === null || amount <= 0) return { ok: false, error: { code: "invalid_amount", message: "amount must be a number above 0" } };
 		return this.attempt((tx) => {
-			const where = ["status = 'Approved'", "rewardtype = 'InstoreCredits'", "amount > redeemed"];
-			const args: (string | number)[] = [];
-			if (request.campaignid !== undefined) {
-				where.push("campaignid = ?");
-				args.push(request.campaignid);
-			}
-			if (request.growthhack !== undefined) {
-				where.push("growthhack = ? COLLATE NOCASE");
-				args.push(request.growthhack);
-			}
-			if (request.rewardunit !== undefined) {
-				where.push("rewardunit = ?");
-				args.push(request.rewardunit);
-			}
+			const filter = filterClause(request);
+			const where = ["status = 'Approved'", "rewardtype = 'InstoreCredits'", "amount > redeemed", ...filter.where];
+			const args = filter.args;
 			// Read oldest first only until the amount is covered (through the rewards_wallet index), so a
 			// redemption costs what it takes, not the user's whole history; a refusal still reads them all.
 			const candidates: { seq: number; remaining: number }[] = [];
