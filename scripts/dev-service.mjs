@@ -45,7 +45,8 @@ export async function startService(options = {}) {
 	if (migrate.status !== 0) throw new Error(`migrations failed:\n${migrate.stdout}\n${migrate.stderr}`);
 
 	const port = await freePort();
-	const vars = { ADMIN_TOKEN: adminToken, ...options.vars };
+	// Local receivers on 127.0.0.1 are webhook targets in tests: allowed only by this development var.
+	const vars = { ADMIN_TOKEN: adminToken, ALLOW_LOOPBACK_WEBHOOKS: "1", ...options.vars };
 	const args = ["wrangler", "dev", "--ip", "127.0.0.1", "--port", String(port), "--persist-to", persist];
 	args.push("--show-interactive-dev-session=false");
 	if (options.logLevel) args.push("--log-level", options.logLevel);

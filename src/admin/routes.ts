@@ -14,10 +14,12 @@ import {
 import { constantTimeEqual, sha256Hex } from "../domain/crypto";
 import { nowIso } from "../domain/dates";
 import { newApiKey, newAppId, newPrivateKey, newWebhookSecret } from "../domain/ids";
-import { forgetCachedApp } from "../http/auth";
+import { forgetCachedApp, forgetCachedKey } from "../http/auth";
 import { ApiError, campaignNotFound } from "../http/errors";
 import { readJsonObject } from "../http/json-body";
+import { refuseBadText } from "../http/text-hygiene";
 import { deliveryRoutes } from "./deliveries";
+import { requireAllowedWebhookUrl } from "./webhook-policy";
 import { addCouponsSchema, createAppSchema, createCampaignSchema, updateAppSchema, updateCampaignSchema } from "./schemas";
 
 /**
@@ -36,7 +38,9 @@ adminRoutes.use("*", async (c, next) => {
 });
 
 async function body<S extends z.ZodType>(request: Request, schema: S): Promise<z.output<S>> {
-	return schema.parse(await readJsonObject(request));
+	const raw = await readJsonObject(request);
+	refuseBadText(raw);
+	return schema.parse(raw);
 }
 
 function appView(app: App) {
@@ -67,6 +71,7 @@ function requireCampaignId(raw: string): number {
 
 adminRoutes.post("/apps", async (c) => {
 	const input = await body(c.req.raw, createAppSchema);
+	requireAllowedWebhookUrl(c, input.webhookurl);
 	const privatekey = newPrivateKey();
 	const created = {
 		appid: newAppId(),
@@ -81,6 +86,7 @@ adminRoutes.post("/apps", async (c) => {
 		webhookurl: input.webhookurl ?? null,
 		emailsender: input.emailsender ?? null,
 	});
+	forgetCachedKey(created.apikey);
 	return c.json({ appid: created.appid, apikey: created.apikey, privatekey, webhooksecret: created.webhookSecret }, 201);
 });
 
@@ -90,6 +96,7 @@ adminRoutes.get("/apps/:appid", async (c) => c.json(appView(await requireApp(c.e
 
 adminRoutes.patch("/apps/:appid", async (c) => {
 	const input = await body(c.req.raw, updateAppSchema);
+	requireAllowedWebhookUrl(c, input.webhookurl);
 	const appid = c.req.param("appid");
 	if (!(await updateApp(c.env.DB, appid, input))) throw new ApiError(404, "app_not_found", "No app with that appid.");
 	forgetCachedApp(appid);

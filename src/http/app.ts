@@ -8,7 +8,9 @@ import { d1Metrics } from "./d1-metrics";
 import { ApiError, errorBody } from "./errors";
 import { describeZodError } from "./fields";
 import { readJsonObject } from "./json-body";
+import { countFailedAuth, clientIp, limitApp } from "./rate-limits";
 import { normalizeFields } from "./request-text";
+import { refuseBadText } from "./text-hygiene";
 
 export const app = new Hono<{ Bindings: Env }>();
 
@@ -26,7 +28,10 @@ app.all("/saas/v1_0/:operation", async (c) => {
 		throw new ApiError(405, "method_not_allowed", "Operations are called with POST.");
 	}
 	const body = normalizeFields(await readJsonObject(c.req.raw));
-	const tenant = await authenticate(c.env.DB, body);
+	const ip = clientIp(c.req.raw);
+	const tenant = await authenticate(c.env.DB, body, (apikey) => countFailedAuth(c.env, apikey, ip));
+	await limitApp(c.env, tenant.appid);
+	refuseBadText(body);
 	const parsed = operation.schema.safeParse(body);
 	if (!parsed.success) {
 		const { message, fields } = describeZodError(parsed.error);
@@ -51,7 +56,10 @@ app.route("/r", shareLinkRoutes);
 app.notFound((c) => c.json(errorBody("not_found", `No route for ${c.req.method} ${new URL(c.req.url).pathname}.`), 404));
 
 app.onError((err, c) => {
-	if (err instanceof ApiError) return c.json(errorBody(err.errorcode, err.message, err.extra), err.status);
+	if (err instanceof ApiError) {
+		for (const [name, value] of Object.entries(err.headers)) c.header(name, value);
+		return c.json(errorBody(err.errorcode, err.message, err.extra), err.status);
+	}
 	if (err instanceof z.ZodError) {
 		const { message, fields } = describeZodError(err);
 		return c.json(errorBody("validation_failed", message, { fields }), 400);

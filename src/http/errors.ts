@@ -7,6 +7,7 @@ import type { ContentfulStatusCode } from "hono/utils/http-status";
 export type ErrorCode =
 	| "invalid_json"
 	| "invalid_body"
+	| "body_too_complex"
 	| "unsupported_media_type"
 	| "payload_too_large"
 	| "unknown_operation"
@@ -45,6 +46,8 @@ export class ApiError extends Error {
 		readonly errorcode: ErrorCode,
 		message: string,
 		readonly extra: Record<string, unknown> = {},
+		/** Response headers that go with the error (`Retry-After` of a 429). */
+		readonly headers: Record<string, string> = {},
 	) {
 		super(message);
 		this.name = "ApiError";

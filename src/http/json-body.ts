@@ -1,3 +1,4 @@
+import { checkBodyLimits } from "./body-limits";
 import { ApiError } from "./errors";
 import { isPlainObject } from "./request-text";
 
@@ -6,7 +7,9 @@ export const MAX_BODY_BYTES = 64 * 1024;
 
 /**
  * Reads a request body that must be a JSON object of at most MAX_BODY_BYTES.
- * Each way of failing is its own JSON error (415, 413, 400), never a 500.
+ * Each way of failing is its own JSON error (415, 413, 400), never a 500;
+ * a body within the size but beyond the structural limits of body-limits.ts
+ * is 400 `body_too_complex`.
  */
 export async function readJsonObject(request: Request): Promise<Record<string, unknown>> {
 	const type = request.headers.get("content-type") ?? "";
@@ -23,6 +26,9 @@ export async function readJsonObject(request: Request): Promise<Record<string, u
 		throw new ApiError(400, "invalid_json", "The body is not valid JSON.");
 	}
 	if (!isPlainObject(parsed)) throw new ApiError(400, "invalid_body", "The body must be a JSON object.");
+	// Before anything walks the body recursively (normalization, zod): depth, keys and list sizes.
+	const violation = checkBodyLimits(parsed);
+	if (violation) throw new ApiError(400, "body_too_complex", violation.message, { fields: [violation.field], limit: violation.limit });
 	return parsed;
 }
 

@@ -60,11 +60,13 @@ export function normalizeFields(body: Record<string, unknown>): Record<string, u
 	const canonicalSeen = new Set<string>();
 	for (const [rawKey, value] of Object.entries(body)) {
 		const lower = rawKey.toLowerCase();
-		const key = FIELD_ALIASES[lower] ?? lower;
+		// hasOwn: `FIELD_ALIASES["__proto__"]` would be Object.prototype, not an alias.
+		const key = Object.hasOwn(FIELD_ALIASES, lower) ? FIELD_ALIASES[lower]! : lower;
 		const isCanonical = key === lower;
-		if (key in out && (canonicalSeen.has(key) || !isCanonical)) continue;
+		if (Object.hasOwn(out, key) && (canonicalSeen.has(key) || !isCanonical)) continue;
 		if (isCanonical) canonicalSeen.add(key);
-		out[key] = normalizeValue(key, value);
+		// defineProperty: a key `__proto__` stays a plain (ignored) field instead of replacing the prototype.
+		Object.defineProperty(out, key, { value: normalizeValue(key, value), enumerable: true, writable: true, configurable: true });
 	}
 	return out;
 }

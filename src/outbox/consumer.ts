@@ -6,7 +6,7 @@ import { sweepOutbox } from "./sweep";
 
 /** Optional settings read from the environment (not in wrangler.toml: the defaults apply). */
 export interface OutboxSettings {
-	/** Webhook timeout in milliseconds; default 15000. Tests set it low. */
+	/** Webhook timeout in milliseconds; default 10000. Tests set it low. */
 	WEBHOOK_TIMEOUT_MS?: string;
 }
 

@@ -1,5 +1,7 @@
+import { webhookUrlPolicy, webhookUrlProblem } from "../domain/webhook-url";
 import { webhookBody } from "./envelope";
 import { emailPayloadSchema } from "./events";
+import { headerText } from "./mail-headers";
 import { webhookHeaders } from "./signature";
 import { type AttemptOutcome, type DeliveryTarget, PERMANENT_FAILURE } from "./store";
 
@@ -21,7 +23,8 @@ export interface DeliveryOptions {
 	now?: () => number;
 }
 
-export const DEFAULT_WEBHOOK_TIMEOUT_MS = 15_000;
+/** A receiver that has not answered (headers and body) by then has failed; short, so a dead endpoint holds little. */
+export const DEFAULT_WEBHOOK_TIMEOUT_MS = 10_000;
 /** Response text kept in the attempt log, at most. */
 const RESPONSE_SNIPPET_CHARS = 300;
 
@@ -49,6 +52,9 @@ export async function deliver(target: DeliveryTarget, env: Env, options: Deliver
 	try {
 		if (event.kind === "webhook") {
 			if (!app.webhookurl) return { outcome: "skipped", responseCode: null, error: "the app has no webhook URL" };
+			// URLs stored before the policy existed are checked here too (the admin API checks new ones).
+			const refused = webhookUrlProblem(app.webhookurl, webhookUrlPolicy(env));
+			if (refused) return permanent(`webhook URL refused: it ${refused}`);
 			return await postWebhook(
 				app.webhookurl,
 				app.webhookSecret,
@@ -61,7 +67,10 @@ export async function deliver(target: DeliveryTarget, env: Env, options: Deliver
 			const email = emailPayloadSchema.safeParse(payload.value);
 			if (!email.success)
 				return permanent(`invalid email payload: ${email.error.issues.map((i) => i.path.join(".") || i.message).join(", ")}`);
-			const { to, toName, subject, text, html } = email.data;
+			const { to, text, html } = email.data;
+			// Again at sending: a payload stored before headerText existed must not add a header either.
+			const toName = headerText(email.data.toName);
+			const subject = headerText(email.data.subject) || "(no subject)";
 			await env.EMAIL.send({
 				from: app.emailsender || options.defaultSender,
 				to: toName ? { name: toName, email: to } : to,
@@ -86,6 +95,15 @@ async function postWebhook(url: string, secret: string, eventid: string, body: s
 	if (response.ok) {
 		await response.body?.cancel().catch(() => {});
 		return { outcome: "delivered", responseCode: response.status, error: null };
+	}
+	if (response.status >= 300 && response.status < 400) {
+		await response.body?.cancel().catch(() => {});
+		const location = response.headers.get("location");
+		return {
+			outcome: "failed",
+			responseCode: response.status,
+			error: `HTTP ${response.status}: redirect${location ? ` to ${location.slice(0, 200)}` : ""} not followed (webhooks never follow redirects)`,
+		};
 	}
 	const snippet = await readSnippet(response);
 	return { outcome: "failed", responseCode: response.status, error: `HTTP ${response.status}${snippet ? `: ${snippet}` : ""}` };

@@ -1,6 +1,7 @@
 import type { Campaign, SocialAction } from "../db/campaigns";
 import type { EmailPayload } from "./events";
 import { html, raw, safeHref } from "./html";
+import { headerText } from "./mail-headers";
 
 /** The Mail social action of a campaign (socialactionid 5, or named Mail), if any. */
 export function mailAction(actions: SocialAction[]): SocialAction | undefined {
@@ -36,8 +37,9 @@ export interface OutreachEmailInput {
 /** The outreach email: the campaign's offer, the user's share link and code, and the Mail message. */
 export function outreachEmail(input: OutreachEmailInput): EmailPayload {
 	const title = input.campaign.offertitle || input.campaign.campaignname;
+	const toName = headerText(input.toName) || null;
 	const message = input.mailMessage ? fillShareTokens(input.mailMessage, input.shareurl, input.referralcode) : "";
-	const greeting = input.toName ? `Hi ${input.toName},` : "Hi,";
+	const greeting = toName ? `Hi ${toName},` : "Hi,";
 	const text = [
 		greeting,
 		"",
@@ -51,7 +53,7 @@ export function outreachEmail(input: OutreachEmailInput): EmailPayload {
 	const body = html`<p>${greeting}</p><h2>${title}</h2><p>${input.campaign.offerdescription}</p>
 <p>Share your link: <a href="${raw(safeHref(input.shareurl))}">${input.shareurl}</a><br>Your referral code: <strong>${input.referralcode}</strong></p>
 ${raw(message ? html`<p>Message to share:</p><blockquote>${raw(linkify(message))}</blockquote>` : "")}`;
-	return { to: input.to, toName: input.toName, subject: title, text, html: layout(title, body) };
+	return { to: input.to, toName, subject: headerText(title), text, html: layout(title, body) };
 }
 
 export interface ReminderEmailInput {
@@ -65,9 +67,11 @@ export interface ReminderEmailInput {
 
 /** The reminder a referrer sends a friend who has not converted yet. */
 export function reminderEmail(input: ReminderEmailInput): EmailPayload {
-	const who = input.referrerName || "Your friend";
-	const subject = `${who} reminds you: ${input.campaign.offertitle || input.campaign.campaignname}`;
-	const greeting = input.toName ? `Hi ${input.toName},` : "Hi,";
+	// Names are one line everywhere: the referrer's name is part of the subject (a header).
+	const who = headerText(input.referrerName) || "Your friend";
+	const toName = headerText(input.toName) || null;
+	const subject = headerText(`${who} reminds you: ${input.campaign.offertitle || input.campaign.campaignname}`);
+	const greeting = toName ? `Hi ${toName},` : "Hi,";
 	const text = [
 		greeting,
 		"",
@@ -81,5 +85,5 @@ export function reminderEmail(input: ReminderEmailInput): EmailPayload {
 <h2>${input.campaign.offertitle || input.campaign.campaignname}</h2><p>${input.campaign.offerdescription}</p>
 ${raw(input.message ? html`<blockquote>${who} says: ${input.message}</blockquote>` : "")}
 ${raw(input.landingurl ? html`<p><a href="${raw(safeHref(input.landingurl))}">${input.landingurl}</a></p>` : "")}`;
-	return { to: input.to, toName: input.toName, subject, text, html: layout(subject, body) };
+	return { to: input.to, toName, subject, text, html: layout(subject, body) };
 }
