@@ -2,6 +2,7 @@ import { Hono } from "hono";
 import { z } from "zod";
 import { findApp } from "../db/apps";
 import { ApiError } from "../http/errors";
+import { webhookBreakerOf } from "./breakers";
 import { enqueueOutboxEvents } from "../outbox/events";
 import { getDelivery, listDeliveries, markNotEnqueued, resetForRedelivery } from "../outbox/store";
 
@@ -15,8 +16,10 @@ const limitSchema = z.coerce.number().int().min(1).max(200).default(50);
 
 const deliveryNotFound = () => new ApiError(404, "delivery_not_found", "No outbox event with that id in this app.");
 
-async function requireApp(db: D1Database, appid: string): Promise<void> {
-	if (!(await findApp(db, appid))) throw new ApiError(404, "app_not_found", "No app with that appid.");
+async function requireApp(db: D1Database, appid: string) {
+	const app = await findApp(db, appid);
+	if (!app) throw new ApiError(404, "app_not_found", "No app with that appid.");
+	return app;
 }
 
 /** Recent events, newest first, each with its status, attempt count and latest attempt. */
@@ -24,8 +27,12 @@ deliveryRoutes.get("/apps/:appid/deliveries", async (c) => {
 	const appid = c.req.param("appid");
 	const limit = limitSchema.safeParse(c.req.query("limit") ?? undefined);
 	if (!limit.success) throw new ApiError(400, "validation_failed", "limit must be an integer from 1 to 200.");
-	await requireApp(c.env.DB, appid);
-	return c.json({ deliveries: await listDeliveries(c.env.DB, appid, limit.data) });
+	const app = await requireApp(c.env.DB, appid);
+	const [deliveries, webhookbreaker] = await Promise.all([
+		listDeliveries(c.env.DB, appid, limit.data),
+		webhookBreakerOf(c.env.DB, appid, app.webhookurl),
+	]);
+	return c.json({ deliveries, webhookbreaker });
 });
 
 /** One event with its payload and every attempt. */

@@ -18,6 +18,7 @@ import { forgetCachedApp, forgetCachedKey } from "../http/auth";
 import { ApiError, campaignNotFound } from "../http/errors";
 import { readJsonObject } from "../http/json-body";
 import { refuseBadText } from "../http/text-hygiene";
+import { breakerRoutes } from "./breakers";
 import { deliveryRoutes } from "./deliveries";
 import { requireAllowedWebhookUrl } from "./webhook-policy";
 import { addCouponsSchema, createAppSchema, createCampaignSchema, updateAppSchema, updateCampaignSchema } from "./schemas";
@@ -173,3 +174,4 @@ adminRoutes.post("/apps/:appid/campaigns/:campaignid/coupons", async (c) => {
 	return c.json({ added, skipped: coupons.length - added, couponsavailable: await countFreeCoupons(c.env.DB, campaign.campaignid) }, 201);
 });
 adminRoutes.route("/", deliveryRoutes);
+adminRoutes.route("/", breakerRoutes);

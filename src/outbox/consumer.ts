@@ -1,3 +1,4 @@
+import { passBreaker, reportToBreaker } from "./breaker-gate";
 import { DEFAULT_WEBHOOK_TIMEOUT_MS, type DeliveryOptions, deliver } from "./deliver";
 import { outboxMessageSchema } from "./events";
 import { isLastAttempt, MISSING_EVENT_ATTEMPTS, missingEventDelaySeconds, retryDelaySeconds } from "./retry";
@@ -73,9 +74,19 @@ async function handleMessage(message: Message<unknown>, env: Env, options: Deliv
 			return;
 		}
 
+		// Circuit breaker (breaker-gate.ts): an endpoint that keeps failing is not attempted during its cool-down.
+		const gate = await passBreaker(env.DB, target);
+		if (!gate.go) {
+			await holdBack(env, eventid, attempt, gate.reason);
+			message.retry({ delaySeconds: Math.min(Math.max(retryDelaySeconds(attempt), Math.ceil((gate.until - Date.now()) / 1000)), 43_200) });
+			return;
+		}
 		const started = Date.now();
 		const result = await deliver(target, env, options);
 		const durationMs = Date.now() - started;
+		await reportToBreaker(env.DB, target, gate.state, result.outcome === "delivered", result.error).catch((err) =>
+			log("error", "breaker update failed", { eventid, error: String(err) }),
+		);
 		const last = result.outcome === "failed" && !result.permanent && isLastAttempt(attempt);
 		const error = last ? `${result.error}; retries exhausted, moved to the dead-letter queue` : result.error;
 		try {
@@ -105,6 +116,17 @@ async function handleMessage(message: Message<unknown>, env: Env, options: Deliv
 		log("error", "outbox delivery crashed", { eventid, attempt, error: String(err) });
 		message.retry({ delaySeconds: retryDelaySeconds(attempt) });
 	}
+}
+
+/** Logs a delivery the breaker held back, as a failed attempt that sent nothing. */
+async function holdBack(env: Env, eventid: string, attempt: number, reason: string): Promise<void> {
+	const error = isLastAttempt(attempt) ? `${reason}; retries exhausted, moved to the dead-letter queue` : reason;
+	try {
+		await recordAttempt(env.DB, { eventid, attempt, outcome: "failed", responseCode: null, durationMs: 0, error });
+	} catch (err) {
+		log("error", "could not log a delivery attempt", { eventid, attempt, error: String(err) });
+	}
+	log("warn", "outbox delivery held back by the circuit breaker", { eventid, attempt, error });
 }
 
 function safeJson(value: unknown): string {
