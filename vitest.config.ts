@@ -17,6 +17,8 @@ export default defineConfig(async () => {
 						WEBHOOK_RECEIVER_URL: inject("webhookReceiverUrl"),
 						WEBHOOK_TIMEOUT_MS: "1000",
 					},
+					// A real rate limiter with a small limit, swapped in for APP_RATE_LIMITER by the test of the per-app limit.
+					ratelimits: { TEST_SMALL_LIMITER: { namespace_id: "9001", simple: { limit: 5, period: 10 } } },
 				},
 			})),
 		],

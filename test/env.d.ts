@@ -9,6 +9,8 @@ declare global {
 			WEBHOOK_RECEIVER_URL: string;
 			/** Webhook timeout in ms (optional in production, default 15000; low in tests). */
 			WEBHOOK_TIMEOUT_MS?: string;
+			/** Test-only: a real rate limiter of 5 per 10 s (vitest.config.ts), for the per-app limit test. */
+			TEST_SMALL_LIMITER: RateLimit;
 		}
 	}
 }
