@@ -2,9 +2,9 @@ import { Hono } from "hono";
 import { z } from "zod";
 import { findApp } from "../db/apps";
 import { ApiError } from "../http/errors";
-import { webhookBreakerOf } from "./breakers";
 import { enqueueOutboxEvents } from "../outbox/events";
 import { getDelivery, listDeliveries, markNotEnqueued, resetForRedelivery } from "../outbox/store";
+import { webhookBreakerOf } from "./breakers";
 
 /**
  * Delivery log of an app's webhooks and emails (admin API, under /admin/v1;

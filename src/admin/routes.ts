@@ -1,5 +1,5 @@
-import { Hono } from "hono";
-import type { z } from "zod";
+import { type Context, Hono } from "hono";
+import { z } from "zod";
 import { type App, findApp, insertApp, listApps, updateApp } from "../db/apps";
 import {
 	addCoupons,
@@ -20,8 +20,8 @@ import { readJsonObject } from "../http/json-body";
 import { refuseBadText } from "../http/text-hygiene";
 import { breakerRoutes } from "./breakers";
 import { deliveryRoutes } from "./deliveries";
-import { requireAllowedWebhookUrl } from "./webhook-policy";
 import { addCouponsSchema, createAppSchema, createCampaignSchema, updateAppSchema, updateCampaignSchema } from "./schemas";
+import { requireAllowedWebhookUrl } from "./webhook-policy";
 
 /**
  * The admin API (the dashboard's back end), under /admin/v1, authenticated by
@@ -91,7 +91,21 @@ adminRoutes.post("/apps", async (c) => {
 	return c.json({ appid: created.appid, apikey: created.apikey, privatekey, webhooksecret: created.webhookSecret }, 201);
 });
 
-adminRoutes.get("/apps", async (c) => c.json({ apps: (await listApps(c.env.DB)).map(appView) }));
+/** Admin lists are paged: `limit` (1 to 200, default 50) and `cursor` (the previous page's `nextcursor`). */
+const pageQuery = z.object({
+	limit: z.coerce.number().int().min(1).max(200).default(50),
+	cursor: z.string().max(200).optional(),
+});
+
+function pageOf(c: Context<{ Bindings: Env }>) {
+	return pageQuery.parse({ limit: c.req.query("limit") ?? undefined, cursor: c.req.query("cursor") || undefined });
+}
+
+adminRoutes.get("/apps", async (c) => {
+	const { limit, cursor } = pageOf(c);
+	const apps = await listApps(c.env.DB, limit, cursor);
+	return c.json({ apps: apps.map(appView), nextcursor: apps.length === limit ? apps[apps.length - 1]!.appid : null });
+});
 
 adminRoutes.get("/apps/:appid", async (c) => c.json(appView(await requireApp(c.env.DB, c.req.param("appid")))));
 
@@ -146,7 +160,12 @@ adminRoutes.post("/apps/:appid/campaigns", async (c) => {
 
 adminRoutes.get("/apps/:appid/campaigns", async (c) => {
 	const app = await requireApp(c.env.DB, c.req.param("appid"));
-	return c.json({ campaigns: (await listCampaigns(c.env.DB, app.appid)).map(campaignView) });
+	const { limit, cursor } = pageOf(c);
+	const campaigns = await listCampaigns(c.env.DB, app.appid, limit, /^\d{1,15}$/.test(cursor ?? "") ? Number(cursor) : 0);
+	return c.json({
+		campaigns: campaigns.map(campaignView),
+		nextcursor: campaigns.length === limit ? String(campaigns[campaigns.length - 1]!.campaignid) : null,
+	});
 });
 
 adminRoutes.get("/apps/:appid/campaigns/:campaignid", async (c) => {

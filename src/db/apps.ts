@@ -54,8 +54,15 @@ export async function findApp(db: D1Database, appid: string): Promise<App | null
 	return row ? toApp(row) : null;
 }
 
-export async function listApps(db: D1Database): Promise<App[]> {
-	const { results } = await db.prepare("SELECT * FROM apps ORDER BY created_at, appid").all<AppRow>();
+/** One page of apps, oldest first, after the app `after` (a cursor: the last appid of the previous page). */
+export async function listApps(db: D1Database, limit: number, after?: string): Promise<App[]> {
+	const { results } = await db
+		.prepare(
+			`SELECT * FROM apps WHERE ?1 IS NULL OR (created_at, appid) > (SELECT created_at, appid FROM apps WHERE appid = ?1)
+			 ORDER BY created_at, appid LIMIT ?2`,
+		)
+		.bind(after ?? null, limit)
+		.all<AppRow>();
 	return results.map(toApp);
 }
 

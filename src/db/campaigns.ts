@@ -248,8 +248,12 @@ export async function getCampaign(db: D1Database, appid: string, campaignid: num
 	return row ? toCampaign(row) : null;
 }
 
-export async function listCampaigns(db: D1Database, appid: string): Promise<Campaign[]> {
-	const { results } = await db.prepare("SELECT * FROM campaigns WHERE appid = ? ORDER BY campaignid").bind(appid).all<CampaignRow>();
+/** One page of the app's campaigns by id, after campaign `after`. */
+export async function listCampaigns(db: D1Database, appid: string, limit: number, after = 0): Promise<Campaign[]> {
+	const { results } = await db
+		.prepare("SELECT * FROM campaigns WHERE appid = ? AND campaignid > ? ORDER BY campaignid LIMIT ?")
+		.bind(appid, after, limit)
+		.all<CampaignRow>();
 	return results.map(toCampaign);
 }
 

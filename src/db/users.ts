@@ -135,6 +135,9 @@ function refColumn(ref: UserRef): { column: "userkey" | "email" | "useraccountid
 /**
  * One page of the friends of the user named by `ref`, newest first, read
  * through the (referrer_userid, userid) index. Batch it with userLookup.
+ * A page that starts beyond the friend count (kept on the user) is empty at
+ * once: the condition holds no column of the scanned rows, so SQLite tests it
+ * before the scan instead of stepping over `offset` index entries.
  */
 export function friendsPageLookup(db: D1Database, appid: string, ref: UserRef, limit: number, offset: number): D1PreparedStatement | null {
 	const by = refColumn(ref);
@@ -142,8 +145,9 @@ export function friendsPageLookup(db: D1Database, appid: string, ref: UserRef, l
 		by &&
 		db
 			.prepare(
-				`SELECT * FROM users WHERE referrer_userid = (SELECT userid FROM users WHERE appid = ? AND ${by.column} = ?)
-				 ORDER BY userid DESC LIMIT ? OFFSET ?`,
+				`SELECT * FROM users WHERE referrer_userid = (SELECT userid FROM users WHERE appid = ?1 AND ${by.column} = ?2)
+				 AND ?4 < (SELECT friends_count FROM users WHERE appid = ?1 AND ${by.column} = ?2)
+				 ORDER BY userid DESC LIMIT ?3 OFFSET ?4`,
 			)
 			.bind(appid, by.value, limit, offset)
 	);

@@ -106,7 +106,10 @@ function expandIpv6(address: string): number[] | null {
 }
 
 /** The policy from the environment: loopback only with ALLOW_LOOPBACK_WEBHOOKS, never the service's own hosts. */
-export function webhookUrlPolicy(env: { ALLOW_LOOPBACK_WEBHOOKS?: string; SHARE_BASE_URL?: string }, requestUrl?: string): WebhookUrlPolicy {
+export function webhookUrlPolicy(
+	env: { ALLOW_LOOPBACK_WEBHOOKS?: string; SHARE_BASE_URL?: string },
+	requestUrl?: string,
+): WebhookUrlPolicy {
 	const ownHosts: string[] = [];
 	for (const origin of [requestUrl, env.SHARE_BASE_URL]) {
 		if (!origin) continue;

@@ -8,7 +8,7 @@ import { d1Metrics } from "./d1-metrics";
 import { ApiError, errorBody } from "./errors";
 import { describeZodError } from "./fields";
 import { readJsonObject } from "./json-body";
-import { countFailedAuth, clientIp, limitApp } from "./rate-limits";
+import { clientIp, countFailedAuth, limitApp } from "./rate-limits";
 import { normalizeFields } from "./request-text";
 import { refuseBadText } from "./text-hygiene";
 

@@ -35,7 +35,8 @@ export function checkBodyLimits(value: unknown): LimitViolation | null {
 				return { limit: "list", field, message: `${field}: at most ${MAX_LIST_ENTRIES} entries are accepted.` };
 			}
 			node.forEach((item, i) => {
-				if (typeof item === "object" && item !== null) stack.push({ node: item, path: path ? `${path}.${i}` : String(i), depth: depth + 1 });
+				if (typeof item === "object" && item !== null)
+					stack.push({ node: item, path: path ? `${path}.${i}` : String(i), depth: depth + 1 });
 			});
 			continue;
 		}

@@ -55,7 +55,11 @@ export interface TextViolation {
  */
 export function findTextViolations(body: Record<string, unknown>): TextViolation[] {
 	const found: TextViolation[] = [];
-	const stack: { value: unknown; path: string; name: string }[] = Object.entries(body).map(([key, value]) => ({ value, path: key, name: key }));
+	const stack: { value: unknown; path: string; name: string }[] = Object.entries(body).map(([key, value]) => ({
+		value,
+		path: key,
+		name: key,
+	}));
 	while (stack.length > 0) {
 		const { value, path, name } = stack.pop()!;
 		if (typeof value === "string") {

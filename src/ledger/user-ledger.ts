@@ -25,8 +25,6 @@ import type {
 
 /** After a write, the alarm is the backstop of the flush that starts at once, so it need not fire before this. */
 const FLUSH_GRACE_MS = 30_000;
-/** SQLite in Durable Objects binds at most 100 parameters per statement. */
-const IN_CHUNK = 90;
 
 /**
  * SQL conditions (and their arguments) for the optional filters shared by
@@ -146,29 +144,38 @@ export class UserLedger extends DurableObject<Env> {
 		return row && this.identity ? toLedgerReward(this.identity.userkey, row) : null;
 	}
 
-	/** Every reward of this ledger, oldest first (tests and admin). */
-	listRewards(): LedgerReward[] {
+	/** Rewards of this ledger, oldest first, a page at a time: at most `limit` (<= 1000) after reward number `afterSeq` (tests and admin). */
+	listRewards(limit = 1000, afterSeq = 0): LedgerReward[] {
 		const userkey = this.identity?.userkey;
 		if (!userkey) return [];
 		return this.sql
-			.exec<RewardRow>("SELECT * FROM rewards ORDER BY seq")
+			.exec<RewardRow>("SELECT * FROM rewards WHERE seq > ? ORDER BY seq LIMIT ?", afterSeq, Math.min(Math.max(limit, 1), 1000))
 			.toArray()
 			.map((row) => toLedgerReward(userkey, row));
 	}
 
-	/** The rewards each of the given friends produced for this user, oldest first; every friend asked for gets a (maybe empty) list. */
-	rewardsForFriends(friendUserkeys: string[]): Record<string, RewardView[]> {
-		const out: Record<string, RewardView[]> = {};
+	/**
+	 * The rewards each of the given friends produced for this user: the newest
+	 * `limit` of each, newest first, and how many there are in all. Every
+	 * friend asked for gets an entry (maybe empty). Bounded, so one friend with
+	 * thousands of rewards cannot make a page heavy.
+	 */
+	rewardsForFriends(friendUserkeys: string[], limit = 100): Record<string, { rewards: RewardView[]; total: number }> {
+		const out: Record<string, { rewards: RewardView[]; total: number }> = {};
 		const unique = [...new Set(friendUserkeys)];
-		for (const key of unique) out[key] = [];
+		for (const key of unique) out[key] = { rewards: [], total: 0 };
 		const userkey = this.identity?.userkey;
 		if (!userkey) return out;
-		for (let i = 0; i < unique.length; i += IN_CHUNK) {
-			const chunk = unique.slice(i, i + IN_CHUNK);
+		for (const key of unique) {
+			// Both through the rewards_friend (friend_userkey, seq) index.
 			const rows = this.sql
-				.exec<RewardRow>(`SELECT * FROM rewards WHERE friend_userkey IN (${chunk.map(() => "?").join(", ")}) ORDER BY seq`, ...chunk)
+				.exec<RewardRow>("SELECT * FROM rewards WHERE friend_userkey = ? ORDER BY seq DESC LIMIT ?", key, limit)
 				.toArray();
-			for (const row of rows) out[row.friend_userkey]?.push(toView(userkey, row));
+			const total =
+				rows.length < limit
+					? rows.length
+					: this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM rewards WHERE friend_userkey = ?", key).one().n;
+			out[key] = { rewards: rows.map((row) => toView(userkey, row)), total };
 		}
 		return out;
 	}

@@ -9,10 +9,15 @@ import { ledgerFor } from "../ledger/stub";
 /** Largest page getfriendsandrewards returns; a larger `pagesize` is capped to it. */
 export const MAX_PAGE_SIZE = 500;
 const DEFAULT_PAGE_SIZE = 50;
+/** Rewards listed per friend, newest first; `earnedrewardstotal` says how many there are. */
+export const EARNED_REWARDS_LIMIT = 100;
+/** Largest `pageindex` (a bound for the offset; a page beyond the last is empty and costs no scan). */
+export const MAX_PAGE_INDEX = 10_000_000;
 
 /**
  * Operation 4: the user's friends, newest first, a page at a time, each with
- * the rewards that friend earned the user (all statuses). `totalfriends` and
+ * the rewards that friend earned the user (all statuses; the newest 100,
+ * newest first, and `earnedrewardstotal`). `totalfriends` and
  * `convertedfriends` count the whole set, from counters kept on the user.
  */
 export const getfriendsandrewards = defineOperation({
@@ -20,7 +25,7 @@ export const getfriendsandrewards = defineOperation({
 		userkey: id,
 		email: optionalEmail,
 		useraccountid: optionalId,
-		pageindex: optionalPositiveInt,
+		pageindex: optionalPositiveInt.pipe(z.number().max(MAX_PAGE_INDEX, `must be at most ${MAX_PAGE_INDEX}`).optional()),
 		pagesize: optionalPositiveInt,
 	}),
 	async handle({ env, app }, input) {
@@ -33,7 +38,13 @@ export const getfriendsandrewards = defineOperation({
 		const user = userResult?.results[0];
 		if (!user) throw userNotFound();
 		const friends = friendsResult?.results ?? [];
-		const earned = friends.length > 0 ? await ledgerFor(env, app.appid, user.userkey).rewardsForFriends(friends.map((f) => f.userkey)) : {};
+		const earned =
+			friends.length > 0
+				? await ledgerFor(env, app.appid, user.userkey).rewardsForFriends(
+						friends.map((f) => f.userkey),
+						EARNED_REWARDS_LIMIT,
+					)
+				: {};
 		return {
 			friends: friends.map((friend) => ({
 				userkey: friend.userkey,
@@ -43,7 +54,8 @@ export const getfriendsandrewards = defineOperation({
 				profileimage: friend.profileimage ?? "",
 				status: friend.status,
 				regdate: formatDayMonthYear(friend.created_at),
-				earnedrewards: earned[friend.userkey] ?? [],
+				earnedrewards: earned[friend.userkey]?.rewards ?? [],
+				earnedrewardstotal: earned[friend.userkey]?.total ?? 0,
 			})),
 			totalfriends: user.friends_count,
 			convertedfriends: user.converted_friends_count,

@@ -8,9 +8,7 @@ import type { DeliveryTarget } from "./store";
  * Emails and apps without a webhook URL pass untouched.
  */
 
-export type GateResult =
-	| { go: true; state: BreakerState | null }
-	| { go: false; until: number; reason: string };
+export type GateResult = { go: true; state: BreakerState | null } | { go: false; until: number; reason: string };
 
 /** Error text prefix of a delivery the breaker held back (logged as a failed attempt that was not sent). */
 export const BREAKER_OPEN = "circuit open: ";
@@ -25,7 +23,8 @@ export async function passBreaker(db: D1Database, target: DeliveryTarget, now = 
 	const gate = breakerGate(state, now);
 	if (gate.action === "attempt") return { go: true, state };
 	if (gate.action === "probe") {
-		if (await writeBreaker(db, target.event.appid, gate.claim)) return { go: true, state: { ...gate.claim, version: gate.claim.version + 1 } };
+		if (await writeBreaker(db, target.event.appid, gate.claim))
+			return { go: true, state: { ...gate.claim, version: gate.claim.version + 1 } };
 		return { go: false, until: now + 5_000, reason: `${BREAKER_OPEN}not attempted: another delivery is probing the endpoint` };
 	}
 	const until = new Date(gate.until).toISOString();

@@ -94,7 +94,13 @@ export function breakerAfter(state: BreakerState, ok: boolean, now: number, erro
 		return { ...state, failures: 0, opens: 0, openUntil: null, probeUntil: null };
 	}
 	const failures = state.failures + 1;
-	const base = { ...state, failures, lastError: error?.slice(0, 300) ?? null, lastFailureAt: new Date(now).toISOString(), probeUntil: null };
+	const base = {
+		...state,
+		failures,
+		lastError: error?.slice(0, 300) ?? null,
+		lastFailureAt: new Date(now).toISOString(),
+		probeUntil: null,
+	};
 	const status = breakerStatus(state, now);
 	// A failed probe re-opens at once; in the closed state, the threshold opens it.
 	if (status === "half_open" || (status === "closed" && failures >= FAILURE_THRESHOLD)) {

@@ -35,7 +35,6 @@ export function headerText(value: string | null | undefined, max = MAX_HEADER_TE
 	return [...collapsed].slice(0, max).join("").trim();
 }
 
-// biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point
 const NEEDS_ENCODING = /[^\x20-\x7e]/;
 
 /** RFC 2047 encoded-words (UTF-8, base64), each at most 75 characters, for text that is not plain ASCII. */
@@ -81,5 +80,9 @@ export interface HeaderFields {
 
 /** The header block of a message with these fields, as `Name: value` lines joined by CRLF. */
 export function renderHeaders(fields: HeaderFields): string {
-	return [`From: <${fields.from}>`, `To: ${formatMailbox(fields.toName, fields.to)}`, `Subject: ${encodeWords(headerText(fields.subject))}`].join("\r\n");
+	return [
+		`From: <${fields.from}>`,
+		`To: ${formatMailbox(fields.toName, fields.to)}`,
+		`Subject: ${encodeWords(headerText(fields.subject))}`,
+	].join("\r\n");
 }

@@ -26,7 +26,10 @@ describe("checkBodyLimits", () => {
 	});
 	it("limits every list, naming it", () => {
 		expect(checkBodyLimits({ rewarddtlids: Array(MAX_LIST_ENTRIES).fill("a") })).toBeNull();
-		expect(checkBodyLimits({ rewarddtlids: Array(MAX_LIST_ENTRIES + 1).fill("a") })).toMatchObject({ limit: "list", field: "rewarddtlids" });
+		expect(checkBodyLimits({ rewarddtlids: Array(MAX_LIST_ENTRIES + 1).fill("a") })).toMatchObject({
+			limit: "list",
+			field: "rewarddtlids",
+		});
 	});
 });
 

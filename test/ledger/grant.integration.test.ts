@@ -105,15 +105,18 @@ describe("UserLedger.grant", () => {
 		expect(await stub.listRewards()).toHaveLength(1);
 	});
 
-	it("lists rewards per friend, and finds only its own ids", async () => {
+	it("lists rewards per friend, newest first with a total, and finds only its own ids", async () => {
 		const { appid, userkey, stub } = freshLedger();
 		const f1 = { userkey: newUserKey(), email: null, name: "One", profileimage: null };
 		const f2 = { ...f1, userkey: newUserKey(), name: "Two" };
 		await stub.grant(appid, userkey, [grantOf({ friend: f1 }), grantOf({ friend: f2 }), grantOf({ friend: f1, eventname: "Transaction" })]);
 		const byFriend = await stub.rewardsForFriends([f1.userkey, f2.userkey, "unknown"]);
-		expect(byFriend[f1.userkey]!.map((r) => r.eventname)).toEqual(["Signup", "Transaction"]);
-		expect(byFriend[f2.userkey]!.map((r) => r.friendname)).toEqual(["Two"]);
-		expect(byFriend.unknown).toEqual([]);
+		expect(byFriend[f1.userkey]!.rewards.map((r) => r.eventname)).toEqual(["Transaction", "Signup"]);
+		expect(byFriend[f1.userkey]!.total).toBe(2);
+		expect(byFriend[f2.userkey]!.rewards.map((r) => r.friendname)).toEqual(["Two"]);
+		expect(byFriend.unknown).toEqual({ rewards: [], total: 0 });
+		const capped = await stub.rewardsForFriends([f1.userkey], 1);
+		expect(capped[f1.userkey]).toMatchObject({ rewards: [{ eventname: "Transaction" }], total: 2 });
 		expect(await stub.getReward(`${userkey}-99`)).toBeNull();
 		expect(await stub.getReward(`${newUserKey()}-1`)).toBeNull();
 		expect(await stub.getReward("nonsense")).toBeNull();

@@ -31,7 +31,9 @@ describe("webhook circuit breaker in the consumer", () => {
 		expect(log.body.webhookbreaker).toMatchObject({ state: "open" });
 
 		// The cool-down ends (moved into the past): one probe goes; it succeeds and closes the breaker.
-		await env.DB.prepare("UPDATE webhook_breakers SET open_until = ? WHERE appid = ?").bind(Date.now() - 1, app.appid).run();
+		await env.DB.prepare("UPDATE webhook_breakers SET open_until = ? WHERE appid = ?")
+			.bind(Date.now() - 1, app.appid)
+			.run();
 		expect((await admin("GET", `/apps/${app.appid}/webhook-breaker`)).body.state).toBe("half_open");
 		await setAnswers(key, [], { status: 200 });
 		const probe = await deliverOnce(app.appid);

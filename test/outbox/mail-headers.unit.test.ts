@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { reminderEmail, outreachEmail } from "../../src/outbox/emails";
+import { outreachEmail, reminderEmail } from "../../src/outbox/emails";
 import { encodeWords, formatMailbox, headerText, renderHeaders } from "../../src/outbox/mail-headers";
 
 /** The header names of a rendered header block, one per line. */

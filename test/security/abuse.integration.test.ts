@@ -2,8 +2,8 @@ import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test"
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { app as worker } from "../../src/http/app";
-import { admin, call, createApp, request } from "../support/api";
 import { createOutboxApp, recordEmail, runBatch } from "../outbox/support";
+import { admin, call, createApp, request } from "../support/api";
 
 afterEach(() => {
 	vi.restoreAllMocks();
