@@ -1,0 +1,88 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startService } from "../../scripts/dev-service.mjs";
+import { startReceiver } from "../outbox/receiver.mjs";
+
+// Tenant fairness in webhook delivery, against `wrangler dev` (real queue and
+// consumer, the default 10 s webhook timeout) and real receivers on 127.0.0.1:
+// one app's endpoint never answers; once its circuit breaker is open, another
+// app's webhook still arrives within 5 s.
+
+let receiver: Awaited<ReturnType<typeof startReceiver>>;
+let service: Awaited<ReturnType<typeof startService>>;
+
+beforeAll(async () => {
+	receiver = await startReceiver();
+	service = await startService({ name: "e2e-fairness" });
+});
+
+afterAll(async () => {
+	await service?.stop();
+	await receiver?.close();
+});
+
+async function call(method: string, path: string, body?: unknown, token?: string) {
+	const res = await fetch(`${service.base}${path}`, {
+		method,
+		headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) },
+		body: body === undefined ? undefined : JSON.stringify(body),
+	});
+	return { status: res.status, body: (await res.json()) as any };
+}
+const admin = (method: string, path: string, body?: unknown) => call(method, `/admin/v1${path}`, body, service.adminToken);
+
+async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 90_000): Promise<T> {
+	const deadline = Date.now() + timeoutMs;
+	for (;;) {
+		const value = await probe();
+		if (value !== undefined) return value;
+		if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}\n${service.logs().slice(-3000)}`);
+		await new Promise((r) => setTimeout(r, 100));
+	}
+}
+
+async function appWithHook(key: string) {
+	const app = await admin("POST", "/apps", { name: key, webhookurl: `${receiver.url}/hooks/${key}` });
+	expect(app.status).toBe(201);
+	expect((await admin("POST", `/apps/${app.body.appid}/campaigns`, { campaignname: "c" })).status).toBe(201);
+	return app.body as { appid: string; apikey: string; privatekey: string };
+}
+
+const register = (app: { apikey: string; privatekey: string }, email: string) =>
+	call("POST", "/saas/v1_0/register", { apikey: app.apikey, privatekey: app.privatekey, email });
+
+describe("one app's hanging endpoint does not hold back another app's webhooks (wrangler dev)", () => {
+	it("the breaker opens on the hanging endpoint, then the other app's delivery arrives within 5 s", async () => {
+		const hanging = await appWithHook("hanging");
+		const healthy = await appWithHook("healthy");
+		// Never answers within the 10 s timeout.
+		await fetch(`${receiver.url}/__mode/hanging`, { method: "POST", body: JSON.stringify({ default: { delayMs: 120_000 } }) });
+
+		for (let i = 0; i < 6; i++) expect((await register(hanging, `h${i}@example.org`)).status).toBe(200);
+		const breaker = await waitFor("the hanging endpoint's breaker to open", async () => {
+			const res = await admin("GET", `/apps/${hanging.appid}/webhook-breaker`);
+			return res.body.state === "open" ? res.body : undefined;
+		});
+		expect(breaker).toMatchObject({ consecutivefailures: expect.any(Number), lasterror: expect.stringContaining("timed out") });
+		const sentToHanging = receiver.received("hanging").length;
+
+		// More events of the hanging app, and one of the healthy app, at the same time.
+		const more = Array.from({ length: 5 }, (_, i) => register(hanging, `more${i}@example.org`));
+		const started = Date.now();
+		expect((await register(healthy, "ok@example.org")).status).toBe(200);
+		await Promise.all(more);
+		const [delivered] = await waitFor("the healthy app's webhook", async () => {
+			const got = receiver.received("healthy");
+			return got.length > 0 ? got : undefined;
+		});
+		expect(delivered!.at - started).toBeLessThan(5_000);
+
+		// The hanging app's new events were held back, not sent, and the log says why.
+		const held = await waitFor("held-back deliveries in the log", async () => {
+			const { body } = await admin("GET", `/apps/${hanging.appid}/deliveries`);
+			const entries = body.deliveries.filter((d: any) => d.lastattempt?.error?.startsWith("circuit open"));
+			return entries.length >= 5 ? { entries, body } : undefined;
+		});
+		expect(held.body.webhookbreaker.state).toBe("open");
+		expect(receiver.received("hanging").length).toBe(sentToHanging);
+	});
+});
