@@ -29,10 +29,11 @@ deliveryRoutes.get("/apps/:appid/deliveries", async (c) => {
 	if (!limit.success) throw new ApiError(400, "validation_failed", "limit must be an integer from 1 to 200.");
 	const app = await requireApp(c.env.DB, appid);
 	const [deliveries, webhookbreaker] = await Promise.all([
-		listDeliveries(c.env.DB, appid, limit.data),
+		listDeliveries(c.env.DB, appid, limit.data, c.req.query("cursor")?.slice(0, 200) || undefined),
 		webhookBreakerOf(c.env.DB, appid, app.webhookurl),
 	]);
-	return c.json({ deliveries, webhookbreaker });
+	const nextcursor = deliveries.length === limit.data ? deliveries[deliveries.length - 1]!.eventid : null;
+	return c.json({ deliveries, nextcursor, webhookbreaker });
 });
 
 /** One event with its payload and every attempt. */

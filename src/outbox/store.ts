@@ -195,11 +195,15 @@ const SUMMARY_SELECT = `
 	LEFT JOIN delivery_attempts l
 	       ON l.attemptid = (SELECT MAX(m.attemptid) FROM delivery_attempts m WHERE m.eventid = e.eventid)`;
 
-/** The app's most recent outbox events, newest first, with their latest attempt. */
-export async function listDeliveries(db: D1Database, appid: string, limit: number): Promise<DeliverySummary[]> {
+/** The app's most recent outbox events, newest first, with their latest attempt; `before`: the last eventid of the previous page. */
+export async function listDeliveries(db: D1Database, appid: string, limit: number, before?: string): Promise<DeliverySummary[]> {
 	const { results } = await db
-		.prepare(`${SUMMARY_SELECT} WHERE e.appid = ? ORDER BY e.created_at DESC, e.eventid DESC LIMIT ?`)
-		.bind(appid, limit)
+		.prepare(
+			`${SUMMARY_SELECT} WHERE e.appid = ?1
+			 AND (?3 IS NULL OR (e.created_at, e.eventid) < (SELECT created_at, eventid FROM outbox_events WHERE eventid = ?3 AND appid = ?1))
+			 ORDER BY e.created_at DESC, e.eventid DESC LIMIT ?2`,
+		)
+		.bind(appid, limit, before ?? null)
 		.all<SummaryRow>();
 	return results.map(summary);
 }

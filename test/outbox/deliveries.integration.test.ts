@@ -70,6 +70,11 @@ describe("delivery log (GET /admin/v1/apps/:appid/deliveries)", () => {
 
 		const limited = await admin("GET", `/apps/${app.appid}/deliveries?limit=2`);
 		expect(limited.body.deliveries).toHaveLength(2);
+		// Paged by cursor: the next page goes on where the first stopped, and the pages together are the whole list.
+		const next = await admin("GET", `/apps/${app.appid}/deliveries?limit=2&cursor=${limited.body.nextcursor}`);
+		const paged = [...limited.body.deliveries, ...next.body.deliveries].map((d: { eventid: string }) => d.eventid);
+		expect(paged).toEqual(body.deliveries.slice(0, paged.length).map((d: { eventid: string }) => d.eventid));
+		expect(next.body.deliveries.length).toBeGreaterThan(0);
 	});
 
 	it("answers 400 for a bad limit and 404 for an unknown app", async () => {
