@@ -2,6 +2,7 @@ import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test"
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { app as worker } from "../../src/http/app";
+import { renderHeaders } from "../../src/outbox/mail-headers";
 import { createOutboxApp, recordEmail, runBatch } from "../outbox/support";
 import { admin, call, createApp, request } from "../support/api";
 
@@ -61,6 +62,9 @@ describe("text hygiene", () => {
 		expect(sent).toHaveLength(1);
 		expect(sent[0].to).toEqual({ name: "Eve Bcc: victim@evil.test", email: "victim@example.com" });
 		expect(sent[0].subject).toBe("Hi Bcc: list@evil.test");
+		// Rendered as a message header block, it has exactly its three headers.
+		const block = renderHeaders({ from: sent[0].from, to: sent[0].to.email, toName: sent[0].to.name, subject: sent[0].subject });
+		expect(block.split("\r\n").map((line) => line.split(":")[0])).toEqual(["From", "To", "Subject"]);
 	});
 });
 
