@@ -6,6 +6,10 @@ import { ApiError } from "./errors";
  *
  * - `FAILED_AUTH_LIMITER`: failed authentications per (apikey, client IP);
  *   beyond it a wrong key gets 429 instead of 401.
+ * - `FAILED_AUTH_IP_LIMITER`: failed authentications per client IP whatever
+ *   the apikey, so a client cannot escape the first limit by trying a new
+ *   apikey each time. Only when the client IP is known (Cloudflare always
+ *   sends it; local calls without it share no address).
  * - `APP_RATE_LIMITER`: authenticated requests per app, so one tenant's flood
  *   cannot take the service from the others.
  *
@@ -16,6 +20,7 @@ import { ApiError } from "./errors";
 
 export interface Limiters {
 	FAILED_AUTH_LIMITER?: RateLimit;
+	FAILED_AUTH_IP_LIMITER?: RateLimit;
 	APP_RATE_LIMITER?: RateLimit;
 }
 
@@ -31,6 +36,7 @@ export function clientIp(request: Request): string {
 
 /** The limiter key of failed authentications: the API key as sent and the client IP. */
 export const failedAuthKey = (apikey: string, ip: string) => `auth:${apikey.slice(0, MAX_KEY_PART)}|${ip.slice(0, 64)}`;
+export const failedAuthIpKey = (ip: string) => `authip:${ip.slice(0, 64)}`;
 export const appKey = (appid: string) => `app:${appid}`;
 
 export const rateLimited = (message: string) =>
@@ -47,11 +53,14 @@ async function allowed(limiter: RateLimit | undefined, key: string): Promise<boo
 	}
 }
 
-/** Counts one failed authentication; throws 429 `rate_limited` once the (apikey, IP) pair is over its limit. */
+/** Counts one failed authentication; throws 429 `rate_limited` once the (apikey, IP) pair or the IP is over its limit. */
 export async function countFailedAuth(env: Limiters, apikey: string, ip: string): Promise<void> {
-	if (!(await allowed(env.FAILED_AUTH_LIMITER, failedAuthKey(apikey, ip)))) {
-		throw rateLimited("Too many failed authentications for this apikey from this address; try again later.");
-	}
+	const [perKey, perIp] = await Promise.all([
+		allowed(env.FAILED_AUTH_LIMITER, failedAuthKey(apikey, ip)),
+		ip === "unknown" ? true : allowed(env.FAILED_AUTH_IP_LIMITER, failedAuthIpKey(ip)),
+	]);
+	if (!perKey) throw rateLimited("Too many failed authentications for this apikey from this address; try again later.");
+	if (!perIp) throw rateLimited("Too many failed authentications from this address; try again later.");
 }
 
 /** Counts one request of the app; throws 429 `rate_limited` when the app is over its limit. */

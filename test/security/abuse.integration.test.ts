@@ -104,6 +104,34 @@ describe("rate limits", () => {
 		expect(elsewhere.status).toBe(401);
 	});
 
+	it("a client trying a new apikey each time is limited per address (real limiter, small limit)", async () => {
+		const valid = await createApp();
+		const small = { ...env, FAILED_AUTH_IP_LIMITER: env.TEST_SMALL_LIMITER } as Env;
+		const attempt = async (apikey: string, ip: string, privatekey = "x") => {
+			const ctx = createExecutionContext();
+			const res = await worker.fetch(
+				new Request("http://service.test/saas/v1_0/getcampaigndata", {
+					method: "POST",
+					headers: { "content-type": "application/json", "cf-connecting-ip": ip },
+					body: JSON.stringify({ apikey, privatekey, campaignid: valid.campaignid }),
+				}),
+				small,
+				ctx,
+			);
+			await waitOnExecutionContext(ctx);
+			return res.status;
+		};
+		const statuses = await inOneWindow(async (round) => {
+			const seen: number[] = [];
+			for (let i = 0; i < 6; i++) seen.push(await attempt(`ak_guess_${round}_${i}`, `192.0.2.${50 + round}`));
+			return seen;
+		});
+		expect(statuses).toEqual([...Array(5).fill(401), 429]);
+		// Valid calls are never counted as failures, and other addresses are not limited.
+		expect(await attempt(valid.apikey, "192.0.2.200", valid.privatekey)).toBe(200);
+		expect(await attempt("ak_guess_other", "192.0.2.201")).toBe(401);
+	});
+
 	it("an app over its request limit gets 429 (real limiter, small limit); another app is served", async () => {
 		const flooding = await createApp();
 		const calm = await createApp();
