@@ -1,6 +1,7 @@
 import { Hono } from "hono";
 import type { z } from "zod";
 import { type App, findApp, insertApp, listApps, updateApp } from "../db/apps";
+import { listCampaignsWithDetails } from "../db/campaign-list";
 import {
 	addCoupons,
 	type Campaign,
@@ -8,7 +9,6 @@ import {
 	getCampaign,
 	getCampaignWithDetails,
 	insertCampaign,
-	listCampaigns,
 	updateCampaign,
 } from "../db/campaigns";
 import { constantTimeEqual, sha256Hex } from "../domain/crypto";
@@ -18,7 +18,10 @@ import { forgetCachedApp } from "../http/auth";
 import { ApiError, campaignNotFound } from "../http/errors";
 import { readJsonObject } from "../http/json-body";
 import { deliveryRoutes } from "./deliveries";
+import { rewardRoutes } from "./rewards";
 import { addCouponsSchema, createAppSchema, createCampaignSchema, updateAppSchema, updateCampaignSchema } from "./schemas";
+import { statsRoutes } from "./stats";
+import { userRoutes } from "./users";
 
 /**
  * The admin API (the dashboard's back end), under /admin/v1, authenticated by
@@ -138,7 +141,7 @@ adminRoutes.post("/apps/:appid/campaigns", async (c) => {
 
 adminRoutes.get("/apps/:appid/campaigns", async (c) => {
 	const app = await requireApp(c.env.DB, c.req.param("appid"));
-	return c.json({ campaigns: (await listCampaigns(c.env.DB, app.appid)).map(campaignView) });
+	return c.json({ campaigns: (await listCampaignsWithDetails(c.env.DB, app.appid)).map(campaignView) });
 });
 
 adminRoutes.get("/apps/:appid/campaigns/:campaignid", async (c) => {
@@ -166,3 +169,6 @@ adminRoutes.post("/apps/:appid/campaigns/:campaignid/coupons", async (c) => {
 	return c.json({ added, skipped: coupons.length - added, couponsavailable: await countFreeCoupons(c.env.DB, campaign.campaignid) }, 201);
 });
 adminRoutes.route("/", deliveryRoutes);
+adminRoutes.route("/", userRoutes);
+adminRoutes.route("/", rewardRoutes);
+adminRoutes.route("/", statsRoutes);
