@@ -82,7 +82,7 @@ describe("dashboard sessions", () => {
 	it("answers 403 to a form POST without or with a wrong CSRF token, and changes nothing", async () => {
 		const { cookie, csrf } = await signIn();
 		const { appid } = await createApp();
-		for (const fields of [{ name: "Renamed" }, { name: "Renamed", _csrf: `${csrf}x` }]) {
+		for (const fields of [{ name: "Renamed" }, { name: "Renamed", _csrf: `${csrf}x` }] as Record<string, string>[]) {
 			expect((await post(`/dashboard/apps/${appid}`, cookie, fields)).status).toBe(403);
 		}
 		expect((await admin("GET", `/apps/${appid}`)).body.name).toBe("Test app");
