@@ -253,3 +253,81 @@ describe("GET /apps/{appid}/campaigns", () => {
 		expect(campaigns[0].couponsavailable).toBe(2);
 	});
 });
+
+describe("stats counters under retries, races and replays", () => {
+	it("counts a signup and a conversion once when the same calls race", async () => {
+		const app = await createApp();
+		const ref = await register(app, { email: "ref@x.com" });
+		const racers = await Promise.all(
+			Array.from({ length: 5 }, () => app.api("register", { email: "same@x.com", referrercode: ref.referralcode })),
+		);
+		const friendKey = racers[0]?.body.userkey as string;
+		expect(new Set(racers.map((r) => r.body.userkey)).size).toBe(1);
+		await Promise.all(
+			Array.from({ length: 5 }, () =>
+				app.api("registerconversionevent", { userkey: friendKey, eventname: "Purchase", customid: "777", growthhack: "SaaS_Referrals" }),
+			),
+		);
+		const { totals, topreferrers } = (await admin("GET", `/apps/${app.appid}/stats`)).body;
+		expect(totals).toMatchObject({ signups: 2, referredsignups: 1, conversions: 1 });
+		expect(topreferrers).toMatchObject([{ userkey: ref.userkey, conversions: 1 }]);
+	});
+
+	it("a replayed or stale projection flush counts nothing; a redemption counts only what it added", async () => {
+		const { rewardCounters } = await import("../../src/db/stats");
+		const { projectionStatement } = await import("../../src/ledger/outbox");
+		const app = await createApp();
+		const userkey = (await register(app, { email: "p@x.com" })).userkey;
+		const row = {
+			seq: 1,
+			campaignid: app.campaignid,
+			eventname: "Signup",
+			usertype: "Referrer",
+			amount: 1250,
+			redeemed: 0,
+			rewardunit: "USD",
+			rewardtype: "InstoreCredits",
+			status: "Approved",
+			comment: null,
+			friend_userkey: null,
+			created_at: "2026-01-05T10:00:00.000Z",
+			updated_at: "2026-01-05T10:00:00.000Z",
+			version: 1,
+		} as unknown as Parameters<typeof projectionStatement>[3];
+		const flushOnce = (r: typeof row) =>
+			env.DB.batch([rewardCounters(env.DB, app.appid, userkey, r), projectionStatement(env.DB, app.appid, userkey, r)]);
+		await flushOnce(row);
+		await flushOnce(row);
+		const redeemedRow = { ...row, redeemed: 500, version: 2, updated_at: "2026-01-06T09:00:00.000Z" };
+		await flushOnce(redeemedRow);
+		await flushOnce(redeemedRow);
+		await flushOnce(row); // stale: older version
+		const stats = (await admin("GET", `/apps/${app.appid}/stats?from=2026-01-05&to=2026-01-06`)).body;
+		expect(stats.days.map((d: Record<string, unknown>) => [d.rewardscreated, d.rewardamount, d.redeemed])).toEqual([
+			[1, { USD: 12.5 }, {}],
+			[0, {}, { USD: 5 }],
+		]);
+	});
+
+	it("answers a year of days in one request", async () => {
+		const app = await createApp();
+		await register(app, { email: "y@x.com" });
+		const to = today();
+		const from = new Date(Date.parse(`${to}T00:00:00Z`) - 364 * 86_400_000).toISOString().slice(0, 10);
+		const res = await admin("GET", `/apps/${app.appid}/stats?from=${from}&to=${to}`);
+		expect(res.status).toBe(200);
+		expect(res.body.days).toHaveLength(365);
+		expect(res.body.totals.signups).toBe(1);
+	});
+
+	it("lists no reward of another app", async () => {
+		const app = await createApp();
+		const other = await createApp();
+		const theirs = await register(other, { email: "t@x.com" });
+		const friend = await register(other, { email: "tf@x.com", referrercode: theirs.referralcode });
+		await event(other, friend.userkey);
+		await flush(other, theirs.userkey);
+		expect((await admin("GET", `/apps/${other.appid}/rewards?userkey=${theirs.userkey}`)).body.rewards).toHaveLength(1);
+		expect((await admin("GET", `/apps/${app.appid}/rewards?userkey=${theirs.userkey}`)).body.rewards).toEqual([]);
+	});
+});

@@ -182,6 +182,21 @@ describe("dashboard in a browser", () => {
 	});
 
 	it("has no serious accessibility violations and is screenshotted at 1280 and 390 px", async () => {
+		// One more Suspicious reward, so the review queue has a row to look at.
+		const creds = { apikey: keys.apikey, privatekey: keys.privatekey };
+		const referrer = await api("register", { ...creds, email: "bo@example.com", phone: "+15550202" });
+		const twin = await api("register", { ...creds, email: "bo+2@example.com", referrercode: referrer.referralcode });
+		await api("registerconversionevent", {
+			...creds,
+			userkey: twin.userkey,
+			eventname: "Signup",
+			customid: "2",
+			growthhack: "SaaS_Referrals",
+		});
+		await waitFor("a second reward in the review queue", async () => {
+			await go(`/dashboard/apps/${appid}/review`);
+			return page.$(`input[name=ids][value="${referrer.userkey}-1"]`);
+		});
 		const problems: string[] = [];
 		for (const width of [1280, 390]) {
 			await page.setViewport({ width, height: 900 });
