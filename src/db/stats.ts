@@ -22,6 +22,16 @@ export function signupCounters(db: D1Database, userkey: string): D1PreparedState
 		.bind(userkey);
 }
 
+/** setreferrer: a user attributed after registering counts as a referred signup on the day of the attribution `attributionId`. */
+export function lateAttributionCounter(db: D1Database, attributionId: string): D1PreparedStatement {
+	return db
+		.prepare(
+			`INSERT INTO stats_daily (appid, campaignid, day, metric, unit, value)
+			 SELECT appid, campaignid, substr(attributed_at, 1, 10), 'referred_signups', '', 1 FROM users WHERE attribution_id = ?1 ${BUMP}`,
+		)
+		.bind(attributionId);
+}
+
 /** A share-link click on `code` (UTC `day`), counted on the code owner's app and campaign. */
 export function clickCounter(db: D1Database, code: string, day: string): D1PreparedStatement {
 	return db

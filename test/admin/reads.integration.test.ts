@@ -309,6 +309,16 @@ describe("stats counters under retries, races and replays", () => {
 		]);
 	});
 
+	it("counts a late attribution (applyreferrercode) as a referred signup, once", async () => {
+		const app = await createApp();
+		const ref = await register(app, { email: "ref@x.com" });
+		const late = await register(app, { email: "late@x.com" });
+		const apply = () => app.api("applyreferrercode", { userkey: late.userkey, referrercode: ref.referralcode });
+		const results = await Promise.all([apply(), apply(), apply()]);
+		expect(results.filter((r) => r.body.success)).toHaveLength(1);
+		expect((await admin("GET", `/apps/${app.appid}/stats`)).body.totals).toMatchObject({ signups: 2, referredsignups: 1 });
+	});
+
 	it("answers a year of days in one request", async () => {
 		const app = await createApp();
 		await register(app, { email: "y@x.com" });
