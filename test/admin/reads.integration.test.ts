@@ -45,7 +45,7 @@ async function allPages(path: string, key: string, limit: number, between: () =>
 	throw new Error("paging did not end");
 }
 
-describe("GET /apps/{appid}/users", () => {
+describe("GET /apps/{appid}/users", { timeout: 30_000 }, () => {
 	it("pages newest first without losing or repeating anyone while users register", async () => {
 		const app = await createApp();
 		const before: string[] = [];
@@ -96,7 +96,7 @@ describe("GET /apps/{appid}/users", () => {
 	});
 });
 
-describe("GET /apps/{appid}/users/{userkey}", () => {
+describe("GET /apps/{appid}/users/{userkey}", { timeout: 30_000 }, () => {
 	it("gives the profile, referrer, balance of all campaigns, clicks and paged friends", async () => {
 		const app = await createApp();
 		const ref = await register(app, { email: "ref@x.com" });
@@ -118,7 +118,7 @@ describe("GET /apps/{appid}/users/{userkey}", () => {
 	});
 });
 
-describe("GET /apps/{appid}/rewards and POST /rewards/status", () => {
+describe("GET /apps/{appid}/rewards and POST /rewards/status", { timeout: 30_000 }, () => {
 	async function setup() {
 		const app = await createApp({ autoapprove: false });
 		const second = await admin("POST", `/apps/${app.appid}/campaigns`, {
@@ -190,7 +190,7 @@ describe("GET /apps/{appid}/rewards and POST /rewards/status", () => {
 	});
 });
 
-describe("GET /apps/{appid}/stats", () => {
+describe("GET /apps/{appid}/stats", { timeout: 30_000 }, () => {
 	it("counts clicks, signups, conversions and rewards per day once, whatever the retries", async () => {
 		const app = await createApp();
 		const ref = await register(app, { email: "ref@x.com" });
@@ -240,7 +240,7 @@ describe("GET /apps/{appid}/stats", () => {
 	});
 });
 
-describe("GET /apps/{appid}/campaigns", () => {
+describe("GET /apps/{appid}/campaigns", { timeout: 30_000 }, () => {
 	it("lists every campaign with its rules, social actions and coupons left", async () => {
 		const app = await createApp();
 		await admin("POST", `/apps/${app.appid}/campaigns/${app.campaignid}/coupons`, { coupons: [{ coupon: "A" }, { coupon: "B" }] });
@@ -254,7 +254,7 @@ describe("GET /apps/{appid}/campaigns", () => {
 	});
 });
 
-describe("stats counters under retries, races and replays", () => {
+describe("stats counters under retries, races and replays", { timeout: 30_000 }, () => {
 	it("counts a signup and a conversion once when the same calls race", async () => {
 		const app = await createApp();
 		const ref = await register(app, { email: "ref@x.com" });

@@ -35,7 +35,7 @@ async function signIn(base = BASE) {
 const post = (path: string, cookie: string, fields: Record<string, string>) =>
 	fetchPage(path, { method: "POST", headers: { cookie }, body: new URLSearchParams(fields) });
 
-describe("dashboard sessions", () => {
+describe("dashboard sessions", { timeout: 30_000 }, () => {
 	it("sends strangers to sign in, refuses a wrong token and a login form without its CSRF token", async () => {
 		const home = await fetchPage("/dashboard");
 		expect(home.status).toBe(303);
@@ -91,7 +91,7 @@ describe("dashboard sessions", () => {
 	});
 });
 
-describe("dashboard pages", () => {
+describe("dashboard pages", { timeout: 30_000 }, () => {
 	it("renders every page of an app", async () => {
 		const { cookie } = await signIn();
 		const app = await createApp();

@@ -169,6 +169,11 @@ describe("dashboard in a browser", () => {
 		const todayRow = await page.$eval(`tr[data-day="${today()}"]`, (tr) => [...tr.querySelectorAll("td")].map((td) => td.textContent));
 		expect(todayRow.slice(0, 5)).toEqual([today(), "0", "2", "1", "0"]);
 		expect(await page.$("svg.chart polyline")).not.toBeNull();
+		// Keyboard: the first Tab reaches the skip link, and it leads to the content.
+		await page.keyboard.press("Tab");
+		expect(await page.evaluate(() => document.activeElement?.textContent?.trim())).toBe("Skip to content");
+		await page.keyboard.press("Enter");
+		expect(new URL(page.url()).hash).toBe("#main");
 	});
 
 	it("answers 403 to a form POST without the CSRF token", async () => {
