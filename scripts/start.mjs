@@ -80,6 +80,7 @@ try {
 	const demo = await ensureDemo();
 	console.log(`
 Referral service ready on ${BASE}
+Dashboard: ${BASE}/dashboard  (sign in with the admin token: ${adminToken})
 Demo app:  appid=${demo.appid}  campaignid=${demo.campaignid}
   apikey     = ${demo.apikey}
   privatekey = ${demo.privatekey}

@@ -1,6 +1,7 @@
 import { type Context, Hono } from "hono";
 import { z } from "zod";
 import { type App, findApp, insertApp, listApps, updateApp } from "../db/apps";
+import { listCampaignsWithDetails } from "../db/campaign-list";
 import {
 	addCoupons,
 	type Campaign,
@@ -8,7 +9,6 @@ import {
 	getCampaign,
 	getCampaignWithDetails,
 	insertCampaign,
-	listCampaigns,
 	updateCampaign,
 } from "../db/campaigns";
 import { constantTimeEqual, sha256Hex } from "../domain/crypto";
@@ -20,7 +20,10 @@ import { readJsonObject } from "../http/json-body";
 import { refuseBadText } from "../http/text-hygiene";
 import { breakerRoutes } from "./breakers";
 import { deliveryRoutes } from "./deliveries";
+import { rewardRoutes } from "./rewards";
 import { addCouponsSchema, createAppSchema, createCampaignSchema, updateAppSchema, updateCampaignSchema } from "./schemas";
+import { statsRoutes } from "./stats";
+import { userRoutes } from "./users";
 import { requireAllowedWebhookUrl } from "./webhook-policy";
 
 /**
@@ -161,7 +164,7 @@ adminRoutes.post("/apps/:appid/campaigns", async (c) => {
 adminRoutes.get("/apps/:appid/campaigns", async (c) => {
 	const app = await requireApp(c.env.DB, c.req.param("appid"));
 	const { limit, cursor } = pageOf(c);
-	const campaigns = await listCampaigns(c.env.DB, app.appid, limit, /^\d{1,15}$/.test(cursor ?? "") ? Number(cursor) : 0);
+	const campaigns = await listCampaignsWithDetails(c.env.DB, app.appid, limit, /^\d{1,15}$/.test(cursor ?? "") ? Number(cursor) : 0);
 	return c.json({
 		campaigns: campaigns.map(campaignView),
 		nextcursor: campaigns.length === limit ? String(campaigns[campaigns.length - 1]!.campaignid) : null,
@@ -194,3 +197,6 @@ adminRoutes.post("/apps/:appid/campaigns/:campaignid/coupons", async (c) => {
 });
 adminRoutes.route("/", deliveryRoutes);
 adminRoutes.route("/", breakerRoutes);
+adminRoutes.route("/", userRoutes);
+adminRoutes.route("/", rewardRoutes);
+adminRoutes.route("/", statsRoutes);

@@ -248,15 +248,6 @@ export async function getCampaign(db: D1Database, appid: string, campaignid: num
 	return row ? toCampaign(row) : null;
 }
 
-/** One page of the app's campaigns by id, after campaign `after`. */
-export async function listCampaigns(db: D1Database, appid: string, limit: number, after = 0): Promise<Campaign[]> {
-	const { results } = await db
-		.prepare("SELECT * FROM campaigns WHERE appid = ? AND campaignid > ? ORDER BY campaignid LIMIT ?")
-		.bind(appid, after, limit)
-		.all<CampaignRow>();
-	return results.map(toCampaign);
-}
-
 export interface CouponInput {
 	coupon: string;
 	couponname: string;

@@ -1,6 +1,7 @@
 import { nowIso } from "../domain/dates";
 import { newEventId } from "../domain/ids";
 import { type Campaign, type CampaignRow, type RewardRule, type RuleRow, toCampaign, toRule } from "./campaigns";
+import { conversionCounters } from "./stats";
 import { toUser, USER_VIEW, type User, type UserRow } from "./users";
 
 export interface EventInput {
@@ -95,6 +96,7 @@ export async function recordConversionEvent(db: D1Database, input: EventInput): 
 				 (?3 IS NULL OR EXISTS (SELECT 1 FROM campaigns WHERE campaignid = ?3 AND appid = ?1)) AS campaignfound`,
 			)
 			.bind(input.appid, input.userkey, input.campaignid),
+		...conversionCounters(db, conversionId),
 	]);
 	const eventRow = eventResult?.results[0] as EventRow | undefined;
 	const userRow = userResult?.results[0] as UserRow | undefined;

@@ -1,6 +1,7 @@
 import { Hono } from "hono";
 import { z } from "zod";
 import { adminRoutes } from "../admin/routes";
+import { dashboardRoutes } from "../dashboard/routes";
 import { operations } from "../operations";
 import { shareLinkRoutes } from "../operations/share-link";
 import { authenticate } from "./auth";
@@ -52,6 +53,7 @@ app.all("/saas/v1_0/:operation", async (c) => {
 
 app.route("/admin/v1", adminRoutes);
 app.route("/r", shareLinkRoutes);
+app.route("/dashboard", dashboardRoutes);
 
 app.notFound((c) => c.json(errorBody("not_found", `No route for ${c.req.method} ${new URL(c.req.url).pathname}.`), 404));
 

@@ -1,3 +1,4 @@
+import { rewardCounters } from "../db/stats";
 import { enqueueOutboxEvents, insertOutboxEvent, type OutboxEvent } from "../outbox/events";
 import { fromHundredths } from "./money";
 import { rewardId } from "./rows";
@@ -171,7 +172,7 @@ async function deliverRecords(host: FlushHost, projections: OutboxRow[], webhook
 			continue;
 		}
 		// The row is read now, so the upsert carries the newest state; its version decides whether the entry may go.
-		statements.push(projectionStatement(db, host.appid, host.userkey, row));
+		statements.push(rewardCounters(db, host.appid, host.userkey, row), projectionStatement(db, host.appid, host.userkey, row));
 		projected.push({ entry, version: row.version });
 	}
 	const events = webhooks.map((w) => JSON.parse(w.payload) as OutboxEvent);

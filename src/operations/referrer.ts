@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { lateAttributionCounter } from "../db/stats";
 import { attributionHappened, countNewFriend, referrerLookup, toUser, type UserRow, userLookup } from "../db/users";
 import { nowIso } from "../domain/dates";
 import { newEventId } from "../domain/ids";
@@ -59,6 +60,7 @@ export const applyreferrercode = defineOperation({
 				referrer.userid,
 				user.userid,
 			),
+			lateAttributionCounter(env.DB, attributionId),
 		]);
 		if (update?.meta.changes === 1) {
 			ctx.waitUntil(enqueueOutboxEvents(env, [event.eventid]));

@@ -98,27 +98,35 @@ function byLedger(changes: StatusChange[]): Map<string, StatusChange[]> {
 	return groups;
 }
 
+/** The entries of a status change (changerewardstatus's `rewardslist`, the admin API's `changes`). */
+export const statusChangesSchema = z
+	.array(z.object({ rewarddtlid: id, rewardstatus: settableStatus, message: optionalText(1000) }))
+	.min(1, "must hold at least one entry")
+	.max(100, "at most 100 entries per call")
+	.refine((list) => new Set(list.map((e) => e.rewarddtlid)).size === list.length, "names a reward twice");
+
 /**
- * Operation 9: validates every entry first (in every ledger involved) and
+ * The one path that changes reward statuses (changerewardstatus and the
+ * dashboard): validates every entry first (in every ledger involved) and
  * applies none when one fails. Within one user's ledger the change is one
  * transaction; across users, all are validated before any is applied.
  */
+export async function changeRewardStatuses(env: Env, appid: string, entries: z.output<typeof statusChangesSchema>): Promise<number> {
+	const changes = entries.map((e) => ({ rewarddtlid: e.rewarddtlid, status: e.rewardstatus, message: e.message ?? null }));
+	const groups = [...byLedger(changes)].map(([userkey, list]) => ({ ledger: ledgerFor(env, appid, userkey), list }));
+	const checks = await Promise.all(groups.map((g) => g.ledger.validateStatusChanges(g.list)));
+	for (const check of checks) if (!check.ok) throw ledgerError(check.error);
+	const applied = await Promise.all(groups.map((g) => g.ledger.changeStatuses(g.list)));
+	for (const result of applied) if (!result.ok) throw ledgerError(result.error);
+	return changes.length;
+}
+
+/** Operation 9: see changeRewardStatuses. */
 export const changerewardstatus = defineOperation({
-	schema: z.object({
-		rewardslist: z
-			.array(z.object({ rewarddtlid: id, rewardstatus: settableStatus, message: optionalText(1000) }))
-			.min(1, "must hold at least one entry")
-			.max(100, "at most 100 entries per call")
-			.refine((list) => new Set(list.map((e) => e.rewarddtlid)).size === list.length, "names a reward twice"),
-	}),
+	schema: z.object({ rewardslist: statusChangesSchema }),
 	async handle(ctx, { rewardslist }) {
-		const changes = rewardslist.map((e) => ({ rewarddtlid: e.rewarddtlid, status: e.rewardstatus, message: e.message ?? null }));
-		const groups = [...byLedger(changes)].map(([userkey, list]) => ({ ledger: ledgerOf(ctx, userkey), list }));
-		const checks = await Promise.all(groups.map((g) => g.ledger.validateStatusChanges(g.list)));
-		for (const check of checks) if (!check.ok) throw ledgerError(check.error);
-		const applied = await Promise.all(groups.map((g) => g.ledger.changeStatuses(g.list)));
-		for (const result of applied) if (!result.ok) throw ledgerError(result.error);
-		return { message: `Updated ${changes.length} reward(s).` };
+		const count = await changeRewardStatuses(ctx.env, ctx.app.appid, rewardslist);
+		return { message: `Updated ${count} reward(s).` };
 	},
 });
 

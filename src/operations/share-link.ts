@@ -1,4 +1,5 @@
 import { Hono } from "hono";
+import { clickCounter } from "../db/stats";
 import { landingRedirect } from "../domain/share-url";
 
 /**
@@ -19,6 +20,7 @@ shareLinkRoutes.get("/:code", async (c) => {
 			`INSERT INTO link_clicks (referralcode, day, clicks) SELECT ?1, ?2, 1 WHERE EXISTS (SELECT 1 FROM users WHERE referralcode = ?1)
 			 ON CONFLICT (referralcode, day) DO UPDATE SET clicks = clicks + 1`,
 		).bind(code, day),
+		clickCounter(c.env.DB, code, day),
 	]);
 	const known = owner?.results[0];
 	const landing = known?.landingurl ?? (known ? null : domainApp?.results[0]?.landingurl);

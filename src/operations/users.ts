@@ -1,5 +1,6 @@
 import { z } from "zod";
 import type { App } from "../db/apps";
+import { signupCounters } from "../db/stats";
 import {
 	countNewFriend,
 	existingUserLookup,
@@ -126,6 +127,7 @@ export async function findOrRegisterUser(ctx: OperationContext, profile: Profile
 			}),
 			...(referrerUser ? [countNewFriend(env.DB, referrerUser.userid, userkey)] : []),
 			...events.map((event) => insertOutboxEvent(env.DB, event, inserted)),
+			signupCounters(env.DB, userkey),
 		]);
 		if (insert?.meta.changes === 1) {
 			ctx.waitUntil(

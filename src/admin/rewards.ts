@@ -1,0 +1,75 @@
+import { Hono } from "hono";
+import { z } from "zod";
+import { listRewards } from "../db/admin-rewards";
+import { badRequest } from "../http/errors";
+import { readJsonObject } from "../http/json-body";
+import { changeRewardStatuses, statusChangesSchema } from "../operations/rewards";
+import { requireAppId } from "./guard";
+import { page, pageRequest } from "./paging";
+
+/** Admin reads of the rewards projection and the status change (under /admin/v1). */
+export const rewardRoutes = new Hono<{ Bindings: Env }>();
+
+const STATUSES = ["Approved", "UnderReview", "Suspicious", "Rejected", "Rewarded"] as const;
+const rewardCursor = z.tuple([z.string().min(1).max(40), z.string().min(1).max(200)]);
+const DAY = /^\d{4}-\d{2}-\d{2}$/;
+
+/** A `from`/`to` bound: a day (to: the whole day counts) or an ISO date-time; null when absent. */
+export function dateBound(raw: string | undefined, name: "from" | "to"): string | null {
+	if (!raw) return null;
+	const t = Date.parse(DAY.test(raw) ? `${raw}T00:00:00Z` : raw);
+	if (!/^\d{4}-\d{2}-\d{2}/.test(raw) || Number.isNaN(t))
+		throw badRequest(`${name} must be a date (YYYY-MM-DD) or an ISO date-time.`, { fields: [name] });
+	return new Date(name === "to" && DAY.test(raw) ? t + 86_400_000 : t).toISOString();
+}
+
+export function campaignFilter(raw: string | undefined): number | null {
+	if (!raw) return null;
+	if (!/^\d{1,15}$/.test(raw)) throw badRequest("campaignid must be a numeric campaign id.", { fields: ["campaignid"] });
+	return Number(raw);
+}
+
+function statusFilter(raw: string | undefined): string[] {
+	if (!raw) return [];
+	return raw.split(",").map((s) => {
+		const status = STATUSES.find((v) => v.toLowerCase() === s.replace(/\s+/g, "").toLowerCase());
+		if (!status) throw badRequest(`status must be among ${STATUSES.join(", ")}.`, { fields: ["status"] });
+		return status;
+	});
+}
+
+/** Rewards across the app, newest first, filtered by status (comma-separated), campaign, user and creation date. */
+rewardRoutes.get("/apps/:appid/rewards", async (c) => {
+	const appid = c.req.param("appid");
+	const { limit, after } = pageRequest(c, rewardCursor);
+	const filter = {
+		appid,
+		statuses: statusFilter(c.req.query("status")),
+		campaignid: campaignFilter(c.req.query("campaignid")),
+		userkey: c.req.query("userkey")?.trim() || null,
+		from: dateBound(c.req.query("from"), "from"),
+		to: dateBound(c.req.query("to"), "to"),
+		after,
+		limit: limit + 1,
+	};
+	await requireAppId(c.env.DB, appid);
+	const { items, nextcursor } = page(await listRewards(c.env.DB, filter), limit, (r) => [r.created_at, r.rewarddtlid]);
+	return c.json({
+		rewards: items.map(({ created_at, updated_at, friend_userkey, ...r }) => ({
+			...r,
+			frienduserkey: friend_userkey,
+			createdat: created_at,
+			updatedat: updated_at,
+		})),
+		nextcursor,
+	});
+});
+
+/** Approves / rejects / ... several rewards, all or none: the same path as changerewardstatus. */
+rewardRoutes.post("/apps/:appid/rewards/status", async (c) => {
+	const appid = c.req.param("appid");
+	const { changes } = z.object({ changes: statusChangesSchema }).parse(await readJsonObject(c.req.raw));
+	await requireAppId(c.env.DB, appid);
+	const updated = await changeRewardStatuses(c.env, appid, changes);
+	return c.json({ updated });
+});

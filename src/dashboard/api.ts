@@ -1,0 +1,48 @@
+import type { Context } from "hono";
+import { Hono } from "hono";
+import { z } from "zod";
+import { adminRoutes } from "../admin/routes";
+import { ApiError, errorBody } from "../http/errors";
+import { describeZodError } from "../http/fields";
+
+/**
+ * The dashboard is a client of the admin JSON API: every page reads and
+ * writes through it (in process, no network hop), so the browser and other
+ * tools see the same validation and the same errors.
+ */
+const admin = new Hono<{ Bindings: Env }>().route("/admin/v1", adminRoutes);
+admin.onError((err, c) => {
+	if (err instanceof ApiError) return c.json(errorBody(err.errorcode, err.message, err.extra), err.status);
+	if (err instanceof z.ZodError) return c.json(errorBody("validation_failed", describeZodError(err).message), 400);
+	console.error("dashboard: admin API error", err);
+	return c.json(errorBody("internal_error", "Internal error."), 500);
+});
+
+export interface ApiResult<T> {
+	ok: boolean;
+	status: number;
+	body: T;
+	/** The error message when !ok. */
+	error: string;
+}
+
+export type Api = <T = any>(method: string, path: string, body?: unknown) => Promise<ApiResult<T>>;
+
+export function apiFor(c: Context<any>): Api {
+	return async (method, path, body) => {
+		const request = new Request(`http://dashboard.internal/admin/v1${path}`, {
+			method,
+			headers: { authorization: `Bearer ${c.env.ADMIN_TOKEN}`, "content-type": "application/json" },
+			body: body === undefined ? undefined : JSON.stringify(body),
+		});
+		const res = await admin.fetch(request, c.env, c.executionCtx);
+		const json = (await res.json()) as any;
+		return { ok: res.ok, status: res.status, body: json, error: res.ok ? "" : String(json?.message ?? `HTTP ${res.status}`) };
+	};
+}
+
+/** Reads a result or throws it as the page's error (404s become the not-found page). */
+export function must<T>(result: ApiResult<T>): T {
+	if (!result.ok) throw new ApiError(result.status as 400, "not_found", result.error);
+	return result.body;
+}

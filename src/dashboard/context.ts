@@ -1,0 +1,37 @@
+import type { Context, Hono } from "hono";
+import type { Api } from "./api";
+import type { Session } from "./session";
+
+/** What every signed-in dashboard handler has: the session (for CSRF) and the admin API client. */
+export type DashEnv = { Bindings: Env; Variables: { session: Session; api: Api } };
+export type Dash = Hono<DashEnv>;
+export type DashContext = Context<DashEnv>;
+
+/** The flash messages a redirect carried (`?ok=` / `?error=`). */
+export const flash = (c: DashContext) => ({ ok: c.req.query("ok") ?? null, error: c.req.query("error") ?? null });
+
+/** Post/redirect/get: back to `path` with a message. */
+export function back(c: DashContext, path: string, message: { ok?: string; error?: string }) {
+	const url = new URL(path, "http://x");
+	if (message.ok) url.searchParams.set("ok", message.ok);
+	if (message.error) url.searchParams.set("error", message.error);
+	return c.redirect(`${url.pathname}${url.search}${url.hash}`, 303);
+}
+
+/** One text field of a parsed form. */
+export const field = (form: Record<string, unknown>, name: string): string => {
+	const value = form[name];
+	return typeof value === "string" ? value : "";
+};
+
+export interface AppInfo {
+	appid: string;
+	name: string;
+	apikey: string;
+	landingurl: string | null;
+	webhookurl: string | null;
+	emailsender: string | null;
+	webhooksecret: string;
+	defaultcampaignid: number | null;
+	createdat: string;
+}

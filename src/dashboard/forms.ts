@@ -1,0 +1,151 @@
+/**
+ * Pure translation of the dashboard's HTML forms into admin API bodies.
+ * Repeated groups (rules, social actions) are numbered fields `r0_eventname`,
+ * `s1_sharemessage`...; a group with its key field empty or `_remove` ticked
+ * is dropped, so the blank group at the end of the form adds one when filled.
+ */
+
+export type FormValues = Record<string, string | File | (string | File)[]>;
+
+const text = (form: FormValues, name: string): string => {
+	const value = form[name];
+	const first = Array.isArray(value) ? value[0] : value;
+	return typeof first === "string" ? first : "";
+};
+
+export const CAMPAIGN_TEXT_FIELDS = [
+	"campaignname",
+	"offertitle",
+	"offerdescription",
+	"campaignbgcolor",
+	"widgetfont",
+	"customdomain",
+	"terms",
+	"distribution",
+	"growthhack",
+	"currency",
+] as const;
+
+const RULE_FIELDS = [
+	"rewardusertype",
+	"eventname",
+	"reward",
+	"rewardunit",
+	"rewardfrequency",
+	"mintranvalue",
+	"maxrewardamount",
+	"categories",
+	"inclusionsandexclusions",
+] as const;
+const ACTION_FIELDS = [
+	"socialactionid",
+	"socialactionname",
+	"sharemessage",
+	"sharetitle",
+	"shareimageurl",
+	"displayorder",
+	"sharemessagetype",
+] as const;
+
+/** Groups numbered 0.. while their key field is present in the form. */
+function groups(form: FormValues, prefix: string, key: string): number[] {
+	const found: number[] = [];
+	for (let i = 0; i < 100 && `${prefix}${i}_${key}` in form; i++) found.push(i);
+	return found;
+}
+
+function json(raw: string, what: string, errors: string[]): unknown {
+	if (raw.trim() === "") return undefined;
+	try {
+		return JSON.parse(raw);
+	} catch {
+		errors.push(`${what} must be JSON.`);
+		return raw;
+	}
+}
+
+/** The campaign body of the admin API, and the errors the form itself can tell (bad JSON). */
+export function campaignFromForm(form: FormValues): { body: Record<string, unknown>; errors: string[] } {
+	const errors: string[] = [];
+	const body: Record<string, unknown> = {};
+	for (const field of CAMPAIGN_TEXT_FIELDS) body[field] = text(form, field);
+	const start = text(form, "campaignstartdate").trim();
+	if (start) body.campaignstartdate = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}$/.test(start) ? `${start}:00Z` : start;
+	body.rewardtype = text(form, "rewardtype");
+	body.holddays = text(form, "holddays") || "0";
+	body.autoapprove = text(form, "autoapprove") === "on";
+	body.rewardrules = groups(form, "r", "eventname")
+		.filter((i) => text(form, `r${i}_eventname`).trim() !== "" && text(form, `r${i}_remove`) !== "on")
+		.map((i) => {
+			const rule: Record<string, unknown> = {};
+			for (const field of RULE_FIELDS) rule[field] = text(form, `r${i}_${field}`);
+			const ruleid = text(form, `r${i}_ruleid`);
+			if (ruleid) rule.ruleid = /^\d+$/.test(ruleid) ? Number(ruleid) : ruleid;
+			for (const numeric of ["rewardfrequency", "mintranvalue", "maxrewardamount"]) if (rule[numeric] === "") rule[numeric] = "0";
+			rule.categories = json(String(rule.categories), `Rule ${i + 1} categories`, errors) ?? null;
+			rule.inclusionsandexclusions = json(String(rule.inclusionsandexclusions), `Rule ${i + 1} inclusions and exclusions`, errors) ?? [];
+			return rule;
+		});
+	body.socialactions = groups(form, "s", "socialactionname")
+		.filter((i) => text(form, `s${i}_socialactionname`).trim() !== "" && text(form, `s${i}_remove`) !== "on")
+		.map((i) => {
+			const action: Record<string, unknown> = {};
+			for (const field of ACTION_FIELDS) action[field] = text(form, `s${i}_${field}`);
+			for (const numeric of ["displayorder", "sharemessagetype"]) if (action[numeric] === "") action[numeric] = "0";
+			return action;
+		});
+	return { body, errors };
+}
+
+/**
+ * Coupon codes from a textarea (one per line) and / or a CSV file: the first
+ * column of each row; a header row named `coupon` or `code` is skipped.
+ * Optional further columns: couponname, coupondetails.
+ */
+export function couponsFromText(textarea: string, csv: string): { coupon: string; couponname?: string; coupondetails?: string }[] {
+	const out: { coupon: string; couponname?: string; coupondetails?: string }[] = [];
+	for (const line of textarea.split(/\r?\n/)) if (line.trim()) out.push({ coupon: line.trim() });
+	csv.split(/\r?\n/).forEach((line, index) => {
+		const cells = splitCsvLine(line);
+		const code = cells[0]?.trim() ?? "";
+		if (!code || (index === 0 && /^(coupon|code)s?$/i.test(code))) return;
+		out.push({
+			coupon: code,
+			...(cells[1] ? { couponname: cells[1].trim() } : {}),
+			...(cells[2] ? { coupondetails: cells[2].trim() } : {}),
+		});
+	});
+	const seen = new Set<string>();
+	return out.filter((c) => !seen.has(c.coupon) && seen.add(c.coupon));
+}
+
+/** One CSV line into cells ("quoted, cells" and "" escapes). */
+export function splitCsvLine(line: string): string[] {
+	const cells: string[] = [];
+	let cell = "";
+	let quoted = false;
+	for (let i = 0; i < line.length; i++) {
+		const ch = line[i];
+		if (quoted && ch === '"' && line[i + 1] === '"') {
+			cell += '"';
+			i++;
+		} else if (ch === '"') {
+			quoted = !quoted;
+		} else if (ch === "," && !quoted) {
+			cells.push(cell);
+			cell = "";
+		} else {
+			cell += ch;
+		}
+	}
+	cells.push(cell);
+	return cells;
+}
+
+/** A CSV cell, quoted when it must be; text that a spreadsheet would run as a formula is prefixed with '. */
+export const csvCell = (value: unknown): string => {
+	if (typeof value === "number") return String(value);
+	const raw = value === null || value === undefined ? "" : String(value);
+	const s = /^[=+\-@\t\r]/.test(raw) ? `'${raw}` : raw;
+	return /[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
+};

@@ -1,0 +1,180 @@
+/** @jsxImportSource hono/jsx */
+import type { Child } from "hono/jsx";
+
+/** Shared page frame and small components of the dashboard. */
+
+export type Tab = "overview" | "campaigns" | "users" | "review" | "deliveries" | "analytics";
+
+export interface PageProps {
+	title: string;
+	csrf?: string;
+	appid?: string;
+	appname?: string;
+	tab?: Tab;
+	ok?: string | null;
+	error?: string | null;
+	children?: Child;
+}
+
+const TABS: [Tab, string, string][] = [
+	["overview", "App", ""],
+	["campaigns", "Campaigns", "/campaigns"],
+	["users", "Users", "/users"],
+	["review", "Review queue", "/review"],
+	["deliveries", "Deliveries", "/deliveries"],
+	["analytics", "Analytics", "/analytics"],
+];
+
+export function Page(props: PageProps) {
+	return (
+		<html lang="en">
+			<head>
+				<meta charset="utf-8" />
+				<meta name="viewport" content="width=device-width, initial-scale=1" />
+				<title>{`${props.title} · Referral dashboard`}</title>
+				<link rel="stylesheet" href="/dashboard/static/app.css" />
+			</head>
+			<body>
+				<a class="skip" href="#main">
+					Skip to content
+				</a>
+				<header class="top">
+					<a href="/dashboard">Referral dashboard</a>
+					{props.appid && <span>{props.appname ?? props.appid}</span>}
+					{props.csrf && (
+						<form method="post" action="/dashboard/logout">
+							<input type="hidden" name="_csrf" value={props.csrf} />
+							<button type="submit" class="secondary">
+								Sign out
+							</button>
+						</form>
+					)}
+				</header>
+				{props.appid && (
+					<nav class="tabs" aria-label="App sections">
+						{TABS.map(([tab, label, path]) => (
+							<a href={`/dashboard/apps/${props.appid}${path}`} aria-current={props.tab === tab ? "page" : undefined}>
+								{label}
+							</a>
+						))}
+					</nav>
+				)}
+				<main id="main">
+					<h1>{props.title}</h1>
+					{props.ok && (
+						<p class="flash ok" role="status">
+							{props.ok}
+						</p>
+					)}
+					{props.error && (
+						<p class="flash error" role="alert">
+							{props.error}
+						</p>
+					)}
+					{props.children}
+				</main>
+				<script src="/dashboard/static/app.js" defer></script>
+			</body>
+		</html>
+	);
+}
+
+export const Csrf = ({ token }: { token: string }) => <input type="hidden" name="_csrf" value={token} />;
+
+export function Field(props: {
+	label: string;
+	name: string;
+	value?: string | number | null;
+	type?: string;
+	hint?: string;
+	required?: boolean;
+	id?: string;
+	attrs?: Record<string, string | number | boolean>;
+}) {
+	const id = props.id ?? `f-${props.name}`;
+	return (
+		<div>
+			<label for={id}>
+				{props.label} {props.hint && <span class="hint">({props.hint})</span>}
+			</label>
+			<input id={id} name={props.name} type={props.type ?? "text"} value={props.value ?? ""} required={props.required} {...props.attrs} />
+		</div>
+	);
+}
+
+export function TextArea(props: { label: string; name: string; value?: string | null; hint?: string; id?: string; rows?: number }) {
+	const id = props.id ?? `f-${props.name}`;
+	return (
+		<div>
+			<label for={id}>
+				{props.label} {props.hint && <span class="hint">({props.hint})</span>}
+			</label>
+			<textarea id={id} name={props.name} rows={props.rows ?? 3}>
+				{props.value ?? ""}
+			</textarea>
+		</div>
+	);
+}
+
+export function Select(props: { label: string; name: string; value?: string | null; options: [string, string][]; id?: string }) {
+	const id = props.id ?? `f-${props.name}`;
+	return (
+		<div>
+			<label for={id}>{props.label}</label>
+			<select id={id} name={props.name}>
+				{props.options.map(([value, label]) => (
+					<option value={value} selected={value === props.value}>
+						{label}
+					</option>
+				))}
+			</select>
+		</div>
+	);
+}
+
+export const Status = ({ value }: { value: string }) => <span class={`status ${value}`}>{value}</span>;
+
+/** A table that scrolls sideways on a phone instead of breaking the page. */
+export function Table(props: { caption: string; head: string[]; numeric?: number[]; children?: Child; empty?: boolean }) {
+	return (
+		<div class="table-wrap">
+			<table>
+				<caption class="skip">{props.caption}</caption>
+				<thead>
+					<tr>
+						{props.head.map((h, i) => (
+							<th scope="col" class={props.numeric?.includes(i) ? "num" : undefined}>
+								{h}
+							</th>
+						))}
+					</tr>
+				</thead>
+				<tbody>
+					{props.children}
+					{props.empty && (
+						<tr>
+							<td colspan={props.head.length} class="muted">
+								Nothing here yet.
+							</td>
+						</tr>
+					)}
+				</tbody>
+			</table>
+		</div>
+	);
+}
+
+/** "Next page" link carrying the cursor, keeping the other query parameters. */
+export function Pager(props: { url: string; param?: string; next: string | null; label?: string }) {
+	if (!props.next) return null;
+	const url = new URL(props.url);
+	url.searchParams.set(props.param ?? "cursor", props.next);
+	return (
+		<p class="pager">
+			<a href={`${url.pathname}${url.search}`}>{props.label ?? "Next page →"}</a>
+		</p>
+	);
+}
+
+export const day = (iso: string | null | undefined) => (iso ? iso.slice(0, 10) : "");
+export const dateTime = (iso: string | null | undefined) => (iso ? `${iso.slice(0, 16).replace("T", " ")} UTC` : "");

@@ -1,0 +1,162 @@
+/** @jsxImportSource hono/jsx */
+import { must } from "../api";
+import { type AppInfo, back, type Dash, type DashContext, field, flash } from "../context";
+import { Csrf, dateTime, Field, Page, Table } from "../layout";
+
+/** Apps: list, create, settings, keys (the private key shown once), rotations. */
+
+export async function loadApp(c: DashContext, appid: string): Promise<AppInfo> {
+	return must(await c.var.api<AppInfo>("GET", `/apps/${encodeURIComponent(appid)}`));
+}
+
+function appForm(form: Record<string, unknown>) {
+	const out: Record<string, string | null> = {};
+	for (const name of ["name", "landingurl", "webhookurl", "emailsender"]) {
+		const value = field(form, name).trim();
+		out[name] = name === "name" ? value : value || null;
+	}
+	return out;
+}
+
+function Secrets(props: { title: string; appid: string; apikey?: string; privatekey?: string; webhooksecret?: string }) {
+	return (
+		<section aria-labelledby="secrets">
+			<h2 id="secrets">{props.title}</h2>
+			<p>Copy the private key now: it is shown only this once and is stored only as a hash.</p>
+			<dl class="props">
+				<dt>appid</dt>
+				<dd class="mono">{props.appid}</dd>
+				{props.apikey && <dt>apikey</dt>}
+				{props.apikey && <dd class="mono">{props.apikey}</dd>}
+				{props.privatekey && <dt>privatekey</dt>}
+				{props.privatekey && (
+					<dd class="secret" data-testid="privatekey">
+						{props.privatekey}
+					</dd>
+				)}
+				{props.webhooksecret && <dt>webhook secret</dt>}
+				{props.webhooksecret && <dd class="secret">{props.webhooksecret}</dd>}
+			</dl>
+			<p>
+				<a href={`/dashboard/apps/${props.appid}`}>Continue to the app</a>
+			</p>
+		</section>
+	);
+}
+
+export function registerApps(dash: Dash) {
+	dash.get("/", async (c) => {
+		const { apps } = must(await c.var.api<{ apps: AppInfo[] }>("GET", "/apps"));
+		return c.html(
+			<Page title="Apps" csrf={c.var.session.csrf} {...flash(c)}>
+				<Table caption="Apps" head={["Name", "appid", "apikey", "Created"]} empty={apps.length === 0}>
+					{apps.map((app) => (
+						<tr>
+							<td>
+								<a href={`/dashboard/apps/${app.appid}`}>{app.name}</a>
+							</td>
+							<td class="mono">{app.appid}</td>
+							<td class="mono">{app.apikey}</td>
+							<td>{dateTime(app.createdat)}</td>
+						</tr>
+					))}
+				</Table>
+				<h2 id="new-app">Create an app</h2>
+				<form class="grid" method="post" action="/dashboard/apps" aria-labelledby="new-app">
+					<Csrf token={c.var.session.csrf} />
+					<Field label="Name" name="name" required />
+					<Field label="Landing URL" name="landingurl" type="url" hint="where share links send friends" />
+					<Field label="Webhook URL" name="webhookurl" type="url" hint="optional" />
+					<Field label="Email sender" name="emailsender" type="email" hint="optional" />
+					<div>
+						<button type="submit">Create app</button>
+					</div>
+				</form>
+			</Page>,
+		);
+	});
+
+	dash.post("/apps", async (c) => {
+		const res = await c.var.api("POST", "/apps", appForm(await c.req.parseBody()));
+		if (!res.ok) return back(c, "/dashboard#new-app", { error: res.error });
+		return c.html(
+			<Page title="App created" csrf={c.var.session.csrf} ok="The app was created.">
+				<Secrets title="Its keys" {...res.body} />
+			</Page>,
+			201,
+		);
+	});
+
+	dash.get("/apps/:appid", async (c) => {
+		const app = await loadApp(c, c.req.param("appid"));
+		const base = `/dashboard/apps/${app.appid}`;
+		const csrf = c.var.session.csrf;
+		return c.html(
+			<Page title={app.name} appid={app.appid} appname={app.name} tab="overview" csrf={csrf} {...flash(c)}>
+				<h2>Keys</h2>
+				<dl class="props">
+					<dt>appid</dt>
+					<dd class="mono">{app.appid}</dd>
+					<dt>apikey</dt>
+					<dd class="mono">{app.apikey}</dd>
+					<dt>privatekey</dt>
+					<dd>Shown only at creation or rotation.</dd>
+					<dt>Default campaign</dt>
+					<dd>{app.defaultcampaignid ?? "none yet"}</dd>
+				</dl>
+				<details>
+					<summary>Show the webhook signing secret</summary>
+					<p class="secret">{app.webhooksecret}</p>
+				</details>
+				<div class="row">
+					<form method="post" action={`${base}/rotate-privatekey`} data-confirm="The current private key stops working. Continue?">
+						<Csrf token={csrf} />
+						<button type="submit" class="danger">
+							Rotate private key
+						</button>
+					</form>
+					<form method="post" action={`${base}/rotate-webhooksecret`} data-confirm="Receivers must switch to the new secret. Continue?">
+						<Csrf token={csrf} />
+						<button type="submit" class="secondary">
+							Rotate webhook secret
+						</button>
+					</form>
+				</div>
+				<h2 id="settings">Settings</h2>
+				<form class="grid" method="post" action={base} aria-labelledby="settings">
+					<Csrf token={csrf} />
+					<Field label="Name" name="name" value={app.name} required />
+					<Field label="Landing URL" name="landingurl" type="url" value={app.landingurl} />
+					<Field label="Webhook URL" name="webhookurl" type="url" value={app.webhookurl} />
+					<Field label="Email sender" name="emailsender" type="email" value={app.emailsender} />
+					<div>
+						<button type="submit">Save settings</button>
+					</div>
+				</form>
+			</Page>,
+		);
+	});
+
+	dash.post("/apps/:appid", async (c) => {
+		const appid = c.req.param("appid");
+		const res = await c.var.api("PATCH", `/apps/${encodeURIComponent(appid)}`, appForm(await c.req.parseBody()));
+		return back(c, `/dashboard/apps/${appid}`, res.ok ? { ok: "Settings saved." } : { error: res.error });
+	});
+
+	dash.post("/apps/:appid/rotate-privatekey", async (c) => {
+		const appid = c.req.param("appid");
+		const res = await c.var.api("POST", `/apps/${encodeURIComponent(appid)}/rotate-privatekey`);
+		if (!res.ok) return back(c, `/dashboard/apps/${appid}`, { error: res.error });
+		return c.html(
+			<Page title="Private key rotated" appid={appid} tab="overview" csrf={c.var.session.csrf} ok="The old private key no longer works.">
+				<Secrets title="The new private key" appid={appid} privatekey={res.body.privatekey} />
+			</Page>,
+		);
+	});
+
+	dash.post("/apps/:appid/rotate-webhooksecret", async (c) => {
+		const appid = c.req.param("appid");
+		const res = await c.var.api("POST", `/apps/${encodeURIComponent(appid)}/rotate-webhooksecret`);
+		return back(c, `/dashboard/apps/${appid}`, res.ok ? { ok: "Webhook secret rotated." } : { error: res.error });
+	});
+}

@@ -1,0 +1,308 @@
+/** @jsxImportSource hono/jsx */
+import { must } from "../api";
+import { back, type Dash, type DashContext, field, flash } from "../context";
+import { campaignFromForm, couponsFromText } from "../forms";
+import { Csrf, Field, Page, Select, Table, TextArea } from "../layout";
+import { loadApp } from "./apps";
+
+/** Campaigns: list, create, edit every field the admin API has, coupon pool upload. */
+
+type Values = Record<string, any>;
+
+const EMPTY_RULE: Values = { rewardusertype: "Referrer", eventname: "", reward: "", rewardunit: "USD" };
+const EMPTY_ACTION: Values = { socialactionid: "", socialactionname: "", sharemessage: "" };
+const jsonText = (v: unknown) => (v === null || v === undefined || v === "" ? "" : typeof v === "string" ? v : JSON.stringify(v));
+
+function RuleFields({ rule, i }: { rule: Values; i: number }) {
+	const p = `r${i}_`;
+	const isNew = !rule.eventname;
+	return (
+		<fieldset>
+			<legend>{isNew ? "Add a rule" : `Rule ${i + 1}${rule.ruleid !== undefined ? ` (ruleid ${rule.ruleid})` : ""}`}</legend>
+			{rule.ruleid !== undefined && <input type="hidden" name={`${p}ruleid`} value={String(rule.ruleid)} />}
+			<div class="row">
+				<Select
+					label="Who is rewarded"
+					name={`${p}rewardusertype`}
+					value={rule.rewardusertype}
+					options={[
+						["Referrer", "Referrer"],
+						["Friend", "Friend"],
+					]}
+				/>
+				<Field label="Event name" name={`${p}eventname`} value={rule.eventname} hint={isNew ? "leave empty to add none" : undefined} />
+				<Field label="Reward" name={`${p}reward`} value={rule.reward} attrs={{ inputmode: "decimal" }} />
+				<Field label="Unit" name={`${p}rewardunit`} value={rule.rewardunit} hint="USD, points or %" />
+			</div>
+			<div class="row">
+				<Field
+					label="Frequency"
+					name={`${p}rewardfrequency`}
+					value={rule.rewardfrequency ?? 0}
+					hint="0 = unlimited"
+					attrs={{ inputmode: "numeric" }}
+				/>
+				<Field label="Min. transaction" name={`${p}mintranvalue`} value={rule.mintranvalue ?? 0} attrs={{ inputmode: "decimal" }} />
+				<Field
+					label="Max. reward"
+					name={`${p}maxrewardamount`}
+					value={rule.maxrewardamount ?? 0}
+					hint="0 = no cap"
+					attrs={{ inputmode: "decimal" }}
+				/>
+			</div>
+			<div class="row">
+				<Field label="Categories" name={`${p}categories`} value={jsonText(rule.categories)} hint="JSON, optional" />
+				<Field
+					label="Inclusions and exclusions"
+					name={`${p}inclusionsandexclusions`}
+					value={jsonText(rule.inclusionsandexclusions)}
+					hint="JSON list"
+				/>
+			</div>
+			{!isNew && (
+				<label>
+					<input type="checkbox" name={`${p}remove`} /> Remove this rule
+				</label>
+			)}
+		</fieldset>
+	);
+}
+
+function ActionFields({ action, i }: { action: Values; i: number }) {
+	const p = `s${i}_`;
+	const isNew = !action.socialactionname;
+	return (
+		<fieldset>
+			<legend>{isNew ? "Add a social action" : `Social action ${i + 1}`}</legend>
+			<div class="row">
+				<Field label="Action id" name={`${p}socialactionid`} value={action.socialactionid} />
+				<Field
+					label="Name"
+					name={`${p}socialactionname`}
+					value={action.socialactionname}
+					hint={isNew ? "leave empty to add none" : undefined}
+				/>
+				<Field label="Display order" name={`${p}displayorder`} value={action.displayorder ?? 0} attrs={{ inputmode: "numeric" }} />
+				<Field label="Message type" name={`${p}sharemessagetype`} value={action.sharemessagetype ?? 0} attrs={{ inputmode: "numeric" }} />
+			</div>
+			<TextArea
+				label="Share message"
+				name={`${p}sharemessage`}
+				value={action.sharemessage}
+				rows={2}
+				hint="SHARE_URL and SHARE_CODE are filled in"
+			/>
+			<div class="row">
+				<Field label="Share title" name={`${p}sharetitle`} value={action.sharetitle} />
+				<Field label="Share image URL" name={`${p}shareimageurl`} value={action.shareimageurl} />
+			</div>
+			{!isNew && (
+				<label>
+					<input type="checkbox" name={`${p}remove`} /> Remove this social action
+				</label>
+			)}
+		</fieldset>
+	);
+}
+
+function CampaignForm({ action, campaign, csrf, submit }: { action: string; campaign: Values; csrf: string; submit: string }) {
+	const rules: Values[] = [...(campaign.rewardrules ?? []), EMPTY_RULE];
+	const actions: Values[] = [...(campaign.socialactions ?? []), EMPTY_ACTION];
+	const start = typeof campaign.campaignstartdate === "string" ? campaign.campaignstartdate.slice(0, 16) : "";
+	return (
+		<form class="grid" method="post" action={action}>
+			<Csrf token={csrf} />
+			<h2>Offer</h2>
+			<Field label="Campaign name" name="campaignname" value={campaign.campaignname} required />
+			<Field label="Offer title" name="offertitle" value={campaign.offertitle} />
+			<TextArea label="Offer description" name="offerdescription" value={campaign.offerdescription} />
+			<TextArea label="Terms" name="terms" value={campaign.terms} rows={5} />
+			<div class="two">
+				<Field label="Start (UTC)" name="campaignstartdate" type="datetime-local" value={start} />
+				<Select
+					label="Reward type"
+					name="rewardtype"
+					value={String(campaign.rewardtype ?? 3)}
+					options={[
+						["0", "0 – none"],
+						["1", "1 – friend only"],
+						["2", "2 – referrer only"],
+						["3", "3 – both"],
+					]}
+				/>
+			</div>
+			<h2>Review and payout</h2>
+			<div class="two">
+				<Field label="Hold days" name="holddays" type="number" value={campaign.holddays ?? 0} attrs={{ min: 0, max: 365 }} />
+				<Select
+					label="Distribution"
+					name="distribution"
+					value={campaign.distribution ?? "InstoreCredits"}
+					options={[
+						["InstoreCredits", "In-store credits"],
+						["Coupon", "Coupons from the pool"],
+					]}
+				/>
+			</div>
+			<label>
+				<input type="checkbox" name="autoapprove" checked={campaign.autoapprove !== false} /> Approve rewards automatically (after the hold)
+			</label>
+			<div class="two">
+				<Field label="Growth hack" name="growthhack" value={campaign.growthhack ?? "SaaS_Referrals"} />
+				<Field label="Currency of % rewards" name="currency" value={campaign.currency ?? "USD"} />
+			</div>
+			<h2>Look</h2>
+			<div class="two">
+				<Field label="Background colour" name="campaignbgcolor" type="color" value={campaign.campaignbgcolor ?? "#ffffff"} />
+				<Field label="Widget font" name="widgetfont" value={campaign.widgetfont} />
+			</div>
+			<Field label="Custom share domain" name="customdomain" value={campaign.customdomain} hint="e.g. refer.example.com" />
+			<h2>Reward rules</h2>
+			{rules.map((rule, i) => (
+				<RuleFields rule={rule} i={i} />
+			))}
+			<h2>Social actions</h2>
+			{actions.map((a, i) => (
+				<ActionFields action={a} i={i} />
+			))}
+			<div>
+				<button type="submit">{submit}</button>
+			</div>
+		</form>
+	);
+}
+
+const campaignsPath = (appid: string) => `/dashboard/apps/${appid}/campaigns`;
+
+async function renderEdit(c: DashContext, appid: string, campaign: Values, messages: { ok?: string | null; error?: string | null }) {
+	const app = await loadApp(c, appid);
+	const base = `${campaignsPath(appid)}/${campaign.campaignid}`;
+	const csrf = c.var.session.csrf;
+	return (
+		<Page title={`Campaign: ${campaign.campaignname}`} appid={appid} appname={app.name} tab="campaigns" csrf={csrf} {...messages}>
+			<p>
+				campaignid <code>{campaign.campaignid}</code> · <a href={campaignsPath(appid)}>All campaigns</a>
+			</p>
+			<CampaignForm action={base} campaign={campaign} csrf={csrf} submit="Save campaign" />
+			<h2 id="coupons">Coupon pool</h2>
+			<p>
+				<strong data-testid="couponsavailable">{campaign.couponsavailable ?? 0}</strong> code(s) left.
+			</p>
+			<form class="grid" method="post" action={`${base}/coupons`} enctype="multipart/form-data" aria-labelledby="coupons">
+				<Csrf token={csrf} />
+				<TextArea label="Codes" name="codes" hint="one per line" rows={4} />
+				<div>
+					<label for="f-csv">
+						Or a CSV file <span class="hint">(first column the code; optional name and details columns)</span>
+					</label>
+					<input id="f-csv" type="file" name="csv" accept=".csv,text/csv,text/plain" />
+				</div>
+				<div>
+					<button type="submit">Add codes</button>
+				</div>
+			</form>
+		</Page>
+	);
+}
+
+export function registerCampaigns(dash: Dash) {
+	dash.get("/apps/:appid/campaigns", async (c) => {
+		const appid = c.req.param("appid");
+		const app = await loadApp(c, appid);
+		const { campaigns } = must(await c.var.api<{ campaigns: Values[] }>("GET", `/apps/${appid}/campaigns`));
+		return c.html(
+			<Page title="Campaigns" appid={appid} appname={app.name} tab="campaigns" csrf={c.var.session.csrf} {...flash(c)}>
+				<p>
+					<a class="button" href={`${campaignsPath(appid)}/new`}>
+						New campaign
+					</a>
+				</p>
+				<Table
+					caption="Campaigns"
+					head={["Name", "campaignid", "Rules", "Distribution", "Hold days", "Auto-approve", "Coupons left"]}
+					numeric={[1, 2, 4, 6]}
+					empty={campaigns.length === 0}
+				>
+					{campaigns.map((k) => (
+						<tr>
+							<td>
+								<a href={`${campaignsPath(appid)}/${k.campaignid}`}>{k.campaignname}</a>
+								{k.campaignid === app.defaultcampaignid && <span class="muted"> (default)</span>}
+							</td>
+							<td class="num">{k.campaignid}</td>
+							<td class="num">{k.rewardrules.length}</td>
+							<td>{k.distribution}</td>
+							<td class="num">{k.holddays}</td>
+							<td>{k.autoapprove ? "yes" : "no"}</td>
+							<td class="num">{k.couponsavailable}</td>
+						</tr>
+					))}
+				</Table>
+			</Page>,
+		);
+	});
+
+	dash.get("/apps/:appid/campaigns/new", async (c) => {
+		const appid = c.req.param("appid");
+		const app = await loadApp(c, appid);
+		return c.html(
+			<Page title="New campaign" appid={appid} appname={app.name} tab="campaigns" csrf={c.var.session.csrf} {...flash(c)}>
+				<CampaignForm action={campaignsPath(appid)} campaign={{}} csrf={c.var.session.csrf} submit="Create campaign" />
+			</Page>,
+		);
+	});
+
+	dash.post("/apps/:appid/campaigns", async (c) => {
+		const appid = c.req.param("appid");
+		const { body, errors } = campaignFromForm(await c.req.parseBody());
+		const res = errors.length ? null : await c.var.api("POST", `/apps/${appid}/campaigns`, body);
+		if (res?.ok) return back(c, `${campaignsPath(appid)}/${res.body.campaignid}`, { ok: "Campaign created." });
+		const app = await loadApp(c, appid);
+		return c.html(
+			<Page
+				title="New campaign"
+				appid={appid}
+				appname={app.name}
+				tab="campaigns"
+				csrf={c.var.session.csrf}
+				error={res?.error ?? errors.join(" ")}
+			>
+				<CampaignForm action={campaignsPath(appid)} campaign={body} csrf={c.var.session.csrf} submit="Create campaign" />
+			</Page>,
+			400,
+		);
+	});
+
+	dash.get("/apps/:appid/campaigns/:campaignid", async (c) => {
+		const appid = c.req.param("appid");
+		const campaign = must(await c.var.api<Values>("GET", `/apps/${appid}/campaigns/${encodeURIComponent(c.req.param("campaignid"))}`));
+		return c.html(await renderEdit(c, appid, campaign, flash(c)));
+	});
+
+	dash.post("/apps/:appid/campaigns/:campaignid", async (c) => {
+		const appid = c.req.param("appid");
+		const path = `/apps/${appid}/campaigns/${encodeURIComponent(c.req.param("campaignid"))}`;
+		const { body, errors } = campaignFromForm(await c.req.parseBody());
+		const res = errors.length ? null : await c.var.api("PATCH", path, body);
+		if (res?.ok) return back(c, `/dashboard${path}`, { ok: "Campaign saved." });
+		const stored = must(await c.var.api<Values>("GET", path));
+		return c.html(await renderEdit(c, appid, { ...stored, ...body }, { error: res?.error ?? errors.join(" ") }), 400);
+	});
+
+	dash.post("/apps/:appid/campaigns/:campaignid/coupons", async (c) => {
+		const appid = c.req.param("appid");
+		const path = `/apps/${appid}/campaigns/${encodeURIComponent(c.req.param("campaignid"))}`;
+		const form = await c.req.parseBody();
+		const file = form.csv;
+		const csv = file instanceof File ? await file.text() : "";
+		const coupons = couponsFromText(field(form, "codes"), csv);
+		if (coupons.length === 0) return back(c, `/dashboard${path}#coupons`, { error: "Paste codes or choose a CSV file." });
+		const res = await c.var.api("POST", `${path}/coupons`, { coupons });
+		return back(
+			c,
+			`/dashboard${path}#coupons`,
+			res.ok ? { ok: `Added ${res.body.added} code(s); ${res.body.skipped} already in the pool.` } : { error: res.error },
+		);
+	});
+}

@@ -1,0 +1,190 @@
+/** @jsxImportSource hono/jsx */
+import { must } from "../api";
+import { type Dash, flash } from "../context";
+import { dateTime, Page, Pager, Status, Table } from "../layout";
+import { loadApp } from "./apps";
+
+/** Users: search, and a user page (profile, referrer, balance, clicks, friends and rewards, both paged). */
+
+type Values = Record<string, any>;
+
+function UserRows({ appid, users }: { appid: string; users: Values[] }) {
+	return (
+		<>
+			{users.map((u) => (
+				<tr>
+					<td>
+						<a href={`/dashboard/apps/${appid}/users/${u.userkey}`}>{u.email ?? u.useraccountid ?? u.userkey}</a>
+					</td>
+					<td>{u.name ?? ""}</td>
+					<td class="mono">{u.referralcode}</td>
+					<td class="num">{u.friends}</td>
+					<td class="num">{u.converted}</td>
+					<td>{u.referreruserkey ? <a href={`/dashboard/apps/${appid}/users/${u.referreruserkey}`}>referrer</a> : ""}</td>
+					<td>{dateTime(u.createdat)}</td>
+				</tr>
+			))}
+		</>
+	);
+}
+
+const USER_HEAD = ["User", "Name", "Code", "Friends", "Converted", "Referred by", "Created"];
+
+export function RewardRows({ appid, rewards, select }: { appid: string; rewards: Values[]; select?: boolean }) {
+	return (
+		<>
+			{rewards.map((r) => (
+				<tr>
+					{select && (
+						<td>
+							<input type="checkbox" name="ids" value={r.rewarddtlid} id={`pick-${r.rewarddtlid}`} aria-label={`Select ${r.rewarddtlid}`} />
+						</td>
+					)}
+					<td class="mono">{r.rewarddtlid}</td>
+					<td>
+						<Status value={r.rewardstatus} />
+					</td>
+					<td class="num">
+						{r.reward} {r.rewardunit}
+					</td>
+					<td>
+						{r.usertype} · {r.eventname}
+					</td>
+					<td>
+						<a href={`/dashboard/apps/${appid}/users/${r.userkey}`}>{r.userkey}</a>
+					</td>
+					<td class="num">{r.campaignid}</td>
+					<td>{r.comment ?? ""}</td>
+					<td>{dateTime(r.createdat)}</td>
+				</tr>
+			))}
+		</>
+	);
+}
+
+export const REWARD_HEAD = ["Reward", "Status", "Amount", "For", "User", "Campaign", "Comment", "Created"];
+
+export function registerUsers(dash: Dash) {
+	dash.get("/apps/:appid/users", async (c) => {
+		const appid = c.req.param("appid");
+		const app = await loadApp(c, appid);
+		const q = c.req.query("q") ?? "";
+		const qs = new URLSearchParams({ limit: "50" });
+		if (q) qs.set("q", q);
+		if (c.req.query("cursor")) qs.set("cursor", c.req.query("cursor") ?? "");
+		const res = await c.var.api("GET", `/apps/${appid}/users?${qs}`);
+		const users: Values[] = res.ok ? res.body.users : [];
+		return c.html(
+			<Page
+				title="Users"
+				appid={appid}
+				appname={app.name}
+				tab="users"
+				csrf={c.var.session.csrf}
+				{...flash(c)}
+				error={res.ok ? null : res.error}
+			>
+				<form method="get" class="row" aria-label="Search users">
+					<div>
+						<label for="q">Search</label>
+						<input id="q" name="q" type="search" value={q} placeholder="email, account id, referral code or userkey" />
+					</div>
+					<div style="flex:0 0 auto">
+						<button type="submit">Search</button>
+					</div>
+				</form>
+				<Table caption="Users" head={USER_HEAD} numeric={[3, 4]} empty={users.length === 0}>
+					<UserRows appid={appid} users={users} />
+				</Table>
+				<Pager url={c.req.url} next={res.ok ? res.body.nextcursor : null} />
+			</Page>,
+		);
+	});
+
+	dash.get("/apps/:appid/users/:userkey", async (c) => {
+		const appid = c.req.param("appid");
+		const userkey = encodeURIComponent(c.req.param("userkey"));
+		const app = await loadApp(c, appid);
+		const detail = must(await c.var.api("GET", `/apps/${appid}/users/${userkey}`));
+		const fcursor = c.req.query("fcursor");
+		const rcursor = c.req.query("rcursor");
+		const [friends, rewards] = await Promise.all([
+			c.var.api("GET", `/apps/${appid}/users/${userkey}/friends?limit=20${fcursor ? `&cursor=${encodeURIComponent(fcursor)}` : ""}`),
+			c.var.api("GET", `/apps/${appid}/rewards?limit=20&userkey=${userkey}${rcursor ? `&cursor=${encodeURIComponent(rcursor)}` : ""}`),
+		]);
+		const u = detail.user;
+		const balances: Values[] = detail.userbalance.flatMap((unit: Values) =>
+			unit.growthhacks.flatMap((g: Values) => g.campaigns.map((k: Values) => ({ ...k, rewardunit: unit.rewardunit }))),
+		);
+		return c.html(
+			<Page title={u.email ?? u.useraccountid ?? u.userkey} appid={appid} appname={app.name} tab="users" csrf={c.var.session.csrf}>
+				<h2>Profile</h2>
+				<dl class="props">
+					<dt>userkey</dt>
+					<dd class="mono">{u.userkey}</dd>
+					<dt>Email</dt>
+					<dd>{u.email ?? "—"}</dd>
+					<dt>Account id</dt>
+					<dd>{u.useraccountid ?? "—"}</dd>
+					<dt>Name</dt>
+					<dd>{u.name ?? "—"}</dd>
+					<dt>Phone</dt>
+					<dd>{u.phone ?? "—"}</dd>
+					<dt>Referral code</dt>
+					<dd class="mono">{u.referralcode}</dd>
+					<dt>Campaign</dt>
+					<dd>{u.campaignid}</dd>
+					<dt>Status</dt>
+					<dd>{u.status}</dd>
+					<dt>Referrer</dt>
+					<dd>
+						{detail.referrer ? (
+							<a href={`/dashboard/apps/${appid}/users/${detail.referrer.userkey}`}>
+								{detail.referrer.email ?? detail.referrer.userkey} ({detail.referrer.referralcode})
+							</a>
+						) : (
+							"none"
+						)}
+					</dd>
+					<dt>Registered</dt>
+					<dd>{dateTime(u.createdat)}</dd>
+					<dt>Share-link clicks</dt>
+					<dd>
+						{detail.clicks.total} in the last 90 days
+						{detail.clicks.days.length > 0 && ` (latest: ${detail.clicks.days[0].day}, ${detail.clicks.days[0].clicks})`}
+					</dd>
+				</dl>
+				<h2>Balance</h2>
+				<Table
+					caption="Balance"
+					head={["Unit", "Campaign", "Pending", "Approved", "Claimed", "Total"]}
+					numeric={[2, 3, 4, 5]}
+					empty={balances.length === 0}
+				>
+					{balances.map((b) => (
+						<tr>
+							<td>{b.rewardunit}</td>
+							<td>{b.campaignname}</td>
+							<td class="num">{b.pending}</td>
+							<td class="num">{b.approved}</td>
+							<td class="num">{b.claimed}</td>
+							<td class="num">{b.total}</td>
+						</tr>
+					))}
+				</Table>
+				<h2>Rewards</h2>
+				<Table caption="Rewards" head={REWARD_HEAD} numeric={[2, 5]} empty={!rewards.ok || rewards.body.rewards.length === 0}>
+					<RewardRows appid={appid} rewards={rewards.ok ? rewards.body.rewards : []} />
+				</Table>
+				<Pager url={c.req.url} param="rcursor" next={rewards.ok ? rewards.body.nextcursor : null} label="More rewards →" />
+				<h2>
+					Friends ({u.friends}, {u.converted} converted)
+				</h2>
+				<Table caption="Friends" head={USER_HEAD} numeric={[3, 4]} empty={!friends.ok || friends.body.friends.length === 0}>
+					<UserRows appid={appid} users={friends.ok ? friends.body.friends : []} />
+				</Table>
+				<Pager url={c.req.url} param="fcursor" next={friends.ok ? friends.body.nextcursor : null} label="More friends →" />
+			</Page>,
+		);
+	});
+}

@@ -1,0 +1,105 @@
+/** @jsxImportSource hono/jsx */
+import { Hono } from "hono";
+import { constantTimeEqual } from "../domain/crypto";
+import { apiFor } from "./api";
+import type { DashEnv } from "./context";
+import { Csrf, Field, Page } from "./layout";
+import { registerAnalytics } from "./pages/analytics";
+import { registerApps } from "./pages/apps";
+import { registerCampaigns } from "./pages/campaigns";
+import { registerDeliveries } from "./pages/deliveries";
+import { registerReview } from "./pages/review";
+import { registerUsers } from "./pages/users";
+import { SCRIPT } from "./script";
+import { checkLoginCsrf, endSession, loginCsrf, readSession, startSession } from "./session";
+import { CSS } from "./style";
+
+/**
+ * The dashboard, under /dashboard: server-rendered pages over the admin API.
+ * Every page works without script; app.js only adds conveniences.
+ */
+export const dashboardRoutes = new Hono<DashEnv>();
+
+dashboardRoutes.use("*", async (c, next) => {
+	await next();
+	c.header("X-Frame-Options", "DENY");
+	c.header("Content-Security-Policy", "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; frame-ancestors 'none'");
+	c.header("Referrer-Policy", "same-origin");
+	if (!c.req.path.startsWith("/dashboard/static/")) c.header("Cache-Control", "no-store");
+});
+
+dashboardRoutes.get("/static/app.css", (c) =>
+	c.body(CSS, 200, { "content-type": "text/css; charset=utf-8", "cache-control": "max-age=300" }),
+);
+dashboardRoutes.get("/static/app.js", (c) =>
+	c.body(SCRIPT, 200, { "content-type": "text/javascript; charset=utf-8", "cache-control": "max-age=300" }),
+);
+
+const loginPage = (csrf: string, error?: string) => (
+	<Page title="Sign in" error={error}>
+		<form class="grid login" method="post" action="/dashboard/login">
+			<Csrf token={csrf} />
+			<p>Sign in with the service's admin token (ADMIN_TOKEN). `npm start` prints it for local use.</p>
+			<Field label="Admin token" name="token" type="password" required attrs={{ autocomplete: "current-password" }} />
+			<div>
+				<button type="submit">Sign in</button>
+			</div>
+		</form>
+	</Page>
+);
+
+dashboardRoutes.get("/login", async (c) => {
+	if (await readSession(c)) return c.redirect("/dashboard", 303);
+	return c.html(loginPage(await loginCsrf(c)));
+});
+
+dashboardRoutes.post("/login", async (c) => {
+	const form = await c.req.parseBody();
+	if (!(await checkLoginCsrf(c, String(form._csrf ?? ""))))
+		return c.html(loginPage(await loginCsrf(c), "The form expired; try again."), 403);
+	const token = c.env.ADMIN_TOKEN;
+	if (!token || !constantTimeEqual(String(form.token ?? ""), token)) {
+		return c.html(loginPage(await loginCsrf(c), "That token is not the admin token."), 401);
+	}
+	await startSession(c);
+	return c.redirect("/dashboard", 303);
+});
+
+// Everything below needs a session; every POST needs its CSRF token.
+dashboardRoutes.use("*", async (c, next) => {
+	const session = await readSession(c);
+	if (!session) {
+		if (c.req.method === "GET") return c.redirect("/dashboard/login", 303);
+		return c.html(<Page title="Signed out" error="Your session ended. Sign in again." />, 401);
+	}
+	if (c.req.method === "POST") {
+		const form = await c.req.parseBody();
+		if (!constantTimeEqual(String(form._csrf ?? ""), session.csrf)) {
+			return c.html(<Page title="Refused" error="This form was not sent by the dashboard (missing or wrong CSRF token)." />, 403);
+		}
+	}
+	c.set("session", session);
+	c.set("api", apiFor(c));
+	await next();
+});
+
+dashboardRoutes.post("/logout", (c) => {
+	endSession(c);
+	return c.redirect("/dashboard/login", 303);
+});
+
+registerApps(dashboardRoutes);
+registerCampaigns(dashboardRoutes);
+registerUsers(dashboardRoutes);
+registerReview(dashboardRoutes);
+registerDeliveries(dashboardRoutes);
+registerAnalytics(dashboardRoutes);
+
+dashboardRoutes.notFound((c) => c.html(<Page title="Not found" error="No such page." />, 404));
+
+dashboardRoutes.onError((err, c) => {
+	const status = (err as { status?: number }).status;
+	if (status === 404) return c.html(<Page title="Not found" error={err.message} />, 404);
+	console.error("dashboard error", err);
+	return c.html(<Page title="Something went wrong" error="The page could not be shown. Try again." />, 500);
+});

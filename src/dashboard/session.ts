@@ -1,0 +1,90 @@
+import type { Context } from "hono";
+import { deleteCookie, getCookie, setCookie } from "hono/cookie";
+import { constantTimeEqual } from "../domain/crypto";
+
+/**
+ * Dashboard sessions: a cookie `<expiry>.<id>.<mac>` signed with HMAC-SHA256
+ * under a key derived from ADMIN_TOKEN, so rotating the token signs every
+ * session out. Each form carries a CSRF token (a MAC of the session id, or of
+ * a login nonce on the sign-in form) that a cross-site page cannot read.
+ */
+
+export const SESSION_COOKIE = "dash_session";
+const LOGIN_COOKIE = "dash_login";
+const SESSION_TTL_MS = 12 * 60 * 60 * 1000;
+const encoder = new TextEncoder();
+
+const b64url = (bytes: ArrayBuffer) =>
+	btoa(String.fromCharCode(...new Uint8Array(bytes)))
+		.replace(/\+/g, "-")
+		.replace(/\//g, "_")
+		.replace(/=+$/, "");
+
+const hmacKey = (raw: BufferSource) => crypto.subtle.importKey("raw", raw, { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
+
+/** The signing key: HMAC(ADMIN_TOKEN, purpose), never the token itself. */
+async function sessionKey(adminToken: string): Promise<CryptoKey> {
+	const derived = await crypto.subtle.sign("HMAC", await hmacKey(encoder.encode(adminToken)), encoder.encode("dashboard-session-v1"));
+	return hmacKey(derived);
+}
+
+export async function mac(adminToken: string, message: string): Promise<string> {
+	return b64url(await crypto.subtle.sign("HMAC", await sessionKey(adminToken), encoder.encode(message)));
+}
+
+const randomId = () => b64url(crypto.getRandomValues(new Uint8Array(18)).buffer);
+
+/** Secure everywhere except plain http on localhost, where browsers would drop a Secure cookie. */
+export function isSecureContext(url: string): boolean {
+	const { protocol, hostname } = new URL(url);
+	return !(protocol === "http:" && ["localhost", "127.0.0.1", "[::1]"].includes(hostname));
+}
+
+const cookieOptions = (c: Context, maxAgeSeconds: number) =>
+	({
+		path: "/dashboard",
+		httpOnly: true,
+		secure: isSecureContext(c.req.url),
+		sameSite: "Strict",
+		maxAge: maxAgeSeconds,
+	}) as const;
+
+export interface Session {
+	id: string;
+	csrf: string;
+}
+
+/** The signed-in session, or null (unsigned, expired, or signed under another token). */
+export async function readSession(c: Context<any>): Promise<Session | null> {
+	const token = c.env.ADMIN_TOKEN;
+	const value = getCookie(c, SESSION_COOKIE);
+	if (!token || !value) return null;
+	const [expiry, id, signature] = value.split(".");
+	if (!expiry || !id || !signature || !/^\d+$/.test(expiry) || Number(expiry) < Date.now()) return null;
+	if (!constantTimeEqual(signature, await mac(token, `session:${expiry}.${id}`))) return null;
+	return { id, csrf: await mac(token, `csrf:${id}`) };
+}
+
+export async function startSession(c: Context<any>): Promise<void> {
+	const expiry = Date.now() + SESSION_TTL_MS;
+	const id = randomId();
+	const signature = await mac(c.env.ADMIN_TOKEN, `session:${expiry}.${id}`);
+	setCookie(c, SESSION_COOKIE, `${expiry}.${id}.${signature}`, cookieOptions(c, SESSION_TTL_MS / 1000));
+	deleteCookie(c, LOGIN_COOKIE, { path: "/dashboard" });
+}
+
+export function endSession(c: Context): void {
+	deleteCookie(c, SESSION_COOKIE, { path: "/dashboard", secure: isSecureContext(c.req.url) });
+}
+
+/** CSRF token of the sign-in form: a fresh nonce in a cookie, its MAC in the form. */
+export async function loginCsrf(c: Context<any>): Promise<string> {
+	const nonce = getCookie(c, LOGIN_COOKIE) ?? randomId();
+	setCookie(c, LOGIN_COOKIE, nonce, cookieOptions(c, 60 * 60));
+	return mac(c.env.ADMIN_TOKEN ?? "", `login:${nonce}`);
+}
+
+export async function checkLoginCsrf(c: Context<any>, presented: string): Promise<boolean> {
+	const nonce = getCookie(c, LOGIN_COOKIE);
+	return !!nonce && constantTimeEqual(presented, await mac(c.env.ADMIN_TOKEN ?? "", `login:${nonce}`));
+}

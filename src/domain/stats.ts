@@ -1,0 +1,87 @@
+/** Pure shaping of the daily counters into the stats answer (see src/db/stats.ts). */
+
+export interface Cell {
+	day: string;
+	metric: string;
+	unit: string;
+	value: number;
+}
+
+export interface DayStats {
+	day: string;
+	clicks: number;
+	signups: number;
+	referredsignups: number;
+	conversions: number;
+	rewardscreated: number;
+	/** Reward amount created, per unit. */
+	rewardamount: Record<string, number>;
+	/** Amount redeemed, per unit. */
+	redeemed: Record<string, number>;
+}
+
+const emptyDay = (day: string): DayStats => ({
+	day,
+	clicks: 0,
+	signups: 0,
+	referredsignups: 0,
+	conversions: 0,
+	rewardscreated: 0,
+	rewardamount: {},
+	redeemed: {},
+});
+
+const round2 = (n: number) => Math.round(n * 100) / 100;
+
+/** Every UTC day from `from` to `to` inclusive (YYYY-MM-DD). */
+export function daysBetween(from: string, to: string): string[] {
+	const days: string[] = [];
+	for (let t = Date.parse(`${from}T00:00:00Z`); t <= Date.parse(`${to}T00:00:00Z`); t += 86_400_000) {
+		days.push(new Date(t).toISOString().slice(0, 10));
+	}
+	return days;
+}
+
+function add(into: DayStats, cell: Cell): void {
+	switch (cell.metric) {
+		case "clicks":
+			into.clicks += cell.value;
+			break;
+		case "signups":
+			into.signups += cell.value;
+			break;
+		case "referred_signups":
+			into.referredsignups += cell.value;
+			break;
+		case "conversions":
+			into.conversions += cell.value;
+			break;
+		case "rewards_created":
+			into.rewardscreated += cell.value;
+			break;
+		case "reward_amount":
+			into.rewardamount[cell.unit] = round2((into.rewardamount[cell.unit] ?? 0) + cell.value);
+			break;
+		case "redeemed":
+			into.redeemed[cell.unit] = round2((into.redeemed[cell.unit] ?? 0) + cell.value);
+			break;
+	}
+}
+
+/** One row per day of the range (zeros where nothing happened), the totals, and the referred share of signups (null without signups). */
+export function shapeStats(cells: Cell[], from: string, to: string) {
+	const byDay = new Map(daysBetween(from, to).map((day) => [day, emptyDay(day)]));
+	const totals = emptyDay("total");
+	for (const cell of cells) {
+		const day = byDay.get(cell.day);
+		if (!day) continue;
+		add(day, cell);
+		add(totals, cell);
+	}
+	const { day: _, ...totalNumbers } = totals;
+	return {
+		days: [...byDay.values()],
+		totals: totalNumbers,
+		referredshare: totals.signups > 0 ? round2(totals.referredsignups / totals.signups) : null,
+	};
+}

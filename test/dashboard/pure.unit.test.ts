@@ -1,0 +1,88 @@
+import { describe, expect, it } from "vitest";
+import { niceMax, points } from "../../src/dashboard/chart";
+import { campaignFromForm, couponsFromText, csvCell, splitCsvLine } from "../../src/dashboard/forms";
+import { statsCsv } from "../../src/dashboard/pages/analytics";
+import { daysBetween, shapeStats } from "../../src/domain/stats";
+
+describe("campaignFromForm", () => {
+	it("maps numbered rule and action groups, drops blank and removed ones, keeps rule ids", () => {
+		const { body, errors } = campaignFromForm({
+			campaignname: "C",
+			holddays: "",
+			autoapprove: "on",
+			campaignstartdate: "2026-03-01T10:00",
+			r0_ruleid: "7",
+			r0_eventname: "Signup",
+			r0_reward: "10",
+			r0_rewardfrequency: "",
+			r0_categories: '{"a":1}',
+			r0_inclusionsandexclusions: "",
+			r1_eventname: "Gone",
+			r1_remove: "on",
+			r2_eventname: "",
+			s0_socialactionname: "Mail",
+			s0_displayorder: "",
+			s1_socialactionname: "",
+		});
+		expect(errors).toEqual([]);
+		expect(body).toMatchObject({ campaignname: "C", holddays: "0", autoapprove: true, campaignstartdate: "2026-03-01T10:00:00Z" });
+		expect(body.rewardrules).toEqual([
+			expect.objectContaining({ ruleid: 7, eventname: "Signup", rewardfrequency: "0", categories: { a: 1 }, inclusionsandexclusions: [] }),
+		]);
+		expect(body.socialactions).toEqual([expect.objectContaining({ socialactionname: "Mail", displayorder: "0" })]);
+		expect(campaignFromForm({ campaignname: "C" }).body.autoapprove).toBe(false);
+	});
+
+	it("reports JSON it cannot read", () => {
+		expect(campaignFromForm({ r0_eventname: "x", r0_inclusionsandexclusions: "[oops" }).errors).toEqual([
+			"Rule 1 inclusions and exclusions must be JSON.",
+		]);
+	});
+});
+
+describe("coupons and CSV", () => {
+	it("reads pasted lines and CSV first columns, skipping a header and duplicates", () => {
+		expect(couponsFromText("A\n\n B \nA", 'code,name\nC,"Ten, off"\nB\n')).toEqual([
+			{ coupon: "A" },
+			{ coupon: "B" },
+			{ coupon: "C", couponname: "Ten, off" },
+		]);
+		expect(splitCsvLine('a,"b ""q"", c",')).toEqual(["a", 'b "q", c', ""]);
+	});
+
+	it("quotes cells and defuses spreadsheet formulas", () => {
+		expect(csvCell("a,b")).toBe('"a,b"');
+		expect(csvCell("=SUM(A1)")).toBe("'=SUM(A1)");
+		expect(csvCell(-3)).toBe("-3");
+		expect(csvCell(null)).toBe("");
+	});
+});
+
+describe("stats shaping", () => {
+	it("fills every day, sums units and computes the referred share", () => {
+		expect(daysBetween("2026-02-27", "2026-03-01")).toEqual(["2026-02-27", "2026-02-28", "2026-03-01"]);
+		const stats = shapeStats(
+			[
+				{ day: "2026-02-28", metric: "signups", unit: "", value: 4 },
+				{ day: "2026-02-28", metric: "referred_signups", unit: "", value: 1 },
+				{ day: "2026-03-01", metric: "reward_amount", unit: "USD", value: 0.1 },
+				{ day: "2026-03-01", metric: "reward_amount", unit: "USD", value: 0.2 },
+				{ day: "2026-03-05", metric: "signups", unit: "", value: 99 },
+			],
+			"2026-02-27",
+			"2026-03-01",
+		);
+		expect(stats.days.map((d) => d.signups)).toEqual([0, 4, 0]);
+		expect(stats.totals).toMatchObject({ signups: 4, referredsignups: 1, rewardamount: { USD: 0.3 } });
+		expect(stats.referredshare).toBe(0.25);
+		expect(shapeStats([], "2026-01-01", "2026-01-01").referredshare).toBeNull();
+		expect(statsCsv(stats).split("\r\n")[3]).toBe("2026-03-01,0,0,0,0,0,0.3 USD,");
+	});
+});
+
+describe("chart", () => {
+	it("scales to a round maximum", () => {
+		expect([0, 1, 3, 7, 12, 180].map(niceMax)).toEqual([1, 1, 5, 10, 20, 200]);
+		expect(points([0, 10], 10)).toBe("44.0,232.0 788.0,12.0");
+	});
+});

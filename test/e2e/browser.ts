@@ -1,0 +1,16 @@
+import chromium from "@sparticuz/chromium";
+import puppeteer, { type Browser } from "puppeteer-core";
+
+/**
+ * A headless Chromium for browser tests: the binary shipped inside the
+ * `@sparticuz/chromium` npm package (nothing else to install), driven by
+ * puppeteer-core.
+ */
+export async function launchBrowser(): Promise<Browser> {
+	return puppeteer.launch({
+		executablePath: await chromium.executablePath(),
+		args: chromium.args,
+		headless: true,
+		defaultViewport: { width: 1280, height: 800 },
+	});
+}
