@@ -11,6 +11,7 @@ export default defineConfig(async () => {
 				miniflare: {
 					bindings: {
 						ADMIN_TOKEN: "test-admin-token",
+						IP_HASH_KEY: "test-ip-hash-key",
 						TEST_MIGRATIONS: migrations,
 						WEBHOOK_RECEIVER_URL: inject("webhookReceiverUrl"),
 						WEBHOOK_TIMEOUT_MS: "1000",

@@ -45,7 +45,7 @@ export async function startService(options = {}) {
 	if (migrate.status !== 0) throw new Error(`migrations failed:\n${migrate.stdout}\n${migrate.stderr}`);
 
 	const port = await freePort();
-	const vars = { ADMIN_TOKEN: adminToken, ...options.vars };
+	const vars = { ADMIN_TOKEN: adminToken, IP_HASH_KEY: `${name}-ip-hash-key`, ...options.vars };
 	const args = ["wrangler", "dev", "--ip", "127.0.0.1", "--port", String(port), "--persist-to", persist];
 	args.push("--show-interactive-dev-session=false");
 	if (options.logLevel) args.push("--log-level", options.logLevel);

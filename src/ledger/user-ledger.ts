@@ -5,7 +5,7 @@ import { insertReward, rewardRow, rewardRowByKey, type TxContext, updateReward }
 import { type AssignedCoupon, type CouponClaim, type FlushHost, flushOutbox, nextOutboxDue } from "./outbox";
 import { allocateOldestFirst, available } from "./redeem";
 import { toLedgerReward, toView } from "./rows";
-import { LEDGER_SCHEMA, type OutboxRow, type RewardRow } from "./schema";
+import { addFraudSignalsColumn, LEDGER_SCHEMA, type OutboxRow, type RewardRow } from "./schema";
 import { transitionError } from "./status";
 import { ledgerName, seqOfRewardId } from "./stub";
 import type {
@@ -79,6 +79,7 @@ export class UserLedger extends DurableObject<Env> {
 		super(ctx, env);
 		this.sql = ctx.storage.sql;
 		for (const statement of LEDGER_SCHEMA) this.sql.exec(statement);
+		addFraudSignalsColumn(this.sql); // MIGRATION(issue-13)
 		const meta = new Map(
 			this.sql
 				.exec<{ key: string; value: string }>("SELECT key, value FROM meta")
