@@ -12,7 +12,7 @@ import {
 } from "../../src/fraud/signals";
 
 const person = (over: Partial<PersonFields> = {}): PersonFields => ({ email: null, phone: null, paymentcustomerid: null, ...over });
-const never = () => false;
+const never = (_domain: string) => false;
 const fire = (friend: PersonFields, referrer: PersonFields, facts = NO_FACTS, velocitythreshold = 20, disposable = never) =>
 	fraudSignals(friend, referrer, facts, { velocitythreshold }, disposable);
 
