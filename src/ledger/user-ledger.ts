@@ -3,6 +3,7 @@ import { type BalanceRow, nestBalances } from "./balance";
 import { fromHundredths, toHundredths } from "./money";
 import { insertReward, rewardRow, rewardRowByKey, type TxContext, updateReward } from "./mutations";
 import { type AssignedCoupon, type CouponClaim, type FlushHost, flushOutbox, nextOutboxDue } from "./outbox";
+import { erasePersonInLedger } from "./privacy";
 import { allocateOldestFirst, available } from "./redeem";
 import { toLedgerReward, toView } from "./rows";
 import { addFraudSignalsColumn, LEDGER_SCHEMA, type OutboxRow, type RewardRow } from "./schema";
@@ -184,6 +185,13 @@ export class UserLedger extends DurableObject<Env> {
 			)
 			.toArray();
 		return nestBalances(rows);
+	}
+
+	// ---- privacy -------------------------------------------------------------------------------
+
+	/** Erases what this ledger copied from a person (friend snapshots, pending webhooks); money untouched (see privacy.ts). */
+	erasePerson(personUserkey: string, values: string[]): { rewards: number; webhooks: number } {
+		return this.ctx.storage.transactionSync(() => erasePersonInLedger(this.sql, personUserkey, values));
 	}
 
 	// ---- status changes ------------------------------------------------------------------------
