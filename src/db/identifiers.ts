@@ -21,7 +21,7 @@ const entries = (network: Network) =>
 
 /**
  * Records the device id, IP hash and user agent of the user named by (app,
- * userkey). `onlyIf` (SQL and args) gates the writes inside a batch, e.g. on
+ * userkey), unless it was erased. `onlyIf` (SQL and args) gates the writes inside a batch, e.g. on
  * the guarded update or insert they accompany; a pair already known is ignored.
  */
 export function networkWrites(
@@ -34,7 +34,7 @@ export function networkWrites(
 	const agent = network.useragent
 		? [
 				db
-					.prepare(`UPDATE users SET useragent = ? WHERE appid = ? AND userkey = ? AND ${onlyIf.sql}`)
+					.prepare(`UPDATE users SET useragent = ? WHERE appid = ? AND userkey = ? AND erased_at IS NULL AND ${onlyIf.sql}`)
 					.bind(network.useragent, appid, userkey, ...onlyIf.args),
 			]
 		: [];
@@ -44,7 +44,7 @@ export function networkWrites(
 			db
 				.prepare(
 					`INSERT INTO user_identifiers (appid, kind, value, userid, created_at)
-				 SELECT ?, ?, ?, userid, ? FROM users WHERE appid = ? AND userkey = ? AND ${onlyIf.sql}
+				 SELECT ?, ?, ?, userid, ? FROM users WHERE appid = ? AND userkey = ? AND erased_at IS NULL AND ${onlyIf.sql}
 				 ON CONFLICT DO NOTHING`,
 				)
 				.bind(appid, kind, value, nowIso(), appid, userkey, ...onlyIf.args),

@@ -243,7 +243,7 @@ export const register = defineOperation({
 	},
 });
 
-/** Operation 6: changes only the fields sent. */
+/** Operation 6: changes only the fields sent. An erased user is not found: its data is not collected again. */
 export const updateuser = defineOperation({
 	schema: z.object({ userkey: id, ...profileFields, ...networkFields }),
 	async handle({ env, app }, input) {
@@ -262,15 +262,11 @@ export const updateuser = defineOperation({
 		};
 		// Guarded UPDATE plus a diagnosis in one transaction: no race between the uniqueness check and the write.
 		const [update, diagnosis] = await env.DB.batch([
-			env.DB.prepare(`UPDATE users SET ${[...sets, "updated_at = ?"].join(", ")} WHERE appid = ? AND userkey = ? AND ${unique.sql}`).bind(
-				...values,
-				nowIso(),
-				app.appid,
-				input.userkey,
-				...unique.args,
-			),
 			env.DB.prepare(
-				`SELECT EXISTS (SELECT 1 FROM users WHERE appid = ?1 AND userkey = ?2) AS found,
+				`UPDATE users SET ${[...sets, "updated_at = ?"].join(", ")} WHERE appid = ? AND userkey = ? AND erased_at IS NULL AND ${unique.sql}`,
+			).bind(...values, nowIso(), app.appid, input.userkey, ...unique.args),
+			env.DB.prepare(
+				`SELECT EXISTS (SELECT 1 FROM users WHERE appid = ?1 AND userkey = ?2 AND erased_at IS NULL) AS found,
 				 EXISTS (SELECT 1 FROM users WHERE appid = ?1 AND userkey <> ?2 AND ?3 IS NOT NULL AND email = ?3) AS emailtaken,
 				 EXISTS (SELECT 1 FROM users WHERE appid = ?1 AND userkey <> ?2 AND ?4 IS NOT NULL AND useraccountid = ?4) AS accounttaken`,
 			).bind(app.appid, input.userkey, email, account),

@@ -142,6 +142,15 @@ describe("erase", () => {
 		expect((await request(`/r/${bob.referralcode}`, { redirect: "manual" })).status).toBe(404);
 		expect((await app.api("register", { email: "dee@example.com", referrercode: bob.referralcode })).status).toBe(404);
 		expect((await app.api("getfriendsandrewards", { userkey: bob.userkey })).body.friends).toHaveLength(1);
+		// Its data is not collected again.
+		const update = await app.api("updateuser", { userkey: bob.userkey, name: "Bob again", deviceid: "again-1" });
+		expect(update.status).toBe(404);
+		await app.api("invokeoutreach", { userkey: bob.userkey, deviceid: "again-2", ipaddress: "192.0.2.1" });
+		expect(
+			await env.DB.prepare("SELECT COUNT(*) AS n FROM user_identifiers WHERE userid = (SELECT userid FROM users WHERE userkey = ?)")
+				.bind(bob.userkey)
+				.first(),
+		).toEqual({ n: 0 });
 
 		const log = await env.DB.prepare("SELECT action, actor FROM privacy_log WHERE userkey = ? ORDER BY logid").bind(bob.userkey).all();
 		expect(log.results).toEqual([
