@@ -11,6 +11,11 @@ const DEMO_FILE = ".wrangler/demo-app.json";
 if (!existsSync(".dev.vars")) {
 	copyFileSync(".dev.vars.example", ".dev.vars");
 	console.log("Created .dev.vars with ADMIN_TOKEN=dev-admin-token");
+} else if (!/^IP_HASH_KEY=/m.test(readFileSync(".dev.vars", "utf8"))) {
+	// A .dev.vars from before the IP hash key: add the example's, or calls with an ipaddress would fail.
+	const line = /^IP_HASH_KEY=.*$/m.exec(readFileSync(".dev.vars.example", "utf8"))?.[0] ?? "IP_HASH_KEY=dev-ip-hash-key-change-me";
+	writeFileSync(".dev.vars", `${readFileSync(".dev.vars", "utf8").replace(/\n?$/, "\n")}${line}\n`);
+	console.log("Added IP_HASH_KEY to .dev.vars");
 }
 const adminToken = /^ADMIN_TOKEN=(.*)$/m.exec(readFileSync(".dev.vars", "utf8"))?.[1]?.trim() ?? "dev-admin-token";
 

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { DEFAULT_VELOCITY_THRESHOLD, FRAUD_SIGNALS } from "../fraud/signals";
 
 /** Request bodies of the admin API (plain JSON, exact lower-case names). */
 
@@ -80,6 +81,14 @@ const campaignFields = {
 	autoapprove: z.boolean().default(true),
 	growthhack: z.string().trim().min(1).max(100).default("SaaS_Referrals"),
 	currency: z.string().trim().min(1).max(10).default("USD"),
+	// Fraud settings (docs/fraud.md): null = every signal makes a reward Suspicious.
+	suspicioussignals: z
+		.array(z.enum(FRAUD_SIGNALS, { error: `must be one of ${FRAUD_SIGNALS.join(", ")}` }))
+		.max(FRAUD_SIGNALS.length)
+		.transform((codes) => FRAUD_SIGNALS.filter((code) => codes.includes(code)))
+		.nullable()
+		.default(null),
+	velocitythreshold: int.pipe(z.number().int().min(0).max(1_000_000)).default(DEFAULT_VELOCITY_THRESHOLD),
 	rewardrules: z.array(rewardRuleSchema).max(50).default([]),
 	socialactions: z.array(socialActionSchema).max(50).default([]),
 };

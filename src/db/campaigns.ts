@@ -1,4 +1,5 @@
 import { nowIso } from "../domain/dates";
+import type { FraudSignal } from "../fraud/signals";
 
 export type Distribution = "InstoreCredits" | "Coupon";
 
@@ -45,6 +46,10 @@ export interface Campaign {
 	growthhack: string;
 	/** Unit of rewards computed as a percent of a transaction value. */
 	currency: string;
+	/** Fraud signals that make a reward Suspicious; null means all (docs/fraud.md). The others only flag it. */
+	suspicioussignals: FraudSignal[] | null;
+	/** Referred sign-ups per hour above which `velocity` fires; 0 disables it. */
+	velocitythreshold: number;
 	createdAt: string;
 	updatedAt: string;
 }
@@ -54,8 +59,9 @@ export interface CampaignWithDetails extends Campaign {
 	socialactions: SocialAction[];
 }
 
-export interface CampaignRow extends Omit<Campaign, "autoapprove" | "createdAt" | "updatedAt"> {
+export interface CampaignRow extends Omit<Campaign, "autoapprove" | "suspicioussignals" | "createdAt" | "updatedAt"> {
 	autoapprove: number;
+	suspicioussignals: string | null;
 	created_at: string;
 	updated_at: string;
 }
@@ -65,9 +71,10 @@ export interface RuleRow extends Omit<RewardRule, "categories" | "inclusionsande
 	inclusionsandexclusions: string;
 }
 
-export const toCampaign = ({ autoapprove, created_at, updated_at, ...rest }: CampaignRow): Campaign => ({
+export const toCampaign = ({ autoapprove, suspicioussignals, created_at, updated_at, ...rest }: CampaignRow): Campaign => ({
 	...rest,
 	autoapprove: autoapprove === 1,
+	suspicioussignals: suspicioussignals === null ? null : JSON.parse(suspicioussignals),
 	createdAt: created_at,
 	updatedAt: updated_at,
 });
@@ -98,10 +105,13 @@ const CAMPAIGN_COLUMNS = [
 	"autoapprove",
 	"growthhack",
 	"currency",
+	"suspicioussignals",
+	"velocitythreshold",
 ] as const satisfies readonly (keyof CampaignFields)[];
 
 const columnValue = (fields: Partial<CampaignFields>, column: (typeof CAMPAIGN_COLUMNS)[number]) => {
 	const value = fields[column];
+	if (Array.isArray(value)) return JSON.stringify(value);
 	return typeof value === "boolean" ? Number(value) : (value ?? null);
 };
 

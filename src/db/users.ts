@@ -169,9 +169,9 @@ export function existingUserLookup(db: D1Database, appid: string, email?: string
 		.bind(appid, email ?? null, useraccountid ?? null);
 }
 
-/** The owner of a referral code within the app (codes are matched without regard to case). */
+/** The owner of a referral code within the app (codes are matched without regard to case); an erased user's code is dead. */
 export function referrerLookup(db: D1Database, appid: string, code: string): D1PreparedStatement {
-	return db.prepare(`${USER_VIEW} WHERE u.referralcode = ? AND u.appid = ?`).bind(code.toUpperCase(), appid);
+	return db.prepare(`${USER_VIEW} WHERE u.referralcode = ? AND u.appid = ? AND u.erased_at IS NULL`).bind(code.toUpperCase(), appid);
 }
 
 export interface NewUser {

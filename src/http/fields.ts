@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { ipNetwork } from "../domain/ip";
 
 /**
  * zod field types shared by the operation schemas. Requests are normalized
@@ -51,6 +52,18 @@ export const optionalEmail = optionalText(254).pipe(
 
 /** Phone numbers are digits only, as the spec says. */
 export const optionalPhone = optionalText(32).pipe(z.string().regex(/^\d+$/, "must contain digits only").optional());
+
+/** An IPv4 or IPv6 address, turned into the network the fraud checks compare (see domain/ip.ts). */
+export const optionalIpAddress = optionalText(64).pipe(
+	z
+		.string()
+		.transform((v, ctx) => {
+			const network = ipNetwork(v);
+			if (network === null) ctx.addIssue({ code: "custom", message: "must be an IPv4 or IPv6 address" });
+			return network ?? "";
+		})
+		.optional(),
+);
 
 /** A money amount sent as a string or number, non-negative, at most 2 decimals of meaning. */
 export const amount = z

@@ -79,8 +79,9 @@ export function insertReward(ctx: TxContext, grant: RewardGrant, amount: number)
 	const row = ctx.sql
 		.exec<RewardRow>(
 			`INSERT INTO rewards (key, ruleid, customid, eventname, usertype, amount, rewardunit, rewardtype, status, comment, hold_until,
-			   campaignid, campaignname, growthhack, friend_userkey, friend_email, friend_name, friend_profileimage, created_at, updated_at)
-			 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *`,
+			   campaignid, campaignname, growthhack, friend_userkey, friend_email, friend_name, friend_profileimage, created_at, updated_at,
+			   fraudsignals)
+			 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *`,
 			grant.key,
 			grant.ruleid,
 			grant.customid,
@@ -101,6 +102,7 @@ export function insertReward(ctx: TxContext, grant: RewardGrant, amount: number)
 			grant.friend.profileimage,
 			now,
 			now,
+			JSON.stringify(grant.fraudsignals ?? []),
 		)
 		.one();
 	applyBalance(ctx.sql, null, row);

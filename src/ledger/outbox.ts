@@ -77,8 +77,8 @@ export function projectionStatement(db: D1Database, appid: string, userkey: stri
 	return db
 		.prepare(
 			`INSERT INTO rewards (rewarddtlid, appid, userkey, campaignid, eventname, usertype, reward, rewardunit, rewardtype,
-			   rewardstatus, redeemed, comment, friend_userkey, created_at, updated_at, version)
-			 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			   rewardstatus, redeemed, comment, friend_userkey, created_at, updated_at, version, fraudsignals)
+			 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			 ON CONFLICT (rewarddtlid) DO UPDATE SET rewardstatus = excluded.rewardstatus, redeemed = excluded.redeemed,
 			   comment = excluded.comment, updated_at = excluded.updated_at, version = excluded.version
 			 WHERE excluded.version > rewards.version`,
@@ -100,6 +100,7 @@ export function projectionStatement(db: D1Database, appid: string, userkey: stri
 			row.created_at,
 			row.updated_at,
 			row.version,
+			row.fraudsignals ?? "[]",
 		);
 }
 

@@ -32,6 +32,7 @@ export function toView(userkey: string, row: RewardRow): RewardView {
 		friendemail: row.friend_email ?? "",
 		friendname: row.friend_name ?? "",
 		friendprofileimage: row.friend_profileimage ?? "",
+		fraudsignals: JSON.parse(row.fraudsignals ?? "[]"),
 	};
 }
 

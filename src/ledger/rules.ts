@@ -1,5 +1,7 @@
 import type { Campaign, RewardRule } from "../db/campaigns";
 import type { User } from "../db/users";
+import { checkSignals } from "../fraud/check";
+import { commentWithSignals, type FraudReview } from "../fraud/signals";
 import { fromHundredths, toHundredths } from "./money";
 import type { FriendSnapshot, RewardGrant } from "./types";
 
@@ -55,31 +57,6 @@ export function rewardTypeAllows(rewardtype: number, usertype: RewardRule["rewar
 export const matchingRules = (rules: RewardRule[], eventname: string) =>
 	rules.filter((rule) => rule.eventname.trim().toLowerCase() === eventname.trim().toLowerCase());
 
-/** An email reduced to its mailbox: case, `+tags` and, for Gmail, dots removed. */
-export function canonicalEmail(email: string): string {
-	const [local = "", domain = ""] = email.toLowerCase().split("@");
-	const base = local.split("+")[0] ?? "";
-	const gmail = domain === "gmail.com" || domain === "googlemail.com";
-	return `${gmail ? base.replace(/\./g, "") : base}@${gmail ? "gmail.com" : domain}`;
-}
-
-/**
- * The fraud check run on every reward-producing event: why the friend looks
- * like the referrer in disguise (same mailbox behind an email alias, same
- * phone or same payment customer), or null when nothing is suspicious.
- */
-export function fraudSignal(friend: User, referrer: User | null): string | null {
-	if (!referrer) return null;
-	if (friend.email && referrer.email && canonicalEmail(friend.email) === canonicalEmail(referrer.email)) {
-		return "Friend and referrer share one mailbox.";
-	}
-	if (friend.phone && friend.phone === referrer.phone) return "Friend and referrer share a phone number.";
-	if (friend.paymentcustomerid && friend.paymentcustomerid === referrer.paymentcustomerid) {
-		return "Friend and referrer share a payment customer.";
-	}
-	return null;
-}
-
 /** Status, hold and comment of a new reward under the campaign's review settings. */
 export function initialStatus(
 	campaign: Pick<Campaign, "autoapprove" | "holddays">,
@@ -106,7 +83,9 @@ const snapshot = (user: User): FriendSnapshot => ({
  * The rewards one event earns (decisions.md §4): rules of the campaign whose
  * event name matches fire, gated by the campaign's `rewardtype`; `Friend`
  * rules reward the friend when it has a referrer, `Referrer` rules reward the
- * referrer; an existing user (and so its referrer) earns nothing. Each grant's
+ * referrer; an existing user (and so its referrer) earns nothing. `fraud` is
+ * the review of the event's fraud signals (src/fraud/check.ts; without it,
+ * only the profile signals are checked). Each grant's
  * key is `${customid}:${ruleid}`, so replaying the event makes the same grants.
  * `rewardfrequency` is enforced by the ledger that receives the grant.
  */
@@ -117,9 +96,12 @@ export function rewardsForEvent(
 	referrer: User | null,
 	event: ConversionEvent,
 	now: Date,
+	fraud?: FraudReview,
 ): OwnedGrant[] {
 	if (friend.isexistinguser || !referrer || campaign.rewardtype === 0) return [];
-	const review = initialStatus(campaign, fraudSignal(friend, referrer), now);
+	const signals = fraud ?? checkSignals(friend, referrer, campaign);
+	const status = initialStatus(campaign, signals.suspicious ? signals.comment : null, now);
+	const review = { ...status, comment: commentWithSignals(status.comment, signals), fraudsignals: signals.signals };
 	const grants: OwnedGrant[] = [];
 	for (const rule of matchingRules(rules, event.eventname)) {
 		if (!rewardTypeAllows(campaign.rewardtype, rule.rewardusertype)) continue;

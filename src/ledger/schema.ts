@@ -68,6 +68,13 @@ export const LEDGER_SCHEMA = [
 	`CREATE INDEX IF NOT EXISTS outbox_due ON outbox(next_attempt_at)`,
 ];
 
+// MIGRATION(issue-13): rewards gain `fraudsignals` (JSON array of signal codes, see src/fraud/signals.ts).
+// Idempotent, run after LEDGER_SCHEMA in the constructor; fold into issue 9's versioned step list when merging.
+export function addFraudSignalsColumn(sql: SqlStorage): void {
+	const has = sql.exec<{ name: string }>("SELECT name FROM pragma_table_info('rewards') WHERE name = 'fraudsignals'").toArray().length > 0;
+	if (!has) sql.exec("ALTER TABLE rewards ADD COLUMN fraudsignals TEXT NOT NULL DEFAULT '[]'");
+}
+
 /** A row of the ledger's rewards table (a type alias, so it satisfies SqlStorage's row constraint). */
 export type RewardRow = {
 	seq: number;
@@ -98,6 +105,8 @@ export type RewardRow = {
 	created_at: string;
 	updated_at: string;
 	version: number;
+	/** JSON array of the fraud signal codes that fired when the reward was created. */
+	fraudsignals: string;
 };
 
 /** A row of the ledger's outbox table. */

@@ -1,4 +1,5 @@
 import type { Distribution } from "../db/campaigns";
+import type { FraudSignal } from "../fraud/signals";
 
 /**
  * The RPC contract of UserLedger (one Durable Object per app + user, named
@@ -35,6 +36,8 @@ export interface RewardGrant {
 	eventname: string;
 	customid: string;
 	friend: FriendSnapshot;
+	/** Fraud signals that fired for the event (src/fraud/signals.ts), whether or not they made it Suspicious; absent: none. */
+	fraudsignals?: FraudSignal[];
 	/** Status on creation: Approved, UnderReview (hold running) or Suspicious (fraud check flagged it). */
 	status: "Approved" | "UnderReview" | "Suspicious";
 	/** When an UnderReview reward approves itself (ISO), or null for no automatic approval. */
@@ -63,6 +66,8 @@ export interface RewardView {
 	friendemail: string;
 	friendname: string;
 	friendprofileimage: string;
+	/** Fraud signal codes recorded when the reward was created (docs/fraud.md); [] when none fired. */
+	fraudsignals: FraudSignal[];
 }
 
 /** A reward with the ledger's bookkeeping, for internal callers. */

@@ -3,9 +3,10 @@ import { type BalanceRow, nestBalances } from "./balance";
 import { fromHundredths, toHundredths } from "./money";
 import { insertReward, rewardRow, rewardRowByKey, type TxContext, updateReward } from "./mutations";
 import { type AssignedCoupon, type CouponClaim, type FlushHost, flushOutbox, nextOutboxDue } from "./outbox";
+import { erasePersonInLedger } from "./privacy";
 import { allocateOldestFirst, available } from "./redeem";
 import { toLedgerReward, toView } from "./rows";
-import { LEDGER_SCHEMA, type OutboxRow, type RewardRow } from "./schema";
+import { addFraudSignalsColumn, LEDGER_SCHEMA, type OutboxRow, type RewardRow } from "./schema";
 import { transitionError } from "./status";
 import { ledgerName, seqOfRewardId } from "./stub";
 import type {
@@ -77,6 +78,7 @@ export class UserLedger extends DurableObject<Env> {
 		super(ctx, env);
 		this.sql = ctx.storage.sql;
 		for (const statement of LEDGER_SCHEMA) this.sql.exec(statement);
+		addFraudSignalsColumn(this.sql); // MIGRATION(issue-13)
 		const meta = new Map(
 			this.sql
 				.exec<{ key: string; value: string }>("SELECT key, value FROM meta")
@@ -190,6 +192,13 @@ export class UserLedger extends DurableObject<Env> {
 			)
 			.toArray();
 		return nestBalances(rows);
+	}
+
+	// ---- privacy -------------------------------------------------------------------------------
+
+	/** Erases what this ledger copied from a person (friend snapshots, pending webhooks); money untouched (see privacy.ts). */
+	erasePerson(personUserkey: string, values: string[]): { rewards: number; webhooks: number } {
+		return this.ctx.storage.transactionSync(() => erasePersonInLedger(this.sql, personUserkey, values));
 	}
 
 	// ---- status changes ------------------------------------------------------------------------

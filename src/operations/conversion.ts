@@ -1,6 +1,8 @@
 import { z } from "zod";
 import { recordConversionEvent } from "../db/events";
+import { signalFacts } from "../db/identifiers";
 import type { User } from "../db/users";
+import { checkSignals } from "../fraud/check";
 import { badRequest, campaignNotFound, userNotFound } from "../http/errors";
 import { amount, customId, id, optionalCampaignId, optionalEmail, optionalId, optionalText } from "../http/fields";
 import { defineOperation, type OperationContext } from "../http/operation";
@@ -60,7 +62,12 @@ export const registerconversionevent = defineOperation({
 			});
 		}
 		const { event, user, referrer, campaign, rules, isNew } = recorded;
-		const owned = rewardsForEvent(campaign, rules, user, referrer, event, new Date(event.createdAt));
+		// Fraud signals (docs/fraud.md), read only when someone could be rewarded.
+		const fraud =
+			referrer && !user.isexistinguser
+				? checkSignals(user, referrer, campaign, await signalFacts(env.DB, user.userid, referrer.userid))
+				: undefined;
+		const owned = rewardsForEvent(campaign, rules, user, referrer, event, new Date(event.createdAt), fraud);
 		const pick = (owner: "friend" | "referrer") => owned.filter((g) => g.owner === owner).map((g) => g.grant);
 		const [friendRewards, referrerRewards] = await Promise.all([
 			grantTo(ctx, user, pick("friend")),
@@ -112,5 +119,6 @@ function rewardSummary(userkey: string, reward: LedgerReward) {
 		rewardunit: reward.rewardunit,
 		rewardtype: reward.rewardtype,
 		rewardstatus: reward.rewardstatus,
+		fraudsignals: reward.fraudsignals,
 	};
 }

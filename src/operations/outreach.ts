@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { getCampaignWithDetails } from "../db/campaigns";
+import { networkWrites } from "../db/identifiers";
 import { toUser, type User, type UserRow, userLookup } from "../db/users";
 import { nowIso } from "../domain/dates";
 import { newEventId } from "../domain/ids";
@@ -8,7 +9,7 @@ import { optionalEmail, optionalId, optionalPhone, optionalText } from "../http/
 import { defineOperation, type OperationContext } from "../http/operation";
 import { mailAction, outreachEmail, reminderEmail } from "../outbox/emails";
 import { emailEvent, enqueueOutboxEvents, insertOutboxEvent } from "../outbox/events";
-import { findOrRegisterUser, profileOf, userSummary } from "./users";
+import { findOrRegisterUser, networkFields, networkOf, profileOf, userSummary } from "./users";
 
 /** Queues one email event, recorded in D1 first so it survives a failed enqueue. */
 async function queueEmail(ctx: OperationContext, event: ReturnType<typeof emailEvent>): Promise<void> {
@@ -32,6 +33,7 @@ export const invokeoutreach = defineOperation({
 			city: optionalText(100),
 			state: optionalText(100),
 			country: optionalText(100),
+			...networkFields,
 		})
 		.refine((v) => v.userkey || v.email || v.useraccountid, {
 			message: "send at least one of userkey, emailId, UserIdInstore",
@@ -39,6 +41,7 @@ export const invokeoutreach = defineOperation({
 		}),
 	async handle(ctx, input) {
 		const { env, app } = ctx;
+		const network = await networkOf(env, input);
 		let user: User;
 		let alreadyRegistered = true;
 		if (input.userkey) {
@@ -46,8 +49,11 @@ export const invokeoutreach = defineOperation({
 			if (!row) throw userNotFound();
 			user = toUser(row);
 		} else {
-			({ user, alreadyRegistered } = await findOrRegisterUser(ctx, profileOf(input)));
+			({ user, alreadyRegistered } = await findOrRegisterUser(ctx, profileOf(input), undefined, network));
 		}
+		// A user found (not created) here still gets the device and network the product reports now.
+		const writes = alreadyRegistered ? networkWrites(env.DB, app.appid, user.userkey, network) : [];
+		if (writes.length > 0) await env.DB.batch(writes);
 		if (!user.email)
 			throw new ApiError(409, "user_has_no_email", "The user has no email address to send the outreach to.", { statuscode: 0 });
 		const campaign = await getCampaignWithDetails(env.DB, app.appid, user.campaignid);
@@ -73,7 +79,7 @@ export const invokeoutreach = defineOperation({
 			userkey: user.userkey,
 			shareurl: summary.shareurl,
 			referralcode: user.referralcode,
-			isExistingUser: alreadyRegistered,
+			isExistingUser: alreadyRegistered || user.isexistinguser,
 			hasReferrer: summary.hasreferrer,
 			statuscode: 1,
 		};

@@ -144,6 +144,7 @@ export const checkrewardstatus = defineOperation({
 			rewarddtlid: reward.rewarddtlid,
 			rewardstatus: reward.rewardstatus,
 			comment: reward.comment,
+			fraudsignals: reward.fraudsignals,
 			statuscode: 1,
 		};
 	},

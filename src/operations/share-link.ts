@@ -1,26 +1,31 @@
 import { Hono } from "hono";
+import { codeOwnerLookup, countClick, logClick } from "../db/clicks";
 import { clickCounter } from "../db/stats";
+import { ipHash, ipNetwork } from "../domain/ip";
 import { landingRedirect } from "../domain/share-url";
 
 /**
  * Share links: `GET /r/<code>` counts a click (per code, per UTC day) and
- * redirects to the app's landing URL with `referrercode=<code>`.
+ * redirects to the app's landing URL with `referrercode=<code>`. Each click
+ * is also logged with the clicker's IP hash and user agent (kept 30 days).
  */
 export const shareLinkRoutes = new Hono<{ Bindings: Env }>();
 
 shareLinkRoutes.get("/:code", async (c) => {
 	const code = c.req.param("code").toUpperCase();
-	const day = new Date().toISOString().slice(0, 10);
+	const now = new Date().toISOString();
 	const host = new URL(c.req.url).host.toLowerCase();
-	// One round trip: the code's app, the custom domain's app (for unknown codes), and the click counter.
+	const network = ipNetwork(c.req.header("cf-connecting-ip") ?? "");
+	// Without the secret the click is still counted and logged, just without its network.
+	const iphash = network && c.env.IP_HASH_KEY ? await ipHash(c.env.IP_HASH_KEY, network) : null;
+	const useragent = c.req.header("user-agent")?.slice(0, 1000) ?? null;
+	// One round trip: the code's app, the custom domain's app (for unknown codes), the click counter and log.
 	const [owner, domainApp] = await c.env.DB.batch<{ landingurl: string | null }>([
-		c.env.DB.prepare("SELECT a.landingurl FROM users u JOIN apps a ON a.appid = u.appid WHERE u.referralcode = ?").bind(code),
+		codeOwnerLookup(c.env.DB, code),
 		c.env.DB.prepare("SELECT a.landingurl FROM campaigns c JOIN apps a ON a.appid = c.appid WHERE c.customdomain = ? LIMIT 1").bind(host),
-		c.env.DB.prepare(
-			`INSERT INTO link_clicks (referralcode, day, clicks) SELECT ?1, ?2, 1 WHERE EXISTS (SELECT 1 FROM users WHERE referralcode = ?1)
-			 ON CONFLICT (referralcode, day) DO UPDATE SET clicks = clicks + 1`,
-		).bind(code, day),
-		clickCounter(c.env.DB, code, day),
+		countClick(c.env.DB, code, now.slice(0, 10)),
+		clickCounter(c.env.DB, code, now.slice(0, 10)),
+		logClick(c.env.DB, code, now, iphash, useragent),
 	]);
 	const known = owner?.results[0];
 	const landing = known?.landingurl ?? (known ? null : domainApp?.results[0]?.landingurl);

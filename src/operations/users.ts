@@ -1,5 +1,6 @@
 import { z } from "zod";
 import type { App } from "../db/apps";
+import { deviceSeenLookup, existingFlagLookup, markExistingIfDeviceSeen, type Network, networkWrites } from "../db/identifiers";
 import { signupCounters } from "../db/stats";
 import {
 	countNewFriend,
@@ -15,9 +16,10 @@ import {
 } from "../db/users";
 import { nowIso } from "../domain/dates";
 import { newReferralCode, newUserKey } from "../domain/ids";
+import { ipHash } from "../domain/ip";
 import { shareUrl } from "../domain/share-url";
 import { ApiError, campaignNotFound, userNotFound } from "../http/errors";
-import { flag, id, optionalEmail, optionalId, optionalPhone, optionalText } from "../http/fields";
+import { flag, id, optionalEmail, optionalId, optionalIpAddress, optionalPhone, optionalText } from "../http/fields";
 import { defineOperation, type OperationContext } from "../http/operation";
 import { enqueueOutboxEvents, insertOutboxEvent, type OutboxEvent, webhookEvent } from "../outbox/events";
 
@@ -36,6 +38,22 @@ export const profileFields = {
 	extrainfo: optionalText(4000),
 	isexistinguser: flag,
 };
+
+/** The end user's device and network, as the product saw them (register, updateuser, invokeoutreach). */
+export const networkFields = {
+	deviceid: optionalText(200),
+	ipaddress: optionalIpAddress,
+	useragent: optionalText(1000),
+};
+
+/** The network fields sent, with the IP address replaced by its keyed hash: the address itself is never kept. */
+export async function networkOf(env: Env, input: { deviceid?: string; ipaddress?: string; useragent?: string }): Promise<Network> {
+	return {
+		deviceid: input.deviceid,
+		iphash: input.ipaddress ? await ipHash(env.IP_HASH_KEY, input.ipaddress) : undefined,
+		useragent: input.useragent,
+	};
+}
 
 /** Picks the profile fields that were sent. */
 export function profileOf(input: Partial<Record<keyof typeof profileFields, unknown>>): Profile {
@@ -89,21 +107,30 @@ export interface RegisterResult {
  * Finds the user registered with the profile's email or account id, or
  * creates one (attributed to the owner of `referrercode` when given). Shared
  * by register and invokeoutreach. An unknown referrer code refuses the call
- * and stores nothing.
+ * and stores nothing. A new user whose device id another user of the app
+ * already has is registered as an existing user (spec: "or device").
  */
-export async function findOrRegisterUser(ctx: OperationContext, profile: Profile, referrercode?: string): Promise<RegisterResult> {
+export async function findOrRegisterUser(
+	ctx: OperationContext,
+	sentProfile: Profile,
+	referrercode?: string,
+	network: Network = {},
+): Promise<RegisterResult> {
 	const { env, app } = ctx;
 	for (let attempt = 0; attempt < 5; attempt++) {
-		const [existing, referrer, campaign] = await env.DB.batch<Record<string, unknown>>([
+		let profile = sentProfile;
+		const [existing, referrer, campaign, device] = await env.DB.batch<Record<string, unknown>>([
 			existingUserLookup(env.DB, app.appid, profile.email, profile.useraccountid),
 			referrercode ? referrerLookup(env.DB, app.appid, referrercode) : env.DB.prepare("SELECT NULL WHERE 0"),
 			env.DB.prepare("SELECT campaignid, customdomain FROM campaigns WHERE campaignid = ? AND appid = ?").bind(
 				app.defaultCampaignId,
 				app.appid,
 			),
+			deviceSeenLookup(env.DB, app.appid, network.deviceid),
 		]);
 		const existingRow = existing?.results[0] as UserRow | undefined;
 		if (existingRow) return { user: toUser(existingRow), alreadyRegistered: true };
+		if ((device?.results[0] as { seen: number } | undefined)?.seen === 1) profile = { ...profile, isexistinguser: true };
 		const referrerRow = referrer?.results[0] as UserRow | undefined;
 		if (referrercode && !referrerRow) throw unknownReferrerCode();
 		const referrerUser = referrerRow ? toUser(referrerRow) : null;
@@ -116,7 +143,7 @@ export async function findOrRegisterUser(ctx: OperationContext, profile: Profile
 		const user = newUserView(app, userkey, campaignid, customdomain, profile, referrerUser);
 		const events = registrationEvents(ctx, user, referrerUser);
 		const inserted = { sql: "EXISTS (SELECT 1 FROM users WHERE userkey = ?)", args: [userkey] };
-		const [insert] = await env.DB.batch([
+		const results = await env.DB.batch<Record<string, unknown>>([
 			insertUser(env.DB, {
 				appid: app.appid,
 				userkey,
@@ -128,8 +155,15 @@ export async function findOrRegisterUser(ctx: OperationContext, profile: Profile
 			...(referrerUser ? [countNewFriend(env.DB, referrerUser.userid, userkey)] : []),
 			...events.map((event) => insertOutboxEvent(env.DB, event, inserted)),
 			signupCounters(env.DB, userkey),
+			...(network.deviceid ? [markExistingIfDeviceSeen(env.DB, app.appid, userkey, network.deviceid)] : []),
+			...networkWrites(env.DB, app.appid, userkey, network),
+			existingFlagLookup(env.DB, userkey),
 		]);
+		const insert = results[0];
 		if (insert?.meta.changes === 1) {
+			// A concurrent sign-up on the same device may have been stored between the lookup and this batch.
+			const flag = results.at(-1)?.results[0] as { isexistinguser: number } | undefined;
+			user.isexistinguser = flag?.isexistinguser === 1;
 			ctx.waitUntil(
 				enqueueOutboxEvents(
 					env,
@@ -199,9 +233,10 @@ export function attributionData(ctx: OperationContext, friend: User, referrer: U
 
 /** Operation 5: registers a user, or returns the one already registered with that email / account id. */
 export const register = defineOperation({
-	schema: z.object({ ...profileFields, referrercode: optionalText(32) }),
+	schema: z.object({ ...profileFields, ...networkFields, referrercode: optionalText(32) }),
 	async handle(ctx, input) {
-		const { user, alreadyRegistered } = await findOrRegisterUser(ctx, profileOf(input), input.referrercode);
+		const network = await networkOf(ctx.env, input);
+		const { user, alreadyRegistered } = await findOrRegisterUser(ctx, profileOf(input), input.referrercode, network);
 		return {
 			message: alreadyRegistered ? "User already registered." : "User registered.",
 			...userSummary(ctx, user),
@@ -210,10 +245,11 @@ export const register = defineOperation({
 	},
 });
 
-/** Operation 6: changes only the fields sent. */
+/** Operation 6: changes only the fields sent. An erased user is not found: its data is not collected again. */
 export const updateuser = defineOperation({
-	schema: z.object({ userkey: id, ...profileFields }),
+	schema: z.object({ userkey: id, ...profileFields, ...networkFields }),
 	async handle({ env, app }, input) {
+		const network = await networkOf(env, input);
 		const profile = profileOf(input);
 		const { isexistinguser, ...text } = profile;
 		const sets = Object.entries(text).map(([field]) => `${field} = ?`);
@@ -221,18 +257,22 @@ export const updateuser = defineOperation({
 		const values = [...Object.values(text), ...(isexistinguser === undefined ? [] : [isexistinguser ? 1 : 0])];
 		const email = text.email ?? null;
 		const account = text.useraccountid ?? null;
+		const unique = {
+			sql: `NOT EXISTS (SELECT 1 FROM users o WHERE o.appid = ? AND o.userkey <> ?
+			  AND ((? IS NOT NULL AND o.email = ?) OR (? IS NOT NULL AND o.useraccountid = ?)))`,
+			args: [app.appid, input.userkey, email, email, account, account],
+		};
 		// Guarded UPDATE plus a diagnosis in one transaction: no race between the uniqueness check and the write.
 		const [update, diagnosis] = await env.DB.batch([
 			env.DB.prepare(
-				`UPDATE users SET ${[...sets, "updated_at = ?"].join(", ")} WHERE appid = ? AND userkey = ?
-				 AND NOT EXISTS (SELECT 1 FROM users o WHERE o.appid = ? AND o.userkey <> ?
-				   AND ((? IS NOT NULL AND o.email = ?) OR (? IS NOT NULL AND o.useraccountid = ?)))`,
-			).bind(...values, nowIso(), app.appid, input.userkey, app.appid, input.userkey, email, email, account, account),
+				`UPDATE users SET ${[...sets, "updated_at = ?"].join(", ")} WHERE appid = ? AND userkey = ? AND erased_at IS NULL AND ${unique.sql}`,
+			).bind(...values, nowIso(), app.appid, input.userkey, ...unique.args),
 			env.DB.prepare(
-				`SELECT EXISTS (SELECT 1 FROM users WHERE appid = ?1 AND userkey = ?2) AS found,
+				`SELECT EXISTS (SELECT 1 FROM users WHERE appid = ?1 AND userkey = ?2 AND erased_at IS NULL) AS found,
 				 EXISTS (SELECT 1 FROM users WHERE appid = ?1 AND userkey <> ?2 AND ?3 IS NOT NULL AND email = ?3) AS emailtaken,
 				 EXISTS (SELECT 1 FROM users WHERE appid = ?1 AND userkey <> ?2 AND ?4 IS NOT NULL AND useraccountid = ?4) AS accounttaken`,
 			).bind(app.appid, input.userkey, email, account),
+			...networkWrites(env.DB, app.appid, input.userkey, network, unique),
 		]);
 		if (update?.meta.changes === 1) return { message: "User updated." };
 		const why = diagnosis?.results[0] as { found: number; emailtaken: number; accounttaken: number };

@@ -1,0 +1,108 @@
+import { Hono } from "hono";
+import { findApp } from "../db/apps";
+import { erasePersonInD1, findPerson, type PersonRecord, personActivity, privacyLog, privacyLogInsert } from "../db/privacy";
+import { nowIso } from "../domain/dates";
+import { ApiError, userNotFound } from "../http/errors";
+import { ledgerFor } from "../ledger/stub";
+import { erasableValues } from "../privacy/redact";
+
+/**
+ * Privacy operations on one person (admin API, under /admin/v1; mounted on
+ * adminRoutes, so its bearer-token check applies): erase and export. Both
+ * are idempotent and logged in privacy_log with who asked and when, never
+ * what was held. "Who" is the `X-Admin-Actor` header (the dashboard sends
+ * its signed-in operator), else "admin".
+ */
+export const privacyRoutes = new Hono<{ Bindings: Env }>();
+
+async function requirePerson(db: D1Database, appid: string, userkey: string): Promise<PersonRecord> {
+	if (!(await findApp(db, appid))) throw new ApiError(404, "app_not_found", "No app with that appid.");
+	const person = await findPerson(db, appid, userkey);
+	if (!person) throw userNotFound();
+	return person;
+}
+
+const actorOf = (header: string | undefined) => header?.trim().slice(0, 200) || "admin";
+
+/**
+ * Erases the person: personal fields in D1, in its own ledger and in its
+ * referrer's (friend snapshots on rewards), and in stored payloads. Rewards
+ * and balances stay exact; the referral code stops working. Ledgers first, so
+ * a call that dies half way leaves D1 intact for the retry to read the values
+ * again; every step can run twice.
+ */
+privacyRoutes.delete("/apps/:appid/users/:userkey", async (c) => {
+	const appid = c.req.param("appid");
+	const person = await requirePerson(c.env.DB, appid, c.req.param("userkey"));
+	const { user } = person;
+	const values = erasableValues([
+		user.email,
+		user.name,
+		user.phone,
+		user.profileimage,
+		user.paymentcustomerid,
+		person.useragent,
+		...person.devices.map((d) => d.deviceid),
+	]);
+	const ledgers = [user.userkey, ...(person.referrerUserkey ? [person.referrerUserkey] : [])];
+	await Promise.all(ledgers.map((owner) => ledgerFor(c.env, appid, owner).erasePerson(user.userkey, values)));
+	const at = nowIso();
+	await erasePersonInD1(c.env.DB, person, values, { actor: actorOf(c.req.header("x-admin-actor")), at });
+	return c.json({ userkey: user.userkey, erased: true, alreadyerased: person.erasedAt !== null, erasedat: person.erasedAt ?? at });
+});
+
+/** Everything held about the person, as one JSON document. */
+privacyRoutes.get("/apps/:appid/users/:userkey/export", async (c) => {
+	const appid = c.req.param("appid");
+	const person = await requirePerson(c.env.DB, appid, c.req.param("userkey"));
+	const { user } = person;
+	const own = ledgerFor(c.env, appid, user.userkey);
+	const [activity, rewards, balance, givenToReferrer] = await Promise.all([
+		personActivity(c.env.DB, user),
+		own.listRewards(),
+		own.balance(),
+		person.referrerUserkey
+			? ledgerFor(c.env, appid, person.referrerUserkey)
+					.rewardsForFriends([user.userkey])
+					.then((byFriend) => byFriend[user.userkey] ?? [])
+			: [],
+	]);
+	const at = nowIso();
+	await privacyLogInsert(c.env.DB, appid, user.userkey, "export", { actor: actorOf(c.req.header("x-admin-actor")), at }).run();
+	return c.json({
+		exportedat: at,
+		appid,
+		user: {
+			userkey: user.userkey,
+			referralcode: user.referralcode,
+			campaignid: user.campaignid,
+			email: user.email,
+			useraccountid: user.useraccountid,
+			name: user.name,
+			phone: user.phone,
+			profileimage: user.profileimage,
+			city: user.city,
+			state: user.state,
+			country: user.country,
+			paymentcustomerid: user.paymentcustomerid,
+			usertimezone: user.usertimezone,
+			extrainfo: user.extrainfo,
+			useragent: person.useragent,
+			isexistinguser: user.isexistinguser,
+			status: user.status,
+			referreruserkey: person.referrerUserkey,
+			registeredat: user.createdAt,
+			erasedat: person.erasedAt,
+		},
+		devices: person.devices,
+		// Keyed hashes only: the addresses themselves were never stored.
+		ipaddresshashes: person.iphashes,
+		friends: activity.friends,
+		events: activity.events,
+		rewards,
+		balance,
+		rewardsgiventoreferrer: givenToReferrer,
+		sharelinkclicks: activity.clicks,
+		privacylog: await privacyLog(c.env.DB, appid, user.userkey),
+	});
+});

@@ -1,0 +1,101 @@
+import { nowIso } from "../domain/dates";
+import type { SignalFacts } from "../fraud/signals";
+
+/**
+ * Devices and networks a product reported for its users (table
+ * user_identifiers), and the facts the fraud signals read from them.
+ */
+
+/** What a request said about the end user's device and network; `iphash` is already the keyed hash. */
+export interface Network {
+	deviceid?: string;
+	iphash?: string;
+	useragent?: string;
+}
+
+const entries = (network: Network) =>
+	[
+		["device", network.deviceid],
+		["ip", network.iphash],
+	].filter((e): e is [string, string] => typeof e[1] === "string" && e[1] !== "");
+
+/**
+ * Records the device id, IP hash and user agent of the user named by (app,
+ * userkey), unless it was erased. `onlyIf` (SQL and args) gates the writes inside a batch, e.g. on
+ * the guarded update or insert they accompany; a pair already known is ignored.
+ */
+export function networkWrites(
+	db: D1Database,
+	appid: string,
+	userkey: string,
+	network: Network,
+	onlyIf: { sql: string; args: unknown[] } = { sql: "1", args: [] },
+): D1PreparedStatement[] {
+	const agent = network.useragent
+		? [
+				db
+					.prepare(`UPDATE users SET useragent = ? WHERE appid = ? AND userkey = ? AND erased_at IS NULL AND ${onlyIf.sql}`)
+					.bind(network.useragent, appid, userkey, ...onlyIf.args),
+			]
+		: [];
+	return [
+		...agent,
+		...entries(network).map(([kind, value]) =>
+			db
+				.prepare(
+					`INSERT INTO user_identifiers (appid, kind, value, userid, created_at)
+				 SELECT ?, ?, ?, userid, ? FROM users WHERE appid = ? AND userkey = ? AND erased_at IS NULL AND ${onlyIf.sql}
+				 ON CONFLICT DO NOTHING`,
+				)
+				.bind(appid, kind, value, nowIso(), appid, userkey, ...onlyIf.args),
+		),
+	];
+}
+
+/** `{ seen: 1 }` when a user of the app was already registered with this device id. */
+export function deviceSeenLookup(db: D1Database, appid: string, deviceid: string | undefined): D1PreparedStatement {
+	return db
+		.prepare("SELECT EXISTS (SELECT 1 FROM user_identifiers WHERE appid = ? AND kind = 'device' AND value = ?) AS seen")
+		.bind(appid, deviceid ?? null);
+}
+
+/**
+ * Marks the new user existing when another user of the app holds its device
+ * id. Batched right after the insert and before its own device row, so two
+ * concurrent sign-ups on one new device cannot both pass as new.
+ */
+export function markExistingIfDeviceSeen(db: D1Database, appid: string, userkey: string, deviceid: string): D1PreparedStatement {
+	return db
+		.prepare(
+			`UPDATE users SET isexistinguser = 1 WHERE appid = ?1 AND userkey = ?2 AND isexistinguser = 0
+			 AND EXISTS (SELECT 1 FROM user_identifiers WHERE appid = ?1 AND kind = 'device' AND value = ?3)`,
+		)
+		.bind(appid, userkey, deviceid);
+}
+
+/** `{ isexistinguser }` of a user, read back at the end of the registration batch. */
+export function existingFlagLookup(db: D1Database, userkey: string): D1PreparedStatement {
+	return db.prepare("SELECT isexistinguser FROM users WHERE userkey = ?").bind(userkey);
+}
+
+/**
+ * The stored facts the signals of a friend and its referrer need, in one
+ * query. `recentReferrals` counts the referrer's friends attributed in the
+ * hour up to the friend's own attribution (the friend included), so a replay
+ * of the event later reads the same number.
+ */
+export async function signalFacts(db: D1Database, friendUserid: number, referrerUserid: number): Promise<SignalFacts> {
+	const shared = (kind: string) =>
+		`EXISTS (SELECT 1 FROM user_identifiers f JOIN user_identifiers r ON r.appid = f.appid AND r.kind = f.kind AND r.value = f.value
+		 WHERE f.userid = ?1 AND f.kind = '${kind}' AND r.userid = ?2)`;
+	const row = await db
+		.prepare(
+			`SELECT ${shared("device")} AS device, ${shared("ip")} AS ip,
+			 (SELECT COUNT(*) FROM users o, users me WHERE me.userid = ?1 AND o.referrer_userid = ?2
+			   AND o.attributed_at <= me.attributed_at
+			   AND o.attributed_at > strftime('%Y-%m-%dT%H:%M:%fZ', me.attributed_at, '-1 hour')) AS recent`,
+		)
+		.bind(friendUserid, referrerUserid)
+		.first<{ device: number; ip: number; recent: number }>();
+	return { sharedDevice: row?.device === 1, sharedNetwork: row?.ip === 1, recentReferrals: row?.recent ?? 0 };
+}

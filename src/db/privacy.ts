@@ -1,0 +1,126 @@
+import { redactJson } from "../privacy/redact";
+import { toUser, USER_VIEW, type User, type UserRow } from "./users";
+
+/** Erasure and export of one person's data in D1 (admin, src/admin/privacy.ts). */
+
+export interface PersonRecord {
+	user: User;
+	erasedAt: string | null;
+	useragent: string | null;
+	referrerUserkey: string | null;
+	devices: { deviceid: string; firstseen: string }[];
+	iphashes: { iphash: string; firstseen: string }[];
+}
+
+/** The user (erased or not) with its devices and IP hashes, or null when the app has no such userkey. */
+export async function findPerson(db: D1Database, appid: string, userkey: string): Promise<PersonRecord | null> {
+	const [userResult, referrerResult, identifiers] = await db.batch<Record<string, unknown>>([
+		db.prepare(`${USER_VIEW} WHERE u.appid = ? AND u.userkey = ?`).bind(appid, userkey),
+		db
+			.prepare("SELECT r.userkey FROM users u JOIN users r ON r.userid = u.referrer_userid WHERE u.appid = ? AND u.userkey = ?")
+			.bind(appid, userkey),
+		db
+			.prepare(
+				`SELECT i.kind, i.value, i.created_at FROM user_identifiers i JOIN users u ON u.userid = i.userid
+				 WHERE u.appid = ? AND u.userkey = ? ORDER BY i.created_at, i.value`,
+			)
+			.bind(appid, userkey),
+	]);
+	const row = userResult?.results[0] as (UserRow & { erased_at: string | null; useragent: string | null }) | undefined;
+	if (!row) return null;
+	const ids = (identifiers?.results ?? []) as { kind: string; value: string; created_at: string }[];
+	return {
+		user: toUser(row),
+		erasedAt: row.erased_at,
+		useragent: row.useragent,
+		referrerUserkey: (referrerResult?.results[0] as { userkey: string } | undefined)?.userkey ?? null,
+		devices: ids.filter((i) => i.kind === "device").map((i) => ({ deviceid: i.value, firstseen: i.created_at })),
+		iphashes: ids.filter((i) => i.kind === "ip").map((i) => ({ iphash: i.value, firstseen: i.created_at })),
+	};
+}
+
+/** What D1 holds about a person beyond the user row: friends, events and share-link clicks. */
+export async function personActivity(db: D1Database, user: User) {
+	const [friends, events, daily, clicks] = await db.batch<Record<string, unknown>>([
+		db.prepare("SELECT userkey, status, created_at AS registeredat FROM users WHERE referrer_userid = ? ORDER BY userid").bind(user.userid),
+		db
+			.prepare(
+				`SELECT customid, eventname, transactionvalue, extrainfo, campaignid, growthhack, created_at AS recordedat
+				 FROM conversion_events WHERE userid = ? ORDER BY eventid`,
+			)
+			.bind(user.userid),
+		db.prepare("SELECT day, clicks FROM link_clicks WHERE referralcode = ? ORDER BY day").bind(user.referralcode),
+		db
+			.prepare("SELECT clicked_at AS clickedat, iphash, useragent FROM link_click_log WHERE referralcode = ? ORDER BY clickid")
+			.bind(user.referralcode),
+	]);
+	return {
+		friends: friends?.results ?? [],
+		events: events?.results ?? [],
+		clicks: { daily: daily?.results ?? [], recent: clicks?.results ?? [] },
+	};
+}
+
+/**
+ * Erases the person in D1, in one transaction: personal fields of the user
+ * row (which stays, with its referral code dead), devices, IP hashes, the
+ * click log of its code, its events' free text, and the person's values in
+ * stored webhook and email payloads. The privacy log entry goes in the same
+ * batch. Money (the rewards projection, counters) is untouched.
+ */
+export async function erasePersonInD1(
+	db: D1Database,
+	person: PersonRecord,
+	values: string[],
+	log: { actor: string; at: string },
+): Promise<void> {
+	const { user } = person;
+	// Payloads that mention the person: by userkey (its own events) or by one of its values (other users' events).
+	const needles = [user.userkey, ...values];
+	const candidates = await db
+		.prepare(
+			`SELECT eventid, payload FROM outbox_events WHERE appid = ? AND (${needles.map(() => "instr(lower(payload), ?) > 0").join(" OR ")})`,
+		)
+		.bind(user.appid, ...needles.map((n) => n.toLowerCase()))
+		.all<{ eventid: string; payload: string }>();
+	const rewrites = candidates.results.flatMap((row) => {
+		const redacted = redactJson(row.payload, { userkey: user.userkey, values });
+		return redacted === null ? [] : [db.prepare("UPDATE outbox_events SET payload = ? WHERE eventid = ?").bind(redacted, row.eventid)];
+	});
+	await db.batch([
+		...rewrites,
+		db
+			.prepare(
+				`UPDATE users SET email = NULL, useraccountid = NULL, name = NULL, phone = NULL, profileimage = NULL, city = NULL,
+				 state = NULL, country = NULL, paymentcustomerid = NULL, usertimezone = NULL, extrainfo = NULL, useragent = NULL,
+				 erased_at = COALESCE(erased_at, ?2), updated_at = ?2 WHERE userid = ?1`,
+			)
+			.bind(user.userid, log.at),
+		db.prepare("DELETE FROM user_identifiers WHERE userid = ?").bind(user.userid),
+		db.prepare("DELETE FROM link_click_log WHERE referralcode = ?").bind(user.referralcode),
+		db.prepare("UPDATE conversion_events SET extrainfo = NULL WHERE userid = ? AND extrainfo IS NOT NULL").bind(user.userid),
+		privacyLogInsert(db, user.appid, user.userkey, "erase", log),
+	]);
+}
+
+/** One line of the privacy log: who asked for what action on which userkey, and when; never the data. */
+export function privacyLogInsert(
+	db: D1Database,
+	appid: string,
+	userkey: string,
+	action: "erase" | "export",
+	log: { actor: string; at: string },
+): D1PreparedStatement {
+	return db
+		.prepare("INSERT INTO privacy_log (appid, userkey, action, actor, at) VALUES (?, ?, ?, ?, ?)")
+		.bind(appid, userkey, action, log.actor, log.at);
+}
+
+/** The privacy log of one user, oldest first. */
+export async function privacyLog(db: D1Database, appid: string, userkey: string) {
+	const { results } = await db
+		.prepare("SELECT action, actor, at FROM privacy_log WHERE appid = ? AND userkey = ? ORDER BY logid")
+		.bind(appid, userkey)
+		.all<{ action: string; actor: string; at: string }>();
+	return results;
+}
