@@ -48,9 +48,11 @@ export const networkFields = {
 
 /** The network fields sent, with the IP address replaced by its keyed hash: the address itself is never kept. */
 export async function networkOf(env: Env, input: { deviceid?: string; ipaddress?: string; useragent?: string }): Promise<Network> {
+	// A deployment without the secret is a configuration error, not the caller's: the call goes through without the IP.
+	if (input.ipaddress && !env.IP_HASH_KEY) console.error("IP_HASH_KEY is not set: the ipaddress sent is not stored");
 	return {
 		deviceid: input.deviceid,
-		iphash: input.ipaddress ? await ipHash(env.IP_HASH_KEY, input.ipaddress) : undefined,
+		iphash: input.ipaddress && env.IP_HASH_KEY ? await ipHash(env.IP_HASH_KEY, input.ipaddress) : undefined,
 		useragent: input.useragent,
 	};
 }
