@@ -63,8 +63,9 @@ privacyRoutes.get("/apps/:appid/users/:userkey/export", async (c) => {
 		own.balance(),
 		person.referrerUserkey
 			? ledgerFor(c.env, appid, person.referrerUserkey)
-					.rewardsForFriends([user.userkey])
-					.then((byFriend) => byFriend[user.userkey] ?? [])
+					// An export holds everything: a person with more rewards than this is beyond any real referral.
+					.rewardsForFriends([user.userkey], 10_000)
+					.then((byFriend) => byFriend[user.userkey]?.rewards ?? [])
 			: [],
 	]);
 	const at = nowIso();
