@@ -110,7 +110,12 @@ export type LedgerError =
 	| { code: "invalid_status_transition"; rewarddtlid: string; message: string }
 	| { code: "insufficient_balance"; message: string; approved: number }
 	| { code: "reward_not_redeemable"; rewarddtlid: string; message: string }
-	| { code: "invalid_amount"; message: string };
+	| { code: "invalid_amount"; message: string }
+	| { code: "reward_locked"; rewarddtlid: string; message: string }
+	| { code: "rewardunit_required"; rewardunits: string[]; message: string }
+	| { code: "transaction_aborted"; message: string }
+	| { code: "invalid_operation"; message: string }
+	| { code: "idempotency_key_reused"; message: string };
 
 export type LedgerResult<T> = ({ ok: true } & T) | { ok: false; error: LedgerError };
 

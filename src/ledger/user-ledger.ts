@@ -1,24 +1,35 @@
 import { DurableObject } from "cloudflare:workers";
+import { decideOnce } from "../db/decisions";
 import { type BalanceRow, nestBalances } from "./balance";
+import {
+	assertUnlocked,
+	expiredTransactions,
+	finishTransaction,
+	forgetFinishedTransactions,
+	insertTransaction,
+	lockRewards,
+	nextLeaseEnd,
+	transactionRow,
+} from "./locks";
+import { migrateLedger } from "./migrate";
 import { fromHundredths, toHundredths } from "./money";
 import { insertReward, rewardRow, rewardRowByKey, type TxContext, updateReward } from "./mutations";
 import { type AssignedCoupon, type CouponClaim, type FlushHost, flushOutbox, nextOutboxDue } from "./outbox";
 import { allocateOldestFirst, available } from "./redeem";
+import { Refused } from "./refused";
 import { toLedgerReward, toView } from "./rows";
-import { LEDGER_SCHEMA, type OutboxRow, type RewardRow } from "./schema";
-import { transitionError } from "./status";
-import { ledgerName, seqOfRewardId } from "./stub";
+import { LEDGER_MIGRATIONS, type OutboxRow, type RewardRow, type TransactionRow } from "./schema";
+import { ledgerName, parseLedgerName, seqOfRewardId } from "./stub";
+import { applyOperation, type LedgerOperation, type LedgerOperationResult, lockedSeqs } from "./transaction-kinds";
 import type {
 	BalanceFilter,
 	BalanceRecord,
 	FlushReport,
 	GrantResult,
-	LedgerError,
 	LedgerResult,
 	LedgerReward,
 	RedeemByAmount,
 	RewardGrant,
-	RewardStatus,
 	RewardView,
 	StatusChange,
 } from "./types";
@@ -50,12 +61,10 @@ function filterClause(filter: { campaignid?: number; growthhack?: string; reward
 	return { where, args };
 }
 
-/** Thrown inside a transaction to roll it back with an expected failure. */
-class Refused extends Error {
-	constructor(readonly error: LedgerError) {
-		super(error.message);
-	}
-}
+/** Longest lease a prepare may ask for: a lock must never outlive a stuck coordinator by much. */
+export const MAX_LEASE_MS = 60_000;
+/** How long after a failed lease resolution (D1 unreachable) the alarm tries again. */
+const RESOLVE_RETRY_MS = 5_000;
 
 /** Thrown at the end of a dry run to roll its transaction back while keeping its answer. */
 class DryRun {
@@ -71,23 +80,20 @@ class DryRun {
  */
 export class UserLedger extends DurableObject<Env> {
 	private readonly sql: SqlStorage;
-	private identity: { appid: string; userkey: string } | null;
+	/** Who this ledger belongs to, from the name it was created by (`ledgerFor`), so it is known before any write. */
+	private readonly identity: { appid: string; userkey: string };
 	private flushing: Promise<FlushReport> | null = null;
 	private flushAgain = false;
+	/** After a failed lease resolution, ended leases are not due again before this (epoch ms). */
+	private resolveRetryAt = 0;
 
 	constructor(ctx: DurableObjectState, env: Env) {
 		super(ctx, env);
 		this.sql = ctx.storage.sql;
-		for (const statement of LEDGER_SCHEMA) this.sql.exec(statement);
-		const meta = new Map(
-			this.sql
-				.exec<{ key: string; value: string }>("SELECT key, value FROM meta")
-				.toArray()
-				.map((r) => [r.key, r.value]),
-		);
-		const appid = meta.get("appid");
-		const userkey = meta.get("userkey");
-		this.identity = appid && userkey ? { appid, userkey } : null;
+		const identity = ctx.id.name === undefined ? null : parseLedgerName(ctx.id.name);
+		if (!identity) throw new Error(`UserLedger must be created by name (appid:userkey), got ${ctx.id.name ?? "an unnamed id"}`);
+		this.identity = identity;
+		migrateLedger(ctx.storage, LEDGER_MIGRATIONS);
 		// If the process died between a commit and setting the alarm, pending work would wait for the next call; re-arm it now.
 		void ctx.blockConcurrencyWhile(async () => {
 			if ((await ctx.storage.getAlarm()) === null) {
@@ -108,8 +114,7 @@ export class UserLedger extends DurableObject<Env> {
 	grant(appid: string, userkey: string, grants: RewardGrant[]): GrantResult {
 		this.checkIdentity(appid, userkey);
 		return this.write((tx) => {
-			this.bind(tx.sql, appid, userkey);
-			const ctx = { ...tx, appid, userkey };
+			const ctx = tx;
 			const result: GrantResult = { rewards: [], skipped: [] };
 			for (const grant of grants) {
 				const existing = rewardRowByKey(ctx.sql, grant.key);
@@ -143,13 +148,12 @@ export class UserLedger extends DurableObject<Env> {
 	/** One reward of this ledger by its public id, or null. */
 	getReward(rewarddtlid: string): LedgerReward | null {
 		const row = this.rowById(rewarddtlid);
-		return row && this.identity ? toLedgerReward(this.identity.userkey, row) : null;
+		return row ? toLedgerReward(this.identity.userkey, row) : null;
 	}
 
 	/** Every reward of this ledger, oldest first (tests and admin). */
 	listRewards(): LedgerReward[] {
-		const userkey = this.identity?.userkey;
-		if (!userkey) return [];
+		const userkey = this.identity.userkey;
 		return this.sql
 			.exec<RewardRow>("SELECT * FROM rewards ORDER BY seq")
 			.toArray()
@@ -161,8 +165,7 @@ export class UserLedger extends DurableObject<Env> {
 		const out: Record<string, RewardView[]> = {};
 		const unique = [...new Set(friendUserkeys)];
 		for (const key of unique) out[key] = [];
-		const userkey = this.identity?.userkey;
-		if (!userkey) return out;
+		const userkey = this.identity.userkey;
 		for (let i = 0; i < unique.length; i += IN_CHUNK) {
 			const chunk = unique.slice(i, i + IN_CHUNK);
 			const rows = this.sql
@@ -185,40 +188,111 @@ export class UserLedger extends DurableObject<Env> {
 		return nestBalances(rows);
 	}
 
-	// ---- status changes ------------------------------------------------------------------------
+	// ---- status changes and multi-ledger transactions -------------------------------------------
 
 	/** Checks `changes` as changeStatuses would and answers what they would give, changing nothing. */
-	validateStatusChanges(changes: StatusChange[]): LedgerResult<{ rewards: LedgerReward[] }> {
-		return this.attempt((tx) => ({ rewards: this.applyStatusChanges(tx, changes) }), true);
+	validateStatusChanges(changes: StatusChange[]): LedgerResult<LedgerOperationResult> {
+		return this.attempt((tx) => applyOperation(tx, { kind: "status", changes }), true);
+	}
+
+	/** changerewardstatus within this ledger alone: every change or none (decisions.md §4). */
+	changeStatuses(changes: StatusChange[]): LedgerResult<LedgerOperationResult> {
+		return this.execute({ kind: "status", changes });
+	}
+
+	/** Applies a ledger operation (transaction-kinds.ts) at once, in one transaction: for a change that concerns this ledger only. */
+	execute(operation: LedgerOperation): LedgerResult<LedgerOperationResult> {
+		return this.attempt((tx) => applyOperation(tx, operation));
 	}
 
 	/**
-	 * Applies every change or none (decisions.md §4). The entry's message
-	 * becomes the comment; any change made by hand ends the automatic approval
-	 * of a hold.
+	 * Phase one of a multi-ledger transaction (coordination/ledger-transaction.ts):
+	 * checks that `operation` would apply (a dry run), then locks the rewards
+	 * it names for `leaseMs`, so nothing else changes them until `commit`,
+	 * `abort` or the end of the lease. A reward locked by another transaction
+	 * is refused with `reward_locked`. Idempotent per `txid`: a repeat answers
+	 * the state reached; a txid already aborted is refused.
 	 */
-	changeStatuses(changes: StatusChange[]): LedgerResult<{ rewards: LedgerReward[] }> {
-		return this.attempt((tx) => ({ rewards: this.applyStatusChanges(tx, changes) }));
+	prepare(txid: string, operation: LedgerOperation, leaseMs: number): LedgerResult<{ state: "prepared" | "committed" }> {
+		const known = transactionRow(this.sql, txid);
+		if (known) return this.knownState(known);
+		const lease = Math.min(Math.max(leaseMs, 1_000), MAX_LEASE_MS);
+		const dry = this.attempt((tx) => applyOperation(tx, operation), true);
+		if (!dry.ok) return dry;
+		this.ctx.storage.transactionSync(() => {
+			const now = Date.now();
+			forgetFinishedTransactions(this.sql, now);
+			insertTransaction(this.sql, {
+				txid,
+				kind: operation.kind,
+				payload: JSON.stringify(operation),
+				state: "prepared",
+				lease_until: now + lease,
+				updated_at: now,
+			});
+			lockRewards(this.sql, txid, lockedSeqs(this.identity.userkey, operation));
+		});
+		this.armAlarm(0);
+		return { ok: true, state: "prepared" };
 	}
 
-	private applyStatusChanges(tx: TxContext, changes: StatusChange[]): LedgerReward[] {
-		const touched = new Map<number, RewardRow>();
-		for (const change of changes) {
-			const before = this.rowById(change.rewarddtlid);
-			if (!before) throw new Refused({ code: "reward_not_found", rewarddtlid: change.rewarddtlid, message: "no such reward" });
-			const refusal = transitionError({ status: before.status as RewardStatus, redeemed: before.redeemed }, change.status);
-			if (refusal) throw new Refused({ code: "invalid_status_transition", rewarddtlid: change.rewarddtlid, message: refusal });
-			const patch = { status: change.status, comment: change.message ?? before.comment, hold_until: null };
-			const changed = before.status !== change.status;
-			const after = updateReward(
-				tx,
-				before,
-				patch,
-				changed ? { type: "reward.status_changed", extra: { previousstatus: before.status } } : undefined,
-			);
-			touched.set(after.seq, after);
+	/**
+	 * Phase two: applies the prepared operation and releases its locks, in one
+	 * transaction. Only called once the decision `commit` is stored in D1, so
+	 * it applies even after the lease ended, as long as the ledger has not
+	 * aborted it yet. Idempotent: a repeat answers the first result.
+	 */
+	commit(txid: string): LedgerResult<{ result: LedgerOperationResult }> {
+		return this.finish(txid, "committed");
+	}
+
+	/** Releases a prepared transaction without applying it. An unknown txid is recorded as aborted, so a late prepare is refused. */
+	abort(txid: string): LedgerResult<{ state: "aborted" | "committed" }> {
+		const known = transactionRow(this.sql, txid);
+		if (known?.state === "committed") return { ok: true, state: "committed" };
+		if (!known) {
+			this.ctx.storage.transactionSync(() => {
+				const now = Date.now();
+				insertTransaction(this.sql, { txid, kind: "unknown", payload: "null", state: "aborted", lease_until: now, updated_at: now });
+			});
+			return { ok: true, state: "aborted" };
 		}
-		return [...touched.values()].map((row) => toLedgerReward(tx.userkey, row));
+		const done = this.finish(txid, "aborted");
+		return done.ok ? { ok: true, state: "aborted" } : done;
+	}
+
+	private knownState(row: TransactionRow): LedgerResult<{ state: "prepared" | "committed" }> {
+		if (row.state === "aborted")
+			return { ok: false, error: { code: "transaction_aborted", message: `transaction ${row.txid} was aborted` } };
+		return { ok: true, state: row.state };
+	}
+
+	private finish(txid: string, state: "committed" | "aborted"): LedgerResult<{ result: LedgerOperationResult }> {
+		return this.attempt((tx) => {
+			const row = transactionRow(this.sql, txid);
+			if (!row) throw new Refused({ code: "transaction_aborted", message: `transaction ${txid} is unknown here` });
+			if (row.state === "committed") return { result: JSON.parse(row.result ?? "null") as LedgerOperationResult };
+			if (row.state === "aborted") {
+				if (state === "aborted") return { result: { rewards: [] } };
+				throw new Refused({ code: "transaction_aborted", message: `transaction ${txid} was aborted` });
+			}
+			const result = state === "committed" ? applyOperation(tx, JSON.parse(row.payload) as LedgerOperation, txid) : { rewards: [] };
+			finishTransaction(this.sql, txid, state, result, tx.nowMs);
+			return { result };
+		});
+	}
+
+	/**
+	 * Ends the transactions whose lease ran out: the decision stored in D1
+	 * (or `abort`, written now when there is none) says whether to apply or
+	 * release. The locks stay until the decision is known.
+	 */
+	private async resolveExpiredTransactions(): Promise<void> {
+		for (const row of expiredTransactions(this.sql, Date.now())) {
+			const decision = await decideOnce(this.env.DB, this.identity.appid, row.txid, "abort");
+			const done = this.finish(row.txid, decision === "commit" ? "committed" : "aborted");
+			if (!done.ok) console.error("ledger transaction could not be resolved", { txid: row.txid, decision, error: done.error });
+		}
 	}
 
 	// ---- redemption ----------------------------------------------------------------------------
@@ -251,6 +325,7 @@ export class UserLedger extends DurableObject<Env> {
 				const approved = fromHundredths(available(candidates));
 				throw new Refused({ code: "insufficient_balance", approved, message: `only ${approved} is available to redeem` });
 			}
+			for (const { seq } of allocations) assertUnlocked(this.sql, tx.userkey, seq);
 			const rewards = allocations.map(({ seq, take }) => this.redeem(tx, rewardRow(this.sql, seq)!, take));
 			return { redeemed: fromHundredths(amount), rewards };
 		});
@@ -264,6 +339,7 @@ export class UserLedger extends DurableObject<Env> {
 			for (const id of new Set(ids)) {
 				const row = this.rowById(id);
 				if (!row) throw new Refused({ code: "reward_not_found", rewarddtlid: id, message: "no such reward" });
+				assertUnlocked(this.sql, tx.userkey, row.seq);
 				if (row.rewardtype !== "InstoreCredits" || row.status !== "Approved" || row.amount <= row.redeemed) {
 					throw new Refused({
 						code: "reward_not_redeemable",
@@ -294,24 +370,32 @@ export class UserLedger extends DurableObject<Env> {
 
 	/** Approves the holds that have ended, then delivers the outbox; re-arms itself for what is left. */
 	override async alarm(): Promise<void> {
-		if (this.identity) {
-			this.write((tx) => {
-				const ended = this.sql
-					.exec<RewardRow>(
-						"SELECT * FROM rewards WHERE status = 'UnderReview' AND hold_until IS NOT NULL AND hold_until <= ? ORDER BY seq",
-						new Date(tx.nowMs).toISOString(),
-					)
-					.toArray();
-				for (const row of ended) {
-					updateReward(
-						tx,
-						row,
-						{ status: "Approved", hold_until: null },
-						{ type: "reward.status_changed", extra: { previousstatus: row.status } },
-					);
-				}
-			}, false);
+		try {
+			await this.resolveExpiredTransactions();
+			this.resolveRetryAt = 0;
+		} catch (error) {
+			// D1 unreachable: the locks stay (safe) and the alarm comes back soon (see nextDue).
+			console.error("ledger lease resolution failed", error);
+			this.resolveRetryAt = Date.now() + RESOLVE_RETRY_MS;
 		}
+		this.write((tx) => {
+			// A locked reward waits for its transaction; the hold is approved on the alarm after the lock goes.
+			const ended = this.sql
+				.exec<RewardRow>(
+					`SELECT * FROM rewards WHERE status = 'UnderReview' AND hold_until IS NOT NULL AND hold_until <= ?
+						   AND seq NOT IN (SELECT seq FROM reward_locks) ORDER BY seq`,
+					new Date(tx.nowMs).toISOString(),
+				)
+				.toArray();
+			for (const row of ended) {
+				updateReward(
+					tx,
+					row,
+					{ status: "Approved", hold_until: null },
+					{ type: "reward.status_changed", extra: { previousstatus: row.status } },
+				);
+			}
+		}, false);
 		await this.flush();
 	}
 
@@ -329,7 +413,6 @@ export class UserLedger extends DurableObject<Env> {
 			let report: FlushReport = { done: 0, pending: 0 };
 			let failed = true;
 			try {
-				if (!this.identity) return report;
 				do {
 					this.flushAgain = false;
 					const pass = await flushOutbox(this.flushHost(this.identity));
@@ -343,7 +426,9 @@ export class UserLedger extends DurableObject<Env> {
 				this.armAlarm(failed ? 60_000 : 0);
 			}
 		};
-		this.flushing = run();
+		// Started on a later microtask, so `finally` can never run before `this.flushing` holds this run
+		// (a run that finished synchronously once left a settled promise there, and every later flush did nothing).
+		this.flushing = Promise.resolve().then(run);
 		return this.flushing;
 	}
 
@@ -402,38 +487,36 @@ export class UserLedger extends DurableObject<Env> {
 	}
 
 	private txContext(): TxContext {
-		return { sql: this.sql, appid: this.identity?.appid ?? "", userkey: this.identity?.userkey ?? "", nowMs: Date.now() };
+		return { sql: this.sql, appid: this.identity.appid, userkey: this.identity.userkey, nowMs: Date.now() };
 	}
 
 	/** Refuses a call meant for another ledger: that would be a routing bug, and would mix two users' rewards. */
 	private checkIdentity(appid: string, userkey: string): void {
-		const expected = this.identity ? ledgerName(this.identity.appid, this.identity.userkey) : this.ctx.id.name;
-		if (expected !== undefined && expected !== ledgerName(appid, userkey)) {
-			throw new Error(`ledger ${expected} called for ${ledgerName(appid, userkey)}`);
-		}
-	}
-
-	/** Learns the identity of this ledger on its first grant (checked by checkIdentity before). */
-	private bind(sql: SqlStorage, appid: string, userkey: string): void {
-		if (this.identity) return;
-		sql.exec("INSERT INTO meta (key, value) VALUES ('appid', ?), ('userkey', ?)", appid, userkey);
-		this.identity = { appid, userkey };
+		const expected = ledgerName(this.identity.appid, this.identity.userkey);
+		if (expected !== ledgerName(appid, userkey)) throw new Error(`ledger ${expected} called for ${ledgerName(appid, userkey)}`);
 	}
 
 	private rowById(rewarddtlid: string): RewardRow | undefined {
-		if (!this.identity) return undefined;
 		const seq = seqOfRewardId(rewarddtlid, this.identity.userkey);
 		return seq === null ? undefined : rewardRow(this.sql, seq);
 	}
 
-	/** The earliest moment there is work for the alarm: an outbox entry due or a hold ending (epoch ms). */
+	/** The earliest moment there is work for the alarm: an outbox entry due, a hold ending or a lease ending (epoch ms). */
 	private nextDue(): number | null {
 		const outbox = nextOutboxDue(this.sql);
 		const hold = this.sql
-			.exec<{ t: string | null }>("SELECT MIN(hold_until) AS t FROM rewards WHERE status = 'UnderReview' AND hold_until IS NOT NULL")
+			.exec<{ t: string | null }>(
+				`SELECT MIN(hold_until) AS t FROM rewards WHERE status = 'UnderReview' AND hold_until IS NOT NULL
+				   AND seq NOT IN (SELECT seq FROM reward_locks)`,
+			)
 			.one().t;
-		const times = [outbox, hold === null ? null : Date.parse(hold)].filter((t): t is number => t !== null);
+		const times = [outbox, hold === null ? null : Date.parse(hold), this.leaseDue()].filter((t): t is number => t !== null);
 		return times.length ? Math.min(...times) : null;
+	}
+
+	private leaseDue(): number | null {
+		const end = nextLeaseEnd(this.sql);
+		return end === null ? null : Math.max(end, this.resolveRetryAt);
 	}
 
 	/**

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { runAcrossLedgers } from "../coordination/ledger-transaction";
 import { toUser, type UserRow, userLookup } from "../db/users";
 import { ApiError, badRequest, campaignNotFound, rewardNotFound, userNotFound } from "../http/errors";
 import { amount, id, optionalCampaignId, optionalEmail, optionalId, optionalText } from "../http/fields";
@@ -21,6 +22,23 @@ function ledgerError(error: LedgerError): ApiError {
 			return new ApiError(409, "reward_not_redeemable", `${error.rewarddtlid}: ${error.message}`, { rewarddtlid: error.rewarddtlid });
 		case "invalid_amount":
 			return badRequest(`amount: ${error.message}`, { fields: ["amount"] });
+		case "reward_locked":
+			return new ApiError(409, "reward_locked", `${error.rewarddtlid ? `${error.rewarddtlid}: ` : ""}${error.message}`, {
+				rewarddtlid: error.rewarddtlid,
+				retryable: true,
+			});
+		case "rewardunit_required":
+			return new ApiError(
+				400,
+				"rewardunit_required",
+				`The approved rewards span several units (${error.rewardunits.join(", ")}); name one in rewardunit.`,
+				{ fields: ["rewardunit"], rewardunits: error.rewardunits },
+			);
+		case "idempotency_key_reused":
+			return new ApiError(422, "idempotency_key_reused", error.message);
+		case "transaction_aborted":
+		case "invalid_operation":
+			throw new Error(`ledger: ${error.code}: ${error.message}`);
 	}
 }
 
@@ -99,9 +117,10 @@ function byLedger(changes: StatusChange[]): Map<string, StatusChange[]> {
 }
 
 /**
- * Operation 9: validates every entry first (in every ledger involved) and
- * applies none when one fails. Within one user's ledger the change is one
- * transaction; across users, all are validated before any is applied.
+ * Operation 9: every entry or none. Within one user's ledger the change is
+ * one transaction; across users it is a prepare/commit between the ledgers
+ * concerned (coordination/ledger-transaction.ts), so a redemption running at
+ * the same moment can never leave it half applied.
  */
 export const changerewardstatus = defineOperation({
 	schema: z.object({
@@ -113,11 +132,9 @@ export const changerewardstatus = defineOperation({
 	}),
 	async handle(ctx, { rewardslist }) {
 		const changes = rewardslist.map((e) => ({ rewarddtlid: e.rewarddtlid, status: e.rewardstatus, message: e.message ?? null }));
-		const groups = [...byLedger(changes)].map(([userkey, list]) => ({ ledger: ledgerOf(ctx, userkey), list }));
-		const checks = await Promise.all(groups.map((g) => g.ledger.validateStatusChanges(g.list)));
-		for (const check of checks) if (!check.ok) throw ledgerError(check.error);
-		const applied = await Promise.all(groups.map((g) => g.ledger.changeStatuses(g.list)));
-		for (const result of applied) if (!result.ok) throw ledgerError(result.error);
+		const parts = [...byLedger(changes)].map(([userkey, list]) => ({ userkey, operation: { kind: "status" as const, changes: list } }));
+		const result = await runAcrossLedgers(ctx.env, ctx.app.appid, parts);
+		if (!result.ok) throw ledgerError(result.error);
 		return { message: `Updated ${changes.length} reward(s).` };
 	},
 });
