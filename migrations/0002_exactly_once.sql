@@ -14,13 +14,15 @@ CREATE INDEX ledger_decisions_created ON ledger_decisions(created_at);
 
 -- Idempotency-Key of mutating operations, per app (http/idempotency.ts). `state`
 -- is 'running' while the first request runs (`locked_until` lets a retry take
--- over from a request that died), then 'done' with the answer to replay.
+-- over from a request that died; `token` names the request that holds it),
+-- then 'done' with the answer to replay.
 CREATE TABLE idempotency_keys (
   appid TEXT NOT NULL,
   idempotency_key TEXT NOT NULL,
   operation TEXT NOT NULL,
   fingerprint TEXT NOT NULL,
   state TEXT NOT NULL CHECK (state IN ('running', 'done')),
+  token TEXT NOT NULL,
   locked_until INTEGER NOT NULL,
   status INTEGER,
   body TEXT,

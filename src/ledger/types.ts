@@ -131,8 +131,16 @@ export interface RedeemByAmount {
 	campaignid?: number;
 	/** Matched case-insensitively. */
 	growthhack?: string;
-	/** Only rewards of this unit, for ledgers that hold more than one. */
+	/** Only rewards of this unit; required when the approved rewards under the other filters span several units. */
 	rewardunit?: string;
+	/** The request's Idempotency-Key: recorded with the debit, in the same transaction. */
+	idempotency?: LedgerIdempotency;
+}
+
+/** An Idempotency-Key as the ledger records it: a repeat with the same fingerprint answers the first result. */
+export interface LedgerIdempotency {
+	key: string;
+	fingerprint: string;
 }
 
 /** Filters of getuserbalance. */

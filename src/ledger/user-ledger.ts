@@ -1,6 +1,7 @@
 import { DurableObject } from "cloudflare:workers";
 import { decideOnce } from "../db/decisions";
 import { type BalanceRow, nestBalances } from "./balance";
+import { withIdempotencyKey } from "./idempotency";
 import {
 	assertUnlocked,
 	expiredTransactions,
@@ -26,6 +27,7 @@ import type {
 	BalanceRecord,
 	FlushReport,
 	GrantResult,
+	LedgerIdempotency,
 	LedgerResult,
 	LedgerReward,
 	RedeemByAmount,
@@ -60,6 +62,8 @@ function filterClause(filter: { campaignid?: number; growthhack?: string; reward
 	}
 	return { where, args };
 }
+
+type Redemption = { redeemed: number; rewards: LedgerReward[] };
 
 /** Longest lease a prepare may ask for: a lock must never outlive a stuck coordinator by much. */
 export const MAX_LEASE_MS = 60_000;
@@ -301,57 +305,74 @@ export class UserLedger extends DurableObject<Env> {
 	 * Redeems `amount` from the user's approved wallet rewards, oldest first,
 	 * the last one in part when needed; more than is available is refused whole.
 	 */
-	redeemByAmount(request: RedeemByAmount): LedgerResult<{ redeemed: number; rewards: LedgerReward[] }> {
+	redeemByAmount(request: RedeemByAmount): LedgerResult<Redemption> {
 		const amount = toHundredths(request.amount);
 		if (amount === null || amount <= 0) return { ok: false, error: { code: "invalid_amount", message: "amount must be a number above 0" } };
-		return this.attempt((tx) => {
-			const filter = filterClause(request);
-			const where = ["status = 'Approved'", "rewardtype = 'InstoreCredits'", "amount > redeemed", ...filter.where];
-			const args = filter.args;
-			// Read oldest first only until the amount is covered (through the rewards_wallet index), so a
-			// redemption costs what it takes, not the user's whole history; a refusal still reads them all.
-			const candidates: { seq: number; remaining: number }[] = [];
-			let covered = 0;
-			for (const row of this.sql.exec<{ seq: number; remaining: number }>(
-				`SELECT seq, amount - redeemed AS remaining FROM rewards WHERE ${where.join(" AND ")} ORDER BY seq`,
-				...args,
-			)) {
-				candidates.push(row);
-				covered += row.remaining;
-				if (covered >= amount) break;
-			}
-			const allocations = allocateOldestFirst(candidates, amount);
-			if (!allocations) {
-				const approved = fromHundredths(available(candidates));
-				throw new Refused({ code: "insufficient_balance", approved, message: `only ${approved} is available to redeem` });
-			}
-			for (const { seq } of allocations) assertUnlocked(this.sql, tx.userkey, seq);
-			const rewards = allocations.map(({ seq, take }) => this.redeem(tx, rewardRow(this.sql, seq)!, take));
-			return { redeemed: fromHundredths(amount), rewards };
-		});
+		return this.attempt((tx) =>
+			withIdempotencyKey(tx, request.idempotency, () => {
+				const filter = filterClause(request);
+				const where = ["status = 'Approved'", "rewardtype = 'InstoreCredits'", "amount > redeemed", ...filter.where];
+				const args = filter.args;
+				if (request.rewardunit === undefined) {
+					// Never add dollars to points: with several units under the filters, the caller must say which.
+					const units = this.sql
+						.exec<{ rewardunit: string }>(
+							`SELECT DISTINCT rewardunit FROM rewards WHERE ${where.join(" AND ")} ORDER BY rewardunit`,
+							...args,
+						)
+						.toArray()
+						.map((r) => r.rewardunit);
+					if (units.length > 1) {
+						throw new Refused({ code: "rewardunit_required", rewardunits: units, message: "the approved rewards span several units" });
+					}
+				}
+				// Read oldest first only until the amount is covered (through the rewards_wallet index), so a
+				// redemption costs what it takes, not the user's whole history; a refusal still reads them all.
+				const candidates: { seq: number; remaining: number }[] = [];
+				let covered = 0;
+				for (const row of this.sql.exec<{ seq: number; remaining: number }>(
+					`SELECT seq, amount - redeemed AS remaining FROM rewards WHERE ${where.join(" AND ")} ORDER BY seq`,
+					...args,
+				)) {
+					candidates.push(row);
+					covered += row.remaining;
+					if (covered >= amount) break;
+				}
+				const allocations = allocateOldestFirst(candidates, amount);
+				if (!allocations) {
+					const approved = fromHundredths(available(candidates));
+					throw new Refused({ code: "insufficient_balance", approved, message: `only ${approved} is available to redeem` });
+				}
+				for (const { seq } of allocations) assertUnlocked(this.sql, tx.userkey, seq);
+				const rewards = allocations.map(({ seq, take }) => this.redeem(tx, rewardRow(this.sql, seq)!, take));
+				return { redeemed: fromHundredths(amount), rewards };
+			}),
+		);
 	}
 
 	/** Redeems the whole remaining amount of each reward; all must be this user's approved wallet rewards, else none is redeemed. */
-	redeemByIds(ids: string[]): LedgerResult<{ redeemed: number; rewards: LedgerReward[] }> {
-		return this.attempt((tx) => {
-			let total = 0;
-			const rewards: LedgerReward[] = [];
-			for (const id of new Set(ids)) {
-				const row = this.rowById(id);
-				if (!row) throw new Refused({ code: "reward_not_found", rewarddtlid: id, message: "no such reward" });
-				assertUnlocked(this.sql, tx.userkey, row.seq);
-				if (row.rewardtype !== "InstoreCredits" || row.status !== "Approved" || row.amount <= row.redeemed) {
-					throw new Refused({
-						code: "reward_not_redeemable",
-						rewarddtlid: id,
-						message: row.rewardtype !== "InstoreCredits" ? `${row.rewardtype} rewards are not redeemed here` : `reward is ${row.status}`,
-					});
+	redeemByIds(ids: string[], idempotency?: LedgerIdempotency): LedgerResult<Redemption> {
+		return this.attempt((tx) =>
+			withIdempotencyKey(tx, idempotency, () => {
+				let total = 0;
+				const rewards: LedgerReward[] = [];
+				for (const id of new Set(ids)) {
+					const row = this.rowById(id);
+					if (!row) throw new Refused({ code: "reward_not_found", rewarddtlid: id, message: "no such reward" });
+					assertUnlocked(this.sql, tx.userkey, row.seq);
+					if (row.rewardtype !== "InstoreCredits" || row.status !== "Approved" || row.amount <= row.redeemed) {
+						throw new Refused({
+							code: "reward_not_redeemable",
+							rewarddtlid: id,
+							message: row.rewardtype !== "InstoreCredits" ? `${row.rewardtype} rewards are not redeemed here` : `reward is ${row.status}`,
+						});
+					}
+					total += row.amount - row.redeemed;
+					rewards.push(this.redeem(tx, row, row.amount - row.redeemed));
 				}
-				total += row.amount - row.redeemed;
-				rewards.push(this.redeem(tx, row, row.amount - row.redeemed));
-			}
-			return { redeemed: fromHundredths(total), rewards };
-		});
+				return { redeemed: fromHundredths(total), rewards };
+			}),
+		);
 	}
 
 	private redeem(tx: TxContext, before: RewardRow, take: number): LedgerReward {

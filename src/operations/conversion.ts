@@ -39,6 +39,7 @@ async function grantTo(ctx: OperationContext, owner: User, grants: RewardGrant[]
  * creates nothing twice.
  */
 export const registerconversionevent = defineOperation({
+	mutating: true,
 	schema,
 	async handle(ctx, input) {
 		const { env, app } = ctx;

@@ -2,7 +2,7 @@ import { z } from "zod";
 import { runAcrossLedgers } from "../coordination/ledger-transaction";
 import { toUser, type UserRow, userLookup } from "../db/users";
 import { ApiError, badRequest, campaignNotFound, rewardNotFound, userNotFound } from "../http/errors";
-import { amount, id, optionalCampaignId, optionalEmail, optionalId, optionalText } from "../http/fields";
+import { exactAmount, id, optionalCampaignId, optionalEmail, optionalId, optionalText } from "../http/fields";
 import { defineOperation, type OperationContext } from "../http/operation";
 import { ledgerFor, userkeyOfRewardId } from "../ledger/stub";
 import type { LedgerError, SettableStatus, StatusChange } from "../ledger/types";
@@ -50,13 +50,14 @@ const rewardIds = z.array(id).min(1, "must name at least one reward").max(100, "
  * With both, the ids win (the spec's order of preference).
  */
 export const redeemrewards = defineOperation({
+	mutating: true,
 	schema: z
 		.object({
 			userkey: id,
 			email: optionalEmail,
 			useraccountid: optionalId,
 			rewarddtlids: rewardIds.optional(),
-			amount: amount.pipe(z.number().positive("must be above 0")).optional(),
+			amount: exactAmount.pipe(z.number().positive("must be above 0")).optional(),
 			growthhack: optionalText(100),
 			campaignid: optionalCampaignId,
 			rewardunit: optionalText(20),
@@ -65,7 +66,7 @@ export const redeemrewards = defineOperation({
 			message: "send rewarddtlids or amount",
 			path: ["amount"],
 		}),
-	async handle({ env, app }, input) {
+	async handle({ env, app, idempotency }, input) {
 		const lookup = userLookup(env.DB, app.appid, input);
 		if (!lookup) throw userNotFound();
 		const [userResult, campaignResult] = await env.DB.batch<Record<string, unknown>>([
@@ -76,7 +77,7 @@ export const redeemrewards = defineOperation({
 		if (!row) throw userNotFound();
 		const ledger = ledgerFor(env, app.appid, toUser(row).userkey);
 		if (input.rewarddtlids) {
-			const result = await ledger.redeemByIds(input.rewarddtlids);
+			const result = await ledger.redeemByIds(input.rewarddtlids, idempotency);
 			if (!result.ok) throw ledgerError(result.error);
 			return { message: `Redeemed ${result.redeemed}.`, redeemed: result.redeemed };
 		}
@@ -92,6 +93,7 @@ export const redeemrewards = defineOperation({
 			campaignid: input.campaignid,
 			growthhack: input.growthhack,
 			rewardunit: input.rewardunit,
+			idempotency,
 		});
 		if (!result.ok) throw ledgerError(result.error);
 		return { message: `Redeemed ${result.redeemed}.`, redeemed: result.redeemed };
@@ -123,6 +125,7 @@ function byLedger(changes: StatusChange[]): Map<string, StatusChange[]> {
  * the same moment can never leave it half applied.
  */
 export const changerewardstatus = defineOperation({
+	mutating: true,
 	schema: z.object({
 		rewardslist: z
 			.array(z.object({ rewarddtlid: id, rewardstatus: settableStatus, message: optionalText(1000) }))

@@ -197,6 +197,7 @@ export function attributionData(ctx: OperationContext, friend: User, referrer: U
 
 /** Operation 5: registers a user, or returns the one already registered with that email / account id. */
 export const register = defineOperation({
+	mutating: true,
 	schema: z.object({ ...profileFields, referrercode: optionalText(32) }),
 	async handle(ctx, input) {
 		const { user, alreadyRegistered } = await findOrRegisterUser(ctx, profileOf(input), input.referrercode);
@@ -210,6 +211,7 @@ export const register = defineOperation({
 
 /** Operation 6: changes only the fields sent. */
 export const updateuser = defineOperation({
+	mutating: true,
 	schema: z.object({ userkey: id, ...profileFields }),
 	async handle({ env, app }, input) {
 		const profile = profileOf(input);
