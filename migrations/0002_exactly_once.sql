@@ -31,3 +31,11 @@ CREATE TABLE idempotency_keys (
   PRIMARY KEY (appid, idempotency_key)
 );
 CREATE INDEX idempotency_keys_expires ON idempotency_keys(expires_at);
+
+-- Rule identity (docs/rewards.md): a PATCH updates rules in place by ruleid and
+-- retires the ones it leaves out; a retired rule is kept for history and never fires.
+ALTER TABLE reward_rules ADD COLUMN retired_at TEXT;
+
+-- The frozen decision of an event: the rewards it earns, computed once from the
+-- rules of its first recording (JSON list of grants). A replay completes exactly this.
+ALTER TABLE conversion_events ADD COLUMN decision TEXT;

@@ -30,7 +30,11 @@ app.all("/saas/v1_0/:operation", async (c) => {
 	const key = operation.mutating ? idempotencyKeyOf(c.req.raw.headers) : null;
 	const body = normalizeFields(await readJsonObject(c.req.raw));
 	const tenant = await authenticate(c.env.DB, body);
-	const waitUntil = (p: Promise<unknown>) => c.executionCtx.waitUntil(p);
+	// Work after the answer (enqueues the outbox sweep would otherwise redo): a failure is logged, never an unhandled rejection.
+	const waitUntil = (p: Promise<unknown>) =>
+		c.executionCtx.waitUntil(
+			p.catch((error) => console.error(JSON.stringify({ msg: "background task failed", operation: name, error: String(error) }))),
+		);
 	const run = async (idempotency?: { key: string; fingerprint: string }) => {
 		const parsed = operation.schema.safeParse(body);
 		if (!parsed.success) {

@@ -35,7 +35,6 @@ export type ErrorCode =
 	| "rewardunit_required"
 	| "idempotency_key_reused"
 	| "idempotency_key_in_progress"
-	| "amount_out_of_range"
 	| "friend_has_no_email"
 	| "user_has_no_email"
 	| "not_a_friend"

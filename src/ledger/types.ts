@@ -157,3 +157,15 @@ export interface FlushReport {
 	/** Entries still waiting: failed (backing off) or not yet due. */
 	pending: number;
 }
+
+/**
+ * The `conversion.recorded` webhook a grant queues in the same transaction
+ * as its rewards (so it leaves with the records it reports): `payload`
+ * without `rewards`, which become this ledger's rewards of the grant followed
+ * by `otherRewards` (the referrer's, granted before).
+ */
+export interface ConversionAnnouncement {
+	eventid: string;
+	payload: Record<string, unknown>;
+	otherRewards: Record<string, unknown>[];
+}

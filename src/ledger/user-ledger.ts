@@ -1,5 +1,6 @@
 import { DurableObject } from "cloudflare:workers";
 import { decideOnce } from "../db/decisions";
+import { webhookEvent } from "../outbox/events";
 import { type BalanceRow, nestBalances } from "./balance";
 import { withIdempotencyKey } from "./idempotency";
 import {
@@ -15,16 +16,17 @@ import {
 import { migrateLedger } from "./migrate";
 import { fromHundredths, toHundredths } from "./money";
 import { insertReward, rewardRow, rewardRowByKey, type TxContext, updateReward } from "./mutations";
-import { type AssignedCoupon, type CouponClaim, type FlushHost, flushOutbox, nextOutboxDue } from "./outbox";
+import { type AssignedCoupon, type CouponClaim, type FlushHost, flushOutbox, nextOutboxDue, queueWebhook } from "./outbox";
 import { allocateOldestFirst, available } from "./redeem";
 import { Refused } from "./refused";
-import { toLedgerReward, toView } from "./rows";
+import { rewardSummary, toLedgerReward, toView } from "./rows";
 import { LEDGER_MIGRATIONS, type OutboxRow, type RewardRow, type TransactionRow } from "./schema";
 import { ledgerName, parseLedgerName, seqOfRewardId } from "./stub";
 import { applyOperation, type LedgerOperation, type LedgerOperationResult, lockedSeqs } from "./transaction-kinds";
 import type {
 	BalanceFilter,
 	BalanceRecord,
+	ConversionAnnouncement,
 	FlushReport,
 	GrantResult,
 	LedgerIdempotency,
@@ -115,7 +117,7 @@ export class UserLedger extends DurableObject<Env> {
 	 * already rewarded this user `rewardfrequency` times for the same friend is
 	 * skipped. Amounts are rounded half-up to hundredths.
 	 */
-	grant(appid: string, userkey: string, grants: RewardGrant[]): GrantResult {
+	grant(appid: string, userkey: string, grants: RewardGrant[], announcement?: ConversionAnnouncement): GrantResult {
 		this.checkIdentity(appid, userkey);
 		return this.write((tx) => {
 			const ctx = tx;
@@ -144,6 +146,11 @@ export class UserLedger extends DurableObject<Env> {
 				// The rules engine only produces valid amounts, so anything else is a bug, not an expected failure.
 				if (amount === null || amount < 0) throw new RangeError(`invalid reward amount ${grant.amount} for grant ${grant.key}`);
 				result.rewards.push({ ...toLedgerReward(userkey, insertReward(ctx, grant, amount)), created: true });
+			}
+			if (announcement) {
+				const rewards = [...result.rewards.map((r) => rewardSummary(userkey, r)), ...announcement.otherRewards];
+				const event = webhookEvent(appid, "conversion.recorded", { ...announcement.payload, rewards }, announcement.eventid);
+				queueWebhook(ctx.sql, event, ctx.nowMs);
 			}
 			return result;
 		});
