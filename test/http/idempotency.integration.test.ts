@@ -121,6 +121,45 @@ describe("Idempotency-Key", () => {
 		expect(await approved(app, userkey)).toBe(15);
 	});
 
+	it("a 500 is not stored: the key is let go and a retry runs afresh", async () => {
+		const { app, userkey } = await referrerWith(1);
+		await env.DB.exec("ALTER TABLE friend_reminders RENAME TO friend_reminders_offline");
+		let failed: Awaited<ReturnType<typeof keyed>>;
+		try {
+			failed = await keyed(app, "remindfriend", { userkey, friendemail: "f0@x.com" }, "remind-1");
+		} finally {
+			await env.DB.exec("ALTER TABLE friend_reminders_offline RENAME TO friend_reminders");
+		}
+		expect(failed.status).toBe(500);
+		const key = () =>
+			env.DB.prepare("SELECT state FROM idempotency_keys WHERE appid = ? AND idempotency_key = 'remind-1'").bind(app.appid).first();
+		// Let go after the answer (waitUntil): wait on the row itself.
+		for (let i = 0; i < 100 && (await key()) !== null; i++) await new Promise((r) => setTimeout(r, 20));
+		expect(await key()).toBeNull();
+		const retry = await keyed(app, "remindfriend", { userkey, friendemail: "f0@x.com" }, "remind-1");
+		expect(retry).toMatchObject({ status: 200, replayed: null });
+	});
+
+	it("a repeat while the first call runs waits for its answer and replays it", async () => {
+		const { app, userkey } = await referrerWith(1);
+		const body = { userkey, amount: "1" };
+		const fingerprint = await requestFingerprint("redeemrewards", body);
+		// The first call holds the key (still running, its lock valid for a minute).
+		await env.DB.prepare(
+			`INSERT INTO idempotency_keys (appid, idempotency_key, operation, fingerprint, state, token, locked_until, created_at, expires_at)
+			 VALUES (?, 'slow-1', 'redeemrewards', ?, 'running', 'first', ?, ?, ?)`,
+		)
+			.bind(app.appid, fingerprint, Date.now() + 60_000, new Date().toISOString(), new Date(Date.now() + 86_400_000).toISOString())
+			.run();
+		const waiting = keyed(app, "redeemrewards", body, "slow-1");
+		await new Promise((r) => setTimeout(r, 200));
+		await env.DB.prepare(
+			`UPDATE idempotency_keys SET state = 'done', status = 200, body = '{"success":true,"message":"first"}' WHERE idempotency_key = 'slow-1'`,
+		).run();
+		expect(await waiting).toMatchObject({ status: 200, text: '{"success":true,"message":"first"}', replayed: "true" });
+		expect(await approved(app, userkey)).toBe(10);
+	});
+
 	it("operations that change nothing ignore the header", async () => {
 		const { app, userkey } = await referrerWith(1);
 		const read = await keyed(app, "checkrewardstatus", { rewarddtlid: `${userkey}-1` }, "tab\tis not valid");
