@@ -19,7 +19,8 @@ type Sums = Record<string, { pending: number; approved: number; claimed: number 
 function recompute(rewards: LedgerReward[]): Sums {
 	const out: Sums = {};
 	for (const r of rewards) {
-		const s = (out[r.rewardunit] ??= { pending: 0, approved: 0, claimed: 0 });
+		const s = out[r.rewardunit] ?? { pending: 0, approved: 0, claimed: 0 };
+		out[r.rewardunit] = s;
 		const open = Math.round(r.amount * 100) - Math.round(r.redeemed * 100);
 		const redeemed = Math.round(r.redeemed * 100);
 		if (r.rewardstatus === "UnderReview" || r.rewardstatus === "Suspicious") s.pending += open;
