@@ -30,6 +30,8 @@ const capitalized = <T extends string>(values: readonly [T, ...T[]]) =>
 		.pipe(z.enum(values));
 
 export const rewardRuleSchema = z.object({
+	/** On PATCH: the rule to update in place (docs/rewards.md, "Rule identity"); absent for a new rule. */
+	ruleid: int.pipe(z.number().int().positive()).optional(),
 	rewardusertype: capitalized(["Friend", "Referrer"]),
 	eventname: z.string().trim().min(1, "is required").max(100),
 	reward: number.pipe(z.number().nonnegative().max(1e9)),

@@ -118,8 +118,11 @@ const columnValue = (fields: Partial<CampaignFields>, column: (typeof CAMPAIGN_C
 /** The id of the app's newest campaign, usable inside the batch that inserted it. */
 const NEWEST_CAMPAIGN = "(SELECT MAX(campaignid) FROM campaigns WHERE appid = ?)";
 
-function ruleInserts(db: D1Database, campaignRef: string, refArgs: unknown[], rules: RuleFields[]) {
-	return rules.map((rule, position) =>
+/** A rule that still fires: retired rules are kept for history only (docs/rewards.md). */
+export const ACTIVE_RULE = "retired_at IS NULL";
+
+function ruleInserts(db: D1Database, campaignRef: string, refArgs: unknown[], rules: RuleFields[], firstPosition = 0) {
+	return rules.map((rule, i) =>
 		db
 			.prepare(
 				`INSERT INTO reward_rules (campaignid, position, rewardusertype, eventname, reward, rewardunit, rewardfrequency,
@@ -128,7 +131,7 @@ function ruleInserts(db: D1Database, campaignRef: string, refArgs: unknown[], ru
 			)
 			.bind(
 				...refArgs,
-				position,
+				firstPosition + i,
 				rule.rewardusertype,
 				rule.eventname,
 				rule.reward,
@@ -191,40 +194,92 @@ export async function insertCampaign(
 	return last.campaignid;
 }
 
+/** A rule of a PATCH: with the `ruleid` of an active rule of the campaign it updates that rule in place; without, it is new. */
+export type RuleUpdate = RuleFields & { ruleid?: number };
+
+export type UpdateOutcome =
+	| { ok: true }
+	| { ok: false; reason: "campaign_not_found" }
+	| { ok: false; reason: "unknown_rule"; ruleid: number };
+
 /**
- * Updates the fields given; `rules` or `actions`, when given, replace the
- * campaign's whole list. Returns false when the campaign is not the app's.
+ * Updates the fields given. `rules`, when given, is the campaign's whole new
+ * list, matched by `ruleid` (docs/rewards.md, "Rule identity"): a rule named
+ * is updated in place and keeps its id, so its frequency history and the
+ * decisions that cite it stay valid; a rule without an id is created; an
+ * active rule left out is retired (kept, never fires again). `actions`
+ * replaces the social actions. All in one transaction.
  */
 export async function updateCampaign(
 	db: D1Database,
 	appid: string,
 	campaignid: number,
 	fields: Partial<CampaignFields>,
-	rules?: RuleFields[],
+	rules?: RuleUpdate[],
 	actions?: SocialActionFields[],
-): Promise<boolean> {
+): Promise<UpdateOutcome> {
+	const now = nowIso();
 	const columns = CAMPAIGN_COLUMNS.filter((c) => fields[c] !== undefined);
-	const ref = "?";
 	const statements = [
 		db
 			.prepare(
 				`UPDATE campaigns SET ${[...columns.map((c) => `${c} = ?`), "updated_at = ?"].join(", ")} WHERE campaignid = ? AND appid = ?`,
 			)
-			.bind(...columns.map((c) => columnValue(fields, c)), nowIso(), campaignid, appid),
+			.bind(...columns.map((c) => columnValue(fields, c)), now, campaignid, appid),
 	];
+	// Ownership and the active rules are checked first, so a foreign campaign or an unknown ruleid changes nothing.
+	const [owned, active] = await db.batch([
+		db.prepare("SELECT 1 AS found FROM campaigns WHERE campaignid = ? AND appid = ?").bind(campaignid, appid),
+		db.prepare(`SELECT ruleid FROM reward_rules WHERE campaignid = ? AND ${ACTIVE_RULE}`).bind(campaignid),
+	]);
+	if (!owned?.results.length) return { ok: false, reason: "campaign_not_found" };
 	if (rules) {
-		statements.push(db.prepare("DELETE FROM reward_rules WHERE campaignid = ?").bind(campaignid));
-		statements.push(...ruleInserts(db, ref, [campaignid], rules));
+		const activeIds = new Set(((active?.results ?? []) as { ruleid: number }[]).map((r) => r.ruleid));
+		const unknown = rules.find((r) => r.ruleid !== undefined && !activeIds.has(r.ruleid));
+		if (unknown?.ruleid !== undefined) return { ok: false, reason: "unknown_rule", ruleid: unknown.ruleid };
+		const kept = rules.flatMap((r) => (r.ruleid === undefined ? [] : [r.ruleid]));
+		statements.push(
+			db
+				.prepare(
+					`UPDATE reward_rules SET retired_at = ? WHERE campaignid = ? AND ${ACTIVE_RULE}
+					 AND ruleid NOT IN (SELECT value FROM json_each(?))`,
+				)
+				.bind(now, campaignid, JSON.stringify(kept)),
+		);
+		rules.forEach((rule, position) => {
+			if (rule.ruleid === undefined) statements.push(...ruleInserts(db, "?", [campaignid], [rule], position));
+			else statements.push(ruleUpdate(db, campaignid, rule.ruleid, rule, position));
+		});
 	}
 	if (actions) {
 		statements.push(db.prepare("DELETE FROM social_actions WHERE campaignid = ?").bind(campaignid));
-		statements.push(...socialActionInserts(db, ref, [campaignid], actions));
+		statements.push(...socialActionInserts(db, "?", [campaignid], actions));
 	}
-	// Ownership is checked first so a foreign campaign id changes nothing.
-	const owned = await db.prepare("SELECT 1 FROM campaigns WHERE campaignid = ? AND appid = ?").bind(campaignid, appid).first();
-	if (!owned) return false;
 	await db.batch(statements);
-	return true;
+	return { ok: true };
+}
+
+function ruleUpdate(db: D1Database, campaignid: number, ruleid: number, rule: RuleFields, position: number) {
+	return db
+		.prepare(
+			`UPDATE reward_rules SET position = ?, rewardusertype = ?, eventname = ?, reward = ?, rewardunit = ?, rewardfrequency = ?,
+			   mintranvalue = ?, maxrewardamount = ?, categories = ?, inclusionsandexclusions = ?
+			 WHERE ruleid = ? AND campaignid = ?`,
+		)
+		.bind(
+			position,
+			rule.rewardusertype,
+			rule.eventname,
+			rule.reward,
+			rule.rewardunit,
+			rule.rewardfrequency,
+			rule.mintranvalue,
+			rule.maxrewardamount,
+			rule.categories === null || rule.categories === undefined ? null : JSON.stringify(rule.categories),
+			JSON.stringify(rule.inclusionsandexclusions ?? []),
+			ruleid,
+			campaignid,
+		);
 }
 
 /** One campaign of the app with its rules and social actions (one round trip), or null. */
@@ -233,7 +288,8 @@ export async function getCampaignWithDetails(db: D1Database, appid: string, camp
 		db.prepare("SELECT * FROM campaigns WHERE campaignid = ? AND appid = ?").bind(campaignid, appid),
 		db
 			.prepare(
-				"SELECT r.* FROM reward_rules r JOIN campaigns c USING (campaignid) WHERE r.campaignid = ? AND c.appid = ? ORDER BY r.position",
+				`SELECT r.* FROM reward_rules r JOIN campaigns c USING (campaignid) WHERE r.campaignid = ? AND c.appid = ? AND r.${ACTIVE_RULE}
+				 ORDER BY r.position`,
 			)
 			.bind(campaignid, appid),
 		db

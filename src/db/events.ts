@@ -1,6 +1,7 @@
 import { nowIso } from "../domain/dates";
 import { newEventId } from "../domain/ids";
-import { type Campaign, type CampaignRow, type RewardRule, type RuleRow, toCampaign, toRule } from "./campaigns";
+import type { OwnedGrant } from "../ledger/rules";
+import { ACTIVE_RULE, type Campaign, type CampaignRow, type RewardRule, type RuleRow, toCampaign, toRule } from "./campaigns";
 import { conversionCounters } from "./stats";
 import { toUser, USER_VIEW, type User, type UserRow } from "./users";
 
@@ -23,57 +24,109 @@ export interface StoredEvent {
 	campaignid: number;
 	growthhack: string;
 	createdAt: string;
+	/** The rewards it earns, frozen at its first recording; null for events recorded before decisions were kept. */
+	decision: OwnedGrant[] | null;
 }
 
-export type RecordOutcome =
-	| { ok: true; isNew: boolean; event: StoredEvent; user: User; referrer: User | null; campaign: Campaign; rules: RewardRule[] }
-	| { ok: false; reason: "user_not_found" | "campaign_not_found" | "transactionvalue_required" };
+/** What deciding an event needs: the stored event when the customid is known, its user, referrer, campaign and active rules. */
+export type EventContext =
+	| { ok: true; stored: StoredEvent | null; user: User; referrer: User | null; campaign: Campaign; rules: RewardRule[] }
+	| { ok: false; reason: "user_not_found" | "campaign_not_found" };
 
-interface EventRow extends Omit<StoredEvent, "createdAt"> {
+interface EventRow {
+	customid: string;
+	eventname: string;
+	transactionvalue: number | null;
+	extrainfo: string | null;
+	campaignid: number;
+	growthhack: string;
 	created_at: string;
-	userid: number;
+	decision: string | null;
+}
+
+const toStoredEvent = (row: EventRow): StoredEvent => ({
+	customid: row.customid,
+	eventname: row.eventname,
+	transactionvalue: row.transactionvalue,
+	extrainfo: row.extrainfo,
+	campaignid: row.campaignid,
+	growthhack: row.growthhack,
+	createdAt: row.created_at,
+	decision: row.decision === null ? null : (JSON.parse(row.decision) as OwnedGrant[]),
+});
+
+/**
+ * Reads, in one D1 round trip, what deciding an event needs: the event
+ * already stored under (app, customid) if any, its user (the stored event's,
+ * else the caller's), the user's referrer, the campaign (the stored event's,
+ * else the one asked for, else the user's) and its active rules.
+ */
+export async function readEventContext(db: D1Database, input: EventInput): Promise<EventContext> {
+	const stored = "(SELECT userid FROM conversion_events WHERE appid = ?1 AND customid = ?2)";
+	const userid = `COALESCE(${stored}, (SELECT userid FROM users WHERE appid = ?1 AND userkey = ?3))`;
+	const campaignid = `COALESCE((SELECT campaignid FROM conversion_events WHERE appid = ?1 AND customid = ?2), ?4,
+		(SELECT campaignid FROM users WHERE userid = ${userid}))`;
+	const args = [input.appid, input.customid, input.userkey, input.campaignid];
+	const [eventResult, userResult, referrerResult, campaignResult, rulesResult] = await db.batch([
+		db.prepare("SELECT * FROM conversion_events WHERE appid = ?1 AND customid = ?2").bind(input.appid, input.customid),
+		db.prepare(`${USER_VIEW} WHERE u.userid = ${userid}`).bind(...args.slice(0, 3)),
+		db.prepare(`${USER_VIEW} WHERE u.userid = (SELECT referrer_userid FROM users WHERE userid = ${userid})`).bind(...args.slice(0, 3)),
+		db.prepare(`SELECT * FROM campaigns WHERE campaignid = ${campaignid} AND appid = ?1`).bind(...args),
+		db
+			.prepare(
+				`SELECT r.* FROM reward_rules r JOIN campaigns c USING (campaignid) WHERE r.campaignid = ${campaignid} AND c.appid = ?1
+				   AND r.${ACTIVE_RULE} ORDER BY r.position`,
+			)
+			.bind(...args),
+	]);
+	const eventRow = eventResult?.results[0] as EventRow | undefined;
+	const userRow = userResult?.results[0] as UserRow | undefined;
+	const campaignRow = campaignResult?.results[0] as CampaignRow | undefined;
+	if (!userRow) return { ok: false, reason: "user_not_found" };
+	if (!campaignRow) return { ok: false, reason: "campaign_not_found" };
+	const referrerRow = referrerResult?.results[0] as UserRow | undefined;
+	return {
+		ok: true,
+		stored: eventRow ? toStoredEvent(eventRow) : null,
+		user: toUser(userRow),
+		referrer: referrerRow ? toUser(referrerRow) : null,
+		campaign: toCampaign(campaignRow),
+		rules: ((rulesResult?.results ?? []) as unknown as RuleRow[]).map(toRule),
+	};
 }
 
 /**
- * Records a conversion event once per (app, customid) and reads everything
- * rewarding it needs, in ONE D1 round trip (a batch is one transaction):
- * the guarded insert, the stored event (new or earlier), its user and
- * referrer, the friend's move to `Converted` (counted once on the referrer),
- * and the campaign with its rules. A replay reads the stored event, not the
- * request, so a retry rewards exactly what the first call did.
+ * Records the event once per (app, customid) with its decision, in one D1
+ * batch (a transaction): the guarded insert, the friend's move to
+ * `Converted` (counted once on the referrer) and the stored event read back.
+ * When another call recorded the customid first, its event and decision win.
  */
-export async function recordConversionEvent(db: D1Database, input: EventInput): Promise<RecordOutcome> {
+export async function insertEvent(
+	db: D1Database,
+	input: EventInput & { campaignid: number; userid: number },
+	decision: OwnedGrant[],
+	createdAt = nowIso(),
+): Promise<{ isNew: boolean; event: StoredEvent }> {
 	const conversionId = newEventId();
-	const now = nowIso();
 	const eventOf = "(SELECT userid FROM conversion_events WHERE appid = ?1 AND customid = ?2)";
-	const eventCampaign = "(SELECT campaignid FROM conversion_events WHERE appid = ?1 AND customid = ?2)";
-	const [insert, eventResult, userResult, referrerResult, , , campaignResult, rulesResult, diagnosis] = await db.batch([
+	const [insert, , , read] = await db.batch([
 		db
 			.prepare(
-				`INSERT INTO conversion_events (appid, customid, userid, eventname, transactionvalue, extrainfo, campaignid, growthhack, created_at)
-				 SELECT ?1, ?2, u.userid, ?4, ?5, ?6, COALESCE(?7, u.campaignid), ?8, ?9 FROM users u
-				 WHERE u.appid = ?1 AND u.userkey = ?3
-				   AND (?7 IS NULL OR EXISTS (SELECT 1 FROM campaigns WHERE campaignid = ?7 AND appid = ?1))
-				   AND (?5 IS NOT NULL OR NOT EXISTS (SELECT 1 FROM reward_rules r WHERE r.campaignid = COALESCE(?7, u.campaignid)
-				        AND trim(r.rewardunit) = '%' AND lower(trim(r.eventname)) = lower(trim(?4))))
-				 ON CONFLICT (appid, customid) DO NOTHING`,
+				`INSERT INTO conversion_events (appid, customid, userid, eventname, transactionvalue, extrainfo, campaignid, growthhack, created_at, decision)
+				 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) ON CONFLICT (appid, customid) DO NOTHING`,
 			)
 			.bind(
 				input.appid,
 				input.customid,
-				input.userkey,
+				input.userid,
 				input.eventname,
 				input.transactionvalue,
 				input.extrainfo,
 				input.campaignid,
 				input.growthhack,
-				now,
+				createdAt,
+				JSON.stringify(decision),
 			),
-		db.prepare("SELECT * FROM conversion_events WHERE appid = ?1 AND customid = ?2").bind(input.appid, input.customid),
-		db.prepare(`${USER_VIEW} WHERE u.userid = ${eventOf}`).bind(input.appid, input.customid),
-		db
-			.prepare(`${USER_VIEW} WHERE u.userid = (SELECT referrer_userid FROM users WHERE userid = ${eventOf})`)
-			.bind(input.appid, input.customid),
 		// The friend converts on its first event not named Signup; the token makes the referrer's counter move once.
 		db
 			.prepare(
@@ -81,48 +134,18 @@ export async function recordConversionEvent(db: D1Database, input: EventInput): 
 				 WHERE userid = ${eventOf} AND status = 'SignUp' AND referrer_userid IS NOT NULL
 				   AND lower(trim((SELECT eventname FROM conversion_events WHERE appid = ?1 AND customid = ?2))) <> 'signup'`,
 			)
-			.bind(input.appid, input.customid, conversionId, now),
+			.bind(input.appid, input.customid, conversionId, createdAt),
 		db
 			.prepare(
 				`UPDATE users SET converted_friends_count = converted_friends_count + 1
 				 WHERE userid = (SELECT referrer_userid FROM users WHERE conversion_id = ?1)`,
 			)
 			.bind(conversionId),
-		db.prepare(`SELECT * FROM campaigns WHERE campaignid = ${eventCampaign} AND appid = ?1`).bind(input.appid, input.customid),
-		db.prepare(`SELECT * FROM reward_rules WHERE campaignid = ${eventCampaign} ORDER BY position`).bind(input.appid, input.customid),
-		db
-			.prepare(
-				`SELECT EXISTS (SELECT 1 FROM users WHERE appid = ?1 AND userkey = ?2) AS userfound,
-				 (?3 IS NULL OR EXISTS (SELECT 1 FROM campaigns WHERE campaignid = ?3 AND appid = ?1)) AS campaignfound`,
-			)
-			.bind(input.appid, input.userkey, input.campaignid),
+		db.prepare("SELECT * FROM conversion_events WHERE appid = ?1 AND customid = ?2").bind(input.appid, input.customid),
+		// After the read, so its position stays fixed; they count only when this call converted the friend.
 		...conversionCounters(db, conversionId),
 	]);
-	const eventRow = eventResult?.results[0] as EventRow | undefined;
-	const userRow = userResult?.results[0] as UserRow | undefined;
-	const campaignRow = campaignResult?.results[0] as CampaignRow | undefined;
-	if (!eventRow || !userRow || !campaignRow) {
-		const why = diagnosis?.results[0] as { userfound: number; campaignfound: number };
-		if (!why.userfound) return { ok: false, reason: "user_not_found" };
-		if (!why.campaignfound) return { ok: false, reason: "campaign_not_found" };
-		return { ok: false, reason: "transactionvalue_required" };
-	}
-	const referrerRow = referrerResult?.results[0] as UserRow | undefined;
-	return {
-		ok: true,
-		isNew: insert?.meta.changes === 1,
-		event: {
-			customid: eventRow.customid,
-			eventname: eventRow.eventname,
-			transactionvalue: eventRow.transactionvalue,
-			extrainfo: eventRow.extrainfo,
-			campaignid: eventRow.campaignid,
-			growthhack: eventRow.growthhack,
-			createdAt: eventRow.created_at,
-		},
-		user: toUser(userRow),
-		referrer: referrerRow ? toUser(referrerRow) : null,
-		campaign: toCampaign(campaignRow),
-		rules: ((rulesResult?.results ?? []) as unknown as RuleRow[]).map(toRule),
-	};
+	const row = read?.results[0] as EventRow | undefined;
+	if (!row) throw new Error("conversion event not readable after its insert");
+	return { isNew: insert?.meta.changes === 1, event: toStoredEvent(row) };
 }

@@ -45,3 +45,5 @@ export function newWebhookSecret(): string {
 	const bytes = crypto.getRandomValues(new Uint8Array(32));
 	return `whsec_${btoa(String.fromCharCode(...bytes))}`;
 }
+/** A multi-ledger transaction id (see coordination/ledger-transaction.ts). */
+export const newTransactionId = () => `tx_${randomString(24, LOWER_ALNUM)}`;

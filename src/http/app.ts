@@ -1,4 +1,5 @@
 import { Hono } from "hono";
+import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { z } from "zod";
 import { adminRoutes } from "../admin/routes";
 import { dashboardRoutes } from "../dashboard/routes";
@@ -8,6 +9,7 @@ import { authenticate } from "./auth";
 import { d1Metrics } from "./d1-metrics";
 import { ApiError, errorBody } from "./errors";
 import { describeZodError } from "./fields";
+import { idempotencyKeyOf, once, REPLAYED_HEADER, requestFingerprint } from "./idempotency";
 import { readJsonObject } from "./json-body";
 import { clientIp, countFailedAuth, limitApp } from "./rate-limits";
 import { normalizeFields } from "./request-text";
@@ -28,27 +30,39 @@ app.all("/saas/v1_0/:operation", async (c) => {
 		c.header("Allow", "POST");
 		throw new ApiError(405, "method_not_allowed", "Operations are called with POST.");
 	}
+	const key = operation.mutating ? idempotencyKeyOf(c.req.raw.headers) : null;
 	const body = normalizeFields(await readJsonObject(c.req.raw));
 	const ip = clientIp(c.req.raw);
 	const tenant = await authenticate(c.env.DB, body, (apikey) => countFailedAuth(c.env, apikey, ip));
 	await limitApp(c.env, tenant.appid);
-	refuseBadText(body);
-	const parsed = operation.schema.safeParse(body);
-	if (!parsed.success) {
-		const { message, fields } = describeZodError(parsed.error);
-		throw new ApiError(400, "validation_failed", message, { fields });
+	// Work after the answer (enqueues the outbox sweep would otherwise redo): a failure is logged, never an unhandled rejection.
+	const waitUntil = (p: Promise<unknown>) =>
+		c.executionCtx.waitUntil(
+			p.catch((error) => console.error(JSON.stringify({ msg: "background task failed", operation: name, error: String(error) }))),
+		);
+	const run = async (idempotency?: { key: string; fingerprint: string }) => {
+		refuseBadText(body);
+		const parsed = operation.schema.safeParse(body);
+		if (!parsed.success) {
+			const { message, fields } = describeZodError(parsed.error);
+			throw new ApiError(400, "validation_failed", message, { fields });
+		}
+		const ctx = { env: c.env, app: tenant, origin: new URL(c.req.url).origin, waitUntil, idempotency };
+		const { message = "Success", ...fields } = await operation.handle(ctx, parsed.data as never);
+		return { status: 200, body: { success: true, message, ...fields } };
+	};
+	if (key === null) {
+		const answer = await run();
+		return c.json(answer.body);
 	}
-	const result = await operation.handle(
-		{
-			env: c.env,
-			app: tenant,
-			origin: new URL(c.req.url).origin,
-			waitUntil: (p) => c.executionCtx.waitUntil(p),
-		},
-		parsed.data as never,
+	const fingerprint = await requestFingerprint(name, body);
+	const answer = await once({ db: c.env.DB, appid: tenant.appid, key, operation: name, fingerprint, waitUntil }, () =>
+		run({ key, fingerprint }),
 	);
-	const { message = "Success", ...fields } = result;
-	return c.json({ success: true, message, ...fields });
+	return c.body(answer.body, answer.status as ContentfulStatusCode, {
+		"content-type": "application/json",
+		...(answer.replayed ? { [REPLAYED_HEADER]: "true" } : {}),
+	});
 });
 
 app.route("/admin/v1", adminRoutes);

@@ -77,6 +77,31 @@ export const amount = z
 	.transform(Number)
 	.pipe(z.number().finite().nonnegative().max(1e12, "is too large"));
 
+/** The largest reward, redemption or transaction value accepted (docs/rewards.md, "Amount limits"). */
+export const MAX_MONEY = 1_000_000_000;
+
+/**
+ * A money amount that must be exact in hundredths: at most two decimals
+ * (`10.505` is refused, not rounded) and at most MAX_MONEY.
+ */
+export const exactAmount = z
+	.union([
+		z
+			.string()
+			.trim()
+			.regex(/^\d+(\.\d{1,2})?$/, "must be a non-negative number with at most 2 decimals"),
+		z
+			.number()
+			.finite()
+			.nonnegative()
+			.refine(
+				(n) => Number.isInteger(Math.round(n * 100)) && Math.abs(Math.round(n * 100) - n * 100) < 1e-6,
+				"must have at most 2 decimals",
+			),
+	])
+	.transform(Number)
+	.pipe(z.number().max(MAX_MONEY, `must be at most ${MAX_MONEY}`));
+
 /** An integer sent as string or number (page index, page size). */
 export const optionalPositiveInt = z
 	.union([z.string().trim().regex(/^\d+$/, "must be a positive integer"), z.number().int(), z.null()])

@@ -8,6 +8,8 @@ export interface OperationContext {
 	/** Origin of the request, e.g. `http://127.0.0.1:8787`: the default base of share links. */
 	origin: string;
 	waitUntil(promise: Promise<unknown>): void;
+	/** The request's Idempotency-Key and body fingerprint, for operations that hand them to a ledger (see idempotency.ts). */
+	idempotency?: { key: string; fingerprint: string };
 }
 
 /** Fields of a successful response besides `success`; `message` defaults to "Success". */
@@ -16,6 +18,8 @@ export type OperationResult = { message?: string | null } & Record<string, unkno
 /** One public operation: its request schema (which documents it) and its handler. */
 export interface Operation<S extends z.ZodType = z.ZodType> {
 	schema: S;
+	/** Changes state: takes an `Idempotency-Key` header (http/idempotency.ts). */
+	mutating?: boolean;
 	handle(ctx: OperationContext, input: z.output<S>): Promise<OperationResult>;
 }
 

@@ -51,3 +51,17 @@ export function toLedgerReward(userkey: string, row: RewardRow): LedgerReward {
 		version: row.version,
 	};
 }
+
+/** A reward as the `conversion.recorded` webhook lists it. */
+export function rewardSummary(userkey: string, reward: RewardView) {
+	return {
+		rewarddtlid: reward.rewarddtlid,
+		userkey,
+		usertype: reward.usertype,
+		reward: reward.reward,
+		rewardunit: reward.rewardunit,
+		rewardtype: reward.rewardtype,
+		rewardstatus: reward.rewardstatus,
+		fraudsignals: reward.fraudsignals,
+	};
+}

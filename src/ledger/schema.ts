@@ -1,12 +1,18 @@
 /**
- * The UserLedger's own SQLite schema, created in its constructor. Amounts are
- * integer hundredths; times are ISO strings except outbox due times (epoch ms,
- * compared with Date.now()).
+ * The UserLedger's own SQLite schema, as a list of migration steps applied in
+ * its constructor (see migrate.ts). Step N brings the schema to version N; the
+ * version reached is stored in the object's `meta` table. Never edit a step
+ * that has shipped: append a new one. Amounts are integer hundredths; times
+ * are ISO strings except outbox due times and lease ends (epoch ms, compared
+ * with Date.now()).
  */
-export const LEDGER_SCHEMA = [
-	`CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)`,
-	// seq is the visible part of the reward id (`${userkey}-${seq}`); AUTOINCREMENT so a number is never reused.
-	`CREATE TABLE IF NOT EXISTS rewards (
+export const LEDGER_MIGRATIONS: readonly (readonly string[])[] = [
+	// 1: rewards, running balances and the outbox. `IF NOT EXISTS` because objects created before the
+	// versioning ran these statements without recording a version.
+	[
+		`CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)`,
+		// seq is the visible part of the reward id (`${userkey}-${seq}`); AUTOINCREMENT so a number is never reused.
+		`CREATE TABLE IF NOT EXISTS rewards (
 		seq INTEGER PRIMARY KEY AUTOINCREMENT,
 		key TEXT NOT NULL UNIQUE,
 		ruleid INTEGER NOT NULL,
@@ -36,12 +42,12 @@ export const LEDGER_SCHEMA = [
 		updated_at TEXT NOT NULL,
 		version INTEGER NOT NULL DEFAULT 1
 	)`,
-	`CREATE INDEX IF NOT EXISTS rewards_friend ON rewards(friend_userkey, seq)`,
-	`CREATE INDEX IF NOT EXISTS rewards_rule_friend ON rewards(ruleid, friend_userkey)`,
-	`CREATE INDEX IF NOT EXISTS rewards_hold ON rewards(hold_until) WHERE hold_until IS NOT NULL`,
-	`CREATE INDEX IF NOT EXISTS rewards_wallet ON rewards(seq) WHERE status = 'Approved' AND rewardtype = 'InstoreCredits'`,
-	// Running totals, so a balance read costs the number of campaigns, not the number of rewards.
-	`CREATE TABLE IF NOT EXISTS balances (
+		`CREATE INDEX IF NOT EXISTS rewards_friend ON rewards(friend_userkey, seq)`,
+		`CREATE INDEX IF NOT EXISTS rewards_rule_friend ON rewards(ruleid, friend_userkey)`,
+		`CREATE INDEX IF NOT EXISTS rewards_hold ON rewards(hold_until) WHERE hold_until IS NOT NULL`,
+		`CREATE INDEX IF NOT EXISTS rewards_wallet ON rewards(seq) WHERE status = 'Approved' AND rewardtype = 'InstoreCredits'`,
+		// Running totals, so a balance read costs the number of campaigns, not the number of rewards.
+		`CREATE TABLE IF NOT EXISTS balances (
 		rewardunit TEXT NOT NULL,
 		growthhack TEXT NOT NULL,
 		campaignid INTEGER NOT NULL,
@@ -51,10 +57,10 @@ export const LEDGER_SCHEMA = [
 		claimed INTEGER NOT NULL DEFAULT 0,
 		PRIMARY KEY (rewardunit, growthhack, campaignid)
 	)`,
-	// What must leave the object, written in the same transaction as the change. `ref` makes an entry
-	// unique (one projection entry per reward, one coupon claim per reward, one entry per event id);
-	// `version` lets a flush remove a projection entry only if no newer change arrived meanwhile.
-	`CREATE TABLE IF NOT EXISTS outbox (
+		// What must leave the object, written in the same transaction as the change. `ref` makes an entry
+		// unique (one projection entry per reward, one coupon claim per reward, one entry per event id);
+		// `version` lets a flush remove a projection entry only if no newer change arrived meanwhile.
+		`CREATE TABLE IF NOT EXISTS outbox (
 		id INTEGER PRIMARY KEY AUTOINCREMENT,
 		kind TEXT NOT NULL,
 		ref TEXT NOT NULL UNIQUE,
@@ -65,15 +71,35 @@ export const LEDGER_SCHEMA = [
 		last_error TEXT,
 		created_at TEXT NOT NULL
 	)`,
-	`CREATE INDEX IF NOT EXISTS outbox_due ON outbox(next_attempt_at)`,
+		`CREATE INDEX IF NOT EXISTS outbox_due ON outbox(next_attempt_at)`,
+	],
+	// 2: prepared multi-ledger transactions (transactions.ts) and the rewards they lock, and
+	// idempotency keys recorded in the same transaction as the change they guard.
+	[
+		`CREATE TABLE ledger_transactions (
+			txid TEXT PRIMARY KEY,
+			kind TEXT NOT NULL,
+			payload TEXT NOT NULL,
+			state TEXT NOT NULL CHECK (state IN ('prepared', 'committed', 'aborted')),
+			lease_until INTEGER NOT NULL,
+			result TEXT,
+			updated_at INTEGER NOT NULL
+		)`,
+		`CREATE INDEX ledger_transactions_lease ON ledger_transactions(lease_until) WHERE state = 'prepared'`,
+		`CREATE INDEX ledger_transactions_done ON ledger_transactions(updated_at) WHERE state <> 'prepared'`,
+		`CREATE TABLE reward_locks (seq INTEGER PRIMARY KEY, txid TEXT NOT NULL)`,
+		`CREATE INDEX reward_locks_txid ON reward_locks(txid)`,
+		`CREATE TABLE idempotency_keys (
+			key TEXT PRIMARY KEY,
+			fingerprint TEXT NOT NULL,
+			result TEXT NOT NULL,
+			created_at INTEGER NOT NULL
+		)`,
+		`CREATE INDEX idempotency_keys_created ON idempotency_keys(created_at)`,
+	],
+	// 3: rewards gain `fraudsignals` (JSON array of signal codes, see src/fraud/signals.ts).
+	[`ALTER TABLE rewards ADD COLUMN fraudsignals TEXT NOT NULL DEFAULT '[]'`],
 ];
-
-// MIGRATION(issue-13): rewards gain `fraudsignals` (JSON array of signal codes, see src/fraud/signals.ts).
-// Idempotent, run after LEDGER_SCHEMA in the constructor; fold into issue 9's versioned step list when merging.
-export function addFraudSignalsColumn(sql: SqlStorage): void {
-	const has = sql.exec<{ name: string }>("SELECT name FROM pragma_table_info('rewards') WHERE name = 'fraudsignals'").toArray().length > 0;
-	if (!has) sql.exec("ALTER TABLE rewards ADD COLUMN fraudsignals TEXT NOT NULL DEFAULT '[]'");
-}
 
 /** A row of the ledger's rewards table (a type alias, so it satisfies SqlStorage's row constraint). */
 export type RewardRow = {
@@ -120,4 +146,15 @@ export type OutboxRow = {
 	next_attempt_at: number;
 	last_error: string | null;
 	created_at: string;
+};
+
+/** A prepared, committed or aborted multi-ledger transaction as this ledger keeps it. */
+export type TransactionRow = {
+	txid: string;
+	kind: string;
+	payload: string;
+	state: "prepared" | "committed" | "aborted";
+	lease_until: number;
+	result: string | null;
+	updated_at: number;
 };

@@ -23,3 +23,10 @@ export function seqOfRewardId(rewarddtlid: string, userkey: string): number | nu
 	const seq = Number(match[2]);
 	return Number.isSafeInteger(seq) ? seq : null;
 }
+
+/** The (app, user) of a ledger name; user keys never hold `:`, so the last one splits. */
+export function parseLedgerName(name: string): { appid: string; userkey: string } | null {
+	const at = name.lastIndexOf(":");
+	if (at <= 0 || at === name.length - 1) return null;
+	return { appid: name.slice(0, at), userkey: name.slice(at + 1) };
+}

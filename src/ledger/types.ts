@@ -115,7 +115,12 @@ export type LedgerError =
 	| { code: "invalid_status_transition"; rewarddtlid: string; message: string }
 	| { code: "insufficient_balance"; message: string; approved: number }
 	| { code: "reward_not_redeemable"; rewarddtlid: string; message: string }
-	| { code: "invalid_amount"; message: string };
+	| { code: "invalid_amount"; message: string }
+	| { code: "reward_locked"; rewarddtlid: string; message: string }
+	| { code: "rewardunit_required"; rewardunits: string[]; message: string }
+	| { code: "transaction_aborted"; message: string }
+	| { code: "invalid_operation"; message: string }
+	| { code: "idempotency_key_reused"; message: string };
 
 export type LedgerResult<T> = ({ ok: true } & T) | { ok: false; error: LedgerError };
 
@@ -131,8 +136,16 @@ export interface RedeemByAmount {
 	campaignid?: number;
 	/** Matched case-insensitively. */
 	growthhack?: string;
-	/** Only rewards of this unit, for ledgers that hold more than one. */
+	/** Only rewards of this unit; required when the approved rewards under the other filters span several units. */
 	rewardunit?: string;
+	/** The request's Idempotency-Key: recorded with the debit, in the same transaction. */
+	idempotency?: LedgerIdempotency;
+}
+
+/** An Idempotency-Key as the ledger records it: a repeat with the same fingerprint answers the first result. */
+export interface LedgerIdempotency {
+	key: string;
+	fingerprint: string;
 }
 
 /** Filters of getuserbalance. */
@@ -148,4 +161,16 @@ export interface FlushReport {
 	done: number;
 	/** Entries still waiting: failed (backing off) or not yet due. */
 	pending: number;
+}
+
+/**
+ * The `conversion.recorded` webhook a grant queues in the same transaction
+ * as its rewards (so it leaves with the records it reports): `payload`
+ * without `rewards`, which become this ledger's rewards of the grant followed
+ * by `otherRewards` (the referrer's, granted before).
+ */
+export interface ConversionAnnouncement {
+	eventid: string;
+	payload: Record<string, unknown>;
+	otherRewards: Record<string, unknown>[];
 }

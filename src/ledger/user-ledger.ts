@@ -1,25 +1,40 @@
 import { DurableObject } from "cloudflare:workers";
+import { decideOnce } from "../db/decisions";
+import { webhookEvent } from "../outbox/events";
 import { type BalanceRow, nestBalances } from "./balance";
+import { withIdempotencyKey } from "./idempotency";
+import {
+	assertUnlocked,
+	expiredTransactions,
+	finishTransaction,
+	forgetFinishedTransactions,
+	insertTransaction,
+	lockRewards,
+	nextLeaseEnd,
+	transactionRow,
+} from "./locks";
+import { migrateLedger } from "./migrate";
 import { fromHundredths, toHundredths } from "./money";
 import { insertReward, rewardRow, rewardRowByKey, type TxContext, updateReward } from "./mutations";
-import { type AssignedCoupon, type CouponClaim, type FlushHost, flushOutbox, nextOutboxDue } from "./outbox";
+import { type AssignedCoupon, type CouponClaim, type FlushHost, flushOutbox, nextOutboxDue, queueWebhook } from "./outbox";
 import { erasePersonInLedger } from "./privacy";
 import { allocateOldestFirst, available } from "./redeem";
-import { toLedgerReward, toView } from "./rows";
-import { addFraudSignalsColumn, LEDGER_SCHEMA, type OutboxRow, type RewardRow } from "./schema";
-import { transitionError } from "./status";
-import { ledgerName, seqOfRewardId } from "./stub";
+import { Refused } from "./refused";
+import { rewardSummary, toLedgerReward, toView } from "./rows";
+import { LEDGER_MIGRATIONS, type OutboxRow, type RewardRow, type TransactionRow } from "./schema";
+import { ledgerName, parseLedgerName, seqOfRewardId } from "./stub";
+import { applyOperation, type LedgerOperation, type LedgerOperationResult, lockedSeqs } from "./transaction-kinds";
 import type {
 	BalanceFilter,
 	BalanceRecord,
+	ConversionAnnouncement,
 	FlushReport,
 	GrantResult,
-	LedgerError,
+	LedgerIdempotency,
 	LedgerResult,
 	LedgerReward,
 	RedeemByAmount,
 	RewardGrant,
-	RewardStatus,
 	RewardView,
 	StatusChange,
 } from "./types";
@@ -49,12 +64,12 @@ function filterClause(filter: { campaignid?: number; growthhack?: string; reward
 	return { where, args };
 }
 
-/** Thrown inside a transaction to roll it back with an expected failure. */
-class Refused extends Error {
-	constructor(readonly error: LedgerError) {
-		super(error.message);
-	}
-}
+type Redemption = { redeemed: number; rewards: LedgerReward[] };
+
+/** Longest lease a prepare may ask for: a lock must never outlive a stuck coordinator by much. */
+export const MAX_LEASE_MS = 60_000;
+/** How long after a failed lease resolution (D1 unreachable) the alarm tries again. */
+const RESOLVE_RETRY_MS = 5_000;
 
 /** Thrown at the end of a dry run to roll its transaction back while keeping its answer. */
 class DryRun {
@@ -70,24 +85,20 @@ class DryRun {
  */
 export class UserLedger extends DurableObject<Env> {
 	private readonly sql: SqlStorage;
-	private identity: { appid: string; userkey: string } | null;
+	/** Who this ledger belongs to, from the name it was created by (`ledgerFor`), so it is known before any write. */
+	private readonly identity: { appid: string; userkey: string };
 	private flushing: Promise<FlushReport> | null = null;
 	private flushAgain = false;
+	/** After a failed lease resolution, ended leases are not due again before this (epoch ms). */
+	private resolveRetryAt = 0;
 
 	constructor(ctx: DurableObjectState, env: Env) {
 		super(ctx, env);
 		this.sql = ctx.storage.sql;
-		for (const statement of LEDGER_SCHEMA) this.sql.exec(statement);
-		addFraudSignalsColumn(this.sql); // MIGRATION(issue-13)
-		const meta = new Map(
-			this.sql
-				.exec<{ key: string; value: string }>("SELECT key, value FROM meta")
-				.toArray()
-				.map((r) => [r.key, r.value]),
-		);
-		const appid = meta.get("appid");
-		const userkey = meta.get("userkey");
-		this.identity = appid && userkey ? { appid, userkey } : null;
+		const identity = ctx.id.name === undefined ? null : parseLedgerName(ctx.id.name);
+		if (!identity) throw new Error(`UserLedger must be created by name (appid:userkey), got ${ctx.id.name ?? "an unnamed id"}`);
+		this.identity = identity;
+		migrateLedger(ctx.storage, LEDGER_MIGRATIONS);
 		// If the process died between a commit and setting the alarm, pending work would wait for the next call; re-arm it now.
 		void ctx.blockConcurrencyWhile(async () => {
 			if ((await ctx.storage.getAlarm()) === null) {
@@ -105,11 +116,10 @@ export class UserLedger extends DurableObject<Env> {
 	 * already rewarded this user `rewardfrequency` times for the same friend is
 	 * skipped. Amounts are rounded half-up to hundredths.
 	 */
-	grant(appid: string, userkey: string, grants: RewardGrant[]): GrantResult {
+	grant(appid: string, userkey: string, grants: RewardGrant[], announcement?: ConversionAnnouncement): GrantResult {
 		this.checkIdentity(appid, userkey);
 		return this.write((tx) => {
-			this.bind(tx.sql, appid, userkey);
-			const ctx = { ...tx, appid, userkey };
+			const ctx = tx;
 			const result: GrantResult = { rewards: [], skipped: [] };
 			for (const grant of grants) {
 				const existing = rewardRowByKey(ctx.sql, grant.key);
@@ -136,6 +146,11 @@ export class UserLedger extends DurableObject<Env> {
 				if (amount === null || amount < 0) throw new RangeError(`invalid reward amount ${grant.amount} for grant ${grant.key}`);
 				result.rewards.push({ ...toLedgerReward(userkey, insertReward(ctx, grant, amount)), created: true });
 			}
+			if (announcement) {
+				const rewards = [...result.rewards.map((r) => rewardSummary(userkey, r)), ...announcement.otherRewards];
+				const event = webhookEvent(appid, "conversion.recorded", { ...announcement.payload, rewards }, announcement.eventid);
+				queueWebhook(ctx.sql, event, ctx.nowMs);
+			}
 			return result;
 		});
 	}
@@ -143,13 +158,12 @@ export class UserLedger extends DurableObject<Env> {
 	/** One reward of this ledger by its public id, or null. */
 	getReward(rewarddtlid: string): LedgerReward | null {
 		const row = this.rowById(rewarddtlid);
-		return row && this.identity ? toLedgerReward(this.identity.userkey, row) : null;
+		return row ? toLedgerReward(this.identity.userkey, row) : null;
 	}
 
 	/** Rewards of this ledger, oldest first, a page at a time: at most `limit` (<= 1000) after reward number `afterSeq` (tests and admin). */
 	listRewards(limit = 1000, afterSeq = 0): LedgerReward[] {
-		const userkey = this.identity?.userkey;
-		if (!userkey) return [];
+		const userkey = this.identity.userkey;
 		return this.sql
 			.exec<RewardRow>("SELECT * FROM rewards WHERE seq > ? ORDER BY seq LIMIT ?", afterSeq, Math.min(Math.max(limit, 1), 1000))
 			.toArray()
@@ -166,8 +180,7 @@ export class UserLedger extends DurableObject<Env> {
 		const out: Record<string, { rewards: RewardView[]; total: number }> = {};
 		const unique = [...new Set(friendUserkeys)];
 		for (const key of unique) out[key] = { rewards: [], total: 0 };
-		const userkey = this.identity?.userkey;
-		if (!userkey) return out;
+		const userkey = this.identity.userkey;
 		for (const key of unique) {
 			// Both through the rewards_friend (friend_userkey, seq) index.
 			const rows = this.sql
@@ -201,40 +214,116 @@ export class UserLedger extends DurableObject<Env> {
 		return this.ctx.storage.transactionSync(() => erasePersonInLedger(this.sql, personUserkey, values));
 	}
 
-	// ---- status changes ------------------------------------------------------------------------
+	// ---- status changes and multi-ledger transactions ------------------------------------------------------------------------
 
 	/** Checks `changes` as changeStatuses would and answers what they would give, changing nothing. */
-	validateStatusChanges(changes: StatusChange[]): LedgerResult<{ rewards: LedgerReward[] }> {
-		return this.attempt((tx) => ({ rewards: this.applyStatusChanges(tx, changes) }), true);
+	validateStatusChanges(changes: StatusChange[]): LedgerResult<LedgerOperationResult> {
+		return this.attempt((tx) => applyOperation(tx, { kind: "status", changes }), true);
+	}
+
+	/** changerewardstatus within this ledger alone: every change or none (decisions.md §4). */
+	changeStatuses(changes: StatusChange[]): LedgerResult<LedgerOperationResult> {
+		return this.execute({ kind: "status", changes });
+	}
+
+	/** Applies a ledger operation (transaction-kinds.ts) at once, in one transaction: for a change that concerns this ledger only. */
+	execute(operation: LedgerOperation): LedgerResult<LedgerOperationResult> {
+		return this.attempt((tx) => applyOperation(tx, operation));
 	}
 
 	/**
-	 * Applies every change or none (decisions.md §4). The entry's message
-	 * becomes the comment; any change made by hand ends the automatic approval
-	 * of a hold.
+	 * Phase one of a multi-ledger transaction (coordination/ledger-transaction.ts):
+	 * checks that `operation` would apply (a dry run), then locks the rewards
+	 * it names for `leaseMs`, so nothing else changes them until `commit`,
+	 * `abort` or the end of the lease. A reward locked by another transaction
+	 * is refused with `reward_locked`. Idempotent per `txid`: a repeat answers
+	 * the state reached; a txid already aborted is refused.
 	 */
-	changeStatuses(changes: StatusChange[]): LedgerResult<{ rewards: LedgerReward[] }> {
-		return this.attempt((tx) => ({ rewards: this.applyStatusChanges(tx, changes) }));
+	prepare(txid: string, operation: LedgerOperation, leaseMs: number): LedgerResult<{ state: "prepared" | "committed" }> {
+		const known = transactionRow(this.sql, txid);
+		if (known) return this.knownState(known);
+		const lease = Math.min(Math.max(leaseMs, 1_000), MAX_LEASE_MS);
+		const dry = this.attempt((tx) => applyOperation(tx, operation), true);
+		if (!dry.ok) return dry;
+		this.ctx.storage.transactionSync(() => {
+			const now = Date.now();
+			forgetFinishedTransactions(this.sql, now);
+			insertTransaction(this.sql, {
+				txid,
+				kind: operation.kind,
+				payload: JSON.stringify(operation),
+				state: "prepared",
+				lease_until: now + lease,
+				updated_at: now,
+			});
+			lockRewards(this.sql, txid, lockedSeqs(this.identity.userkey, operation));
+		});
+		this.armAlarm(0);
+		return { ok: true, state: "prepared" };
 	}
 
-	private applyStatusChanges(tx: TxContext, changes: StatusChange[]): LedgerReward[] {
-		const touched = new Map<number, RewardRow>();
-		for (const change of changes) {
-			const before = this.rowById(change.rewarddtlid);
-			if (!before) throw new Refused({ code: "reward_not_found", rewarddtlid: change.rewarddtlid, message: "no such reward" });
-			const refusal = transitionError({ status: before.status as RewardStatus, redeemed: before.redeemed }, change.status);
-			if (refusal) throw new Refused({ code: "invalid_status_transition", rewarddtlid: change.rewarddtlid, message: refusal });
-			const patch = { status: change.status, comment: change.message ?? before.comment, hold_until: null };
-			const changed = before.status !== change.status;
-			const after = updateReward(
-				tx,
-				before,
-				patch,
-				changed ? { type: "reward.status_changed", extra: { previousstatus: before.status } } : undefined,
-			);
-			touched.set(after.seq, after);
+	/**
+	 * Phase two: applies the prepared operation and releases its locks, in one
+	 * transaction. Only called once the decision `commit` is stored in D1, so
+	 * it applies even after the lease ended, as long as the ledger has not
+	 * aborted it yet. Idempotent: a repeat answers the first result.
+	 */
+	commit(txid: string): LedgerResult<{ result: LedgerOperationResult }> {
+		return this.finish(txid, "committed");
+	}
+
+	/** Releases a prepared transaction without applying it. An unknown txid is recorded as aborted, so a late prepare is refused. */
+	abort(txid: string): LedgerResult<{ state: "aborted" | "committed" }> {
+		const known = transactionRow(this.sql, txid);
+		if (known?.state === "committed") return { ok: true, state: "committed" };
+		if (!known) {
+			this.ctx.storage.transactionSync(() => {
+				const now = Date.now();
+				insertTransaction(this.sql, { txid, kind: "unknown", payload: "null", state: "aborted", lease_until: now, updated_at: now });
+			});
+			return { ok: true, state: "aborted" };
 		}
-		return [...touched.values()].map((row) => toLedgerReward(tx.userkey, row));
+		const done = this.finish(txid, "aborted");
+		return done.ok ? { ok: true, state: "aborted" } : done;
+	}
+
+	private knownState(row: TransactionRow): LedgerResult<{ state: "prepared" | "committed" }> {
+		if (row.state === "aborted")
+			return { ok: false, error: { code: "transaction_aborted", message: `transaction ${row.txid} was aborted` } };
+		return { ok: true, state: row.state };
+	}
+
+	private finish(txid: string, state: "committed" | "aborted"): LedgerResult<{ result: LedgerOperationResult }> {
+		return this.attempt((tx) => {
+			const row = transactionRow(this.sql, txid);
+			if (!row) throw new Refused({ code: "transaction_aborted", message: `transaction ${txid} is unknown here` });
+			if (row.state === "committed") return { result: JSON.parse(row.result ?? "null") as LedgerOperationResult };
+			if (row.state === "aborted") {
+				if (state === "aborted") return { result: { rewards: [] } };
+				throw new Refused({ code: "transaction_aborted", message: `transaction ${txid} was aborted` });
+			}
+			const result = state === "committed" ? applyOperation(tx, JSON.parse(row.payload) as LedgerOperation, txid) : { rewards: [] };
+			finishTransaction(this.sql, txid, state, result, tx.nowMs);
+			return { result };
+		});
+	}
+
+	/**
+	 * Ends the transactions whose lease ran out: the decision stored in D1
+	 * (or `abort`, written now when there is none) says whether to apply or
+	 * release. The locks stay until the decision is known.
+	 */
+	private async resolveExpiredTransactions(): Promise<void> {
+		for (const row of expiredTransactions(this.sql, Date.now())) {
+			const decision = await decideOnce(this.env.DB, this.identity.appid, row.txid, "abort");
+			const done = this.finish(row.txid, decision === "commit" ? "committed" : "aborted");
+			if (!done.ok) {
+				// Cannot happen while the locks hold (nothing else changed the rewards); if it does, release rather
+				// than keep the rewards locked and the alarm spinning, and say so loudly.
+				console.error("ledger transaction could not be committed at lease end; released", { txid: row.txid, error: done.error });
+				this.finish(row.txid, "aborted");
+			}
+		}
 	}
 
 	// ---- redemption ----------------------------------------------------------------------------
@@ -243,55 +332,74 @@ export class UserLedger extends DurableObject<Env> {
 	 * Redeems `amount` from the user's approved wallet rewards, oldest first,
 	 * the last one in part when needed; more than is available is refused whole.
 	 */
-	redeemByAmount(request: RedeemByAmount): LedgerResult<{ redeemed: number; rewards: LedgerReward[] }> {
+	redeemByAmount(request: RedeemByAmount): LedgerResult<Redemption> {
 		const amount = toHundredths(request.amount);
 		if (amount === null || amount <= 0) return { ok: false, error: { code: "invalid_amount", message: "amount must be a number above 0" } };
-		return this.attempt((tx) => {
-			const filter = filterClause(request);
-			const where = ["status = 'Approved'", "rewardtype = 'InstoreCredits'", "amount > redeemed", ...filter.where];
-			const args = filter.args;
-			// Read oldest first only until the amount is covered (through the rewards_wallet index), so a
-			// redemption costs what it takes, not the user's whole history; a refusal still reads them all.
-			const candidates: { seq: number; remaining: number }[] = [];
-			let covered = 0;
-			for (const row of this.sql.exec<{ seq: number; remaining: number }>(
-				`SELECT seq, amount - redeemed AS remaining FROM rewards WHERE ${where.join(" AND ")} ORDER BY seq`,
-				...args,
-			)) {
-				candidates.push(row);
-				covered += row.remaining;
-				if (covered >= amount) break;
-			}
-			const allocations = allocateOldestFirst(candidates, amount);
-			if (!allocations) {
-				const approved = fromHundredths(available(candidates));
-				throw new Refused({ code: "insufficient_balance", approved, message: `only ${approved} is available to redeem` });
-			}
-			const rewards = allocations.map(({ seq, take }) => this.redeem(tx, rewardRow(this.sql, seq)!, take));
-			return { redeemed: fromHundredths(amount), rewards };
-		});
+		return this.attempt((tx) =>
+			withIdempotencyKey(tx, request.idempotency, () => {
+				const filter = filterClause(request);
+				const where = ["status = 'Approved'", "rewardtype = 'InstoreCredits'", "amount > redeemed", ...filter.where];
+				const args = filter.args;
+				if (request.rewardunit === undefined) {
+					// Never add dollars to points: with several units under the filters, the caller must say which.
+					const units = this.sql
+						.exec<{ rewardunit: string }>(
+							`SELECT DISTINCT rewardunit FROM rewards WHERE ${where.join(" AND ")} ORDER BY rewardunit`,
+							...args,
+						)
+						.toArray()
+						.map((r) => r.rewardunit);
+					if (units.length > 1) {
+						throw new Refused({ code: "rewardunit_required", rewardunits: units, message: "the approved rewards span several units" });
+					}
+				}
+				// Read oldest first only until the amount is covered (through the rewards_wallet index), so a
+				// redemption costs what it takes, not the user's whole history; a refusal still reads them all.
+				const candidates: { seq: number; remaining: number }[] = [];
+				let covered = 0;
+				for (const row of this.sql.exec<{ seq: number; remaining: number }>(
+					`SELECT seq, amount - redeemed AS remaining FROM rewards WHERE ${where.join(" AND ")} ORDER BY seq`,
+					...args,
+				)) {
+					candidates.push(row);
+					covered += row.remaining;
+					if (covered >= amount) break;
+				}
+				const allocations = allocateOldestFirst(candidates, amount);
+				if (!allocations) {
+					const approved = fromHundredths(available(candidates));
+					throw new Refused({ code: "insufficient_balance", approved, message: `only ${approved} is available to redeem` });
+				}
+				for (const { seq } of allocations) assertUnlocked(this.sql, tx.userkey, seq);
+				const rewards = allocations.map(({ seq, take }) => this.redeem(tx, rewardRow(this.sql, seq)!, take));
+				return { redeemed: fromHundredths(amount), rewards };
+			}),
+		);
 	}
 
 	/** Redeems the whole remaining amount of each reward; all must be this user's approved wallet rewards, else none is redeemed. */
-	redeemByIds(ids: string[]): LedgerResult<{ redeemed: number; rewards: LedgerReward[] }> {
-		return this.attempt((tx) => {
-			let total = 0;
-			const rewards: LedgerReward[] = [];
-			for (const id of new Set(ids)) {
-				const row = this.rowById(id);
-				if (!row) throw new Refused({ code: "reward_not_found", rewarddtlid: id, message: "no such reward" });
-				if (row.rewardtype !== "InstoreCredits" || row.status !== "Approved" || row.amount <= row.redeemed) {
-					throw new Refused({
-						code: "reward_not_redeemable",
-						rewarddtlid: id,
-						message: row.rewardtype !== "InstoreCredits" ? `${row.rewardtype} rewards are not redeemed here` : `reward is ${row.status}`,
-					});
+	redeemByIds(ids: string[], idempotency?: LedgerIdempotency): LedgerResult<Redemption> {
+		return this.attempt((tx) =>
+			withIdempotencyKey(tx, idempotency, () => {
+				let total = 0;
+				const rewards: LedgerReward[] = [];
+				for (const id of new Set(ids)) {
+					const row = this.rowById(id);
+					if (!row) throw new Refused({ code: "reward_not_found", rewarddtlid: id, message: "no such reward" });
+					assertUnlocked(this.sql, tx.userkey, row.seq);
+					if (row.rewardtype !== "InstoreCredits" || row.status !== "Approved" || row.amount <= row.redeemed) {
+						throw new Refused({
+							code: "reward_not_redeemable",
+							rewarddtlid: id,
+							message: row.rewardtype !== "InstoreCredits" ? `${row.rewardtype} rewards are not redeemed here` : `reward is ${row.status}`,
+						});
+					}
+					total += row.amount - row.redeemed;
+					rewards.push(this.redeem(tx, row, row.amount - row.redeemed));
 				}
-				total += row.amount - row.redeemed;
-				rewards.push(this.redeem(tx, row, row.amount - row.redeemed));
-			}
-			return { redeemed: fromHundredths(total), rewards };
-		});
+				return { redeemed: fromHundredths(total), rewards };
+			}),
+		);
 	}
 
 	private redeem(tx: TxContext, before: RewardRow, take: number): LedgerReward {
@@ -310,24 +418,32 @@ export class UserLedger extends DurableObject<Env> {
 
 	/** Approves the holds that have ended, then delivers the outbox; re-arms itself for what is left. */
 	override async alarm(): Promise<void> {
-		if (this.identity) {
-			this.write((tx) => {
-				const ended = this.sql
-					.exec<RewardRow>(
-						"SELECT * FROM rewards WHERE status = 'UnderReview' AND hold_until IS NOT NULL AND hold_until <= ? ORDER BY seq",
-						new Date(tx.nowMs).toISOString(),
-					)
-					.toArray();
-				for (const row of ended) {
-					updateReward(
-						tx,
-						row,
-						{ status: "Approved", hold_until: null },
-						{ type: "reward.status_changed", extra: { previousstatus: row.status } },
-					);
-				}
-			}, false);
+		try {
+			await this.resolveExpiredTransactions();
+			this.resolveRetryAt = 0;
+		} catch (error) {
+			// D1 unreachable: the locks stay (safe) and the alarm comes back soon (see nextDue).
+			console.error("ledger lease resolution failed", error);
+			this.resolveRetryAt = Date.now() + RESOLVE_RETRY_MS;
 		}
+		this.write((tx) => {
+			// A locked reward waits for its transaction; the hold is approved on the alarm after the lock goes.
+			const ended = this.sql
+				.exec<RewardRow>(
+					`SELECT * FROM rewards WHERE status = 'UnderReview' AND hold_until IS NOT NULL AND hold_until <= ?
+						   AND seq NOT IN (SELECT seq FROM reward_locks) ORDER BY seq`,
+					new Date(tx.nowMs).toISOString(),
+				)
+				.toArray();
+			for (const row of ended) {
+				updateReward(
+					tx,
+					row,
+					{ status: "Approved", hold_until: null },
+					{ type: "reward.status_changed", extra: { previousstatus: row.status } },
+				);
+			}
+		}, false);
 		await this.flush();
 	}
 
@@ -345,7 +461,6 @@ export class UserLedger extends DurableObject<Env> {
 			let report: FlushReport = { done: 0, pending: 0 };
 			let failed = true;
 			try {
-				if (!this.identity) return report;
 				do {
 					this.flushAgain = false;
 					const pass = await flushOutbox(this.flushHost(this.identity));
@@ -359,7 +474,9 @@ export class UserLedger extends DurableObject<Env> {
 				this.armAlarm(failed ? 60_000 : 0);
 			}
 		};
-		this.flushing = run();
+		// Started on a later microtask, so `finally` can never run before `this.flushing` holds this run
+		// (a run that finished synchronously once left a settled promise there, and every later flush did nothing).
+		this.flushing = Promise.resolve().then(run);
 		return this.flushing;
 	}
 
@@ -418,38 +535,36 @@ export class UserLedger extends DurableObject<Env> {
 	}
 
 	private txContext(): TxContext {
-		return { sql: this.sql, appid: this.identity?.appid ?? "", userkey: this.identity?.userkey ?? "", nowMs: Date.now() };
+		return { sql: this.sql, appid: this.identity.appid, userkey: this.identity.userkey, nowMs: Date.now() };
 	}
 
 	/** Refuses a call meant for another ledger: that would be a routing bug, and would mix two users' rewards. */
 	private checkIdentity(appid: string, userkey: string): void {
-		const expected = this.identity ? ledgerName(this.identity.appid, this.identity.userkey) : this.ctx.id.name;
-		if (expected !== undefined && expected !== ledgerName(appid, userkey)) {
-			throw new Error(`ledger ${expected} called for ${ledgerName(appid, userkey)}`);
-		}
-	}
-
-	/** Learns the identity of this ledger on its first grant (checked by checkIdentity before). */
-	private bind(sql: SqlStorage, appid: string, userkey: string): void {
-		if (this.identity) return;
-		sql.exec("INSERT INTO meta (key, value) VALUES ('appid', ?), ('userkey', ?)", appid, userkey);
-		this.identity = { appid, userkey };
+		const expected = ledgerName(this.identity.appid, this.identity.userkey);
+		if (expected !== ledgerName(appid, userkey)) throw new Error(`ledger ${expected} called for ${ledgerName(appid, userkey)}`);
 	}
 
 	private rowById(rewarddtlid: string): RewardRow | undefined {
-		if (!this.identity) return undefined;
 		const seq = seqOfRewardId(rewarddtlid, this.identity.userkey);
 		return seq === null ? undefined : rewardRow(this.sql, seq);
 	}
 
-	/** The earliest moment there is work for the alarm: an outbox entry due or a hold ending (epoch ms). */
+	/** The earliest moment there is work for the alarm: an outbox entry due, a hold ending or a lease ending (epoch ms). */
 	private nextDue(): number | null {
 		const outbox = nextOutboxDue(this.sql);
 		const hold = this.sql
-			.exec<{ t: string | null }>("SELECT MIN(hold_until) AS t FROM rewards WHERE status = 'UnderReview' AND hold_until IS NOT NULL")
+			.exec<{ t: string | null }>(
+				`SELECT MIN(hold_until) AS t FROM rewards WHERE status = 'UnderReview' AND hold_until IS NOT NULL
+				   AND seq NOT IN (SELECT seq FROM reward_locks)`,
+			)
 			.one().t;
-		const times = [outbox, hold === null ? null : Date.parse(hold)].filter((t): t is number => t !== null);
+		const times = [outbox, hold === null ? null : Date.parse(hold), this.leaseDue()].filter((t): t is number => t !== null);
 		return times.length ? Math.min(...times) : null;
+	}
+
+	private leaseDue(): number | null {
+		const end = nextLeaseEnd(this.sql);
+		return end === null ? null : Math.max(end, this.resolveRetryAt);
 	}
 
 	/**

@@ -1,15 +1,15 @@
 import { z } from "zod";
-import { recordConversionEvent } from "../db/events";
+import { type EventContext, type EventInput, insertEvent, readEventContext } from "../db/events";
 import { signalFacts } from "../db/identifiers";
-import type { User } from "../db/users";
 import { checkSignals } from "../fraud/check";
+import type { FraudReview } from "../fraud/signals";
 import { badRequest, campaignNotFound, userNotFound } from "../http/errors";
-import { amount, customId, id, optionalCampaignId, optionalEmail, optionalId, optionalText } from "../http/fields";
-import { defineOperation, type OperationContext } from "../http/operation";
-import { rewardsForEvent } from "../ledger/rules";
+import { amount, customId, id, MAX_MONEY, optionalCampaignId, optionalEmail, optionalId, optionalText } from "../http/fields";
+import { defineOperation } from "../http/operation";
+import { toHundredths } from "../ledger/money";
+import { rewardSummary } from "../ledger/rows";
+import { isPercentRule, matchingRules, type OwnedGrant, rewardsForEvent } from "../ledger/rules";
 import { ledgerFor } from "../ledger/stub";
-import type { LedgerReward, RewardGrant } from "../ledger/types";
-import { enqueueOutboxEvents, insertOutboxEvent, webhookEvent } from "../outbox/events";
 
 const schema = z.object({
 	userkey: id,
@@ -26,25 +26,82 @@ const schema = z.object({
 	growthhack: id.pipe(z.string().max(100, "is too long")),
 });
 
-/** Sends grants to the ledger of their owner; one RPC per ledger. */
-async function grantTo(ctx: OperationContext, owner: User, grants: RewardGrant[]): Promise<(LedgerReward & { created: boolean })[]> {
-	if (grants.length === 0) return [];
-	const result = await ledgerFor(ctx.env, ctx.app.appid, owner.userkey).grant(ctx.app.appid, owner.userkey, grants);
-	return result.rewards;
+/**
+ * What the event earns: the decision stored with it, else (a new event) one
+ * computed now from the campaign's active rules and checked so that nothing
+ * is stored for an event that would fail: every amount is exact in
+ * hundredths and at most MAX_MONEY.
+ */
+function decide(context: Extract<EventContext, { ok: true }>, input: EventInput, now: Date, fraud?: FraudReview): OwnedGrant[] {
+	const { campaign, rules, user, referrer } = context;
+	const event = { customid: input.customid, eventname: input.eventname, transactionvalue: input.transactionvalue };
+	if (input.transactionvalue === null && matchingRules(rules, input.eventname).some(isPercentRule)) {
+		throw badRequest("transactionvalue: is required for this event (its campaign rewards a percent of it).", {
+			fields: ["transactionvalue"],
+		});
+	}
+	const owned = rewardsForEvent(campaign, rules, user, referrer, event, now, fraud);
+	for (const { grant } of owned) {
+		const hundredths = toHundredths(grant.amount);
+		if (hundredths === null || grant.amount > MAX_MONEY) {
+			throw badRequest(
+				`transactionvalue: the reward it earns (${grant.amount} ${grant.rewardunit}) is above the limit of ${MAX_MONEY} per reward.`,
+				{ fields: ["transactionvalue"] },
+			);
+		}
+	}
+	return owned;
+}
+
+/** Fraud signals (docs/fraud.md), read only when someone could be rewarded. */
+async function fraudReview(db: D1Database, context: Extract<EventContext, { ok: true }>): Promise<FraudReview | undefined> {
+	const { user, referrer, campaign } = context;
+	if (!referrer || user.isexistinguser) return undefined;
+	return checkSignals(user, referrer, campaign, await signalFacts(db, user.userid, referrer.userid));
 }
 
 /**
- * Operation 13. Records the event once per (app, customid), then hands the
- * rewards its rules earn to the ledgers of the friend and of its referrer.
- * Every step is idempotent, so a retry of the same customid (or one arriving
- * at the same moment) completes whatever an interrupted call left undone and
- * creates nothing twice.
+ * Records the event once per (app, customid) with its frozen decision, or
+ * reads the one already recorded. Exported for tests that simulate a call
+ * dying right after this step.
+ */
+export async function recordConversion(db: D1Database, input: EventInput) {
+	const context = await readEventContext(db, input);
+	if (!context.ok) throw context.reason === "user_not_found" ? userNotFound() : campaignNotFound();
+	const { stored, user, referrer } = context;
+	if (stored?.decision) return { isNew: false, event: stored, decision: stored.decision, user, referrer };
+	const fraud = await fraudReview(db, context);
+	if (stored) {
+		// Events from before decisions were kept are decided from the current rules (the old behaviour).
+		const decision = decide(context, { ...input, ...stored }, new Date(stored.createdAt), fraud);
+		return { isNew: false, event: stored, decision, user, referrer };
+	}
+	const createdAt = new Date();
+	const decision = decide(context, input, createdAt, fraud);
+	const { isNew, event } = await insertEvent(
+		db,
+		{ ...input, campaignid: context.campaign.campaignid, userid: user.userid },
+		decision,
+		createdAt.toISOString(),
+	);
+	return { isNew, event, decision: event.decision ?? decision, user, referrer };
+}
+
+/**
+ * Operation 13. Records the event once per (app, customid) with the rewards
+ * its rules earn at that moment (its decision, frozen: docs/rewards.md), then
+ * hands them to the referrer's ledger and then to the friend's, whose ledger
+ * also queues the `conversion.recorded` webhook in the same transaction as
+ * the friend's rewards. Every step is idempotent, so a retry of the same
+ * customid (or one arriving at the same moment) completes exactly that
+ * decision, whatever happened to the campaign since, and creates nothing twice.
  */
 export const registerconversionevent = defineOperation({
+	mutating: true,
 	schema,
 	async handle(ctx, input) {
 		const { env, app } = ctx;
-		const recorded = await recordConversionEvent(env.DB, {
+		const { isNew, event, decision, user, referrer } = await recordConversion(env.DB, {
 			appid: app.appid,
 			userkey: input.userkey,
 			customid: input.customid,
@@ -54,31 +111,16 @@ export const registerconversionevent = defineOperation({
 			campaignid: input.campaignid ?? null,
 			growthhack: input.growthhack,
 		});
-		if (!recorded.ok) {
-			if (recorded.reason === "user_not_found") throw userNotFound();
-			if (recorded.reason === "campaign_not_found") throw campaignNotFound();
-			throw badRequest("transactionvalue: is required for this event (its campaign rewards a percent of it).", {
-				fields: ["transactionvalue"],
-			});
-		}
-		const { event, user, referrer, campaign, rules, isNew } = recorded;
-		// Fraud signals (docs/fraud.md), read only when someone could be rewarded.
-		const fraud =
-			referrer && !user.isexistinguser
-				? checkSignals(user, referrer, campaign, await signalFacts(env.DB, user.userid, referrer.userid))
-				: undefined;
-		const owned = rewardsForEvent(campaign, rules, user, referrer, event, new Date(event.createdAt), fraud);
-		const pick = (owner: "friend" | "referrer") => owned.filter((g) => g.owner === owner).map((g) => g.grant);
-		const [friendRewards, referrerRewards] = await Promise.all([
-			grantTo(ctx, user, pick("friend")),
-			referrer ? grantTo(ctx, referrer, pick("referrer")) : [],
-		]);
-
-		// Sent after the ledgers decided, so it carries each reward's real status; its id is fixed per event.
-		const webhook = webhookEvent(
-			app.appid,
-			"conversion.recorded",
-			{
+		const pick = (owner: "friend" | "referrer") => decision.filter((g) => g.owner === owner).map((g) => g.grant);
+		const referrerGrants = pick("referrer");
+		const referrerRewards =
+			referrer && referrerGrants.length > 0
+				? (await ledgerFor(env, app.appid, referrer.userkey).grant(app.appid, referrer.userkey, referrerGrants)).rewards
+				: [];
+		// The webhook leaves with the friend's rewards (one ledger transaction); its id is fixed per event.
+		const announcement = {
+			eventid: `evt_conversion_${app.appid}_${event.customid}`,
+			payload: {
 				customid: event.customid,
 				eventname: event.eventname,
 				userkey: user.userkey,
@@ -88,15 +130,11 @@ export const registerconversionevent = defineOperation({
 				campaignid: event.campaignid,
 				growthhack: event.growthhack,
 				recordedat: event.createdAt,
-				rewards: [
-					...friendRewards.map((r) => rewardSummary(user.userkey, r)),
-					...referrerRewards.map((r) => rewardSummary(referrer?.userkey ?? "", r)),
-				],
 			},
-			`evt_conversion_${app.appid}_${event.customid}`,
-		);
-		const inserted = await insertOutboxEvent(env.DB, webhook).run();
-		if (inserted.meta.changes === 1) ctx.waitUntil(enqueueOutboxEvents(env, [webhook.eventid]));
+			otherRewards: referrerRewards.map((r) => rewardSummary(referrer?.userkey ?? "", r)),
+		};
+		const friendRewards = (await ledgerFor(env, app.appid, user.userkey).grant(app.appid, user.userkey, pick("friend"), announcement))
+			.rewards;
 
 		const created = [...friendRewards, ...referrerRewards].filter((r) => r.created).length;
 		let message = `Conversion recorded; ${created} reward(s) created.`;
@@ -109,16 +147,3 @@ export const registerconversionevent = defineOperation({
 		return { message, duplicate: !isNew };
 	},
 });
-
-function rewardSummary(userkey: string, reward: LedgerReward) {
-	return {
-		rewarddtlid: reward.rewarddtlid,
-		userkey,
-		usertype: reward.usertype,
-		reward: reward.reward,
-		rewardunit: reward.rewardunit,
-		rewardtype: reward.rewardtype,
-		rewardstatus: reward.rewardstatus,
-		fraudsignals: reward.fraudsignals,
-	};
-}

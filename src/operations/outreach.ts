@@ -22,6 +22,7 @@ async function queueEmail(ctx: OperationContext, event: ReturnType<typeof emailE
  * creating it from the fields sent when new, and queues the outreach email.
  */
 export const invokeoutreach = defineOperation({
+	mutating: true,
 	schema: z
 		.object({
 			userkey: optionalId,
@@ -94,6 +95,7 @@ export const REMINDER_INTERVAL_MS = 24 * 3600 * 1000;
  * friend per 24 h (429 beyond), so the endpoint cannot be used to spam.
  */
 export const remindfriend = defineOperation({
+	mutating: true,
 	schema: z
 		.object({
 			userkey: optionalId,

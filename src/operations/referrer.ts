@@ -26,6 +26,7 @@ const CLOSES_CYCLE = `EXISTS (
 
 /** Operation 10: sets the user's referrer, once. */
 export const applyreferrercode = defineOperation({
+	mutating: true,
 	schema: z.object({ userkey: id, email: optionalEmail, useraccountid: optionalId, referrercode: referrerCode }),
 	async handle(ctx, input) {
 		const { env, app } = ctx;

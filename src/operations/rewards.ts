@@ -1,7 +1,8 @@
 import { z } from "zod";
+import { runAcrossLedgers } from "../coordination/ledger-transaction";
 import { toUser, type UserRow, userLookup } from "../db/users";
 import { ApiError, badRequest, campaignNotFound, rewardNotFound, userNotFound } from "../http/errors";
-import { amount, id, optionalCampaignId, optionalEmail, optionalId, optionalText } from "../http/fields";
+import { exactAmount, id, optionalCampaignId, optionalEmail, optionalId, optionalText } from "../http/fields";
 import { defineOperation, type OperationContext } from "../http/operation";
 import { ledgerFor, userkeyOfRewardId } from "../ledger/stub";
 import type { LedgerError, SettableStatus, StatusChange } from "../ledger/types";
@@ -21,6 +22,23 @@ function ledgerError(error: LedgerError): ApiError {
 			return new ApiError(409, "reward_not_redeemable", `${error.rewarddtlid}: ${error.message}`, { rewarddtlid: error.rewarddtlid });
 		case "invalid_amount":
 			return badRequest(`amount: ${error.message}`, { fields: ["amount"] });
+		case "reward_locked":
+			return new ApiError(409, "reward_locked", `${error.rewarddtlid ? `${error.rewarddtlid}: ` : ""}${error.message}`, {
+				rewarddtlid: error.rewarddtlid,
+				retryable: true,
+			});
+		case "rewardunit_required":
+			return new ApiError(
+				400,
+				"rewardunit_required",
+				`The approved rewards span several units (${error.rewardunits.join(", ")}); name one in rewardunit.`,
+				{ fields: ["rewardunit"], rewardunits: error.rewardunits },
+			);
+		case "idempotency_key_reused":
+			return new ApiError(422, "idempotency_key_reused", error.message);
+		case "transaction_aborted":
+		case "invalid_operation":
+			throw new Error(`ledger: ${error.code}: ${error.message}`);
 	}
 }
 
@@ -32,13 +50,14 @@ const rewardIds = z.array(id).min(1, "must name at least one reward").max(100, "
  * With both, the ids win (the spec's order of preference).
  */
 export const redeemrewards = defineOperation({
+	mutating: true,
 	schema: z
 		.object({
 			userkey: id,
 			email: optionalEmail,
 			useraccountid: optionalId,
 			rewarddtlids: rewardIds.optional(),
-			amount: amount.pipe(z.number().positive("must be above 0")).optional(),
+			amount: exactAmount.pipe(z.number().positive("must be above 0")).optional(),
 			growthhack: optionalText(100),
 			campaignid: optionalCampaignId,
 			rewardunit: optionalText(20),
@@ -47,7 +66,7 @@ export const redeemrewards = defineOperation({
 			message: "send rewarddtlids or amount",
 			path: ["amount"],
 		}),
-	async handle({ env, app }, input) {
+	async handle({ env, app, idempotency }, input) {
 		const lookup = userLookup(env.DB, app.appid, input);
 		if (!lookup) throw userNotFound();
 		const [userResult, campaignResult] = await env.DB.batch<Record<string, unknown>>([
@@ -58,7 +77,7 @@ export const redeemrewards = defineOperation({
 		if (!row) throw userNotFound();
 		const ledger = ledgerFor(env, app.appid, toUser(row).userkey);
 		if (input.rewarddtlids) {
-			const result = await ledger.redeemByIds(input.rewarddtlids);
+			const result = await ledger.redeemByIds(input.rewarddtlids, idempotency);
 			if (!result.ok) throw ledgerError(result.error);
 			return { message: `Redeemed ${result.redeemed}.`, redeemed: result.redeemed };
 		}
@@ -74,6 +93,7 @@ export const redeemrewards = defineOperation({
 			campaignid: input.campaignid,
 			growthhack: input.growthhack,
 			rewardunit: input.rewardunit,
+			idempotency,
 		});
 		if (!result.ok) throw ledgerError(result.error);
 		return { message: `Redeemed ${result.redeemed}.`, redeemed: result.redeemed };
@@ -106,23 +126,22 @@ export const statusChangesSchema = z
 	.refine((list) => new Set(list.map((e) => e.rewarddtlid)).size === list.length, "names a reward twice");
 
 /**
- * The one path that changes reward statuses (changerewardstatus and the
- * dashboard): validates every entry first (in every ledger involved) and
- * applies none when one fails. Within one user's ledger the change is one
- * transaction; across users, all are validated before any is applied.
+ * Operation 9: every entry or none. Within one user's ledger the change is
+ * one transaction; across users it is a prepare/commit between the ledgers
+ * concerned (coordination/ledger-transaction.ts), so a redemption running at
+ * the same moment can never leave it half applied.
  */
 export async function changeRewardStatuses(env: Env, appid: string, entries: z.output<typeof statusChangesSchema>): Promise<number> {
 	const changes = entries.map((e) => ({ rewarddtlid: e.rewarddtlid, status: e.rewardstatus, message: e.message ?? null }));
-	const groups = [...byLedger(changes)].map(([userkey, list]) => ({ ledger: ledgerFor(env, appid, userkey), list }));
-	const checks = await Promise.all(groups.map((g) => g.ledger.validateStatusChanges(g.list)));
-	for (const check of checks) if (!check.ok) throw ledgerError(check.error);
-	const applied = await Promise.all(groups.map((g) => g.ledger.changeStatuses(g.list)));
-	for (const result of applied) if (!result.ok) throw ledgerError(result.error);
+	const parts = [...byLedger(changes)].map(([userkey, list]) => ({ userkey, operation: { kind: "status" as const, changes: list } }));
+	const result = await runAcrossLedgers(env, appid, parts);
+	if (!result.ok) throw ledgerError(result.error);
 	return changes.length;
 }
 
 /** Operation 9: see changeRewardStatuses. */
 export const changerewardstatus = defineOperation({
+	mutating: true,
 	schema: z.object({ rewardslist: statusChangesSchema }),
 	async handle(ctx, { rewardslist }) {
 		const count = await changeRewardStatuses(ctx.env, ctx.app.appid, rewardslist);

@@ -235,6 +235,7 @@ export function attributionData(ctx: OperationContext, friend: User, referrer: U
 
 /** Operation 5: registers a user, or returns the one already registered with that email / account id. */
 export const register = defineOperation({
+	mutating: true,
 	schema: z.object({ ...profileFields, ...networkFields, referrercode: optionalText(32) }),
 	async handle(ctx, input) {
 		const network = await networkOf(ctx.env, input);
@@ -249,6 +250,7 @@ export const register = defineOperation({
 
 /** Operation 6: changes only the fields sent. An erased user is not found: its data is not collected again. */
 export const updateuser = defineOperation({
+	mutating: true,
 	schema: z.object({ userkey: id, ...profileFields, ...networkFields }),
 	async handle({ env, app }, input) {
 		const network = await networkOf(env, input);

@@ -80,10 +80,16 @@ export function insertOutboxEvent(db: D1Database, event: OutboxEvent, onlyIf?: S
  * whose send fails stay unmarked for the outbox sweep to pick up.
  */
 export async function enqueueOutboxEvents(env: Env, eventids: string[]): Promise<void> {
-	if (eventids.length === 0) return;
-	await env.OUTBOX.sendBatch(eventids.map((eventid) => ({ body: { eventid } satisfies OutboxMessage })));
-	const placeholders = eventids.map(() => "?").join(", ");
-	await env.DB.prepare(`UPDATE outbox_events SET enqueued_at = ? WHERE eventid IN (${placeholders}) AND enqueued_at IS NULL`)
-		.bind(nowIso(), ...eventids)
-		.run();
+	// D1 binds at most 100 parameters per statement (and sendBatch takes at most 100 messages): chunks of 90.
+	for (let i = 0; i < eventids.length; i += ENQUEUE_CHUNK) {
+		const chunk = eventids.slice(i, i + ENQUEUE_CHUNK);
+		await env.OUTBOX.sendBatch(chunk.map((eventid) => ({ body: { eventid } satisfies OutboxMessage })));
+		const placeholders = chunk.map(() => "?").join(", ");
+		await env.DB.prepare(`UPDATE outbox_events SET enqueued_at = ? WHERE eventid IN (${placeholders}) AND enqueued_at IS NULL`)
+			.bind(nowIso(), ...chunk)
+			.run();
+	}
 }
+
+/** Events per sendBatch and per `IN (...)` list: under D1's 100 bound parameters with room for the others. */
+export const ENQUEUE_CHUNK = 90;

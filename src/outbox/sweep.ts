@@ -1,9 +1,9 @@
-import { enqueueOutboxEvents } from "./events";
+import { ENQUEUE_CHUNK, enqueueOutboxEvents } from "./events";
 
 export interface SweepOptions {
 	/** Events younger than this are left to their producer's own enqueue. */
 	minAgeMs?: number;
-	/** At most this many events per sweep (Queues' sendBatch takes up to 100). */
+	/** At most this many events per sweep (sent in chunks of ENQUEUE_CHUNK). */
 	limit?: number;
 	now?: number;
 }
@@ -19,15 +19,22 @@ export interface SweepOptions {
  * already delivered, and receivers dedupe by `webhook-id`.
  */
 export async function sweepOutbox(env: Env, options: SweepOptions = {}): Promise<number> {
-	const { minAgeMs = 60_000, limit = 100, now = Date.now() } = options;
+	const { minAgeMs = 60_000, limit = 1000, now = Date.now() } = options;
 	const cutoff = new Date(now - minAgeMs).toISOString();
-	const { results } = await env.DB.prepare(
-		"SELECT eventid FROM outbox_events WHERE enqueued_at IS NULL AND created_at < ? AND delivered_at IS NULL ORDER BY created_at LIMIT ?",
-	)
-		.bind(cutoff, Math.min(Math.max(limit, 1), 100))
-		.all<{ eventid: string }>();
-	const ids = results.map((r) => r.eventid);
-	await enqueueOutboxEvents(env, ids);
-	if (ids.length > 0) console.log(JSON.stringify({ msg: "outbox sweep enqueued events", count: ids.length }));
-	return ids.length;
+	let swept = 0;
+	// Pages of ENQUEUE_CHUNK: each page's ids fit one statement's bound parameters; enqueued events leave the index.
+	while (swept < limit) {
+		const { results } = await env.DB.prepare(
+			"SELECT eventid FROM outbox_events WHERE enqueued_at IS NULL AND created_at < ? AND delivered_at IS NULL ORDER BY created_at LIMIT ?",
+		)
+			.bind(cutoff, Math.min(ENQUEUE_CHUNK, limit - swept))
+			.all<{ eventid: string }>();
+		const ids = results.map((r) => r.eventid);
+		if (ids.length === 0) break;
+		await enqueueOutboxEvents(env, ids);
+		swept += ids.length;
+		if (ids.length < ENQUEUE_CHUNK) break;
+	}
+	if (swept > 0) console.log(JSON.stringify({ msg: "outbox sweep enqueued events", count: swept }));
+	return swept;
 }

@@ -1,6 +1,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { addFraudSignalsColumn } from "../../src/ledger/schema";
+import { migrateLedger } from "../../src/ledger/migrate";
+import { LEDGER_MIGRATIONS } from "../../src/ledger/schema";
 import { freshLedger, grantOf } from "../ledger/support";
 
 const columns = (sql: SqlStorage) =>
@@ -9,17 +10,19 @@ const columns = (sql: SqlStorage) =>
 		.toArray()
 		.map((c) => c.name);
 
-describe("MIGRATION(issue-13): rewards.fraudsignals in the ledger", () => {
-	it("adds the column to a ledger created before it, keeps its rewards (read as no signals), and is idempotent", async () => {
+describe("ledger schema step 3: rewards.fraudsignals", () => {
+	it("adds the column to a ledger at version 2, keeps its rewards (read as no signals), and runs once", async () => {
 		const { appid, userkey, stub } = freshLedger();
 		await stub.grant(appid, userkey, [grantOf({ fraudsignals: ["same_ip"] })]);
 		await runInDurableObject(stub, (_ledger, state) => {
 			const sql = state.storage.sql;
-			// Back to the old shape, with a reward in it.
+			// Back to the shape of version 2, with a reward in it.
 			sql.exec("ALTER TABLE rewards DROP COLUMN fraudsignals");
+			sql.exec("UPDATE meta SET value = '2' WHERE key = 'schema_version'");
 			expect(columns(sql)).not.toContain("fraudsignals");
-			addFraudSignalsColumn(sql);
-			addFraudSignalsColumn(sql);
+			// Steps up to 3 only: later steps were already applied to this object.
+			expect(migrateLedger(state.storage, LEDGER_MIGRATIONS.slice(0, 3))).toBe(3);
+			expect(migrateLedger(state.storage, LEDGER_MIGRATIONS.slice(0, 3))).toBe(3);
 			expect(columns(sql).filter((c) => c === "fraudsignals")).toHaveLength(1);
 		});
 		const [reward] = await stub.listRewards();

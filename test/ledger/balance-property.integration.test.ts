@@ -4,7 +4,8 @@ import { freshLedger, grantOf, mulberry32 } from "./support";
 
 /**
  * Property: whatever sequence of grants, status changes and redemptions
- * happens, the running totals equal a balance recomputed from the rewards
+ * happens (with replayed grants and retried keyed redemptions between the
+ * steps: they must change nothing), the running totals equal a balance recomputed from the rewards
  * themselves. The recomputation below is written independently of
  * src/ledger/balance.ts, straight from decisions.md §4.
  */
@@ -68,21 +69,22 @@ describe("balance equals the rewards it sums (seeded property)", () => {
 			const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)]!;
 			const { appid, userkey, stub } = freshLedger();
 			const ids: string[] = [];
-			const counts = { grant: 0, status: 0, amount: 0, ids: 0, okRedeem: 0 };
+			const grants: ReturnType<typeof grantOf>[] = [];
+			const counts = { grant: 0, status: 0, amount: 0, ids: 0, okRedeem: 0, replays: 0, retries: 0 };
 			for (let step = 0; step < STEPS; step++) {
 				const roll = rand();
 				if (roll < 0.35 || ids.length === 0) {
 					counts.grant++;
-					const { rewards } = await stub.grant(appid, userkey, [
-						grantOf({
-							amount: Math.floor(rand() * 5000) / 100 + Math.floor(rand() * 10) / 1000,
-							status: pick(["Approved", "Approved", "UnderReview", "Suspicious"] as const),
-							campaignid: pick([1, 2, 3]),
-							growthhack: pick(["SaaS_Referrals", "Other"]),
-							rewardunit: pick(["USD", "USD", "points"]),
-						}),
-					]);
+					const grant = grantOf({
+						amount: Math.floor(rand() * 5000) / 100 + Math.floor(rand() * 10) / 1000,
+						status: pick(["Approved", "Approved", "UnderReview", "Suspicious"] as const),
+						campaignid: pick([1, 2, 3]),
+						growthhack: pick(["SaaS_Referrals", "Other"]),
+						rewardunit: pick(["USD", "USD", "points"]),
+					});
+					const { rewards } = await stub.grant(appid, userkey, [grant]);
 					ids.push(rewards[0]!.rewarddtlid);
+					grants.push(grant);
 				} else if (roll < 0.6) {
 					counts.status++;
 					const changes = Array.from({ length: 1 + Math.floor(rand() * 3) }, () => ({
@@ -93,13 +95,30 @@ describe("balance equals the rewards it sums (seeded property)", () => {
 					await stub.changeStatuses(changes);
 				} else if (roll < 0.85) {
 					counts.amount++;
-					const r = await stub.redeemByAmount({
+					const request = {
 						amount: Math.floor(rand() * 3000) / 100 + 0.01,
 						campaignid: rand() < 0.3 ? pick([1, 2, 3]) : undefined,
 						growthhack: rand() < 0.3 ? pick(["SaaS_Referrals", "other"]) : undefined,
 						rewardunit: pick(["USD", "points"]),
-					});
+						idempotency: { key: `redeem-${seed}-${step}`, fingerprint: `f${step}` },
+					};
+					const r = await stub.redeemByAmount(request);
 					if (r.ok) counts.okRedeem++;
+					// A client retry with the same key: the first answer, nothing debited again.
+					if (rand() < 0.5) {
+						const before = await stub.balance({});
+						const retry = await stub.redeemByAmount(request);
+						if (r.ok) expect(retry).toEqual(r);
+						if (r.ok) expect(await stub.balance({})).toEqual(before);
+						counts.retries++;
+					}
+				} else if (roll < 0.92) {
+					// A replayed grant (an event sent again) returns its reward and creates nothing.
+					counts.replays++;
+					const before = await stub.balance({});
+					const { rewards } = await stub.grant(appid, userkey, [pick(grants)]);
+					expect(rewards[0]?.created).toBe(false);
+					expect(await stub.balance({})).toEqual(before);
 				} else {
 					counts.ids++;
 					const r = await stub.redeemByIds([pick(ids), ...(rand() < 0.3 ? [pick(ids)] : [])]);
@@ -116,8 +135,9 @@ describe("balance equals the rewards it sums (seeded property)", () => {
 				}
 			}
 			// The run exercised every kind of step, including successful redemptions.
-			expect(Math.min(counts.grant, counts.status, counts.amount, counts.ids, counts.okRedeem)).toBeGreaterThan(0);
-			// 120 ledger calls, each followed by a background flush to D1: ~5 s on a loaded 2-core machine, so a generous bound.
+			expect(
+				Math.min(counts.grant, counts.status, counts.amount, counts.ids, counts.okRedeem, counts.replays, counts.retries),
+			).toBeGreaterThan(0);
 		});
 	}
 });

@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { recordConversionEvent } from "../../src/db/events";
 import { ledgerFor } from "../../src/ledger/stub";
+import { recordConversion } from "../../src/operations/conversion";
 import { admin, createApp } from "../support/api";
 
 type Api = Awaited<ReturnType<typeof createApp>>["api"];
@@ -81,7 +81,7 @@ describe("registerconversionevent", () => {
 	it("completes on retry what a call that died after recording the event left undone", async () => {
 		const { api, appid, referrer, friend } = await referral();
 		// The first call "dies" right after its D1 batch: the event is stored, no ledger was told.
-		const recorded = await recordConversionEvent(env.DB, {
+		const recorded = await recordConversion(env.DB, {
 			appid,
 			userkey: friend.userkey,
 			customid: "4242",
@@ -91,7 +91,7 @@ describe("registerconversionevent", () => {
 			campaignid: null,
 			growthhack: "SaaS_Referrals",
 		});
-		expect(recorded.ok && recorded.isNew).toBe(true);
+		expect(recorded.isNew).toBe(true);
 		expect(await rewardsOf(appid, referrer.userkey)).toHaveLength(0);
 		const retry = await api("registerconversionevent", {
 			userkey: friend.userkey,

@@ -1,0 +1,30 @@
+import { nowIso } from "../domain/dates";
+
+export type Decision = "commit" | "abort";
+
+/**
+ * Records `wanted` as the decision of transaction `txid` unless one is
+ * already stored, and answers the stored one (one D1 round trip: the batch is
+ * a transaction). The first writer wins, so a coordinator deciding commit and
+ * a ledger deciding abort at the end of its lease can never both act.
+ */
+export async function decideOnce(db: D1Database, appid: string, txid: string, wanted: Decision): Promise<Decision> {
+	const [, read] = await db.batch([
+		db
+			.prepare("INSERT INTO ledger_decisions (txid, appid, decision, created_at) VALUES (?, ?, ?, ?) ON CONFLICT (txid) DO NOTHING")
+			.bind(txid, appid, wanted, nowIso()),
+		db.prepare("SELECT decision FROM ledger_decisions WHERE txid = ?").bind(txid),
+	]);
+	const row = read?.results[0] as { decision: Decision } | undefined;
+	if (!row) throw new Error(`decision of ${txid} not readable after its insert`);
+	return row.decision;
+}
+
+/** Deletes decisions older than `maxAgeMs` (every lease is far shorter); returns how many. */
+export async function deleteOldDecisions(db: D1Database, maxAgeMs: number, nowMs = Date.now()): Promise<number> {
+	const result = await db
+		.prepare("DELETE FROM ledger_decisions WHERE created_at < ?")
+		.bind(new Date(nowMs - maxAgeMs).toISOString())
+		.run();
+	return result.meta.changes;
+}

@@ -1,0 +1,27 @@
+/**
+ * Brings a ledger's SQLite schema to the newest version of `migrations`,
+ * one step at a time, each step and its version bump in one transaction, so a
+ * crash leaves the object at a whole version. The version lives in `meta`
+ * (key `schema_version`); an object from before versioning has none and
+ * counts as 0.
+ */
+export function migrateLedger(storage: DurableObjectStorage, migrations: readonly (readonly string[])[]): number {
+	const sql = storage.sql;
+	sql.exec("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)");
+	const row = sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = 'schema_version'").toArray()[0];
+	let version = row ? Number(row.value) : 0;
+	if (version > migrations.length) throw new Error(`ledger schema version ${version} is newer than this code (${migrations.length})`);
+	while (version < migrations.length) {
+		const steps = migrations[version] ?? [];
+		const next = version + 1;
+		storage.transactionSync(() => {
+			for (const statement of steps) sql.exec(statement);
+			sql.exec(
+				"INSERT INTO meta (key, value) VALUES ('schema_version', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+				String(next),
+			);
+		});
+		version = next;
+	}
+	return version;
+}

@@ -1,0 +1,89 @@
+import { assertUnlocked } from "./locks";
+import { rewardRow, type TxContext, updateReward } from "./mutations";
+import { Refused } from "./refused";
+import { toLedgerReward } from "./rows";
+import type { RewardRow } from "./schema";
+import { transitionError } from "./status";
+import { seqOfRewardId } from "./stub";
+import type { LedgerReward, RewardStatus, StatusChange } from "./types";
+
+/**
+ * The changes a ledger can take part in through a multi-ledger transaction
+ * (prepare / commit / abort, see transactions in user-ledger.ts and
+ * coordination/ledger-transaction.ts), or apply alone in one call.
+ *
+ * To add one (a refund, say): add its shape to `LedgerOperation` and an entry
+ * to `TRANSACTION_KINDS`: which rewards it locks, and how it applies. `apply`
+ * runs inside one storage transaction and throws `Refused` for an expected
+ * failure; prepare runs it as a dry run, so it must check everything commit
+ * depends on.
+ */
+export type LedgerOperation = { kind: "status"; changes: StatusChange[] };
+
+/** What a ledger operation answers. */
+export interface LedgerOperationResult {
+	rewards: LedgerReward[];
+}
+
+interface TransactionKind<O extends LedgerOperation> {
+	/** The reward ids the operation reads or changes: locked from prepare to commit or abort. */
+	rewards(operation: O): string[];
+	/** Checks and applies; `ownTxid` is the transaction whose locks it may pass through. */
+	apply(tx: TxContext, operation: O, ownTxid?: string): LedgerOperationResult;
+}
+
+type Kinds = { [K in LedgerOperation["kind"]]: TransactionKind<Extract<LedgerOperation, { kind: K }>> };
+
+/** One reward of this ledger by its public id, or a `reward_not_found` refusal. */
+export function rewardOrRefuse(tx: TxContext, rewarddtlid: string): RewardRow {
+	const seq = seqOfRewardId(rewarddtlid, tx.userkey);
+	const row = seq === null ? undefined : rewardRow(tx.sql, seq);
+	if (!row) throw new Refused({ code: "reward_not_found", rewarddtlid, message: "no such reward" });
+	return row;
+}
+
+/**
+ * changerewardstatus within one ledger: every change or none (decisions.md
+ * §4). The entry's message becomes the comment; any change made by hand ends
+ * the automatic approval of a hold.
+ */
+function applyStatusChanges(tx: TxContext, changes: StatusChange[], ownTxid?: string): LedgerOperationResult {
+	const touched = new Map<number, RewardRow>();
+	for (const change of changes) {
+		const before = rewardOrRefuse(tx, change.rewarddtlid);
+		assertUnlocked(tx.sql, tx.userkey, before.seq, ownTxid);
+		const refusal = transitionError({ status: before.status as RewardStatus, redeemed: before.redeemed }, change.status);
+		if (refusal) throw new Refused({ code: "invalid_status_transition", rewarddtlid: change.rewarddtlid, message: refusal });
+		const patch = { status: change.status, comment: change.message ?? before.comment, hold_until: null };
+		const changed = before.status !== change.status;
+		const after = updateReward(
+			tx,
+			before,
+			patch,
+			changed ? { type: "reward.status_changed", extra: { previousstatus: before.status } } : undefined,
+		);
+		touched.set(after.seq, after);
+	}
+	return { rewards: [...touched.values()].map((row) => toLedgerReward(tx.userkey, row)) };
+}
+
+export const TRANSACTION_KINDS: Kinds = {
+	status: {
+		rewards: (operation) => operation.changes.map((c) => c.rewarddtlid),
+		apply: (tx, operation, ownTxid) => applyStatusChanges(tx, operation.changes, ownTxid),
+	},
+};
+
+/** Applies `operation` with the entry of its kind. */
+export function applyOperation(tx: TxContext, operation: LedgerOperation, ownTxid?: string): LedgerOperationResult {
+	const kind = TRANSACTION_KINDS[operation.kind] as TransactionKind<LedgerOperation>;
+	if (!kind) throw new Refused({ code: "invalid_operation", message: `unknown ledger operation ${operation.kind}` });
+	return kind.apply(tx, operation, ownTxid);
+}
+
+/** The rewards `operation` locks, as sequence numbers of this ledger; ids of other ledgers are left to apply's refusal. */
+export function lockedSeqs(userkey: string, operation: LedgerOperation): number[] {
+	const kind = TRANSACTION_KINDS[operation.kind] as TransactionKind<LedgerOperation>;
+	const seqs = (kind?.rewards(operation) ?? []).map((id) => seqOfRewardId(id, userkey)).filter((s): s is number => s !== null);
+	return [...new Set(seqs)];
+}
