@@ -1,5 +1,6 @@
 import { type App, findAppByApiKey } from "../db/apps";
 import { constantTimeEqual, sha256Hex } from "../domain/crypto";
+import { forgetDeliveryApp } from "../outbox/app-settings";
 import { ApiError } from "./errors";
 
 /**
@@ -13,6 +14,7 @@ const cache = new Map<string, { app: App; expires: number }>();
 /** Forgets cached apps (after a key rotation or an app update in this isolate). */
 export function forgetCachedApp(appid: string): void {
 	for (const [key, entry] of cache) if (entry.app.appid === appid) cache.delete(key);
+	forgetDeliveryApp(appid);
 }
 
 async function lookupApp(db: D1Database, apikey: string): Promise<App | null> {

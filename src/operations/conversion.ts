@@ -7,7 +7,7 @@ import { defineOperation, type OperationContext } from "../http/operation";
 import { rewardsForEvent } from "../ledger/rules";
 import { ledgerFor } from "../ledger/stub";
 import type { LedgerReward, RewardGrant } from "../ledger/types";
-import { enqueueOutboxEvents, insertOutboxEvent, webhookEvent } from "../outbox/events";
+import { appHasWebhook, insertOutboxEvent, sendOutboxEvents, webhookEvent } from "../outbox/events";
 
 const schema = z.object({
 	userkey: id,
@@ -88,8 +88,12 @@ export const registerconversionevent = defineOperation({
 			},
 			`evt_conversion_${app.appid}_${event.customid}`,
 		);
-		const inserted = await insertOutboxEvent(env.DB, webhook).run();
-		if (inserted.meta.changes === 1) ctx.waitUntil(enqueueOutboxEvents(env, [webhook.eventid]));
+		// An app without a webhook URL gets no webhook events (docs/webhooks.md): no round trip for it. The cached
+		// app may be up to 30 s old; the insert checks the URL again, so a URL just removed records nothing.
+		if (app.webhookurl) {
+			const inserted = await insertOutboxEvent(env.DB, webhook, appHasWebhook(app.appid)).run();
+			if (inserted.meta.changes === 1) ctx.waitUntil(sendOutboxEvents(env, [webhook]));
+		}
 
 		const created = [...friendRewards, ...referrerRewards].filter((r) => r.created).length;
 		let message = `Conversion recorded; ${created} reward(s) created.`;
