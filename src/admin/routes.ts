@@ -18,6 +18,7 @@ import { forgetCachedApp } from "../http/auth";
 import { ApiError, campaignNotFound } from "../http/errors";
 import { readJsonObject } from "../http/json-body";
 import { deliveryRoutes } from "./deliveries";
+import { importRoutes } from "./import";
 import { addCouponsSchema, createAppSchema, createCampaignSchema, updateAppSchema, updateCampaignSchema } from "./schemas";
 
 /**
@@ -166,3 +167,4 @@ adminRoutes.post("/apps/:appid/campaigns/:campaignid/coupons", async (c) => {
 	return c.json({ added, skipped: coupons.length - added, couponsavailable: await countFreeCoupons(c.env.DB, campaign.campaignid) }, 201);
 });
 adminRoutes.route("/", deliveryRoutes);
+adminRoutes.route("/", importRoutes);

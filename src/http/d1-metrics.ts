@@ -74,7 +74,10 @@ export function instrumentEnv(env: Env, source: D1Source): Env {
 }
 
 /** The isolate's running D1 totals per source, and their sum. */
-export function d1Totals(): { total: { roundtrips: number; statements: number } } & Record<D1Source, { roundtrips: number; statements: number }> {
+export function d1Totals(): { total: { roundtrips: number; statements: number } } & Record<
+	D1Source,
+	{ roundtrips: number; statements: number }
+> {
 	const view = (m: RequestMetrics) => ({ roundtrips: m.d1RoundTrips, statements: m.d1Statements });
 	const sources = Object.keys(totals) as D1Source[];
 	return {

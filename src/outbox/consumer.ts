@@ -1,16 +1,9 @@
-import { DEFAULT_WEBHOOK_TIMEOUT_MS, type DeliveryOptions, deliver } from "./deliver";
 import { instrumentEnv } from "../http/d1-metrics";
 import { cachedDeliveryApp, rememberDeliveryApp } from "./app-settings";
+import { DEFAULT_WEBHOOK_TIMEOUT_MS, type DeliveryOptions, deliver } from "./deliver";
 import { type CarriedEvent, outboxMessageSchema } from "./events";
 import { isLastAttempt, MISSING_EVENT_ATTEMPTS, missingEventDelaySeconds, retryDelaySeconds } from "./retry";
-import {
-	type AttemptRecord,
-	type BatchLookup,
-	type BatchState,
-	loadBatchState,
-	type OutboxRow,
-	recordAttempts,
-} from "./store";
+import { type AttemptRecord, type BatchLookup, type BatchState, loadBatchState, type OutboxRow, recordAttempts } from "./store";
 import { sweepOutbox } from "./sweep";
 
 /** Optional settings read from the environment (not in wrangler.toml: the defaults apply). */
@@ -90,7 +83,8 @@ export async function queue(batch: MessageBatch<unknown>, rawEnv: Env, ctx: Exec
 		await recordAttempts(env.DB, records);
 	} catch (err) {
 		// The sends happened (or not) all the same; a lost log line must not resend them.
-		for (const r of records) log("error", "could not log a delivery attempt", { eventid: r.eventid, attempt: r.attempt, error: String(err) });
+		for (const r of records)
+			log("error", "could not log a delivery attempt", { eventid: r.eventid, attempt: r.attempt, error: String(err) });
 	}
 	for (const w of work) w.settle();
 }

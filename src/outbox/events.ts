@@ -48,7 +48,13 @@ export interface CarriedEvent {
 export const outboxMessageSchema = z.object({
 	eventid: z.string().min(1).max(200),
 	event: z
-		.object({ appid: z.string().min(1), kind: z.string().min(1), type: z.string().min(1), payload: z.unknown(), createdAt: z.string().min(1) })
+		.object({
+			appid: z.string().min(1),
+			kind: z.string().min(1),
+			type: z.string().min(1),
+			payload: z.unknown(),
+			createdAt: z.string().min(1),
+		})
 		.optional(),
 });
 
@@ -57,8 +63,16 @@ const MAX_CARRIED_CHARS = 64_000;
 
 /** The queue message of an event, carrying it when it is small enough. */
 export function outboxMessage(event: OutboxEvent): OutboxMessage {
-	const carried: CarriedEvent = { appid: event.appid, kind: event.kind, type: event.type, payload: event.payload, createdAt: event.createdAt };
-	return JSON.stringify(carried.payload).length <= MAX_CARRIED_CHARS ? { eventid: event.eventid, event: carried } : { eventid: event.eventid };
+	const carried: CarriedEvent = {
+		appid: event.appid,
+		kind: event.kind,
+		type: event.type,
+		payload: event.payload,
+		createdAt: event.createdAt,
+	};
+	return JSON.stringify(carried.payload).length <= MAX_CARRIED_CHARS
+		? { eventid: event.eventid, event: carried }
+		: { eventid: event.eventid };
 }
 
 /** What an email event's payload must hold to be sent (checked again by the consumer). */

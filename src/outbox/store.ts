@@ -66,13 +66,19 @@ export async function loadBatchState(db: D1Database, lookup: BatchLookup): Promi
 			.bind(jsonList(lookup.appids), jsonList(lookup.byId)),
 	]);
 	const state: BatchState = { delivered: new Map(), rows: new Map(), apps: new Map() };
-	for (const r of (carried?.results ?? []) as { eventid: string; delivered_at: string | null }[]) state.delivered.set(r.eventid, r.delivered_at);
+	for (const r of (carried?.results ?? []) as { eventid: string; delivered_at: string | null }[])
+		state.delivered.set(r.eventid, r.delivered_at);
 	for (const r of (rows?.results ?? []) as OutboxRow[]) {
 		state.rows.set(r.eventid, r);
 		state.delivered.set(r.eventid, r.delivered_at);
 	}
 	for (const id of lookup.appids) state.apps.set(id, null);
-	for (const a of (apps?.results ?? []) as { appid: string; webhookurl: string | null; webhook_secret: string | null; emailsender: string | null }[]) {
+	for (const a of (apps?.results ?? []) as {
+		appid: string;
+		webhookurl: string | null;
+		webhook_secret: string | null;
+		emailsender: string | null;
+	}[]) {
 		state.apps.set(a.appid, { webhookurl: a.webhookurl, webhookSecret: a.webhook_secret ?? "", emailsender: a.emailsender });
 	}
 	return state;
