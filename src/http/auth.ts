@@ -17,13 +17,23 @@ export function forgetCachedApp(appid: string): void {
 	forgetDeliveryApp(appid);
 }
 
+/** Lookups in flight by API key: concurrent calls on a cold or expired entry share one D1 read. */
+const pending = new Map<string, Promise<App | null>>();
+
 async function lookupApp(db: D1Database, apikey: string): Promise<App | null> {
 	const hit = cache.get(apikey);
 	if (hit && hit.expires > Date.now()) return hit.app;
-	const app = await findAppByApiKey(db, apikey);
-	if (app) cache.set(apikey, { app, expires: Date.now() + CACHE_TTL_MS });
-	else cache.delete(apikey);
-	return app;
+	const inFlight = pending.get(apikey);
+	if (inFlight) return inFlight;
+	const lookup = findAppByApiKey(db, apikey)
+		.then((app) => {
+			if (app) cache.set(apikey, { app, expires: Date.now() + CACHE_TTL_MS });
+			else cache.delete(apikey);
+			return app;
+		})
+		.finally(() => pending.delete(apikey));
+	pending.set(apikey, lookup);
+	return lookup;
 }
 
 /**

@@ -61,6 +61,8 @@ const totals: Record<D1Source, RequestMetrics> = {
 	consumer: newMetrics(),
 	scheduled: newMetrics(),
 };
+/** Requests the Worker answered (the totals route excepted): what the bench divides the totals by. */
+let requests = 0;
 
 /**
  * The env with its D1 binding counted into the isolate's totals for `source`
@@ -74,13 +76,14 @@ export function instrumentEnv(env: Env, source: D1Source): Env {
 }
 
 /** The isolate's running D1 totals per source, and their sum. */
-export function d1Totals(): { total: { roundtrips: number; statements: number } } & Record<
+export function d1Totals(): { requests: number; total: { roundtrips: number; statements: number } } & Record<
 	D1Source,
 	{ roundtrips: number; statements: number }
 > {
 	const view = (m: RequestMetrics) => ({ roundtrips: m.d1RoundTrips, statements: m.d1Statements });
 	const sources = Object.keys(totals) as D1Source[];
 	return {
+		requests,
 		worker: view(totals.worker),
 		ledger: view(totals.ledger),
 		consumer: view(totals.consumer),
@@ -156,9 +159,14 @@ export function countingLedgers<T extends DurableObjectNamespace<any>>(namespace
 	});
 }
 
+/** Where the Worker answers d1Totals() (only with the flag set). */
+export const TOTALS_PATH = "/__metrics/d1";
+
 /** Hono middleware: when the flag is set, swaps in counting bindings for this request and reports the counts in headers. */
 export const d1Metrics: MiddlewareHandler<{ Bindings: Env }> = async (c, next) => {
 	if (!metricsEnabled(c.env)) return next();
+	if (c.req.path === TOTALS_PATH) return next();
+	requests++;
 	const m = newMetrics();
 	const counted = instrumentEnv(c.env, "worker");
 	c.env = { ...counted, DB: countingD1(counted.DB, m), USER_LEDGER: countingLedgers(c.env.USER_LEDGER, m) };
