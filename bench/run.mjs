@@ -203,11 +203,18 @@ async function d1Totals() {
 	}
 }
 
-/** Round trips per request between two totals, all in and by source. */
-function perRequest(before, after, requests) {
-	if (!before || !after || requests === 0) return null;
+/**
+ * Round trips per request between two totals, all in and by source. The
+ * requests are those the service counted (autocannon's in-flight requests at
+ * the end of a run are served but not reported).
+ */
+function perRequest(before, after) {
+	const requests = after && before ? after.requests - before.requests : 0;
+	if (!(requests > 0)) return null;
 	const out = {};
-	for (const source of Object.keys(after)) out[source] = (after[source].roundtrips - before[source].roundtrips) / requests;
+	for (const [source, v] of Object.entries(after)) {
+		if (typeof v === "object") out[source] = (v.roundtrips - before[source].roundtrips) / requests;
+	}
 	return out;
 }
 
@@ -343,7 +350,7 @@ async function scenario(id, title, makeRequest, options = {}) {
 	const result = await load(makeRequest, options.refusal);
 	const quietAfterS = await quiesce(title);
 	const totalsAfter = await d1Totals();
-	const allIn = perRequest(totalsBefore, totalsAfter, result.requests + (counts ? cfg.samples + 1 : 0));
+	const allIn = perRequest(totalsBefore, totalsAfter);
 	const row = { id, title, group: options.group ?? id, ...result, d1: counts, d1AllIn: allIn, quietAfterS };
 	rows.push(row);
 	if (allIn) log(`  all-in D1 round trips per request: ${JSON.stringify(allIn, (_, v) => (typeof v === "number" ? round(v, 2) : v))}`);
