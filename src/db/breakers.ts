@@ -25,6 +25,21 @@ const toState = (row: BreakerRow): BreakerState => ({
 	version: row.version,
 });
 
+/** The breakers of the given apps and of the apps of the given events: one statement of the consumer's batch read. */
+export function breakersLookup(db: D1Database, appidsJson: string, eventidsJson: string): D1PreparedStatement {
+	return db
+		.prepare(
+			`SELECT * FROM webhook_breakers WHERE appid IN (SELECT value FROM json_each(?1))
+			    OR appid IN (SELECT appid FROM outbox_events WHERE eventid IN (SELECT value FROM json_each(?2)))`,
+		)
+		.bind(appidsJson, eventidsJson);
+}
+
+/** The rows of breakersLookup by app. */
+export function breakersByApp(results: unknown[]): Map<string, BreakerState> {
+	return new Map((results as BreakerRow[]).map((row) => [row.appid, toState(row)]));
+}
+
 /** The stored breaker of an app's webhook endpoint, or null (never failed). */
 export async function readBreaker(db: D1Database, appid: string): Promise<BreakerState | null> {
 	const row = await db.prepare("SELECT * FROM webhook_breakers WHERE appid = ?").bind(appid).first<BreakerRow>();

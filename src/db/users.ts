@@ -1,4 +1,5 @@
 import { nowIso } from "../domain/dates";
+import type { D1Reader } from "./session";
 
 /** A user of an app, as stored. */
 export interface User {
@@ -119,7 +120,7 @@ export interface UserRef {
  * the app. A `userkey` that is sent decides alone (no fallback to email), so
  * a wrong key never silently finds someone else. Returns null when absent.
  */
-export function userLookup(db: D1Database, appid: string, ref: UserRef): D1PreparedStatement | null {
+export function userLookup(db: D1Reader, appid: string, ref: UserRef): D1PreparedStatement | null {
 	const by = refColumn(ref);
 	return by && db.prepare(`${USER_VIEW} WHERE u.appid = ? AND u.${by.column} = ?`).bind(appid, by.value);
 }
@@ -139,7 +140,7 @@ function refColumn(ref: UserRef): { column: "userkey" | "email" | "useraccountid
  * once: the condition holds no column of the scanned rows, so SQLite tests it
  * before the scan instead of stepping over `offset` index entries.
  */
-export function friendsPageLookup(db: D1Database, appid: string, ref: UserRef, limit: number, offset: number): D1PreparedStatement | null {
+export function friendsPageLookup(db: D1Reader, appid: string, ref: UserRef, limit: number, offset: number): D1PreparedStatement | null {
 	const by = refColumn(ref);
 	return (
 		by &&

@@ -6,7 +6,7 @@ import { dashboardRoutes } from "../dashboard/routes";
 import { operations } from "../operations";
 import { shareLinkRoutes } from "../operations/share-link";
 import { authenticate } from "./auth";
-import { d1Metrics } from "./d1-metrics";
+import { d1Metrics, d1Totals, metricsEnabled, TOTALS_PATH } from "./d1-metrics";
 import { ApiError, errorBody } from "./errors";
 import { describeZodError } from "./fields";
 import { idempotencyKeyOf, once, REPLAYED_HEADER, requestFingerprint } from "./idempotency";
@@ -21,6 +21,9 @@ export const app = new Hono<{ Bindings: Env }>();
 app.use(d1Metrics);
 
 app.get("/health", (c) => c.json({ success: true, message: "ok" }));
+
+// The isolate's D1 round trips by source, for the bench's all-in counts; only with D1_QUERY_COUNT set.
+app.get(TOTALS_PATH, (c) => (metricsEnabled(c.env) ? c.json(d1Totals()) : c.notFound()));
 
 app.all("/saas/v1_0/:operation", async (c) => {
 	const name = c.req.param("operation").toLowerCase();

@@ -1,5 +1,6 @@
 import { type App, findAppByApiKey } from "../db/apps";
 import { constantTimeEqual, sha256Hex } from "../domain/crypto";
+import { forgetDeliveryApp } from "../outbox/app-settings";
 import { ApiError } from "./errors";
 
 /**
@@ -22,6 +23,7 @@ const cache = new Map<string, { app: App | null; expires: number }>();
 /** Forgets cached apps (after a key rotation or an app update in this isolate). */
 export function forgetCachedApp(appid: string): void {
 	for (const [key, entry] of cache) if (entry.app?.appid === appid) cache.delete(key);
+	forgetDeliveryApp(appid);
 }
 
 /** Forgets a cached miss, after an app with that key was created in this isolate. */
@@ -29,14 +31,25 @@ export function forgetCachedKey(apikey: string): void {
 	cache.delete(apikey);
 }
 
+/** Lookups in flight by API key: concurrent calls on a cold or expired entry share one D1 read. */
+const pending = new Map<string, Promise<App | null>>();
+
 async function lookupApp(db: D1Database, apikey: string): Promise<App | null> {
 	const hit = cache.get(apikey);
 	if (hit && hit.expires > Date.now()) return hit.app;
-	const app = apikey.length <= MAX_APIKEY_LENGTH ? await findAppByApiKey(db, apikey) : null;
-	cache.delete(apikey);
-	if (cache.size >= CACHE_MAX_ENTRIES) cache.delete(cache.keys().next().value!);
-	cache.set(apikey, { app, expires: Date.now() + CACHE_TTL_MS });
-	return app;
+	const inFlight = pending.get(apikey);
+	if (inFlight) return inFlight;
+	// Misses are cached too (and evicted oldest first), so an unknown key costs what a known one does (no timing oracle).
+	const lookup = (apikey.length <= MAX_APIKEY_LENGTH ? findAppByApiKey(db, apikey) : Promise.resolve(null))
+		.then((app) => {
+			cache.delete(apikey);
+			if (cache.size >= CACHE_MAX_ENTRIES) cache.delete(cache.keys().next().value!);
+			cache.set(apikey, { app, expires: Date.now() + CACHE_TTL_MS });
+			return app;
+		})
+		.finally(() => pending.delete(apikey));
+	pending.set(apikey, lookup);
+	return lookup;
 }
 
 /** The steps of a credential check, injectable so a unit test can see that every path runs the same ones. */

@@ -11,11 +11,15 @@ import type { MiddlewareHandler } from "hono";
  * - `x-d1-ms`: the summed wall time of those calls (overlapping calls both count),
  * - `x-do-calls` / `x-do-ms`: the same for RPC calls to UserLedger objects.
  *
- * Only the request's own path until its response is ready is counted: work
- * handed to `waitUntil` that runs later (the enqueue of outbox events), the
- * queue consumer, and the D1 writes the ledger objects make themselves (their
- * outbox flush of the reward projection) use the unwrapped bindings. Off by
- * default: then the middleware only reads the flag.
+ * Only the request's own path until its response is ready is counted in
+ * those headers. Besides, every use of `env.DB` in the isolate is counted
+ * into running totals per source (`instrumentEnv`): the Worker's requests
+ * (their `waitUntil` work included), the UserLedger objects (their outbox
+ * flushes), the queue consumer (and its sweep) and scheduled jobs. `GET
+ * /__metrics/d1` answers those totals, so the bench can divide what a run
+ * caused, background included, by its requests ("all-in"). Off by default:
+ * then the middleware only reads the flag and `instrumentEnv` returns the
+ * env it is given.
  */
 export interface RequestMetrics {
 	d1RoundTrips: number;
@@ -47,6 +51,50 @@ function own(target: object, prop: string | symbol): unknown {
 
 const ROUND_TRIPS = new Set(["first", "run", "all", "raw"]);
 
+/** Where D1 round trips come from, for the isolate's running totals. */
+export type D1Source = "worker" | "ledger" | "consumer" | "scheduled";
+
+const newMetrics = (): RequestMetrics => ({ d1RoundTrips: 0, d1Statements: 0, d1Ms: 0, doCalls: 0, doMs: 0 });
+const totals: Record<D1Source, RequestMetrics> = {
+	worker: newMetrics(),
+	ledger: newMetrics(),
+	consumer: newMetrics(),
+	scheduled: newMetrics(),
+};
+/** Requests the Worker answered (the totals route excepted): what the bench divides the totals by. */
+let requests = 0;
+
+/**
+ * The env with its D1 binding counted into the isolate's totals for `source`
+ * when the flag is set; `env` itself otherwise. Every entry point applies it
+ * (the Worker's middleware, UserLedger's constructor, the queue consumer, the
+ * scheduled handler).
+ */
+export function instrumentEnv(env: Env, source: D1Source): Env {
+	if (!metricsEnabled(env)) return env;
+	return { ...env, DB: countingD1(env.DB, totals[source]) };
+}
+
+/** The isolate's running D1 totals per source, and their sum. */
+export function d1Totals(): { requests: number; total: { roundtrips: number; statements: number } } & Record<
+	D1Source,
+	{ roundtrips: number; statements: number }
+> {
+	const view = (m: RequestMetrics) => ({ roundtrips: m.d1RoundTrips, statements: m.d1Statements });
+	const sources = Object.keys(totals) as D1Source[];
+	return {
+		requests,
+		worker: view(totals.worker),
+		ledger: view(totals.ledger),
+		consumer: view(totals.consumer),
+		scheduled: view(totals.scheduled),
+		total: {
+			roundtrips: sources.reduce((n, s) => n + totals[s].d1RoundTrips, 0),
+			statements: sources.reduce((n, s) => n + totals[s].d1Statements, 0),
+		},
+	};
+}
+
 /** Wraps `db` so that every round trip made through it is counted into `m`. */
 export function countingD1(db: D1Database, m: RequestMetrics): D1Database {
 	const real = new WeakMap<object, D1PreparedStatement>();
@@ -77,6 +125,10 @@ export function countingD1(db: D1Database, m: RequestMetrics): D1Database {
 					timed(() => target.batch(statements.map((s) => real.get(s) ?? s)), count(statements.length));
 			}
 			if (prop === "exec") return (query: string) => timed(() => target.exec(query), count(1));
+			// A session has prepare and batch as the database has: count through it too.
+			if (prop === "withSession") {
+				return (constraint?: string) => countingD1(target.withSession(constraint) as unknown as D1Database, m);
+			}
 			return own(target, prop);
 		},
 	});
@@ -107,11 +159,17 @@ export function countingLedgers<T extends DurableObjectNamespace<any>>(namespace
 	});
 }
 
+/** Where the Worker answers d1Totals() (only with the flag set). */
+export const TOTALS_PATH = "/__metrics/d1";
+
 /** Hono middleware: when the flag is set, swaps in counting bindings for this request and reports the counts in headers. */
 export const d1Metrics: MiddlewareHandler<{ Bindings: Env }> = async (c, next) => {
 	if (!metricsEnabled(c.env)) return next();
-	const m: RequestMetrics = { d1RoundTrips: 0, d1Statements: 0, d1Ms: 0, doCalls: 0, doMs: 0 };
-	c.env = { ...c.env, DB: countingD1(c.env.DB, m), USER_LEDGER: countingLedgers(c.env.USER_LEDGER, m) };
+	if (c.req.path === TOTALS_PATH) return next();
+	requests++;
+	const m = newMetrics();
+	const counted = instrumentEnv(c.env, "worker");
+	c.env = { ...counted, DB: countingD1(counted.DB, m), USER_LEDGER: countingLedgers(c.env.USER_LEDGER, m) };
 	await next();
 	c.header("x-d1-roundtrips", String(m.d1RoundTrips));
 	c.header("x-d1-statements", String(m.d1Statements));

@@ -41,6 +41,8 @@ export type ErrorCode =
 	| "not_a_friend"
 	| "rate_limited"
 	| "delivery_not_found"
+	| "import_rejected"
+	| "import_conflict"
 	| "internal_error";
 
 /** An expected failure: becomes the JSON error envelope with its status. */

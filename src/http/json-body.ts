@@ -11,14 +11,14 @@ export const MAX_BODY_BYTES = 64 * 1024;
  * a body within the size but beyond the structural limits of body-limits.ts
  * is 400 `body_too_complex`.
  */
-export async function readJsonObject(request: Request): Promise<Record<string, unknown>> {
+export async function readJsonObject(request: Request, maxBytes = MAX_BODY_BYTES): Promise<Record<string, unknown>> {
 	const type = request.headers.get("content-type") ?? "";
 	if (!/^application\/([\w.+-]*\+)?json\b/i.test(type.trim())) {
 		throw new ApiError(415, "unsupported_media_type", "Content-Type must be application/json.");
 	}
 	const declared = Number(request.headers.get("content-length") ?? "0");
-	if (declared > MAX_BODY_BYTES) throw tooLarge();
-	const text = await readLimited(request);
+	if (declared > maxBytes) throw tooLarge(maxBytes);
+	const text = await readLimited(request, maxBytes);
 	let parsed: unknown;
 	try {
 		parsed = JSON.parse(text);
@@ -32,10 +32,10 @@ export async function readJsonObject(request: Request): Promise<Record<string, u
 	return parsed;
 }
 
-const tooLarge = () => new ApiError(413, "payload_too_large", `The body is larger than ${MAX_BODY_BYTES} bytes.`);
+const tooLarge = (maxBytes: number) => new ApiError(413, "payload_too_large", `The body is larger than ${maxBytes} bytes.`);
 
 /** Reads the body as text, stopping as soon as it passes the limit (chunked bodies have no length). */
-async function readLimited(request: Request): Promise<string> {
+async function readLimited(request: Request, maxBytes: number): Promise<string> {
 	if (!request.body) return "";
 	const reader = request.body.getReader();
 	const chunks: Uint8Array[] = [];
@@ -44,9 +44,9 @@ async function readLimited(request: Request): Promise<string> {
 		const { done, value } = await reader.read();
 		if (done) break;
 		size += value.byteLength;
-		if (size > MAX_BODY_BYTES) {
+		if (size > maxBytes) {
 			await reader.cancel();
-			throw tooLarge();
+			throw tooLarge(maxBytes);
 		}
 		chunks.push(value);
 	}

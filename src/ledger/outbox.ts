@@ -1,5 +1,5 @@
 import { rewardCounters } from "../db/stats";
-import { enqueueOutboxEvents, insertOutboxEvent, type OutboxEvent } from "../outbox/events";
+import { appHasWebhook, insertOutboxEvent, type OutboxEvent, sendOutboxEvents } from "../outbox/events";
 import { fromHundredths } from "./money";
 import { rewardId } from "./rows";
 import type { OutboxRow, RewardRow } from "./schema";
@@ -17,7 +17,7 @@ import type { FlushReport } from "./types";
 /** How long an empty coupon pool waits before the claim is tried again. */
 export const EMPTY_POOL_RETRY_MS = 10 * 60 * 1000;
 /** Entries handled per flush pass; keeps D1 batches and bound-parameter lists small. */
-const BATCH = 40;
+const BATCH = 100;
 
 /**
  * Delay before retry number `attempts` (1-based) of a failed delivery:
@@ -159,7 +159,16 @@ function remove(host: FlushHost, entries: OutboxRow[]): void {
 	});
 }
 
-/** Projections and webhook events of one pass: one D1 batch (a transaction), then the queue. */
+/**
+ * Projections and webhook events of one pass: ONE D1 round trip (a batch is
+ * a transaction), then the queue. The events are recorded already marked
+ * enqueued, and only when the app has a webhook URL (the batch's last
+ * statement says whether it has); the ledger's own entries retry the send
+ * until it succeeds, so the sweep need not, and no second D1 round trip
+ * marks them. A pass replayed after a send that succeeded (the process died
+ * before the entries were removed) sends again: at least once, as the
+ * consumer (which skips delivered events) and receivers (`webhook-id`) expect.
+ */
 async function deliverRecords(host: FlushHost, projections: OutboxRow[], webhooks: OutboxRow[]): Promise<number> {
 	const db = host.env.DB;
 	const statements: D1PreparedStatement[] = [];
@@ -177,16 +186,10 @@ async function deliverRecords(host: FlushHost, projections: OutboxRow[], webhook
 		projected.push({ entry, version: row.version });
 	}
 	const events = webhooks.map((w) => JSON.parse(w.payload) as OutboxEvent);
-	for (const event of events) statements.push(insertOutboxEvent(db, event));
-	const eventids = events.map((e) => e.eventid);
-	if (eventids.length > 0) {
-		// Only events nobody has handed to the queue yet, so a replayed flush does not enqueue twice.
-		statements.push(
-			db
-				.prepare(`SELECT eventid FROM outbox_events WHERE eventid IN (${eventids.map(() => "?").join(", ")}) AND enqueued_at IS NULL`)
-				.bind(...eventids),
-		);
-	}
+	const hooks = appHasWebhook(host.appid);
+	const now = new Date().toISOString();
+	for (const event of events) statements.push(insertOutboxEvent(db, event, hooks, { enqueuedAt: now }));
+	if (events.length > 0) statements.push(db.prepare(`SELECT ${hooks.sql} AS hooks`).bind(...hooks.args));
 	if (gone.length > 0) remove(host, gone);
 	if (statements.length === 0) return gone.length;
 	let results: D1Result[];
@@ -202,13 +205,15 @@ async function deliverRecords(host: FlushHost, projections: OutboxRow[], webhook
 		for (const { entry, version } of projected) host.sql.exec("DELETE FROM outbox WHERE id = ? AND version <= ?", entry.id, version);
 	});
 	if (webhooks.length === 0) return gone.length + projected.length;
-	const unsent = eventids.length > 0 ? ((results.at(-1)?.results ?? []) as { eventid: string }[]).map((r) => r.eventid) : [];
-	try {
-		await enqueueOutboxEvents(host.env, unsent);
-	} catch (error) {
-		console.warn("ledger outbox: enqueue failed", { appid: host.appid, userkey: host.userkey, error: errorText(error) });
-		postpone(host, webhooks, error);
-		return gone.length + projected.length;
+	const hasHooks = ((results.at(-1)?.results ?? []) as { hooks: number }[])[0]?.hooks === 1;
+	if (hasHooks) {
+		try {
+			await sendOutboxEvents(host.env, events);
+		} catch (error) {
+			console.warn("ledger outbox: enqueue failed", { appid: host.appid, userkey: host.userkey, error: errorText(error) });
+			postpone(host, webhooks, error);
+			return gone.length + projected.length;
+		}
 	}
 	remove(host, webhooks);
 	return gone.length + projected.length + webhooks.length;

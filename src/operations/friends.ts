@@ -1,5 +1,6 @@
 import { z } from "zod";
-import { friendsPageLookup, type UserRow, userLookup } from "../db/users";
+import { type D1Reader, readSession } from "../db/session";
+import { friendsPageLookup, type UserRef, type UserRow, userLookup } from "../db/users";
 import { formatDayMonthYear } from "../domain/dates";
 import { userNotFound } from "../http/errors";
 import { id, optionalEmail, optionalId, optionalPositiveInt } from "../http/fields";
@@ -31,13 +32,13 @@ export const getfriendsandrewards = defineOperation({
 	async handle({ env, app }, input) {
 		const pagesize = Math.min(input.pagesize ?? DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE);
 		const pageindex = input.pageindex ?? 1;
-		const lookup = userLookup(env.DB, app.appid, input);
-		const page = friendsPageLookup(env.DB, app.appid, input, pagesize, (pageindex - 1) * pagesize);
-		if (!lookup || !page) throw userNotFound();
-		const [userResult, friendsResult] = await env.DB.batch<UserRow>([lookup, page]);
-		const user = userResult?.results[0];
-		if (!user) throw userNotFound();
-		const friends = friendsResult?.results ?? [];
+		const offset = (pageindex - 1) * pagesize;
+		// The nearest replica first; a user it does not know (yet) is asked of the primary before a 404.
+		const found =
+			(await friendsPage(readSession(env.DB), app.appid, input, pagesize, offset)) ??
+			(await friendsPage(env.DB, app.appid, input, pagesize, offset));
+		if (!found) throw userNotFound();
+		const { user, friends } = found;
 		const earned =
 			friends.length > 0
 				? await ledgerFor(env, app.appid, user.userkey).rewardsForFriends(
@@ -64,3 +65,13 @@ export const getfriendsandrewards = defineOperation({
 		};
 	},
 });
+
+/** The user and one page of its friends in one round trip; null when `db` does not know the user. */
+async function friendsPage(db: D1Reader, appid: string, ref: UserRef, limit: number, offset: number) {
+	const lookup = userLookup(db, appid, ref);
+	const page = friendsPageLookup(db, appid, ref, limit, offset);
+	if (!lookup || !page) return null;
+	const [userResult, friendsResult] = await db.batch<UserRow>([lookup, page]);
+	const user = userResult?.results[0];
+	return user ? { user, friends: friendsResult?.results ?? [] } : null;
+}

@@ -8,13 +8,13 @@ import { ApiError, campaignNotFound, userNotFound } from "../http/errors";
 import { optionalEmail, optionalId, optionalPhone, optionalText } from "../http/fields";
 import { defineOperation, type OperationContext } from "../http/operation";
 import { mailAction, outreachEmail, reminderEmail } from "../outbox/emails";
-import { emailEvent, enqueueOutboxEvents, insertOutboxEvent } from "../outbox/events";
+import { emailEvent, insertOutboxEvent, sendOutboxEvents } from "../outbox/events";
 import { findOrRegisterUser, networkFields, networkOf, profileOf, userSummary } from "./users";
 
 /** Queues one email event, recorded in D1 first so it survives a failed enqueue. */
 async function queueEmail(ctx: OperationContext, event: ReturnType<typeof emailEvent>): Promise<void> {
 	await insertOutboxEvent(ctx.env.DB, event).run();
-	ctx.waitUntil(enqueueOutboxEvents(ctx.env, [event.eventid]));
+	ctx.waitUntil(sendOutboxEvents(ctx.env, [event]));
 }
 
 /**
@@ -150,7 +150,7 @@ export const remindfriend = defineOperation({
 		if (claim?.meta.changes !== 1) {
 			throw new ApiError(429, "rate_limited", "A reminder was sent to this friend in the last 24 hours.");
 		}
-		ctx.waitUntil(enqueueOutboxEvents(env, [event.eventid]));
+		ctx.waitUntil(sendOutboxEvents(env, [event]));
 		return { message: "Reminder queued." };
 	},
 });

@@ -6,7 +6,7 @@ import { newEventId } from "../domain/ids";
 import { ApiError, userNotFound } from "../http/errors";
 import { id, optionalEmail, optionalId } from "../http/fields";
 import { defineOperation } from "../http/operation";
-import { enqueueOutboxEvents, insertOutboxEvent, webhookEvent } from "../outbox/events";
+import { allOf, appHasWebhook, insertOutboxEvent, sendOutboxEvents, webhookEvent } from "../outbox/events";
 import { attributionData } from "./users";
 
 const referrerCode = id.pipe(z.string().max(32, "is too long"));
@@ -50,13 +50,13 @@ export const applyreferrercode = defineOperation({
 			attributionData(ctx, { ...user, campaignid: referrer.campaignid }, referrer, now),
 		);
 		// One guarded UPDATE decides: no referrer yet and no cycle, checked and written atomically.
-		const [update, , , diagnosis] = await env.DB.batch([
+		const [update, , recorded, diagnosis] = await env.DB.batch([
 			env.DB.prepare(
 				`UPDATE users SET referrer_userid = ?1, campaignid = ?3, attributed_at = ?4, attribution_id = ?5, updated_at = ?4
 				 WHERE userid = ?2 AND referrer_userid IS NULL AND NOT ${CLOSES_CYCLE}`,
 			).bind(referrer.userid, user.userid, referrer.campaignid, now, attributionId),
 			countNewFriend(env.DB, referrer.userid, attributionId),
-			insertOutboxEvent(env.DB, event, attributionHappened(attributionId)),
+			insertOutboxEvent(env.DB, event, allOf(attributionHappened(attributionId), appHasWebhook(app.appid))),
 			env.DB.prepare(`SELECT (SELECT referrer_userid FROM users WHERE userid = ?2) AS current, ${CLOSES_CYCLE} AS cycle`).bind(
 				referrer.userid,
 				user.userid,
@@ -64,7 +64,7 @@ export const applyreferrercode = defineOperation({
 			lateAttributionCounter(env.DB, attributionId),
 		]);
 		if (update?.meta.changes === 1) {
-			ctx.waitUntil(enqueueOutboxEvents(env, [event.eventid]));
+			if (recorded?.meta.changes === 1) ctx.waitUntil(sendOutboxEvents(env, [event]));
 			return { message: "Referrer applied." };
 		}
 		const why = diagnosis?.results[0] as { current: number | null; cycle: number };

@@ -21,7 +21,7 @@ import { shareUrl } from "../domain/share-url";
 import { ApiError, campaignNotFound, userNotFound } from "../http/errors";
 import { flag, id, optionalEmail, optionalId, optionalIpAddress, optionalPhone, optionalText } from "../http/fields";
 import { defineOperation, type OperationContext } from "../http/operation";
-import { enqueueOutboxEvents, insertOutboxEvent, type OutboxEvent, webhookEvent } from "../outbox/events";
+import { allOf, appHasWebhook, insertOutboxEvent, type OutboxEvent, sendOutboxEvents, webhookEvent } from "../outbox/events";
 
 /** Profile fields of register and updateuser (URL-decoded already). */
 export const profileFields = {
@@ -144,8 +144,10 @@ export async function findOrRegisterUser(
 		const customdomain = referrerUser?.customdomain ?? defaultCampaign?.customdomain ?? "";
 		const user = newUserView(app, userkey, campaignid, customdomain, profile, referrerUser);
 		const events = registrationEvents(ctx, user, referrerUser);
-		const inserted = { sql: "EXISTS (SELECT 1 FROM users WHERE userkey = ?)", args: [userkey] };
-		const results = await env.DB.batch<Record<string, unknown>>([
+		// Recorded only if the user was inserted and the app has a webhook URL (an app without one gets no webhook events).
+		const inserted = allOf({ sql: "EXISTS (SELECT 1 FROM users WHERE userkey = ?)", args: [userkey] }, appHasWebhook(app.appid));
+		const friendCounted = referrerUser ? 1 : 0;
+		const results = await env.DB.batch([
 			insertUser(env.DB, {
 				appid: app.appid,
 				userkey,
@@ -166,12 +168,8 @@ export async function findOrRegisterUser(
 			// A concurrent sign-up on the same device may have been stored between the lookup and this batch.
 			const flag = results.at(-1)?.results[0] as { isexistinguser: number } | undefined;
 			user.isexistinguser = flag?.isexistinguser === 1;
-			ctx.waitUntil(
-				enqueueOutboxEvents(
-					env,
-					events.map((e) => e.eventid),
-				),
-			);
+			const recorded = events.filter((_, i) => results[1 + friendCounted + i]?.meta.changes === 1);
+			if (recorded.length > 0) ctx.waitUntil(sendOutboxEvents(env, recorded));
 			return { user: { ...user, userid: insert.meta.last_row_id }, alreadyRegistered: false };
 		}
 		// Taken meanwhile: a concurrent registration of the same email/account id

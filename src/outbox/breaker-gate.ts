@@ -15,11 +15,19 @@ export const BREAKER_OPEN = "circuit open: ";
 
 const webhookEndpoint = (target: DeliveryTarget) => (target.event.kind === "webhook" ? (target.app?.webhookurl ?? null) : null);
 
-/** May this delivery be attempted now? A probe is claimed here (compare-and-set), so only one runs. */
-export async function passBreaker(db: D1Database, target: DeliveryTarget, now = Date.now()): Promise<GateResult> {
+/**
+ * May this delivery be attempted now? A probe is claimed here (compare-and-set), so only one runs.
+ * `known` is the stored breaker when the caller read it already (null: none stored), else it is read.
+ */
+export async function passBreaker(
+	db: D1Database,
+	target: DeliveryTarget,
+	now = Date.now(),
+	known?: BreakerState | null,
+): Promise<GateResult> {
 	const endpoint = webhookEndpoint(target);
 	if (!endpoint) return { go: true, state: null };
-	const state = stateFor(await readBreaker(db, target.event.appid), endpoint);
+	const state = stateFor(known !== undefined ? known : await readBreaker(db, target.event.appid), endpoint);
 	const gate = breakerGate(state, now);
 	if (gate.action === "attempt") return { go: true, state };
 	if (gate.action === "probe") {

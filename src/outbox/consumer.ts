@@ -1,8 +1,10 @@
+import { instrumentEnv } from "../http/d1-metrics";
+import { cachedDeliveryApp, rememberDeliveryApp } from "./app-settings";
 import { passBreaker, reportToBreaker } from "./breaker-gate";
 import { DEFAULT_WEBHOOK_TIMEOUT_MS, type DeliveryOptions, deliver } from "./deliver";
-import { outboxMessageSchema } from "./events";
+import { type CarriedEvent, outboxMessageSchema } from "./events";
 import { isLastAttempt, MISSING_EVENT_ATTEMPTS, missingEventDelaySeconds, retryDelaySeconds } from "./retry";
-import { loadDeliveryTarget, recordAttempt } from "./store";
+import { type AttemptRecord, type BatchLookup, type BatchState, loadBatchState, type OutboxRow, recordAttempts } from "./store";
 import { sweepOutbox } from "./sweep";
 
 /** Optional settings read from the environment (not in wrangler.toml: the defaults apply). */
@@ -22,9 +24,27 @@ export function deliveryOptions(env: Env): DeliveryOptions {
 const log = (level: "log" | "warn" | "error", msg: string, fields: Record<string, unknown>) =>
 	console[level](JSON.stringify({ msg, ...fields }));
 
+/** The outbox sweep runs from the consumer at most this often per isolate (it costs a D1 read). */
+export const SWEEP_EVERY_MS = 10_000;
+let lastSweep = 0;
+
+/** One message of a batch that passed validation, with what the batch read says about it. */
+interface Work {
+	message: Message<unknown>;
+	eventid: string;
+	carried?: CarriedEvent;
+	record?: AttemptRecord;
+	/** What to do with the message once the attempts are logged. */
+	settle: () => void;
+}
+
 /**
- * Queue consumer for emails and webhooks. Each message is validated and acked
- * or retried on its own, so one bad message never replays the batch.
+ * Queue consumer for emails and webhooks. It works per batch: ONE D1 round
+ * trip reads what the batch needs (delivery state of its events, the rows of
+ * events that came by id only, delivery settings of apps not cached), then
+ * each message is delivered on its own, then ONE round trip logs every
+ * attempt. Each message is still acked or retried on its own, so one bad
+ * message never replays the batch.
  *
  * Per message: an invalid body is logged and acked; an event row not visible
  * yet is retried a few times, then dropped; an event already delivered is
@@ -33,100 +53,145 @@ const log = (level: "log" | "warn" | "error", msg: string, fields: Record<string
  * and acks; a failure retries with the delay of `retryDelaySeconds`, and after
  * the last attempt the platform moves the message to the dead-letter queue.
  */
-export async function queue(batch: MessageBatch<unknown>, env: Env, ctx: ExecutionContext): Promise<void> {
-	// Also pick up events whose enqueue failed; never delays or fails the batch.
-	ctx.waitUntil(sweepOutbox(env).catch((err) => log("error", "outbox sweep failed", { error: String(err) })));
+export async function queue(batch: MessageBatch<unknown>, rawEnv: Env, ctx: ExecutionContext): Promise<void> {
+	const env = instrumentEnv(rawEnv, "consumer");
+	// Also pick up events whose enqueue failed, now and then; never delays or fails the batch.
+	if (Date.now() - lastSweep >= SWEEP_EVERY_MS) {
+		lastSweep = Date.now();
+		ctx.waitUntil(sweepOutbox(env).catch((err) => log("error", "outbox sweep failed", { error: String(err) })));
+	}
 	const options = deliveryOptions(env);
+	const work = acceptMessages(batch.messages);
+	if (work.length === 0) return;
+
+	let state: BatchState;
+	try {
+		state = await loadBatchState(env.DB, lookupFor(work));
+	} catch (err) {
+		// D1 unavailable or the like: try the whole batch again later, on the normal schedule.
+		for (const w of work) {
+			log("error", "outbox delivery crashed", { eventid: w.eventid, attempt: w.message.attempts, error: String(err) });
+			w.message.retry({ delaySeconds: retryDelaySeconds(w.message.attempts) });
+		}
+		return;
+	}
+	for (const [appid, app] of state.apps) rememberDeliveryApp(appid, app);
+
+	await Promise.all(work.map((w) => attempt(w, state, env, options)));
+
+	const records = work.flatMap((w) => (w.record ? [w.record] : []));
+	try {
+		await recordAttempts(env.DB, records);
+	} catch (err) {
+		// The sends happened (or not) all the same; a lost log line must not resend them.
+		for (const r of records)
+			log("error", "could not log a delivery attempt", { eventid: r.eventid, attempt: r.attempt, error: String(err) });
+	}
+	for (const w of work) w.settle();
+}
+
+/** Validates the bodies; invalid ones and repeats of an event within the batch are acked at once. */
+function acceptMessages(messages: readonly Message<unknown>[]): Work[] {
 	const seen = new Set<string>();
-	await Promise.all(batch.messages.map((message) => handleMessage(message, env, options, seen)));
+	const work: Work[] = [];
+	for (const message of messages) {
+		const parsed = outboxMessageSchema.safeParse(message.body);
+		if (!parsed.success) {
+			log("error", "outbox message with an invalid body dropped", { messageid: message.id, body: safeJson(message.body) });
+			message.ack();
+			continue;
+		}
+		const { eventid, event } = parsed.data;
+		// The same event twice in one batch: the first copy carries the delivery.
+		if (seen.has(eventid)) {
+			message.ack();
+			continue;
+		}
+		seen.add(eventid);
+		work.push({ message, eventid, carried: event as CarriedEvent | undefined, settle: () => message.ack() });
+	}
+	return work;
 }
 
-async function handleMessage(message: Message<unknown>, env: Env, options: DeliveryOptions, seen: Set<string>): Promise<void> {
-	const parsed = outboxMessageSchema.safeParse(message.body);
-	if (!parsed.success) {
-		log("error", "outbox message with an invalid body dropped", { messageid: message.id, body: safeJson(message.body) });
-		message.ack();
-		return;
-	}
-	const { eventid } = parsed.data;
-	const attempt = message.attempts;
-	// The same event twice in one batch: the first copy carries the delivery.
-	if (seen.has(eventid)) {
-		message.ack();
-		return;
-	}
-	seen.add(eventid);
+function lookupFor(work: Work[]): BatchLookup {
+	const carried = work.filter((w) => w.carried);
+	const uncachedApps = carried.map((w) => w.carried!.appid).filter((appid) => cachedDeliveryApp(appid) === undefined);
+	return {
+		carried: carried.map((w) => w.eventid),
+		byId: work.filter((w) => !w.carried).map((w) => w.eventid),
+		appids: uncachedApps,
+		carriedApps: [...new Set(carried.map((w) => w.carried!.appid))],
+	};
+}
 
-	try {
-		const target = await loadDeliveryTarget(env.DB, eventid);
-		if (!target) {
-			// The D1 batch that recorded it may not be visible here yet.
-			if (attempt < MISSING_EVENT_ATTEMPTS) {
-				message.retry({ delaySeconds: missingEventDelaySeconds(attempt) });
-			} else {
-				log("error", "outbox event not found; message dropped", { eventid, attempt });
-				message.ack();
-			}
-			return;
-		}
-		if (target.event.delivered_at) {
-			message.ack();
-			return;
-		}
+/** The event row as delivery needs it: from the message when carried, else as read. */
+function eventOf(w: Work, state: BatchState): OutboxRow | undefined {
+	if (!w.carried) return state.rows.get(w.eventid);
+	if (!state.delivered.has(w.eventid)) return undefined;
+	const { appid, kind, type, payload, createdAt } = w.carried;
+	return {
+		eventid: w.eventid,
+		appid,
+		kind,
+		type,
+		payload: JSON.stringify(payload),
+		created_at: createdAt,
+		enqueued_at: null,
+		delivered_at: state.delivered.get(w.eventid) ?? null,
+	};
+}
 
-		// Circuit breaker (breaker-gate.ts): an endpoint that keeps failing is not attempted during its cool-down.
-		const gate = await passBreaker(env.DB, target);
-		if (!gate.go) {
-			await holdBack(env, eventid, attempt, gate.reason);
-			message.retry({ delaySeconds: Math.min(Math.max(retryDelaySeconds(attempt), Math.ceil((gate.until - Date.now()) / 1000)), 43_200) });
-			return;
-		}
-		const started = Date.now();
-		const result = await deliver(target, env, options);
-		const durationMs = Date.now() - started;
-		await reportToBreaker(env.DB, target, gate.state, result.outcome === "delivered", result.error).catch((err) =>
-			log("error", "breaker update failed", { eventid, error: String(err) }),
-		);
-		const last = result.outcome === "failed" && !result.permanent && isLastAttempt(attempt);
-		const error = last ? `${result.error}; retries exhausted, moved to the dead-letter queue` : result.error;
-		try {
-			await recordAttempt(env.DB, { eventid, attempt, outcome: result.outcome, responseCode: result.responseCode, durationMs, error });
-		} catch (err) {
-			// The send happened (or not) all the same; a lost log line must not resend it.
-			log("error", "could not log a delivery attempt", { eventid, attempt, error: String(err) });
-		}
-		log(result.outcome === "failed" ? "warn" : "log", "outbox delivery attempt", {
-			eventid,
-			kind: target.event.kind,
-			type: target.event.type,
-			attempt,
-			outcome: result.outcome,
-			responsecode: result.responseCode,
-			durationms: durationMs,
-			error,
-		});
-		if (result.outcome !== "failed" || result.permanent) {
-			message.ack();
+/** Decides and makes the one attempt of a message; what to do with the message is left in `w.settle`. */
+async function attempt(w: Work, state: BatchState, env: Env, options: DeliveryOptions): Promise<void> {
+	const { message, eventid } = w;
+	const attemptNo = message.attempts;
+	const event = eventOf(w, state);
+	if (!event) {
+		// The D1 batch that recorded it may not be visible here yet.
+		if (attemptNo < MISSING_EVENT_ATTEMPTS) {
+			w.settle = () => message.retry({ delaySeconds: missingEventDelaySeconds(attemptNo) });
 		} else {
-			// On the last attempt this retry is what makes the platform dead-letter the message.
-			message.retry({ delaySeconds: retryDelaySeconds(attempt) });
+			log("error", "outbox event not found; message dropped", { eventid, attempt: attemptNo });
 		}
-	} catch (err) {
-		// D1 unavailable or the like: try again later, on the normal schedule.
-		log("error", "outbox delivery crashed", { eventid, attempt, error: String(err) });
-		message.retry({ delaySeconds: retryDelaySeconds(attempt) });
+		return;
 	}
-}
-
-/** Logs a delivery the breaker held back, as a failed attempt that sent nothing. */
-async function holdBack(env: Env, eventid: string, attempt: number, reason: string): Promise<void> {
-	const error = isLastAttempt(attempt) ? `${reason}; retries exhausted, moved to the dead-letter queue` : reason;
-	try {
-		await recordAttempt(env.DB, { eventid, attempt, outcome: "failed", responseCode: null, durationMs: 0, error });
-	} catch (err) {
-		log("error", "could not log a delivery attempt", { eventid, attempt, error: String(err) });
+	if (event.delivered_at) return;
+	const cached = cachedDeliveryApp(event.appid);
+	const app = cached !== undefined ? cached : (state.apps.get(event.appid) ?? null);
+	const target = { event, app };
+	// Circuit breaker (breaker-gate.ts): an endpoint that keeps failing is not attempted during its cool-down.
+	const gate = await passBreaker(env.DB, target, Date.now(), state.breakers.get(event.appid) ?? null);
+	if (!gate.go) {
+		const error = isLastAttempt(attemptNo) ? `${gate.reason}; retries exhausted, moved to the dead-letter queue` : gate.reason;
+		w.record = { eventid, attempt: attemptNo, outcome: "failed", responseCode: null, durationMs: 0, error };
+		log("warn", "outbox delivery held back by the circuit breaker", { eventid, attempt: attemptNo, error });
+		const wait = Math.ceil((gate.until - Date.now()) / 1000);
+		w.settle = () => message.retry({ delaySeconds: Math.min(Math.max(retryDelaySeconds(attemptNo), wait), 43_200) });
+		return;
 	}
-	log("warn", "outbox delivery held back by the circuit breaker", { eventid, attempt, error });
+	const started = Date.now();
+	const result = await deliver(target, env, options);
+	const durationMs = Date.now() - started;
+	await reportToBreaker(env.DB, target, gate.state, result.outcome === "delivered", result.error).catch((err) =>
+		log("error", "breaker update failed", { eventid, error: String(err) }),
+	);
+	const last = result.outcome === "failed" && !result.permanent && isLastAttempt(attemptNo);
+	const error = last ? `${result.error}; retries exhausted, moved to the dead-letter queue` : result.error;
+	w.record = { eventid, attempt: attemptNo, outcome: result.outcome, responseCode: result.responseCode, durationMs, error };
+	log(result.outcome === "failed" ? "warn" : "log", "outbox delivery attempt", {
+		eventid,
+		kind: event.kind,
+		type: event.type,
+		attempt: attemptNo,
+		outcome: result.outcome,
+		responsecode: result.responseCode,
+		durationms: durationMs,
+		error,
+	});
+	if (result.outcome === "failed" && !result.permanent) {
+		// On the last attempt this retry is what makes the platform dead-letter the message.
+		w.settle = () => message.retry({ delaySeconds: retryDelaySeconds(attemptNo) });
+	}
 }
 
 function safeJson(value: unknown): string {

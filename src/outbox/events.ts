@@ -24,13 +24,56 @@ export type OutboxEvent =
 	| { eventid: string; appid: string; kind: "webhook"; type: WebhookType; payload: Record<string, unknown>; createdAt: string }
 	| { eventid: string; appid: string; kind: "email"; type: "email.outreach" | "email.reminder"; payload: EmailPayload; createdAt: string };
 
-/** The body of a queue message: the outbox row to deliver. */
+/**
+ * The body of a queue message: the outbox row to deliver and, from current
+ * producers, the event itself, so the consumer needs no read of it (only of
+ * its `delivered_at`). A message with only `eventid` (the sweep, a
+ * redelivery, an older producer) is read from D1.
+ */
 export interface OutboxMessage {
 	eventid: string;
+	event?: CarriedEvent;
+}
+
+/** What delivery needs of an event, carried in its queue message. */
+export interface CarriedEvent {
+	appid: string;
+	kind: string;
+	type: string;
+	payload: unknown;
+	createdAt: string;
 }
 
 /** Validates a queue message body before the consumer trusts it. */
-export const outboxMessageSchema = z.object({ eventid: z.string().min(1).max(200) });
+export const outboxMessageSchema = z.object({
+	eventid: z.string().min(1).max(200),
+	event: z
+		.object({
+			appid: z.string().min(1),
+			kind: z.string().min(1),
+			type: z.string().min(1),
+			payload: z.unknown(),
+			createdAt: z.string().min(1),
+		})
+		.optional(),
+});
+
+/** Queue messages are at most 128 KB; a larger event travels by id and is read from D1. */
+const MAX_CARRIED_CHARS = 64_000;
+
+/** The queue message of an event, carrying it when it is small enough. */
+export function outboxMessage(event: OutboxEvent): OutboxMessage {
+	const carried: CarriedEvent = {
+		appid: event.appid,
+		kind: event.kind,
+		type: event.type,
+		payload: event.payload,
+		createdAt: event.createdAt,
+	};
+	return JSON.stringify(carried.payload).length <= MAX_CARRIED_CHARS
+		? { eventid: event.eventid, event: carried }
+		: { eventid: event.eventid };
+}
 
 /** What an email event's payload must hold to be sent (checked again by the consumer). */
 export const emailPayloadSchema = z.object({
@@ -64,20 +107,61 @@ export interface SqlCondition {
  * An event id already recorded is ignored, so replaying a change records
  * nothing twice.
  */
-export function insertOutboxEvent(db: D1Database, event: OutboxEvent, onlyIf?: SqlCondition): D1PreparedStatement {
+export function insertOutboxEvent(
+	db: D1Database,
+	event: OutboxEvent,
+	onlyIf?: SqlCondition,
+	options: { enqueuedAt?: string } = {},
+): D1PreparedStatement {
 	return db
 		.prepare(
-			`INSERT INTO outbox_events (eventid, appid, kind, type, payload, created_at)
-			 SELECT ?, ?, ?, ?, ?, ? WHERE ${onlyIf?.sql ?? "1"}
+			`INSERT INTO outbox_events (eventid, appid, kind, type, payload, created_at, enqueued_at)
+			 SELECT ?, ?, ?, ?, ?, ?, ? WHERE ${onlyIf?.sql ?? "1"}
 			 ON CONFLICT (eventid) DO NOTHING`,
 		)
-		.bind(event.eventid, event.appid, event.kind, event.type, JSON.stringify(event.payload), event.createdAt, ...(onlyIf?.args ?? []));
+		.bind(
+			event.eventid,
+			event.appid,
+			event.kind,
+			event.type,
+			JSON.stringify(event.payload),
+			event.createdAt,
+			options.enqueuedAt ?? null,
+			...(onlyIf?.args ?? []),
+		);
 }
 
 /**
- * Hands recorded events to the queue and marks them enqueued. Call after the
- * batch that recorded them has committed (usually through waitUntil). Events
- * whose send fails stay unmarked for the outbox sweep to pick up.
+ * True inside a batch when the app has a webhook URL. Webhook events of an
+ * app without one are not recorded at all (docs/webhooks.md): nothing would
+ * be sent, and recording them cost D1 writes and queue work per change.
+ */
+export const appHasWebhook = (appid: string): SqlCondition => ({
+	sql: "EXISTS (SELECT 1 FROM apps WHERE appid = ? AND webhookurl IS NOT NULL AND webhookurl <> '')",
+	args: [appid],
+});
+
+/** Both conditions. */
+export const allOf = (...conditions: (SqlCondition | undefined)[]): SqlCondition => {
+	const present = conditions.filter((c): c is SqlCondition => c !== undefined);
+	return { sql: present.map((c) => `(${c.sql})`).join(" AND ") || "1", args: present.flatMap((c) => c.args) };
+};
+
+/**
+ * Hands events recorded in D1 to the queue, each message carrying its event.
+ * No D1 round trip: the consumer marks `enqueued_at` when it handles the
+ * message, and the outbox sweep sends whatever was recorded but never
+ * handled (the process died before this ran, or the send failed).
+ */
+export async function sendOutboxEvents(env: Env, events: OutboxEvent[]): Promise<void> {
+	if (events.length === 0) return;
+	await env.OUTBOX.sendBatch(events.map((event) => ({ body: outboxMessage(event) })));
+}
+
+/**
+ * Hands recorded events to the queue by id and marks them enqueued (the
+ * sweep and redeliveries; producers use sendOutboxEvents). Events whose send
+ * fails stay unmarked for the outbox sweep to pick up.
  */
 export async function enqueueOutboxEvents(env: Env, eventids: string[]): Promise<void> {
 	// D1 binds at most 100 parameters per statement (and sendBatch takes at most 100 messages): chunks of 90.

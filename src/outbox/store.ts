@@ -1,4 +1,6 @@
+import { breakersByApp, breakersLookup } from "../db/breakers";
 import { nowIso } from "../domain/dates";
+import type { BreakerState } from "./breaker";
 import { MAX_ATTEMPTS } from "./retry";
 
 /** An `outbox_events` row as stored. `payload` is JSON text. */
@@ -25,25 +27,68 @@ export interface DeliveryTarget {
 	app: DeliveryApp | null;
 }
 
-/** The event and its app in one round trip; null when the event row is not (yet) visible. */
-export async function loadDeliveryTarget(db: D1Database, eventid: string): Promise<DeliveryTarget | null> {
-	const row = await db
-		.prepare(
-			`SELECT e.eventid, e.appid, e.kind, e.type, e.payload, e.created_at, e.enqueued_at, e.delivered_at,
-			        a.appid AS app_appid, a.webhookurl, a.webhook_secret, a.emailsender
-			 FROM outbox_events e LEFT JOIN apps a ON a.appid = e.appid
-			 WHERE e.eventid = ?`,
-		)
-		.bind(eventid)
-		.first<
-			OutboxRow & { app_appid: string | null; webhookurl: string | null; webhook_secret: string | null; emailsender: string | null }
-		>();
-	if (!row) return null;
-	const { app_appid, webhookurl, webhook_secret, emailsender, ...event } = row;
-	return {
-		event,
-		app: app_appid === null ? null : { webhookurl, webhookSecret: webhook_secret ?? "", emailsender },
-	};
+/** What one consumer batch needs from D1, for the messages it names. */
+export interface BatchLookup {
+	/** Events whose message carries the event: only their delivery state is read. */
+	carried: string[];
+	/** Events known by id only: read whole. */
+	byId: string[];
+	/** Apps whose delivery settings are not cached. */
+	appids: string[];
+	/** Apps of the carried events (their breakers are read with the batch). */
+	carriedApps: string[];
+}
+
+export interface BatchState {
+	/** `delivered_at` (null: not yet) of every event row found, carried or not. */
+	delivered: Map<string, string | null>;
+	/** The rows of the `byId` events found. */
+	rows: Map<string, OutboxRow>;
+	/** Delivery settings of the apps asked for, and of the apps of the `byId` events; null when the app is gone. */
+	apps: Map<string, DeliveryApp | null>;
+	/** Circuit breakers (breaker.ts) of every app of the batch that has one; absent: never failed. */
+	breakers: Map<string, BreakerState>;
+}
+
+const jsonList = (values: string[]) => JSON.stringify([...new Set(values)]);
+
+/**
+ * Everything a consumer batch reads, in ONE round trip (whatever its size):
+ * the delivery state of the carried events, the rows of the others, and the
+ * settings of the apps involved. Lists travel as one JSON parameter each.
+ */
+export async function loadBatchState(db: D1Database, lookup: BatchLookup): Promise<BatchState> {
+	const [carried, rows, apps, breakers] = await db.batch([
+		db
+			.prepare("SELECT eventid, delivered_at FROM outbox_events WHERE eventid IN (SELECT value FROM json_each(?))")
+			.bind(jsonList(lookup.carried)),
+		db.prepare("SELECT * FROM outbox_events WHERE eventid IN (SELECT value FROM json_each(?))").bind(jsonList(lookup.byId)),
+		db
+			.prepare(
+				`SELECT appid, webhookurl, webhook_secret, emailsender FROM apps
+				 WHERE appid IN (SELECT value FROM json_each(?1))
+				    OR appid IN (SELECT appid FROM outbox_events WHERE eventid IN (SELECT value FROM json_each(?2)))`,
+			)
+			.bind(jsonList(lookup.appids), jsonList(lookup.byId)),
+		breakersLookup(db, jsonList(lookup.carriedApps), jsonList(lookup.byId)),
+	]);
+	const state: BatchState = { delivered: new Map(), rows: new Map(), apps: new Map(), breakers: breakersByApp(breakers?.results ?? []) };
+	for (const r of (carried?.results ?? []) as { eventid: string; delivered_at: string | null }[])
+		state.delivered.set(r.eventid, r.delivered_at);
+	for (const r of (rows?.results ?? []) as OutboxRow[]) {
+		state.rows.set(r.eventid, r);
+		state.delivered.set(r.eventid, r.delivered_at);
+	}
+	for (const id of lookup.appids) state.apps.set(id, null);
+	for (const a of (apps?.results ?? []) as {
+		appid: string;
+		webhookurl: string | null;
+		webhook_secret: string | null;
+		emailsender: string | null;
+	}[]) {
+		state.apps.set(a.appid, { webhookurl: a.webhookurl, webhookSecret: a.webhook_secret ?? "", emailsender: a.emailsender });
+	}
+	return state;
 }
 
 export type AttemptOutcome = "delivered" | "failed" | "skipped";
@@ -58,37 +103,42 @@ export interface AttemptRecord {
 }
 
 /**
- * Logs one attempt; a delivered or skipped one also marks the event
- * delivered, in the same transaction.
+ * Logs the attempts of a batch in ONE round trip (one transaction): every
+ * attempt row; every event handled is marked enqueued (it reached the queue,
+ * so the sweep must leave it alone), and a delivered or skipped one also
+ * delivered.
  */
-export async function recordAttempt(db: D1Database, record: AttemptRecord): Promise<void> {
+export async function recordAttempts(db: D1Database, records: AttemptRecord[]): Promise<void> {
+	if (records.length === 0) return;
 	const now = nowIso();
-	const insert = db
-		.prepare(
-			`INSERT INTO delivery_attempts (eventid, attempt, outcome, response_code, duration_ms, error, created_at)
-			 VALUES (?, ?, ?, ?, ?, ?, ?)`,
-		)
-		.bind(
-			record.eventid,
-			record.attempt,
-			record.outcome,
-			record.responseCode,
-			Math.max(0, Math.round(record.durationMs)),
-			record.error,
-			now,
-		);
-	if (record.outcome === "failed") {
-		await insert.run();
-		return;
-	}
+	const rows = JSON.stringify(
+		records.map((r) => ({
+			eventid: r.eventid,
+			attempt: r.attempt,
+			outcome: r.outcome,
+			code: r.responseCode,
+			ms: Math.max(0, Math.round(r.durationMs)),
+			error: r.error,
+			done: r.outcome === "failed" ? 0 : 1,
+		})),
+	);
 	await db.batch([
-		insert,
-		// Also leaves the sweep's pending index: a delivered event needs no enqueue.
 		db
 			.prepare(
-				"UPDATE outbox_events SET delivered_at = ?, enqueued_at = COALESCE(enqueued_at, ?) WHERE eventid = ? AND delivered_at IS NULL",
+				`INSERT INTO delivery_attempts (eventid, attempt, outcome, response_code, duration_ms, error, created_at)
+				 SELECT json_extract(value, '$.eventid'), json_extract(value, '$.attempt'), json_extract(value, '$.outcome'),
+				        json_extract(value, '$.code'), json_extract(value, '$.ms'), json_extract(value, '$.error'), ?2
+				 FROM json_each(?1) ORDER BY key`,
 			)
-			.bind(now, now, record.eventid),
+			.bind(rows, now),
+		db
+			.prepare(
+				`UPDATE outbox_events SET enqueued_at = COALESCE(enqueued_at, ?2),
+				   delivered_at = CASE WHEN EXISTS (SELECT 1 FROM json_each(?1) WHERE json_extract(value, '$.eventid') = outbox_events.eventid
+				     AND json_extract(value, '$.done') = 1) THEN COALESCE(delivered_at, ?2) ELSE delivered_at END
+				 WHERE eventid IN (SELECT json_extract(value, '$.eventid') FROM json_each(?1))`,
+			)
+			.bind(rows, now),
 	]);
 }
 

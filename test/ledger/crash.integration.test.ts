@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { couponClaimStatement } from "../../src/ledger/outbox";
 import type { OutboxRow } from "../../src/ledger/schema";
 import { createApp } from "../support/api";
-import { freshLedger, grantOf } from "./support";
+import { freshLedger, grantOf, hookedAppId } from "./support";
 
 /**
  * Failures between the ledger's commit and the delivery of its outbox. D1 is
@@ -19,7 +19,7 @@ const eventsOf = async (appid: string) =>
 
 describe("UserLedger outbox under failure", () => {
 	it("a grant whose flush fails is completed by the alarm, once, also after the object died", async () => {
-		const { appid, userkey, stub } = freshLedger();
+		const { appid, userkey, stub } = freshLedger(await hookedAppId());
 		await env.DB.exec("ALTER TABLE rewards RENAME TO rewards_offline");
 		try {
 			const { rewards } = await stub.grant(appid, userkey, [grantOf({ amount: 3 })]);
@@ -55,7 +55,7 @@ describe("UserLedger outbox under failure", () => {
 	});
 
 	it("replaying entries that were delivered but not yet deleted duplicates nothing", async () => {
-		const { appid, userkey, stub } = freshLedger();
+		const { appid, userkey, stub } = freshLedger(await hookedAppId());
 		const { rewards } = await stub.grant(appid, userkey, [grantOf()]);
 		await stub.flush();
 		await stub.changeStatuses([{ rewarddtlid: rewards[0]!.rewarddtlid, status: "Suspicious", message: "check" }]);
@@ -87,7 +87,7 @@ describe("UserLedger outbox under failure", () => {
 	});
 
 	it("a restarted object re-arms a missing alarm when work is pending", async () => {
-		const { appid, userkey, stub } = freshLedger();
+		const { appid, userkey, stub } = freshLedger(await hookedAppId());
 		await stub.grant(appid, userkey, [grantOf()]);
 		// As if the process died after the commit but before the alarm was stored.
 		await runInDurableObject(stub, async (_l, state) => {

@@ -1,11 +1,11 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { freshLedger, grantOf } from "./support";
+import { freshLedger, grantOf, hookedAppId } from "./support";
 
 describe("UserLedger alarm: holds", () => {
 	it("approves only UnderReview rewards whose hold ended and whose status nobody changed", async () => {
-		const { appid, userkey, stub } = freshLedger();
+		const { appid, userkey, stub } = freshLedger(await hookedAppId());
 		const past = new Date(Date.now() - 1_000).toISOString();
 		const future = new Date(Date.now() + 3_600_000).toISOString();
 		const { rewards } = await stub.grant(appid, userkey, [

@@ -4,14 +4,14 @@ import { describe, expect, it } from "vitest";
 import { projectionStatement } from "../../src/ledger/outbox";
 import type { RewardRow } from "../../src/ledger/schema";
 import { createApp } from "../support/api";
-import { freshLedger, grantOf } from "./support";
+import { freshLedger, grantOf, hookedAppId } from "./support";
 
 const outboxCount = (stub: ReturnType<typeof freshLedger>["stub"]) =>
 	runInDurableObject(stub, (_l, state) => state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM outbox").one().n);
 
 describe("UserLedger outbox: D1 projection and webhook events", () => {
 	it("projects every change into D1 rewards and records each event once, enqueued", async () => {
-		const { appid, userkey, stub } = freshLedger();
+		const { appid, userkey, stub } = freshLedger(await hookedAppId());
 		const { rewards } = await stub.grant(appid, userkey, [grantOf({ amount: 12.5, status: "UnderReview" })]);
 		const id = rewards[0]!.rewarddtlid;
 		expect(await stub.flush()).toMatchObject({ pending: 0 });
@@ -56,6 +56,24 @@ describe("UserLedger outbox: D1 projection and webhook events", () => {
 			redeemedamount: 2.5,
 			reward: { rewarddtlid: id, rewardstatus: "Approved" },
 		});
+	});
+
+	it("records no webhook event for an app without a webhook URL, and still writes the projection", async () => {
+		// newAppId() names no app in D1: no webhook URL, as for an app that never set one.
+		const { appid, userkey, stub } = freshLedger();
+		const { rewards } = await stub.grant(appid, userkey, [grantOf(), grantOf()]);
+		await stub.changeStatuses([{ rewarddtlid: rewards[0]!.rewarddtlid, status: "Rejected", message: "no" }]);
+		expect(await stub.flush()).toMatchObject({ pending: 0 });
+		expect(await outboxCount(stub)).toBe(0);
+		const projected = await env.DB.prepare("SELECT rewarddtlid, version FROM rewards WHERE userkey = ? ORDER BY rewarddtlid")
+			.bind(userkey)
+			.all();
+		expect(projected.results).toEqual([
+			{ rewarddtlid: rewards[0]!.rewarddtlid, version: 2 },
+			{ rewarddtlid: rewards[1]!.rewarddtlid, version: 1 },
+		]);
+		const events = await env.DB.prepare("SELECT COUNT(*) AS n FROM outbox_events WHERE appid = ?").bind(appid).first();
+		expect(events).toEqual({ n: 0 });
 	});
 
 	it("the flush that starts after a write delivers without being asked", async () => {

@@ -9,6 +9,23 @@ export function freshLedger(appid = newAppId()) {
 	return { appid, userkey, stub: ledgerFor(env, appid, userkey) };
 }
 
+/**
+ * A fresh app id whose app exists in D1 with a webhook URL (the test
+ * receiver), so its ledgers record webhook events: an app without a webhook
+ * URL gets none.
+ */
+export async function hookedAppId(): Promise<string> {
+	const appid = newAppId();
+	const now = new Date().toISOString();
+	await env.DB.prepare(
+		`INSERT INTO apps (appid, name, apikey, privatekey_hash, webhook_secret, webhookurl, created_at, updated_at)
+		 VALUES (?, 'ledger test', ?, '', 'whsec_dGVzdA==', ?, ?, ?)`,
+	)
+		.bind(appid, `ak_${appid}`, `${env.WEBHOOK_RECEIVER_URL}/hooks/${appid}`, now, now)
+		.run();
+	return appid;
+}
+
 let counter = 0;
 
 /** A grant with sensible defaults: a 10 USD wallet reward, approved, for a fresh friend. */

@@ -2,13 +2,13 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { ledgerFor } from "../../src/ledger/stub";
 import { recordConversion } from "../../src/operations/conversion";
-import { admin, createApp } from "../support/api";
+import { admin, createApp, withWebhook } from "../support/api";
 
 type Api = Awaited<ReturnType<typeof createApp>>["api"];
 
 /** An app whose campaign has the given rules, a referrer and a friend attributed to it. */
 async function referral(campaign: Record<string, unknown> = {}, friendExtra: Record<string, unknown> = {}) {
-	const app = await createApp(campaign);
+	const app = await createApp(campaign, withWebhook());
 	const referrer = (await app.api("register", { email: "ref@x.com", name: "Ref" })).body;
 	const friend = (await app.api("register", { email: "friend@x.com", name: "Fran", referrercode: referrer.referralcode, ...friendExtra }))
 		.body;

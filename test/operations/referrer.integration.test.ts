@@ -1,11 +1,11 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { admin, createApp, request } from "../support/api";
+import { admin, createApp, request, withWebhook } from "../support/api";
 
 const userRow = (userkey: string) => env.DB.prepare("SELECT * FROM users WHERE userkey = ?").bind(userkey).first<Record<string, any>>();
 
 async function setup() {
-	const app = await createApp();
+	const app = await createApp({}, withWebhook());
 	const reg = async (email: string, extra: Record<string, unknown> = {}) => (await app.api("register", { email, ...extra })).body;
 	return { ...app, reg };
 }

@@ -85,6 +85,24 @@ describe("getuserbalance", () => {
 	});
 });
 
+describe("getuserbalance answered by the ledger alone", () => {
+	it("still refuses a user of another app and a campaign of another app when the users have rewards", async () => {
+		const mine = await referrerWithRewards(1);
+		const theirs = await referrerWithRewards(1);
+		// Their user's rewards live in the ledger of (their app, user): asked through my app, that user is unknown.
+		expect((await mine.api("getuserbalance", { userkey: theirs.referrer.userkey, campaignid: mine.campaignid })).body.errorcode).toBe(
+			"user_not_found",
+		);
+		expect((await mine.api("getuserbalance", { userkey: mine.referrer.userkey, campaignid: theirs.campaignid })).body.errorcode).toBe(
+			"campaign_not_found",
+		);
+		expect((await mine.api("getuserbalance", { userkey: "unosuchuser000000000", campaignid: mine.campaignid })).body.errorcode).toBe(
+			"user_not_found",
+		);
+		expect((await balance(mine.api, mine.referrer.userkey, mine.campaignid)).userbalance[0]).toMatchObject({ approved: 10 });
+	});
+});
+
 describe("getfriendsandrewards", () => {
 	it("lists friends newest first with their rewards, paged, with counts of the whole set", async () => {
 		const { api, referrer, friendKeys } = await referrerWithRewards(5);

@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { admin, createApp } from "../support/api";
+import { admin, createApp, withWebhook } from "../support/api";
 
 const userRow = (userkey: string) => env.DB.prepare("SELECT * FROM users WHERE userkey = ?").bind(userkey).first<Record<string, any>>();
 const countUsers = async (appid: string) =>
@@ -14,7 +14,7 @@ const events = async (appid: string) =>
 
 describe("register", () => {
 	it("creates a user with every field and answers exactly the spec's fields", async () => {
-		const { api, appid, campaignid } = await createApp();
+		const { api, appid, campaignid } = await createApp({}, withWebhook());
 		const { status, body } = await api("register", {
 			email: "Jane.Doe@Example.com",
 			name: "Jane+Doe",
@@ -92,8 +92,16 @@ describe("register", () => {
 		expect(await countUsers(appid)).toBe(1);
 	});
 
-	it("attributes the user to the owner of referrercode", async () => {
+	it("records no webhook event for an app without a webhook URL", async () => {
 		const { api, appid } = await createApp();
+		const referrer = await api("register", { email: "ref@x.com" });
+		const friend = await api("register", { email: "friend@x.com", referrercode: referrer.body.referralcode });
+		expect(friend.body).toMatchObject({ hasreferrer: true });
+		expect(await events(appid)).toEqual([]);
+	});
+
+	it("attributes the user to the owner of referrercode", async () => {
+		const { api, appid } = await createApp({}, withWebhook());
 		const referrer = await api("register", { email: "ref@x.com", name: "Ref" });
 		const friend = await api("register", { email: "friend@x.com", referrercode: referrer.body.referralcode.toLowerCase() });
 		expect(friend.body).toMatchObject({ hasreferrer: true, referrercode: referrer.body.referralcode });

@@ -1,8 +1,9 @@
 import { env } from "cloudflare:workers";
 import { Webhook } from "standardwebhooks";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { enqueueOutboxEvents } from "../../src/outbox/events";
+import { enqueueOutboxEvents, outboxMessage } from "../../src/outbox/events";
 import { sweepOutbox } from "../../src/outbox/sweep";
+import { admin } from "../support/api";
 import {
 	attemptsOf,
 	createOutboxApp,
@@ -11,6 +12,7 @@ import {
 	received,
 	recordEmail,
 	recordEvent,
+	recordingDb,
 	recordWebhook,
 	runBatch,
 	setAnswers,
@@ -181,6 +183,56 @@ describe("webhook delivery", () => {
 			expect.objectContaining({ outcome: "skipped", response_code: null, error: "the app has no webhook URL" }),
 		]);
 		expect((await eventRow(event.eventid))?.delivered_at).toEqual(expect.any(String));
+	});
+});
+
+describe("per batch", () => {
+	it("reads and logs a batch of carried events in 2 D1 round trips, whatever its size", async () => {
+		const { key, app } = await webhookApp("per-batch");
+		const events = await Promise.all([1, 2, 3, 4, 5].map((n) => recordWebhook(app.appid, "reward.created", { n })));
+		const { db, trips } = recordingDb();
+
+		const { result, ids } = await runBatch(
+			events.map((e) => ({ body: outboxMessage(e) })),
+			{ ...env, DB: db },
+		);
+
+		expect(result.explicitAcks.sort()).toEqual([...ids].sort());
+		expect((await received(key)).map((r) => JSON.parse(r.body).data.n).sort()).toEqual([1, 2, 3, 4, 5]);
+		// The outbox sweep runs now and then from the consumer; it is not the batch's own work.
+		const own = trips.filter((sqls) => !sqls.some((sql) => sql.includes("enqueued_at IS NULL AND created_at <")));
+		expect(own).toHaveLength(2);
+		for (const e of events) {
+			expect(await attemptsOf(e.eventid)).toEqual([expect.objectContaining({ outcome: "delivered", response_code: 200 })]);
+			expect(await eventRow(e.eventid)).toMatchObject({ delivered_at: expect.any(String), enqueued_at: expect.any(String) });
+		}
+	});
+
+	it("reads the app's delivery settings once and then from the isolate's cache; a PATCH here forgets them", async () => {
+		const { key, app } = await webhookApp("settings-cache");
+		const first = await recordWebhook(app.appid);
+		await runBatch([{ body: outboxMessage(first) }]);
+		const second = await recordWebhook(app.appid);
+		const { db, trips } = recordingDb();
+		await runBatch([{ body: outboxMessage(second) }], { ...env, DB: db });
+		const read = trips.find((sqls) => sqls.some((sql) => sql.includes("FROM outbox_events WHERE eventid IN")));
+		expect(read?.join("\n")).toContain("FROM apps");
+		expect(await waitForReceived(key, 2)).toHaveLength(2);
+
+		const other = uniqueKey("settings-cache-new");
+		await admin("PATCH", `/apps/${app.appid}`, { webhookurl: hookUrl(other) });
+		const third = await recordWebhook(app.appid);
+		await runBatch([{ body: outboxMessage(third) }]);
+		expect((await waitForReceived(other))[0]!.headers["webhook-id"]).toBe(third.eventid);
+	});
+
+	it("still delivers a message that names its event by id only (sweep, redelivery, older producers)", async () => {
+		const { key, app } = await webhookApp("by-id");
+		const carried = await recordWebhook(app.appid, "reward.created", { n: 1 });
+		const byId = await recordWebhook(app.appid, "reward.created", { n: 2 });
+		const { result, ids } = await runBatch([{ body: outboxMessage(carried) }, { body: { eventid: byId.eventid } }]);
+		expect(result.explicitAcks.sort()).toEqual([...ids].sort());
+		expect((await waitForReceived(key, 2)).map((r) => r.headers["webhook-id"]).sort()).toEqual([carried.eventid, byId.eventid].sort());
 	});
 });
 

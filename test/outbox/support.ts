@@ -132,3 +132,46 @@ export async function eventRow(eventid: string) {
 		.bind(eventid)
 		.first<{ delivered_at: string | null; enqueued_at: string | null }>();
 }
+
+/**
+ * A D1 binding that records each round trip (a batch is one) with the SQL it
+ * ran, so a test can check how many round trips a piece of work takes.
+ */
+export function recordingDb(db: D1Database = env.DB): { db: D1Database; trips: string[][] } {
+	const trips: string[][] = [];
+	const sqlOf = new WeakMap<object, string>();
+	const real = new WeakMap<object, D1PreparedStatement>();
+	const wrap = (statement: D1PreparedStatement, sql: string): D1PreparedStatement => {
+		const proxy = new Proxy(statement, {
+			get(target, prop) {
+				if (prop === "bind") return (...values: unknown[]) => wrap(target.bind(...values), sql);
+				const value = Reflect.get(target, prop);
+				if (typeof value !== "function") return value;
+				if (["first", "run", "all", "raw"].includes(String(prop))) {
+					return (...args: unknown[]) => {
+						trips.push([sql]);
+						return value.apply(target, args);
+					};
+				}
+				return value.bind(target);
+			},
+		});
+		sqlOf.set(proxy, sql);
+		real.set(proxy, statement);
+		return proxy;
+	};
+	const proxy = new Proxy(db, {
+		get(target, prop) {
+			if (prop === "prepare") return (sql: string) => wrap(target.prepare(sql), sql);
+			if (prop === "batch") {
+				return (statements: D1PreparedStatement[]) => {
+					trips.push(statements.map((s) => sqlOf.get(s) ?? "?"));
+					return target.batch(statements.map((s) => real.get(s) ?? s));
+				};
+			}
+			const value = Reflect.get(target, prop);
+			return typeof value === "function" ? value.bind(target) : value;
+		},
+	});
+	return { db: proxy, trips };
+}

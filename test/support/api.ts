@@ -1,4 +1,4 @@
-import { exports } from "cloudflare:workers";
+import { env, exports } from "cloudflare:workers";
 
 export const ADMIN_TOKEN = "test-admin-token";
 const BASE = "http://service.test";
@@ -75,6 +75,9 @@ export function campaignBody(overrides: Record<string, unknown> = {}) {
 		...overrides,
 	};
 }
+
+/** App settings for a webhook URL at the test receiver (an app without one records no webhook events). */
+export const withWebhook = () => ({ webhookurl: `${env.WEBHOOK_RECEIVER_URL}/hooks/ops-${crypto.randomUUID()}` });
 
 /** Creates an app with one campaign; returns its credentials and campaign id. */
 export async function createApp(campaign: Record<string, unknown> = {}, app: Record<string, unknown> = {}) {
