@@ -47,6 +47,7 @@ function appView(app: App) {
 		landingurl: app.landingurl,
 		webhookurl: app.webhookurl,
 		emailsender: app.emailsender,
+		frameorigin: app.frameorigin,
 		webhooksecret: app.webhookSecret,
 		defaultcampaignid: app.defaultCampaignId,
 		createdat: app.createdAt,

@@ -1,8 +1,10 @@
 import { Hono } from "hono";
 import { z } from "zod";
 import { adminRoutes } from "../admin/routes";
+import { openApiRoutes } from "../openapi/routes";
 import { operations } from "../operations";
 import { shareLinkRoutes } from "../operations/share-link";
+import { sharePageRoutes } from "../sharepage/routes";
 import { authenticate } from "./auth";
 import { d1Metrics } from "./d1-metrics";
 import { ApiError, errorBody } from "./errors";
@@ -47,6 +49,8 @@ app.all("/saas/v1_0/:operation", async (c) => {
 
 app.route("/admin/v1", adminRoutes);
 app.route("/r", shareLinkRoutes);
+app.route("/", sharePageRoutes);
+app.route("/", openApiRoutes);
 
 app.notFound((c) => c.json(errorBody("not_found", `No route for ${c.req.method} ${new URL(c.req.url).pathname}.`), 404));
 
