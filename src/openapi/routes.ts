@@ -34,8 +34,15 @@ const DOCS_HTML = `<!doctype html>
 </body>
 </html>`;
 
-// withDefaultFonts: false keeps Scalar from loading its fonts from fonts.scalar.com.
-const INIT_JS = `Scalar.createApiReference("#app", { url: "/openapi.json", withDefaultFonts: false, hideClientButton: false });`;
+// withDefaultFonts: false keeps Scalar from loading its fonts from fonts.scalar.com; the
+// AI agent, MCP and developer tools are Scalar's hosted services, so they are off.
+const INIT_JS = `Scalar.createApiReference("#app", {
+	url: "/openapi.json",
+	withDefaultFonts: false,
+	agent: { disabled: true },
+	mcp: { disabled: true },
+	showDeveloperTools: "never",
+});`;
 
 // Everything from this origin; Scalar styles with inline style attributes.
 const DOCS_CSP =

@@ -225,13 +225,20 @@ describe("widget.js", () => {
 });
 
 describe("/docs", () => {
-	it("renders the API reference from assets of this Worker only", async () => {
-		const errors: string[] = [];
-		const { page, requests } = await open(`${service.base}/docs`, 1280);
-		page.on("console", (m) => m.type() === "error" && errors.push(m.text()));
-		await page.waitForFunction(() => document.body.innerText.includes("getsharepage"), { timeout: 30_000 });
-		expect(await page.evaluate(() => document.body.innerText)).toContain("Referral and rewards API");
+	it("renders the API reference from assets of this Worker only, within its CSP", async () => {
+		const page = await browser.newPage();
+		await page.setViewport({ width: 1280, height: 800 });
+		const requests: string[] = [];
+		const violations: string[] = [];
+		page.on("request", (r) => requests.push(r.url()));
+		page.on("console", (m) => m.text().includes("Content Security Policy") && violations.push(m.text()));
+		await page.goto(`${service.base}/docs`, { waitUntil: "load" });
+		await page.waitForFunction(() => document.body.textContent?.includes("A signed link (1 hour) to the user's hosted referral page"), {
+			timeout: 30_000,
+		});
+		expect(await page.evaluate(() => document.body.textContent)).toContain("Referral and rewards API");
 		expect(requests.filter((r) => !r.startsWith(service.base) && !r.startsWith("data:"))).toEqual([]);
+		expect(violations).toEqual([]);
 		await page.screenshot({ path: new URL("docs-1280.png", SHOTS).pathname });
 		await page.close();
 	});
