@@ -5,6 +5,7 @@ import { userNotFound } from "../http/errors";
 import { id, optionalEmail, optionalId, optionalPositiveInt } from "../http/fields";
 import { defineOperation } from "../http/operation";
 import { ledgerFor } from "../ledger/stub";
+import type { RewardView } from "../ledger/types";
 
 /** Largest page getfriendsandrewards returns; a larger `pagesize` is capped to it. */
 export const MAX_PAGE_SIZE = 500;
@@ -33,7 +34,9 @@ export const getfriendsandrewards = defineOperation({
 		const user = userResult?.results[0];
 		if (!user) throw userNotFound();
 		const friends = friendsResult?.results ?? [];
-		const earned = friends.length > 0 ? await ledgerFor(env, app.appid, user.userkey).rewardsForFriends(friends.map((f) => f.userkey)) : {};
+		// Typed here: with @types/node in node_modules (a dependency of Scalar's package) the RPC result and {} no longer unify.
+		const earned: Record<string, RewardView[]> =
+			friends.length > 0 ? await ledgerFor(env, app.appid, user.userkey).rewardsForFriends(friends.map((f) => f.userkey)) : {};
 		return {
 			friends: friends.map((friend) => ({
 				userkey: friend.userkey,
