@@ -55,19 +55,22 @@ new ResizeObserver(send).observe(document.documentElement);send();}
 
 function Document(props: { title: string; nonce: string; styles: string; children: unknown; script?: boolean }) {
 	return (
-		<html lang="en">
-			<head>
-				<meta charset="utf-8" />
-				<meta name="viewport" content="width=device-width, initial-scale=1" />
-				<meta name="referrer" content="no-referrer" />
-				<title>{props.title}</title>
-				<style nonce={props.nonce}>{raw(props.styles)}</style>
-			</head>
-			<body>
-				{props.children}
-				{props.script ? <script nonce={props.nonce}>{raw(SCRIPT)}</script> : null}
-			</body>
-		</html>
+		<>
+			{raw("<!doctype html>")}
+			<html lang="en">
+				<head>
+					<meta charset="utf-8" />
+					<meta name="viewport" content="width=device-width, initial-scale=1" />
+					<meta name="referrer" content="no-referrer" />
+					<title>{props.title}</title>
+					<style nonce={props.nonce}>{raw(props.styles)}</style>
+				</head>
+				<body>
+					{props.children}
+					{props.script ? <script nonce={props.nonce}>{raw(SCRIPT)}</script> : null}
+				</body>
+			</html>
+		</>
 	);
 }
 
