@@ -63,7 +63,7 @@ describe("the referral page", () => {
 		expect(res.status).toBe(200);
 		expect(res.headers.get("content-type")).toMatch(/^text\/html/);
 		const html = await res.text();
-		expect(html.startsWith("<!doctype html><html lang=\"en\">")).toBe(true);
+		expect(html.startsWith('<!doctype html><html lang="en">')).toBe(true);
 		expect(html).toContain("Give $10 &amp; get $10!");
 		expect(html).toContain("Invite friends: 100% of them get $10.");
 		expect(html).toContain(`value="${ann.shareurl}"`);
