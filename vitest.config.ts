@@ -28,6 +28,8 @@ export default defineConfig(async () => {
 			exclude: ["test/e2e/**"],
 			globalSetup: ["./test/outbox/receiver.mjs"],
 			setupFiles: ["./test/apply-migrations.ts"],
+			// A bound, not a speed check: on a loaded 2-core machine the seeded property tests took over vitest's default 5 s.
+			testTimeout: 30_000,
 		},
 	};
 });

@@ -26,7 +26,7 @@ const code = z
 	.regex(/^[0-9A-Za-z_-]{4,32}$/, "must be 4 to 32 letters, digits, _ or -")
 	.transform((v) => v.toUpperCase());
 
-const importSchema = z.object({
+export const importSchema = z.object({
 	users: z
 		.array(
 			z.object({

@@ -57,6 +57,7 @@ function appView(app: App) {
 		landingurl: app.landingurl,
 		webhookurl: app.webhookurl,
 		emailsender: app.emailsender,
+		frameorigin: app.frameorigin,
 		webhooksecret: app.webhookSecret,
 		defaultcampaignid: app.defaultCampaignId,
 		createdat: app.createdAt,

@@ -21,7 +21,10 @@ export const createAppSchema = z.object({
 	emailsender: z.email("must be an email address").nullish(),
 });
 
-export const updateAppSchema = createAppSchema.partial();
+export const updateAppSchema = createAppSchema.partial().extend({
+	/** Who may frame the hosted referral page; stored as an origin; null resets to the landing URL's origin. */
+	frameorigin: url.transform((v) => new URL(v).origin).nullish(),
+});
 
 const capitalized = <T extends string>(values: readonly [T, ...T[]]) =>
 	z

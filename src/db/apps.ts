@@ -10,6 +10,8 @@ export interface App {
 	landingurl: string | null;
 	webhookurl: string | null;
 	emailsender: string | null;
+	/** Origin allowed to frame the hosted referral page; null: the landing URL's origin. */
+	frameorigin: string | null;
 	defaultCampaignId: number | null;
 	createdAt: string;
 	updatedAt: string;
@@ -24,6 +26,7 @@ interface AppRow {
 	landingurl: string | null;
 	webhookurl: string | null;
 	emailsender: string | null;
+	frameorigin: string | null;
 	default_campaignid: number | null;
 	created_at: string;
 	updated_at: string;
@@ -38,6 +41,7 @@ const toApp = (row: AppRow): App => ({
 	landingurl: row.landingurl,
 	webhookurl: row.webhookurl,
 	emailsender: row.emailsender,
+	frameorigin: row.frameorigin ?? null,
 	defaultCampaignId: row.default_campaignid,
 	createdAt: row.created_at,
 	updatedAt: row.updated_at,
@@ -88,13 +92,16 @@ export async function insertApp(db: D1Database, app: NewApp): Promise<void> {
 		.run();
 }
 
-export type AppChanges = Partial<Pick<App, "name" | "landingurl" | "webhookurl" | "emailsender" | "privatekeyHash" | "webhookSecret">>;
+export type AppChanges = Partial<
+	Pick<App, "name" | "landingurl" | "webhookurl" | "emailsender" | "frameorigin" | "privatekeyHash" | "webhookSecret">
+>;
 
 const APP_COLUMNS: Record<keyof AppChanges, string> = {
 	name: "name",
 	landingurl: "landingurl",
 	webhookurl: "webhookurl",
 	emailsender: "emailsender",
+	frameorigin: "frameorigin",
 	privatekeyHash: "privatekey_hash",
 	webhookSecret: "webhook_secret",
 };

@@ -3,8 +3,10 @@ import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { z } from "zod";
 import { adminRoutes } from "../admin/routes";
 import { dashboardRoutes } from "../dashboard/routes";
+import { openApiRoutes } from "../openapi/routes";
 import { operations } from "../operations";
 import { shareLinkRoutes } from "../operations/share-link";
+import { sharePageRoutes } from "../sharepage/routes";
 import { authenticate } from "./auth";
 import { d1Metrics, d1Totals, metricsEnabled, TOTALS_PATH } from "./d1-metrics";
 import { ApiError, errorBody } from "./errors";
@@ -71,6 +73,8 @@ app.all("/saas/v1_0/:operation", async (c) => {
 app.route("/admin/v1", adminRoutes);
 app.route("/r", shareLinkRoutes);
 app.route("/dashboard", dashboardRoutes);
+app.route("/", sharePageRoutes);
+app.route("/", openApiRoutes);
 
 app.notFound((c) => c.json(errorBody("not_found", `No route for ${c.req.method} ${new URL(c.req.url).pathname}.`), 404));
 

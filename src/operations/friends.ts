@@ -6,6 +6,7 @@ import { userNotFound } from "../http/errors";
 import { id, optionalEmail, optionalId, optionalPositiveInt } from "../http/fields";
 import { defineOperation } from "../http/operation";
 import { ledgerFor } from "../ledger/stub";
+import type { RewardView } from "../ledger/types";
 
 /** Largest page getfriendsandrewards returns; a larger `pagesize` is capped to it. */
 export const MAX_PAGE_SIZE = 500;
@@ -39,7 +40,8 @@ export const getfriendsandrewards = defineOperation({
 			(await friendsPage(env.DB, app.appid, input, pagesize, offset));
 		if (!found) throw userNotFound();
 		const { user, friends } = found;
-		const earned =
+		// Typed here: with @types/node in node_modules (a dependency of Scalar's package) the RPC result and {} no longer unify.
+		const earned: Record<string, { rewards: RewardView[]; total: number }> =
 			friends.length > 0
 				? await ledgerFor(env, app.appid, user.userkey).rewardsForFriends(
 						friends.map((f) => f.userkey),

@@ -6,6 +6,7 @@ import { getfriendsandrewards } from "./friends";
 import { invokeoutreach, remindfriend } from "./outreach";
 import { applyreferrercode, validatereferrercode } from "./referrer";
 import { changerewardstatus, checkrewardstatus, redeemrewards } from "./rewards";
+import { getsharepage } from "./share-page";
 import { register, updateuser } from "./users";
 
 /** Every public operation by its lower-case name: the route `/saas/v1_0/<name>`. */
@@ -24,4 +25,5 @@ export const operations: Record<string, Operation> = {
 	checkrewardstatus,
 	invokeoutreach,
 	remindfriend,
+	getsharepage,
 };

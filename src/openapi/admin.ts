@@ -1,0 +1,221 @@
+import { z } from "zod";
+import { importSchema } from "../admin/import";
+import { addCouponsSchema, createAppSchema, createCampaignSchema, updateAppSchema, updateCampaignSchema } from "../admin/schemas";
+import { statusChangesSchema } from "../operations/rewards";
+
+/**
+ * The admin API (/admin/v1) for the OpenAPI document. Hono routes carry no
+ * schema, so each route is described here; test/openapi/document.integration.test.ts
+ * fails when a route of adminRoutes has no entry.
+ */
+export interface AdminRoute {
+	method: "get" | "post" | "patch" | "put" | "delete";
+	/** OpenAPI form, relative to /admin/v1: `/apps/{appid}`. */
+	path: string;
+	summary: string;
+	body?: z.ZodType;
+	query?: Record<string, z.ZodType>;
+	status: number;
+	response: z.ZodType;
+}
+
+const app = z.looseObject({
+	appid: z.string(),
+	name: z.string(),
+	apikey: z.string(),
+	landingurl: z.string().nullable(),
+	webhookurl: z.string().nullable(),
+	emailsender: z.string().nullable(),
+	frameorigin: z.string().nullable().describe("Origin allowed to frame the referral page; null: the landing URL's origin"),
+	webhooksecret: z.string(),
+	defaultcampaignid: z.number().nullable(),
+	createdat: z.string(),
+	updatedat: z.string(),
+});
+
+const campaign = z.looseObject({ campaignid: z.number(), appid: z.string(), campaignname: z.string() });
+const page = { limit: z.number().int().min(1).max(200).default(50), cursor: z.string().optional() };
+const nextcursor = z.string().nullable().describe("Cursor of the next page; null on the last page");
+const adminUser = z.looseObject({ userkey: z.string(), email: z.string().nullable(), referralcode: z.string() });
+const adminReward = z.looseObject({ rewarddtlid: z.string(), userkey: z.string(), rewardstatus: z.string() });
+const breaker = z.looseObject({ state: z.string() });
+const delivery = z.looseObject({ eventid: z.string(), kind: z.string(), type: z.string(), status: z.string(), attempts: z.number() });
+
+export const adminApi: AdminRoute[] = [
+	{
+		method: "post",
+		path: "/apps",
+		summary: "Create an app (tenant); answers its keys once",
+		body: createAppSchema,
+		status: 201,
+		response: z.object({ appid: z.string(), apikey: z.string(), privatekey: z.string(), webhooksecret: z.string() }),
+	},
+	{ method: "get", path: "/apps", summary: "List apps", query: page, status: 200, response: z.object({ apps: z.array(app), nextcursor }) },
+	{ method: "get", path: "/apps/{appid}", summary: "One app", status: 200, response: app },
+	{ method: "patch", path: "/apps/{appid}", summary: "Change an app's settings", body: updateAppSchema, status: 200, response: app },
+	{
+		method: "post",
+		path: "/apps/{appid}/rotate-privatekey",
+		summary: "Issue a new private key (the old one stops working, and so do referral page links)",
+		status: 200,
+		response: z.object({ appid: z.string(), privatekey: z.string() }),
+	},
+	{
+		method: "post",
+		path: "/apps/{appid}/rotate-webhooksecret",
+		summary: "Issue a new webhook signing secret",
+		status: 200,
+		response: z.object({ appid: z.string(), webhooksecret: z.string() }),
+	},
+	{
+		method: "post",
+		path: "/apps/{appid}/campaigns",
+		summary: "Create a campaign",
+		body: createCampaignSchema,
+		status: 201,
+		response: z.object({ campaignid: z.number() }),
+	},
+	{
+		method: "get",
+		path: "/apps/{appid}/campaigns",
+		summary: "List an app's campaigns",
+		query: page,
+		status: 200,
+		response: z.object({ campaigns: z.array(campaign), nextcursor }),
+	},
+	{
+		method: "get",
+		path: "/apps/{appid}/campaigns/{campaignid}",
+		summary: "One campaign with its rules, social actions and free coupon count",
+		status: 200,
+		response: campaign,
+	},
+	{
+		method: "patch",
+		path: "/apps/{appid}/campaigns/{campaignid}",
+		summary: "Change a campaign (only the fields sent)",
+		body: updateCampaignSchema,
+		status: 200,
+		response: campaign,
+	},
+	{
+		method: "post",
+		path: "/apps/{appid}/campaigns/{campaignid}/coupons",
+		summary: "Add coupon codes to a campaign's pool",
+		body: addCouponsSchema,
+		status: 201,
+		response: z.object({ added: z.number(), skipped: z.number(), couponsavailable: z.number() }),
+	},
+	{
+		method: "get",
+		path: "/apps/{appid}/deliveries",
+		summary: "Recent webhook and email deliveries, newest first",
+		query: page,
+		status: 200,
+		response: z.looseObject({ deliveries: z.array(delivery), nextcursor }),
+	},
+	{
+		method: "get",
+		path: "/apps/{appid}/deliveries/{eventid}",
+		summary: "One delivery with its payload and attempts",
+		status: 200,
+		response: delivery,
+	},
+	{
+		method: "post",
+		path: "/apps/{appid}/deliveries/{eventid}/redeliver",
+		summary: "Send an event again (same webhook-id)",
+		status: 202,
+		response: z.object({ eventid: z.string(), enqueued: z.boolean() }),
+	},
+	{
+		method: "get",
+		path: "/apps/{appid}/webhook-breaker",
+		summary: "The circuit breaker of the app's webhook endpoint (docs/webhooks.md)",
+		status: 200,
+		response: breaker,
+	},
+	{
+		method: "post",
+		path: "/apps/{appid}/webhook-breaker/reset",
+		summary: "Close the app's webhook circuit breaker",
+		status: 200,
+		response: breaker,
+	},
+	{
+		method: "post",
+		path: "/apps/{appid}/users:import",
+		summary: "Import up to 1,000 users, all or nothing, with register's checks",
+		body: importSchema,
+		status: 201,
+		response: z.object({ imported: z.number(), users: z.array(z.looseObject({ userkey: z.string(), referralcode: z.string() })) }),
+	},
+	{
+		method: "get",
+		path: "/apps/{appid}/users",
+		summary: "Search users by email, account id or userkey prefix, or referral code",
+		query: { ...page, q: z.string().optional() },
+		status: 200,
+		response: z.object({ users: z.array(adminUser), nextcursor }),
+	},
+	{
+		method: "get",
+		path: "/apps/{appid}/users/{userkey}",
+		summary: "A user's profile, referrer, balance (all campaigns) and share-link clicks",
+		status: 200,
+		response: z.looseObject({ user: adminUser }),
+	},
+	{
+		method: "get",
+		path: "/apps/{appid}/users/{userkey}/friends",
+		summary: "A user's friends, newest first",
+		query: page,
+		status: 200,
+		response: z.object({ friends: z.array(adminUser), nextcursor }),
+	},
+	{
+		method: "delete",
+		path: "/apps/{appid}/users/{userkey}",
+		summary: "Erase a person's data (money records stay, anonymized); idempotent and logged",
+		status: 200,
+		response: z.looseObject({ userkey: z.string(), erased: z.boolean(), alreadyerased: z.boolean() }),
+	},
+	{
+		method: "get",
+		path: "/apps/{appid}/users/{userkey}/export",
+		summary: "Everything held about a person, as one JSON document",
+		status: 200,
+		response: z.looseObject({ exportedat: z.string(), appid: z.string() }),
+	},
+	{
+		method: "get",
+		path: "/apps/{appid}/rewards",
+		summary: "Rewards across the app, newest first (from the D1 projection)",
+		query: {
+			...page,
+			status: z.string().optional(),
+			campaignid: z.number().int().optional(),
+			userkey: z.string().optional(),
+			from: z.string().optional(),
+			to: z.string().optional(),
+		},
+		status: 200,
+		response: z.looseObject({ rewards: z.array(adminReward), nextcursor }),
+	},
+	{
+		method: "post",
+		path: "/apps/{appid}/rewards/status",
+		summary: "Change reward statuses, all or none (the changerewardstatus path)",
+		body: z.object({ changes: statusChangesSchema }),
+		status: 200,
+		response: z.object({ updated: z.number() }),
+	},
+	{
+		method: "get",
+		path: "/apps/{appid}/stats",
+		summary: "Per-day clicks, signups, conversions, rewards and redemptions, totals and top referrers",
+		query: { campaignid: z.number().int().optional(), from: z.string().optional(), to: z.string().optional() },
+		status: 200,
+		response: z.looseObject({ from: z.string(), to: z.string() }),
+	},
+];

@@ -1,0 +1,195 @@
+import { z } from "zod";
+import { operations } from "../operations";
+import { type AdminRoute, adminApi } from "./admin";
+import { ERROR_CODES } from "./error-codes";
+import { genericSuccess, operationResponses } from "./responses";
+
+/**
+ * The OpenAPI 3.1 document, built from the zod schemas the handlers validate
+ * with (requests, read as input) and the success shapes of responses.ts
+ * (read as output). Every operation of the registry is in it, so an operation
+ * added later appears without touching this file.
+ */
+
+/** Operations that change state: they take an `Idempotency-Key` header. */
+export const MUTATING_OPERATIONS = new Set([
+	"register",
+	"updateuser",
+	"applyreferrercode",
+	"registerconversionevent",
+	"redeemrewards",
+	"changerewardstatus",
+	"invokeoutreach",
+	"remindfriend",
+	"reverseconversionevent",
+]);
+
+const SUMMARIES: Record<string, string> = {
+	getcampaigndata: "A campaign's public data (offer, styling, social actions, reward rules)",
+	campaignterms: "A campaign's terms",
+	register: "Register a user (or find the one already registered), optionally with a referrer code",
+	updateuser: "Change a user's profile fields",
+	applyreferrercode: "Set a user's referrer, once",
+	validatereferrercode: "Check a referral code and see whose it is",
+	registerconversionevent: "Record a conversion event (once per customid) and grant the rewards it earns",
+	getuserbalance: "A user's earnings by unit, growth hack and campaign",
+	getfriendsandrewards: "A user's friends, a page at a time, with the rewards each earned the user",
+	redeemrewards: "Redeem approved wallet rewards, by ids or by amount",
+	changerewardstatus: "Approve, reject or hold rewards (all or none)",
+	checkrewardstatus: "A reward's status",
+	invokeoutreach: "Email a user their share link",
+	remindfriend: "Email a friend a reminder (once per 24 h)",
+	getsharepage: "A signed link (1 hour) to the user's hosted referral page",
+};
+
+type Schema = Record<string, unknown>;
+
+/** JSON Schema of a zod schema; transforms and refinements are invisible to it, so they become their input side. */
+export function jsonSchema(schema: z.ZodType, io: "input" | "output"): Schema {
+	const { $schema: _, ...rest } = z.toJSONSchema(schema, { io, unrepresentable: "any", target: "draft-2020-12" }) as Schema;
+	return rest;
+}
+
+const errorEnvelope = {
+	type: "object",
+	description: "Every failure. Clients switch on `errorcode`, never on `message`.",
+	properties: {
+		success: { const: false },
+		message: { type: "string" },
+		errorcode: { type: "string", enum: [...ERROR_CODES] },
+		fields: { type: "array", items: { type: "string" }, description: "The request fields a validation_failed names" },
+		statuscode: { type: "integer", description: "Legacy status of some operations" },
+	},
+	required: ["success", "message", "errorcode"],
+	additionalProperties: true,
+};
+
+const errorResponse = (description: string) => ({
+	description,
+	content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } },
+});
+
+const OPERATION_ERRORS = {
+	"400": errorResponse("Invalid JSON or a field that fails validation (validation_failed, invalid_json, ...)"),
+	"401": errorResponse("Missing or wrong apikey/privatekey"),
+	"404": errorResponse("The user, campaign, reward or code named does not exist in this app"),
+	"409": errorResponse("The request conflicts with the current state (e.g. insufficient_balance, referrer_already_set)"),
+	"413": errorResponse("Body too large"),
+	"415": errorResponse("Body is not JSON"),
+	"429": errorResponse("Rate limited"),
+	"500": errorResponse("Internal error"),
+};
+
+function operationRequest(schema: z.ZodType): Schema {
+	const input = jsonSchema(schema, "input");
+	const properties = (input.properties ?? {}) as Record<string, unknown>;
+	return {
+		...input,
+		type: "object",
+		properties: {
+			apikey: { type: "string", description: "The app's API key" },
+			privatekey: { type: "string", description: "The app's private key (server side only)" },
+			...properties,
+		},
+		required: ["apikey", "privatekey", ...((input.required as string[] | undefined) ?? [])],
+	};
+}
+
+function publicPaths(): Record<string, unknown> {
+	const paths: Record<string, unknown> = {};
+	for (const [name, operation] of Object.entries(operations).sort(([a], [b]) => a.localeCompare(b))) {
+		const response = operationResponses[name] ?? genericSuccess;
+		paths[`/saas/v1_0/${name}`] = {
+			post: {
+				operationId: name,
+				tags: ["Operations"],
+				summary: SUMMARIES[name] ?? name,
+				description:
+					"Field names are matched case-insensitively and a few legacy aliases are accepted (e.g. `userKey`, `growthHack`, `emailId`); text may be form-URL-encoded.",
+				...(MUTATING_OPERATIONS.has(name) ? { parameters: [{ $ref: "#/components/parameters/IdempotencyKey" }] } : {}),
+				requestBody: { required: true, content: { "application/json": { schema: operationRequest(operation.schema) } } },
+				responses: {
+					"200": { description: "Success", content: { "application/json": { schema: jsonSchema(response, "output") } } },
+					...OPERATION_ERRORS,
+				},
+			},
+		};
+	}
+	return paths;
+}
+
+function adminOperation(route: AdminRoute): Record<string, unknown> {
+	const pathParams = [...route.path.matchAll(/\{(\w+)\}/g)].map((m) => ({
+		name: m[1],
+		in: "path",
+		required: true,
+		schema: { type: "string" },
+	}));
+	const queryParams = Object.entries(route.query ?? {}).map(([name, schema]) => ({
+		name,
+		in: "query",
+		required: false,
+		schema: jsonSchema(schema, "input"),
+	}));
+	const parameters = [...pathParams, ...queryParams];
+	return {
+		operationId: `admin_${route.method}_${route.path
+			.replace(/[{}]/g, "")
+			.replace(/[^A-Za-z0-9]+/g, "_")
+			.replace(/^_|_$/g, "")}`,
+		tags: ["Admin"],
+		summary: route.summary,
+		security: [{ adminToken: [] }],
+		...(parameters.length ? { parameters } : {}),
+		...(route.body
+			? { requestBody: { required: true, content: { "application/json": { schema: jsonSchema(route.body, "input") } } } }
+			: {}),
+		responses: {
+			[String(route.status)]: { description: "Success", content: { "application/json": { schema: jsonSchema(route.response, "output") } } },
+			"400": errorResponse("Invalid body or parameter"),
+			"401": errorResponse("Missing or wrong admin token"),
+			"404": errorResponse("No such app, campaign or delivery"),
+		},
+	};
+}
+
+function adminPaths(): Record<string, Record<string, unknown>> {
+	const paths: Record<string, Record<string, unknown>> = {};
+	for (const route of adminApi) {
+		const path = `/admin/v1${route.path}`;
+		paths[path] = { ...paths[path], [route.method]: adminOperation(route) };
+	}
+	return paths;
+}
+
+/** The whole document; `serverUrl` is where this service answers. */
+export function openApiDocument(serverUrl: string) {
+	return {
+		openapi: "3.1.0",
+		info: {
+			title: "Referral and rewards API",
+			version: "1.0.0",
+			description:
+				"Public operations are `POST /saas/v1_0/<operation>` with a JSON body carrying `apikey` and `privatekey`. The admin API (`/admin/v1`) takes `Authorization: Bearer <ADMIN_TOKEN>`. See docs/integration.md for a walk-through.",
+		},
+		servers: [{ url: serverUrl }],
+		tags: [
+			{ name: "Operations", description: "The public API, called from your back end" },
+			{ name: "Admin", description: "Apps, campaigns, coupons and deliveries" },
+		],
+		paths: { ...publicPaths(), ...adminPaths() },
+		components: {
+			schemas: { Error: errorEnvelope },
+			parameters: {
+				IdempotencyKey: {
+					name: "Idempotency-Key",
+					in: "header",
+					required: false,
+					description: "Any unique string (e.g. a UUID) per logical request: a retry with the same key does not repeat the change.",
+					schema: { type: "string", maxLength: 200 },
+				},
+			},
+			securitySchemes: { adminToken: { type: "http", scheme: "bearer" } },
+		},
+	};
+}

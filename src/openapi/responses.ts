@@ -1,0 +1,152 @@
+import { z } from "zod";
+
+/**
+ * Success shapes of the public operations, for the OpenAPI document. Each is
+ * the whole body: `success: true`, `message` and the operation's fields.
+ * Objects are closed (additionalProperties: false), so a field the service
+ * sends but this file does not name fails the contract test (test/e2e/openapi-flow).
+ */
+
+const ok = <T extends z.ZodRawShape>(fields: T) => z.object({ success: z.literal(true), message: z.string(), ...fields });
+
+const reward = z.object({
+	rewarddtlid: z.string(),
+	rewardstatus: z.enum(["Approved", "UnderReview", "Suspicious", "Rejected", "Rewarded"]),
+	comment: z.string(),
+	eventname: z.string(),
+	reward: z.string().describe("Amount, as text"),
+	rewardunit: z.string(),
+	rewardedon: z.string().describe("d-Mon-yyyy"),
+	rewardtype: z.enum(["InstoreCredits", "Coupon"]),
+	usertype: z.enum(["Friend", "Referrer"]),
+	coupon: z.string(),
+	couponimage: z.string(),
+	coupondetails: z.string(),
+	couponname: z.string(),
+	campaignid: z.string(),
+	campaignname: z.string(),
+	growthhack: z.string(),
+	friendemail: z.string(),
+	friendname: z.string(),
+	friendprofileimage: z.string(),
+});
+
+const buckets = { total: z.number(), claimed: z.number(), pending: z.number(), approved: z.number() };
+
+const balanceRecord = z.object({
+	rewardunit: z.string(),
+	...buckets,
+	growthhacks: z.array(
+		z.object({
+			growthhack: z.string(),
+			rewardunit: z.string(),
+			...buckets,
+			campaigns: z.array(
+				z.object({ campaignid: z.number(), campaignname: z.string(), growthhack: z.string(), rewardunit: z.string(), ...buckets }),
+			),
+		}),
+	),
+});
+
+const campaignData = {
+	appid: z.string(),
+	campaignid: z.string(),
+	campaignname: z.string(),
+	offertitle: z.string().describe("Form-URL-encoded"),
+	offerdescription: z.string().describe("Form-URL-encoded"),
+	campaignbgcolor: z.string(),
+	campaignstartdate: z.string().describe("e.g. Nov 21, 2026 10:05 PM (UTC)"),
+	widgetfont: z.string(),
+	lastmodifieddate: z.string().describe("yyyy-mm-dd hh:mm:ss (UTC)"),
+	socialactions: z.array(
+		z.object({
+			campaignsocialactionid: z.string(),
+			socialactionid: z.string().describe("1 Facebook, 2 Twitter, 5 Mail, 14 CustomLink"),
+			socialactionname: z.string(),
+			sharemessage: z.string().describe("Form-URL-encoded; SHARE_URL and SHARE_CODE stand for the user's link and code"),
+			sharetitle: z.string(),
+			shareimageurl: z.string(),
+			displayorder: z.string(),
+			sharemessagetype: z.number(),
+		}),
+	),
+	customdomain: z.string(),
+	rewardtype: z.string(),
+	rewardrules: z.array(
+		z.object({
+			campaignid: z.number(),
+			rewardusertype: z.string(),
+			eventname: z.string(),
+			reward: z.number(),
+			rewardunit: z.string(),
+			rewardfrequency: z.number(),
+			mintranvalue: z.number(),
+			maxrewardamount: z.number(),
+			categories: z.unknown(),
+			inclusionsandexclusions: z.array(z.unknown()),
+		}),
+	),
+};
+
+const userSummary = {
+	userkey: z.string(),
+	referralcode: z.string(),
+	shareurl: z.string(),
+	hasreferrer: z.boolean(),
+	referrercode: z.string(),
+	saascampaignid: z.string(),
+};
+
+/** Success body of each operation by name; an operation missing here is documented with the bare envelope. */
+export const operationResponses: Record<string, z.ZodType> = {
+	getcampaigndata: ok(campaignData),
+	campaignterms: ok({}).describe("`message` holds the terms, form-URL-encoded"),
+	register: ok({ ...userSummary, isexistinguser: z.boolean() }),
+	updateuser: ok({}),
+	applyreferrercode: ok({}),
+	validatereferrercode: ok({ referrercode: z.string(), name: z.string() }),
+	registerconversionevent: ok({ duplicate: z.boolean().describe("true when this customid was already recorded") }),
+	getuserbalance: ok({ userbalance: z.array(balanceRecord) }),
+	getfriendsandrewards: ok({
+		friends: z.array(
+			z.object({
+				userkey: z.string(),
+				email: z.string(),
+				useraccountid: z.string(),
+				name: z.string(),
+				profileimage: z.string(),
+				status: z.string(),
+				regdate: z.string(),
+				earnedrewards: z.array(reward),
+			}),
+		),
+		totalfriends: z.number().int(),
+		convertedfriends: z.number().int(),
+		pageindex: z.number().int(),
+		pagesize: z.number().int(),
+	}),
+	redeemrewards: ok({ redeemed: z.number() }),
+	changerewardstatus: ok({}),
+	checkrewardstatus: ok({
+		rewarddtlid: z.string(),
+		rewardstatus: reward.shape.rewardstatus,
+		comment: z.string(),
+		statuscode: z.literal(1),
+	}),
+	invokeoutreach: ok({
+		userkey: z.string(),
+		shareurl: z.string(),
+		referralcode: z.string(),
+		isExistingUser: z.boolean(),
+		hasReferrer: z.boolean(),
+		statuscode: z.literal(1),
+	}),
+	remindfriend: ok({}),
+	getsharepage: ok({
+		url: z.url().describe("Signed link to the user's referral page"),
+		expiresat: z.iso.datetime().describe("When the link stops working (one hour)"),
+	}),
+};
+
+/** The bare success envelope, for an operation without a shape in operationResponses. */
+export const genericSuccess = z.looseObject({ success: z.literal(true), message: z.string() });

@@ -1,0 +1,161 @@
+/** @jsxImportSource hono/jsx */
+import { raw } from "hono/html";
+import type { ShareTarget } from "./targets";
+
+/** What the hosted referral page shows. */
+export interface SharePageData {
+	offertitle: string;
+	offerdescription: string;
+	background: string;
+	foreground: string;
+	font: string;
+	shareurl: string;
+	referralcode: string;
+	targets: ShareTarget[];
+	friends: number;
+	converted: number;
+	/** Per reward unit: earned in all (any status but Rejected) and available to redeem now. */
+	rewards: { unit: string; earned: number; pending: number; available: number }[];
+}
+
+const amount = (n: number) => (Number.isInteger(n) ? String(n) : n.toFixed(2));
+
+function css(data: Pick<SharePageData, "background" | "foreground" | "font">): string {
+	// Values come from safeColor/fontStack, which admit no quote, brace or angle bracket that could end the rule.
+	return `:root{--bg:${data.background};--fg:${data.foreground};--font:${data.font}}
+*{box-sizing:border-box}
+body{margin:0;background:var(--bg);color:var(--fg);font-family:var(--font);line-height:1.45}
+main{max-width:40rem;margin:0 auto;padding:1.25rem}
+h1{font-size:1.6rem;margin:0 0 .5rem}
+p{margin:0 0 1rem}
+.card{background:rgba(255,255,255,.92);color:#111;border-radius:.75rem;padding:1rem;margin:0 0 1rem}
+label{display:block;font-weight:600;margin-bottom:.35rem}
+.row{display:flex;gap:.5rem;flex-wrap:wrap}
+.row input{flex:1 1 14rem;min-width:0;font:inherit;padding:.6rem;border:1px solid #888;border-radius:.4rem;background:#fff;color:#111}
+button,.share a{font:inherit;font-weight:600;padding:.6rem 1rem;border-radius:.4rem;border:0;cursor:pointer;text-decoration:none;display:inline-block}
+button{background:#111;color:#fff}
+.code{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:1.3rem;letter-spacing:.1em}
+.share{list-style:none;padding:0;margin:0;display:flex;flex-wrap:wrap;gap:.5rem}
+.share a{background:#111;color:#fff}
+.share a:focus-visible,button:focus-visible,input:focus-visible{outline:3px solid #1a73e8;outline-offset:2px}
+.stats{display:grid;grid-template-columns:repeat(auto-fit,minmax(8rem,1fr));gap:.75rem;margin:0}
+.stats div{background:#f3f3f3;border-radius:.5rem;padding:.6rem}
+.stats dt{font-size:.85rem}
+.stats dd{margin:0;font-size:1.4rem;font-weight:700}
+[hidden]{display:none!important}`;
+}
+
+// The copy button needs script; the page itself does not. It also tells a framing widget.js its height.
+const SCRIPT = `(function(){
+var b=document.getElementById("copy"),i=document.getElementById("shareurl"),s=document.getElementById("copy-status");
+if(b&&i&&navigator.clipboard){b.hidden=false;b.addEventListener("click",function(){navigator.clipboard.writeText(i.value).then(function(){s.textContent="Link copied";},function(){i.select();s.textContent="Press Ctrl+C to copy";});});}
+if(window.parent!==window){var last=0,send=function(){var h=Math.ceil(document.documentElement.getBoundingClientRect().height);if(h!==last){last=h;window.parent.postMessage({type:"referral-page:height",height:h},"*");}};
+new ResizeObserver(send).observe(document.documentElement);send();}
+})();`;
+
+function Document(props: { title: string; nonce: string; styles: string; children: unknown; script?: boolean }) {
+	return (
+		<>
+			{raw("<!doctype html>")}
+			<html lang="en">
+				<head>
+					<meta charset="utf-8" />
+					<meta name="viewport" content="width=device-width, initial-scale=1" />
+					<meta name="referrer" content="no-referrer" />
+					<title>{props.title}</title>
+					<style nonce={props.nonce}>{raw(props.styles)}</style>
+				</head>
+				<body>
+					{props.children}
+					{props.script ? <script nonce={props.nonce}>{raw(SCRIPT)}</script> : null}
+				</body>
+			</html>
+		</>
+	);
+}
+
+/** The referral page of one user. */
+export function SharePage({ data, nonce }: { data: SharePageData; nonce: string }) {
+	return (
+		<Document title={data.offertitle || "Invite your friends"} nonce={nonce} styles={css(data)} script>
+			<main>
+				<h1 id="offer-title">{data.offertitle || "Invite your friends"}</h1>
+				{data.offerdescription ? <p id="offer-description">{data.offerdescription}</p> : null}
+				<section class="card" aria-labelledby="link-heading">
+					<label id="link-heading" for="shareurl">
+						Your share link
+					</label>
+					<div class="row">
+						<input id="shareurl" type="text" readonly value={data.shareurl} />
+						<button id="copy" type="button" hidden>
+							Copy link
+						</button>
+					</div>
+					<p id="copy-status" role="status" aria-live="polite" />
+					<p>
+						Your code:{" "}
+						<strong class="code" id="referralcode">
+							{data.referralcode}
+						</strong>
+					</p>
+				</section>
+				{data.targets.length > 0 ? (
+					<section class="card" aria-labelledby="share-heading">
+						<h2 id="share-heading">Share</h2>
+						<ul class="share" id="share-buttons">
+							{data.targets.map((t) => (
+								<li>
+									<a href={t.href} data-kind={t.kind} target="_blank" rel="noopener noreferrer">
+										{t.label}
+									</a>
+								</li>
+							))}
+						</ul>
+					</section>
+				) : null}
+				<section class="card" aria-labelledby="progress-heading">
+					<h2 id="progress-heading">Your referrals</h2>
+					<dl class="stats">
+						<div>
+							<dt>Friends joined</dt>
+							<dd id="friends-joined">{data.friends}</dd>
+						</div>
+						<div>
+							<dt>Friends converted</dt>
+							<dd id="friends-converted">{data.converted}</dd>
+						</div>
+						{data.rewards.map((r) => (
+							<>
+								<div>
+									<dt>Rewards earned ({r.unit})</dt>
+									<dd data-earned={r.unit}>{amount(r.earned)}</dd>
+								</div>
+								<div>
+									<dt>Available ({r.unit})</dt>
+									<dd data-available={r.unit}>{amount(r.available)}</dd>
+								</div>
+							</>
+						))}
+					</dl>
+					{data.rewards.length === 0 ? <p id="no-rewards">No rewards yet: share your link to earn some.</p> : null}
+				</section>
+			</main>
+		</Document>
+	);
+}
+
+/** The same page for a forged, altered, expired or unknown link: says nothing about which. */
+export function ForbiddenPage({ nonce }: { nonce: string }) {
+	return (
+		<Document
+			title="Link not valid"
+			nonce={nonce}
+			styles={css({ background: "#ffffff", foreground: "#111111", font: "system-ui, sans-serif" })}
+		>
+			<main>
+				<h1>This link is not valid</h1>
+				<p>It may have expired. Go back to the app and open your referral page again.</p>
+			</main>
+		</Document>
+	);
+}

@@ -1,0 +1,91 @@
+/** @jsxImportSource hono/jsx */
+import { type Context, Hono } from "hono";
+import { findApp } from "../db/apps";
+import { getCampaignWithDetails } from "../db/campaigns";
+import { toUser, type UserRow, userLookup } from "../db/users";
+import { shareUrl } from "../domain/share-url";
+import { ledgerFor } from "../ledger/stub";
+import { ForbiddenPage, SharePage, type SharePageData } from "./page";
+import { verifySharePage } from "./signature";
+import { fontStack, safeColor, textColorOn } from "./style";
+import { shareTargets } from "./targets";
+import { WIDGET_JS } from "./widget";
+
+/** The hosted referral page (`/share/<appid>/<userkey>?exp&sig`) and the script that frames it (`/widget.js`). */
+export const sharePageRoutes = new Hono<{ Bindings: Env }>();
+
+function newNonce(): string {
+	return btoa(String.fromCharCode(...crypto.getRandomValues(new Uint8Array(16))));
+}
+
+/** Who may frame the page: the app's configured origin, else its landing URL's origin, else nobody. */
+export function frameOrigin(app: { frameorigin: string | null; landingurl: string | null }): string | null {
+	if (app.frameorigin) return app.frameorigin;
+	try {
+		return app.landingurl ? new URL(app.landingurl).origin : null;
+	} catch {
+		return null;
+	}
+}
+
+function secureHeaders(c: Context, nonce: string, ancestor: string | null) {
+	// No request leaves the page: everything is inline (nonce'd) and nothing else may load.
+	c.header(
+		"Content-Security-Policy",
+		`default-src 'none'; style-src 'nonce-${nonce}'; script-src 'nonce-${nonce}'; img-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors ${ancestor ?? "'none'"}`,
+	);
+	// X-Frame-Options cannot name another origin; frame-ancestors governs when one is allowed.
+	if (!ancestor) c.header("X-Frame-Options", "DENY");
+	c.header("Referrer-Policy", "no-referrer");
+	c.header("X-Content-Type-Options", "nosniff");
+	c.header("Cache-Control", "no-store");
+}
+
+function forbidden(c: Context) {
+	const nonce = newNonce();
+	secureHeaders(c, nonce, null);
+	return c.html(<ForbiddenPage nonce={nonce} />, 403);
+}
+
+sharePageRoutes.get("/share/:appid/:userkey", async (c) => {
+	const { appid, userkey } = c.req.param();
+	const app = await findApp(c.env.DB, appid);
+	const now = Math.floor(Date.now() / 1000);
+	if (!app || !(await verifySharePage(app.privatekeyHash, appid, userkey, c.req.query("exp"), c.req.query("sig"), now))) {
+		return forbidden(c);
+	}
+	const row = await userLookup(c.env.DB, appid, { userkey })?.first<UserRow>();
+	if (!row) return forbidden(c);
+	const user = toUser(row);
+	const [campaign, balance] = await Promise.all([
+		getCampaignWithDetails(c.env.DB, appid, user.campaignid),
+		ledgerFor(c.env, appid, user.userkey).balance({}),
+	]);
+	const shareurl = shareUrl(user.referralcode, user.customdomain, c.env.SHARE_BASE_URL, new URL(c.req.url).origin);
+	const background = safeColor(campaign?.campaignbgcolor);
+	const offertitle = campaign?.offertitle ?? "";
+	const data: SharePageData = {
+		offertitle,
+		offerdescription: campaign?.offerdescription ?? "",
+		background,
+		foreground: textColorOn(background),
+		font: fontStack(campaign?.widgetfont),
+		shareurl,
+		referralcode: user.referralcode,
+		targets: shareTargets(campaign?.socialactions ?? [], shareurl, user.referralcode, offertitle || "Join me"),
+		friends: row.friends_count,
+		converted: row.converted_friends_count,
+		rewards: balance.map((b) => ({ unit: b.rewardunit, earned: b.total, pending: b.pending, available: b.approved })),
+	};
+	const nonce = newNonce();
+	secureHeaders(c, nonce, frameOrigin(app));
+	return c.html(<SharePage data={data} nonce={nonce} />);
+});
+
+sharePageRoutes.get("/widget.js", (c) => {
+	c.header("Content-Type", "text/javascript; charset=utf-8");
+	c.header("Cache-Control", "public, max-age=300");
+	c.header("Cross-Origin-Resource-Policy", "cross-origin");
+	c.header("X-Content-Type-Options", "nosniff");
+	return c.body(WIDGET_JS);
+});

@@ -1,0 +1,211 @@
+import { mkdirSync, writeFileSync } from "node:fs";
+import SwaggerParser from "@apidevtools/swagger-parser";
+import createClient from "openapi-fetch";
+import openapiTS, { astToString } from "openapi-typescript";
+import { Webhook } from "standardwebhooks";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startService } from "../../scripts/dev-service.mjs";
+import { startReceiver } from "../outbox/receiver.mjs";
+// Generated in beforeAll from the served document (test/e2e/.generated is git-ignored).
+import type { paths } from "./.generated/openapi";
+import { contractChecker } from "./contract";
+
+// The integration flow of docs/integration.md through a client typed from the
+// document the service serves, against `wrangler dev`. Every response, success
+// or error, is checked against that document: if it lies, this fails.
+
+let service: Awaited<ReturnType<typeof startService>>;
+let receiver: Awaited<ReturnType<typeof startReceiver>>;
+let doc: any;
+
+beforeAll(async () => {
+	receiver = await startReceiver();
+	service = await startService({ name: "openapi", vars: { WEBHOOK_TIMEOUT_MS: "3000" } });
+	doc = await (await fetch(`${service.base}/openapi.json`)).json();
+	const generated = new URL("./.generated/", import.meta.url);
+	mkdirSync(generated, { recursive: true });
+	writeFileSync(new URL("openapi.d.ts", generated), astToString(await openapiTS(structuredClone(doc))));
+});
+
+afterAll(async () => {
+	await service?.stop();
+	await receiver?.close();
+});
+
+async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
+	const deadline = Date.now() + timeoutMs;
+	for (;;) {
+		const value = await probe();
+		if (value !== undefined) return value;
+		if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}\n${service.logs().slice(-3000)}`);
+		await new Promise((r) => setTimeout(r, 200));
+	}
+}
+
+describe("the served OpenAPI document", () => {
+	it("is valid OpenAPI 3.1 for an independent validator (@apidevtools/swagger-parser)", async () => {
+		const api = (await SwaggerParser.validate(structuredClone(doc))) as any;
+		expect(api.openapi).toBe("3.1.0");
+		expect(Object.keys(api.paths).filter((p) => p.startsWith("/saas/v1_0/")).length).toBeGreaterThanOrEqual(15);
+	});
+
+	it("is rejected by the same validator when broken, so the check above can fail", async () => {
+		const broken = structuredClone(doc);
+		broken.paths["/saas/v1_0/register"].post.responses = "nope";
+		await expect(SwaggerParser.validate(broken)).rejects.toThrow();
+	});
+
+	it("makes the contract check fail when a response shape is wrong in it", () => {
+		const lying = structuredClone(doc);
+		delete lying.paths["/saas/v1_0/registerconversionevent"].post.responses["200"].content["application/json"].schema.properties.duplicate;
+		const honest = contractChecker(doc);
+		const liar = contractChecker(lying);
+		const body = { success: true, message: "Conversion recorded; 1 reward(s) created.", duplicate: false };
+		honest.check("/saas/v1_0/registerconversionevent", "post", 200, body);
+		expect(() => liar.check("/saas/v1_0/registerconversionevent", "post", 200, body)).toThrow(/does not match the document/);
+		expect(() => honest.check("/saas/v1_0/register", "post", 418, {})).toThrow(/does not list/);
+	});
+});
+
+describe("integration flow through openapi-fetch (typed from the served document)", () => {
+	it("runs from app set-up to redemption, every response matching the document", async () => {
+		const contract = contractChecker(doc);
+		const client = createClient<paths>({ baseUrl: service.base });
+		client.use(contract.middleware);
+		const adminHeaders = { authorization: `Bearer ${service.adminToken}` };
+
+		// Set-up (admin API): an app whose webhooks reach our receiver, and a campaign.
+		const created = await client.POST("/admin/v1/apps", {
+			headers: adminHeaders,
+			body: { name: "Flow shop", landingurl: "https://shop.example.com/join", webhookurl: `${receiver.url}/hooks/flow` },
+		});
+		const app = created.data!;
+		const campaign = await client.POST("/admin/v1/apps/{appid}/campaigns", {
+			headers: adminHeaders,
+			params: { path: { appid: app.appid } },
+			body: {
+				campaignname: "Give $10, get $10",
+				offertitle: "Give $10, get $10",
+				rewardrules: [
+					{ rewardusertype: "Referrer", eventname: "Signup", reward: 10, rewardunit: "USD" },
+					{ rewardusertype: "Referrer", eventname: "Transaction", reward: 10, rewardunit: "%" },
+				],
+				socialactions: [{ socialactionid: "5", socialactionname: "Mail", sharemessage: "Join me: SHARE_URL" }],
+			} as any,
+		});
+		expect(campaign.response.status).toBe(201);
+		const auth = { apikey: app.apikey, privatekey: app.privatekey };
+		const campaignid = String(campaign.data!.campaignid);
+
+		const data = await client.POST("/saas/v1_0/getcampaigndata", { body: { ...auth, campaignid } });
+		expect(data.data!.offertitle).toBe("Give+%2410%2C+get+%2410");
+		await client.POST("/saas/v1_0/campaignterms", { body: { ...auth, campaignid } });
+
+		// 1-2. The referrer registers and shares; the friend arrives with referrercode and registers with it.
+		const ann = (
+			await client.POST("/saas/v1_0/register", {
+				headers: { "Idempotency-Key": crypto.randomUUID() },
+				body: { ...auth, email: "ann@example.org", name: "Ann" },
+			})
+		).data!;
+		const click = await fetch(ann.shareurl.replace(/^https?:\/\/[^/]+/, service.base), { redirect: "manual" });
+		const landing = new URL(click.headers.get("location")!);
+		expect(landing.searchParams.get("referrercode")).toBe(ann.referralcode);
+		const valid = await client.POST("/saas/v1_0/validatereferrercode", { body: { ...auth, referrercode: ann.referralcode } });
+		expect(valid.data!.name).toBe("Ann");
+		const bob = (
+			await client.POST("/saas/v1_0/register", {
+				headers: { "Idempotency-Key": crypto.randomUUID() },
+				body: { ...auth, email: "bob@example.org", referrercode: landing.searchParams.get("referrercode")! },
+			})
+		).data!;
+		expect(bob.hasreferrer).toBe(true);
+		await client.POST("/saas/v1_0/updateuser", { body: { ...auth, userkey: bob.userkey, city: "Paris" } });
+		const again = await client.POST("/saas/v1_0/applyreferrercode", {
+			body: { ...auth, userkey: bob.userkey, referrercode: ann.referralcode },
+		});
+		expect(again.error).toMatchObject({ success: false, errorcode: "referrer_already_set" });
+
+		// 3. The referral page.
+		const page = (await client.POST("/saas/v1_0/getsharepage", { body: { ...auth, userkey: ann.userkey } })).data!;
+		const html = await (await fetch(page.url)).text();
+		expect(html).toContain(ann.referralcode);
+
+		// 4. Events: Signup, then a purchase; a retry with the same customid is a duplicate.
+		const signup = await client.POST("/saas/v1_0/registerconversionevent", {
+			body: { ...auth, userkey: bob.userkey, eventname: "Signup", customid: "1001", growthhack: "SaaS_Referrals" },
+		});
+		expect(signup.data!.duplicate).toBe(false);
+		const purchase = {
+			...auth,
+			userkey: bob.userkey,
+			eventname: "Transaction",
+			transactionvalue: "80",
+			customid: "1002",
+			growthhack: "SaaS_Referrals",
+		};
+		expect((await client.POST("/saas/v1_0/registerconversionevent", { body: purchase })).data!.duplicate).toBe(false);
+		expect((await client.POST("/saas/v1_0/registerconversionevent", { body: purchase })).data!.duplicate).toBe(true);
+
+		// 5. The signed webhook.
+		const delivery = await waitFor("conversion.recorded", async () => {
+			const got = (await (await fetch(`${receiver.url}/__received/flow`)).json()) as any[];
+			return got.find((r) => JSON.parse(r.body).type === "conversion.recorded");
+		});
+		const event = new Webhook(app.webhooksecret).verify(delivery.body, delivery.headers) as any;
+		expect(event.data.userkey).toBe(bob.userkey);
+
+		// 6. Balances, friends, statuses and redemption.
+		const balance = await client.POST("/saas/v1_0/getuserbalance", { body: { ...auth, userkey: ann.userkey, campaignid } });
+		expect(balance.data!.userbalance[0]).toMatchObject({ rewardunit: "USD", total: 18, approved: 18 });
+		const friends = await client.POST("/saas/v1_0/getfriendsandrewards", { body: { ...auth, userkey: ann.userkey } });
+		expect(friends.data!).toMatchObject({ totalfriends: 1, convertedfriends: 1 });
+		const rewardIds = friends.data!.friends[0]!.earnedrewards.map((r) => r.rewarddtlid);
+		expect(rewardIds).toHaveLength(2);
+		await client.POST("/saas/v1_0/changerewardstatus", {
+			body: { ...auth, rewardslist: [{ rewarddtlid: rewardIds[1]!, rewardstatus: "Under Review", message: "checking" }] },
+		});
+		const status = await client.POST("/saas/v1_0/checkrewardstatus", { body: { ...auth, rewarddtlid: rewardIds[1]! } });
+		expect(status.data!).toMatchObject({ rewardstatus: "UnderReview", comment: "checking" });
+		const tooMuch = await client.POST("/saas/v1_0/redeemrewards", { body: { ...auth, userkey: ann.userkey, amount: "11" } });
+		expect(tooMuch.error).toMatchObject({ errorcode: "insufficient_balance" });
+		const redeemed = await client.POST("/saas/v1_0/redeemrewards", {
+			headers: { "Idempotency-Key": crypto.randomUUID() },
+			body: { ...auth, userkey: ann.userkey, amount: "10" },
+		});
+		expect(redeemed.data!.redeemed).toBe(10);
+
+		// Messages.
+		await client.POST("/saas/v1_0/invokeoutreach", { body: { ...auth, userkey: ann.userkey } });
+		await client.POST("/saas/v1_0/remindfriend", { body: { ...auth, userkey: ann.userkey, frienduserkey: bob.userkey } });
+		const limited = await client.POST("/saas/v1_0/remindfriend", { body: { ...auth, userkey: ann.userkey, frienduserkey: bob.userkey } });
+		expect(limited.error).toMatchObject({ errorcode: "rate_limited" });
+
+		// Errors are the documented envelope too.
+		const unknown = await client.POST("/saas/v1_0/getuserbalance", { body: { ...auth, userkey: "nobody", campaignid } });
+		expect(unknown.response.status).toBe(404);
+		const wrongKey = await client.POST("/saas/v1_0/getcampaigndata", { body: { apikey: app.apikey, privatekey: "pk_wrong", campaignid } });
+		expect(wrongKey.response.status).toBe(401);
+
+		// Admin reads.
+		await client.GET("/admin/v1/apps/{appid}", { headers: adminHeaders, params: { path: { appid: app.appid } } });
+		await client.PATCH("/admin/v1/apps/{appid}", {
+			headers: adminHeaders,
+			params: { path: { appid: app.appid } },
+			body: { frameorigin: "https://app.example.org" },
+		});
+		await client.GET("/admin/v1/apps/{appid}/campaigns/{campaignid}", {
+			headers: adminHeaders,
+			params: { path: { appid: app.appid, campaignid } },
+		});
+		await client.GET("/admin/v1/apps/{appid}/deliveries", {
+			headers: adminHeaders,
+			params: { path: { appid: app.appid }, query: { limit: 10 } },
+		});
+
+		// Every public operation went through the contract check at least once.
+		const publicChecked = new Set(contract.checked.filter((k) => k.includes("/saas/v1_0/")).map((k) => k.split(" ")[1]));
+		const documented = Object.keys(doc.paths).filter((p) => p.startsWith("/saas/v1_0/") && p !== "/saas/v1_0/reverseconversionevent");
+		expect([...documented].filter((p) => !publicChecked.has(p))).toEqual([]);
+	});
+});
