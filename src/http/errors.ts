@@ -41,6 +41,9 @@ export type ErrorCode =
 	| "not_a_friend"
 	| "rate_limited"
 	| "delivery_not_found"
+	| "event_not_found"
+	| "refund_exceeds_transaction"
+	| "refundid_reused"
 	| "internal_error";
 
 /** An expected failure: becomes the JSON error envelope with its status. */

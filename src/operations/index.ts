@@ -5,6 +5,7 @@ import { registerconversionevent } from "./conversion";
 import { getfriendsandrewards } from "./friends";
 import { invokeoutreach, remindfriend } from "./outreach";
 import { applyreferrercode, validatereferrercode } from "./referrer";
+import { reverseconversionevent } from "./reversal";
 import { changerewardstatus, checkrewardstatus, redeemrewards } from "./rewards";
 import { register, updateuser } from "./users";
 
@@ -24,4 +25,5 @@ export const operations: Record<string, Operation> = {
 	checkrewardstatus,
 	invokeoutreach,
 	remindfriend,
+	reverseconversionevent,
 };
