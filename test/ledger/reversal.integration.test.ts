@@ -1,5 +1,8 @@
-import { runInDurableObject } from "cloudflare:test";
+import { evictDurableObject, runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { decideOnce } from "../../src/db/decisions";
+import { newAppId } from "../../src/domain/ids";
 import type { ReverseOperation } from "../../src/ledger/reversal";
 import { freshLedger, grantOf } from "./support";
 
@@ -56,5 +59,33 @@ describe("UserLedger: the reverse operation", () => {
 		const later = await stub.grant(appid, userkey, [grantOf({ customid: "601", key: "601:4", amount: 7 })]);
 		expect(later.rewards[0]).toMatchObject({ reward: "0", rewardstatus: "Rejected", reversed: true });
 		expect((await stub.balance({}))[0]).toMatchObject({ total: 0, approved: 0, owed: 0 });
+	});
+
+	it("a refund whose coordinator died after deciding commit is applied by each ledger at lease end, once", async () => {
+		const appid = newAppId();
+		const friend = freshLedger(appid);
+		const referrer = freshLedger(appid);
+		await friend.stub.grant(appid, friend.userkey, [grantOf({ customid: "701", key: "701:1", amount: 5 })]);
+		await referrer.stub.grant(appid, referrer.userkey, [grantOf({ customid: "701", key: "701:2", amount: 20, percent: true })]);
+		await referrer.stub.redeemByAmount({ amount: 15 });
+		const op = refund("701", "full", null);
+		for (const l of [friend, referrer]) expect(await l.stub.prepare("tx_dead", op, 15_000)).toMatchObject({ ok: true });
+		expect(await decideOnce(env.DB, appid, "tx_dead", "commit")).toBe("commit");
+		// The coordinator is gone; the objects are evicted; the leases end and the alarms run.
+		for (const l of [friend, referrer]) {
+			await evictDurableObject(l.stub);
+			await runInDurableObject(l.stub, (_l, state) => {
+				state.storage.sql.exec("UPDATE ledger_transactions SET lease_until = 0 WHERE state = 'prepared'");
+			});
+			await runInDurableObject(l.stub, (ledger) => ledger.alarm());
+			await runInDurableObject(l.stub, (ledger) => ledger.alarm());
+		}
+		expect((await friend.stub.listRewards()).map((r) => r.rewardstatus)).toEqual(["Rejected"]);
+		expect((await referrer.stub.listRewards()).map((r) => [r.rewardstatus, r.reversedAmount])).toEqual([["Rejected", 20]]);
+		expect((await referrer.stub.listClawbacks()).map((c) => c.amount)).toEqual([1500]);
+		expect((await referrer.stub.balance({}))[0]).toMatchObject({ total: 0, approved: 0, claimed: 0, owed: 15 });
+		// A late commit from a revived coordinator changes nothing more.
+		expect(await referrer.stub.commit("tx_dead")).toMatchObject({ ok: true });
+		expect(await referrer.stub.listClawbacks()).toHaveLength(1);
 	});
 });
