@@ -112,6 +112,22 @@ describe("reverseconversionevent: full and partial reversals", () => {
 		expect((await ctx.rewardsOf(ctx.referrer.userkey, customid)).map((r) => r.rewardstatus)).toEqual(["Rejected"]);
 	});
 
+	it("reverses an event that rewarded nobody (a user without referrer): the refund is still counted", async () => {
+		const ctx = await purchaseReferral();
+		const loner = (await ctx.api("register", { email: "loner@x.com" })).body;
+		const customid = "88000001";
+		await ctx.api("registerconversionevent", {
+			userkey: loner.userkey,
+			eventname: "Purchase",
+			customid,
+			transactionvalue: "80",
+			growthhack: "SaaS_Referrals",
+		});
+		expect((await ctx.reverse({ customid, refundvalue: 50 })).body).toMatchObject({ success: true, refunded: 50, rewards: [] });
+		expect((await ctx.reverse({ customid, refundvalue: 31 })).body.errorcode).toBe("refund_exceeds_transaction");
+		expect((await ctx.reverse({ customid })).body).toMatchObject({ success: true, refundvalue: 30, refunded: 80, full: true });
+	});
+
 	it("answers 404 event_not_found for an unknown customid or another growth hack, 400 for bad input", async () => {
 		const ctx = await purchaseReferral();
 		const customid = await ctx.purchase(100);
