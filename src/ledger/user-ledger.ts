@@ -290,7 +290,7 @@ export class UserLedger extends DurableObject<Env> {
 			}
 			const result = state === "committed" ? applyOperation(tx, JSON.parse(row.payload) as LedgerOperation, txid) : { rewards: [] };
 			finishTransaction(this.sql, txid, state, result, tx.nowMs);
-			// Credit the locks kept from paying off clawbacks pays them now (clawbacks.ts).
+			// Rewards this transaction kept locked could not pay off clawbacks meanwhile; they do now (clawbacks.ts).
 			settleAllOwed(tx);
 			return { result };
 		});
@@ -378,20 +378,15 @@ export class UserLedger extends DurableObject<Env> {
 					const row = this.rowById(id);
 					if (!row) throw new Refused({ code: "reward_not_found", rewarddtlid: id, message: "no such reward" });
 					assertUnlocked(this.sql, tx.userkey, row.seq);
-					// Re-read: paying off clawbacks above may have used it.
-					const current = rewardRow(this.sql, row.seq) ?? row;
-					if (current.rewardtype !== "InstoreCredits" || current.status !== "Approved" || restOf(current) <= 0) {
+					if (row.rewardtype !== "InstoreCredits" || row.status !== "Approved" || restOf(row) <= 0) {
 						throw new Refused({
 							code: "reward_not_redeemable",
 							rewarddtlid: id,
-							message:
-								current.rewardtype !== "InstoreCredits"
-									? `${current.rewardtype} rewards are not redeemed here`
-									: `reward is ${current.status}`,
+							message: row.rewardtype !== "InstoreCredits" ? `${row.rewardtype} rewards are not redeemed here` : `reward is ${row.status}`,
 						});
 					}
-					total += restOf(current);
-					rewards.push(this.redeem(tx, current, restOf(current)));
+					total += restOf(row);
+					rewards.push(this.redeem(tx, row, restOf(row)));
 				}
 				return { redeemed: fromHundredths(total), rewards };
 			}),
