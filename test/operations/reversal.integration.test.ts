@@ -196,6 +196,14 @@ describe("reverseconversionevent: full and partial reversals", () => {
 			}),
 		]);
 		expect(reversed[1]?.data.rewards).toHaveLength(3);
+		// The D1 read projection follows: what the reward is worth now, and its status.
+		const projected = await env.DB.prepare("SELECT reward, rewardstatus FROM rewards WHERE userkey = ? ORDER BY rewarddtlid")
+			.bind(ctx.referrer.userkey)
+			.all<{ reward: number; rewardstatus: string }>();
+		expect(projected.results).toEqual([
+			{ reward: 0, rewardstatus: "Rejected" },
+			{ reward: 0, rewardstatus: "Rejected" },
+		]);
 		const perReward = events.filter((e) => e.type === "reward.reversed");
 		expect(perReward).toHaveLength(4);
 		expect(perReward.map((e) => e.data)).toContainEqual(
