@@ -51,7 +51,9 @@ export async function runAcrossLedgers(
 	if (ledgers.length === 1) {
 		const only = ledgers[0]!;
 		const result = await only.stub.execute(only.operation);
-		return result.ok ? { ok: true, txid: null, results: [{ rewards: result.rewards }] } : result;
+		if (!result.ok) return result;
+		const { ok: _ok, ...value } = result;
+		return { ok: true, txid: null, results: [value] };
 	}
 	const txid = options.txid ?? newTransactionId();
 	const leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;

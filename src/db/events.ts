@@ -149,3 +149,44 @@ export async function insertEvent(
 	if (!row) throw new Error("conversion event not readable after its insert");
 	return { isNew: insert?.meta.changes === 1, event: toStoredEvent(row) };
 }
+
+/** A recorded event as a refund needs it: its value and whose ledgers its rewards went to. */
+export interface EventParties {
+	customid: string;
+	eventname: string;
+	transactionvalue: number | null;
+	growthhack: string;
+	friendUserkey: string;
+	/** The friend's referrer, whose ledger holds the Referrer rewards; null when it has none. */
+	referrerUserkey: string | null;
+}
+
+type EventPartiesRow = {
+	customid: string;
+	eventname: string;
+	transactionvalue: number | null;
+	growthhack: string;
+	friend_userkey: string;
+	referrer_userkey: string | null;
+};
+
+/** The event `customid` of the app with its friend and referrer, or null when there is none (one D1 read). */
+export async function findEventParties(db: D1Database, appid: string, customid: string): Promise<EventParties | null> {
+	const row = await db
+		.prepare(
+			`SELECT e.customid, e.eventname, e.transactionvalue, e.growthhack, u.userkey AS friend_userkey, r.userkey AS referrer_userkey
+			 FROM conversion_events e JOIN users u ON u.userid = e.userid LEFT JOIN users r ON r.userid = u.referrer_userid
+			 WHERE e.appid = ? AND e.customid = ?`,
+		)
+		.bind(appid, customid)
+		.first<EventPartiesRow>();
+	if (!row) return null;
+	return {
+		customid: row.customid,
+		eventname: row.eventname,
+		transactionvalue: row.transactionvalue,
+		growthhack: row.growthhack,
+		friendUserkey: row.friend_userkey,
+		referrerUserkey: row.referrer_userkey,
+	};
+}

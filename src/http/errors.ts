@@ -43,6 +43,9 @@ export type ErrorCode =
 	| "delivery_not_found"
 	| "import_rejected"
 	| "import_conflict"
+	| "event_not_found"
+	| "refund_exceeds_transaction"
+	| "refundid_reused"
 	| "internal_error";
 
 /** An expected failure: becomes the JSON error envelope with its status. */

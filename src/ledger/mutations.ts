@@ -1,5 +1,7 @@
 import { type WebhookType, webhookEvent } from "../outbox/events";
 import { bucketDelta, contribution, isZeroDelta } from "./balance";
+import { type BalanceKey, owedOf, payClawbacks, restOf, rowsWithOwed, settlingRewards } from "./clawbacks";
+import { fromHundredths } from "./money";
 import { queueCouponClaim, queueProjection, queueWebhook } from "./outbox";
 import { toView } from "./rows";
 import type { RewardRow } from "./schema";
@@ -38,14 +40,13 @@ export function rewardRowByKey(sql: SqlStorage, key: string): RewardRow | undefi
 	return sql.exec<RewardRow>("SELECT * FROM rewards WHERE key = ?", key).toArray()[0] as RewardRow | undefined;
 }
 
-type BalanceSubject = Pick<RewardRow, "status" | "amount" | "redeemed">;
+type BalanceSubject = Pick<RewardRow, "status" | "amount" | "redeemed" | "reversed" | "settled">;
+
+const contributionOf = (r: BalanceSubject) => contribution(r.status as RewardStatus, r.amount, r.redeemed, r.reversed, r.settled);
 
 /** Moves the reward's balance row from what `before` contributed to what `after` contributes. */
 function applyBalance(sql: SqlStorage, before: BalanceSubject | null, after: RewardRow): void {
-	const delta = bucketDelta(
-		before ? contribution(before.status as RewardStatus, before.amount, before.redeemed) : { pending: 0, approved: 0, claimed: 0 },
-		contribution(after.status as RewardStatus, after.amount, after.redeemed),
-	);
+	const delta = bucketDelta(before ? contributionOf(before) : { pending: 0, approved: 0, claimed: 0 }, contributionOf(after));
 	if (before && isZeroDelta(delta)) return;
 	sql.exec(
 		`INSERT INTO balances (rewardunit, growthhack, campaignid, campaignname, pending, approved, claimed) VALUES (?, ?, ?, ?, ?, ?, ?)
@@ -80,8 +81,8 @@ export function insertReward(ctx: TxContext, grant: RewardGrant, amount: number)
 		.exec<RewardRow>(
 			`INSERT INTO rewards (key, ruleid, customid, eventname, usertype, amount, rewardunit, rewardtype, status, comment, hold_until,
 			   campaignid, campaignname, growthhack, friend_userkey, friend_email, friend_name, friend_profileimage, created_at, updated_at,
-			   fraudsignals)
-			 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *`,
+			   fraudsignals, percent)
+			 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *`,
 			grant.key,
 			grant.ruleid,
 			grant.customid,
@@ -103,10 +104,12 @@ export function insertReward(ctx: TxContext, grant: RewardGrant, amount: number)
 			now,
 			now,
 			JSON.stringify(grant.fraudsignals ?? []),
+			grant.percent ? 1 : 0,
 		)
 		.one();
 	applyBalance(ctx.sql, null, row);
 	report(ctx, row, "reward.created", {});
+	settleIfOwed(ctx, row);
 	if (grant.rewardtype === "Coupon") {
 		queueCouponClaim(
 			ctx.sql,
@@ -121,26 +124,44 @@ export function insertReward(ctx: TxContext, grant: RewardGrant, amount: number)
 export type RewardPatch = Partial<
 	Pick<
 		RewardRow,
-		"status" | "redeemed" | "comment" | "hold_until" | "rewarded_at" | "coupon" | "couponname" | "coupondetails" | "couponimage"
+		| "status"
+		| "redeemed"
+		| "reversed"
+		| "settled"
+		| "comment"
+		| "hold_until"
+		| "rewarded_at"
+		| "coupon"
+		| "couponname"
+		| "coupondetails"
+		| "couponimage"
 	>
 >;
 
+type RewardEvent = { type: WebhookType; extra: Record<string, unknown> };
+
 /**
  * Applies `patch` to a reward: new version, balance moved, projection queued
- * and, when `event` is given, that webhook event queued.
+ * and, when `event` is given, that webhook event queued. When the reward
+ * ends up approved with credit left and its balance row owes clawbacks, that
+ * credit pays them off first (settleOwed).
  */
-export function updateReward(
-	ctx: TxContext,
-	before: RewardRow,
-	patch: RewardPatch,
-	event?: { type: WebhookType; extra: Record<string, unknown> },
-): RewardRow {
+export function updateReward(ctx: TxContext, before: RewardRow, patch: RewardPatch, event?: RewardEvent): RewardRow {
+	const after = writeReward(ctx, before, patch, event);
+	settleIfOwed(ctx, after);
+	return after;
+}
+
+/** updateReward without settling: for settleOwed itself, and a reversal, which settles once all its rewards are reversed. */
+export function writeReward(ctx: TxContext, before: RewardRow, patch: RewardPatch, event?: RewardEvent): RewardRow {
 	const after: RewardRow = { ...before, ...patch, version: before.version + 1, updated_at: iso(ctx.nowMs) };
 	ctx.sql.exec(
-		`UPDATE rewards SET status = ?, redeemed = ?, comment = ?, hold_until = ?, rewarded_at = ?, coupon = ?, couponname = ?,
-		   coupondetails = ?, couponimage = ?, updated_at = ?, version = ? WHERE seq = ?`,
+		`UPDATE rewards SET status = ?, redeemed = ?, reversed = ?, settled = ?, comment = ?, hold_until = ?, rewarded_at = ?, coupon = ?,
+		   couponname = ?, coupondetails = ?, couponimage = ?, updated_at = ?, version = ? WHERE seq = ?`,
 		after.status,
 		after.redeemed,
+		after.reversed,
+		after.settled,
 		after.comment,
 		after.hold_until,
 		after.rewarded_at,
@@ -156,4 +177,50 @@ export function updateReward(
 	if (event) report(ctx, after, event.type, event.extra);
 	else queueProjection(ctx.sql, after.seq, after.version, ctx.nowMs);
 	return after;
+}
+
+/** A reward's balance row. */
+export const keyOf = (row: Pick<RewardRow, "rewardunit" | "growthhack" | "campaignid">): BalanceKey => ({
+	rewardunit: row.rewardunit,
+	growthhack: row.growthhack,
+	campaignid: row.campaignid,
+});
+
+function settleIfOwed(ctx: TxContext, row: RewardRow): void {
+	if (row.status === "Approved" && row.rewardtype === "InstoreCredits" && restOf(row) > 0) settleOwed(ctx, keyOf(row));
+}
+
+/**
+ * Pays off the clawbacks of one balance row with its approved wallet credit,
+ * oldest reward first, before any of it can be redeemed: each paying reward's
+ * `settled` grows (its approved part moves to claimed) and a reward used up
+ * becomes `Rewarded`. Rewards locked by a transaction other than `ownTxid`
+ * are left for when their lock goes (see UserLedger.finish).
+ */
+export function settleOwed(ctx: TxContext, key: BalanceKey, ownTxid?: string): void {
+	let owed = owedOf(ctx.sql, key);
+	if (owed <= 0) return;
+	let paid = 0;
+	for (const row of settlingRewards(ctx.sql, key, ownTxid)) {
+		if (owed <= 0) break;
+		const rest = restOf(row);
+		const take = Math.min(rest, owed);
+		owed -= take;
+		paid += take;
+		const usedUp = take === rest;
+		writeReward(
+			ctx,
+			row,
+			usedUp
+				? { settled: row.settled + take, status: "Rewarded", rewarded_at: iso(ctx.nowMs), hold_until: null }
+				: { settled: row.settled + take },
+			{ type: "reward.clawback_paid", extra: { paidamount: fromHundredths(take), owed: fromHundredths(owed), previousstatus: row.status } },
+		);
+	}
+	if (paid > 0) payClawbacks(ctx.sql, key, paid, iso(ctx.nowMs));
+}
+
+/** settleOwed for every balance row that owes something. */
+export function settleAllOwed(ctx: TxContext, ownTxid?: string): void {
+	for (const key of rowsWithOwed(ctx.sql)) settleOwed(ctx, key, ownTxid);
 }

@@ -79,7 +79,7 @@ export function projectionStatement(db: D1Database, appid: string, userkey: stri
 			`INSERT INTO rewards (rewarddtlid, appid, userkey, campaignid, eventname, usertype, reward, rewardunit, rewardtype,
 			   rewardstatus, redeemed, comment, friend_userkey, created_at, updated_at, version, fraudsignals)
 			 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-			 ON CONFLICT (rewarddtlid) DO UPDATE SET rewardstatus = excluded.rewardstatus, redeemed = excluded.redeemed,
+			 ON CONFLICT (rewarddtlid) DO UPDATE SET reward = excluded.reward, rewardstatus = excluded.rewardstatus, redeemed = excluded.redeemed,
 			   comment = excluded.comment, updated_at = excluded.updated_at, version = excluded.version
 			 WHERE excluded.version > rewards.version`,
 		)
@@ -90,7 +90,8 @@ export function projectionStatement(db: D1Database, appid: string, userkey: stri
 			row.campaignid,
 			row.eventname,
 			row.usertype,
-			fromHundredths(row.amount),
+			// What the reward is worth now: a refund lowers it (reversal.ts).
+			fromHundredths(row.amount - row.reversed),
 			row.rewardunit,
 			row.rewardtype,
 			row.status,

@@ -10,6 +10,8 @@ export const rewardId = (userkey: string, seq: number) => `${userkey}-${seq}`;
 /**
  * A reward as the public API shows it. `rewardedon` is the day it was paid
  * out when Rewarded, else the day it was earned, so every reward has a date.
+ * `reward` is what the reward is worth now: the amount granted minus what
+ * refunds took back (`reversedamount`).
  */
 export function toView(userkey: string, row: RewardRow): RewardView {
 	return {
@@ -17,7 +19,7 @@ export function toView(userkey: string, row: RewardRow): RewardView {
 		rewardstatus: row.status as RewardStatus,
 		comment: row.comment ?? "",
 		eventname: row.eventname,
-		reward: formatAmount(row.amount),
+		reward: formatAmount(row.amount - row.reversed),
 		rewardunit: row.rewardunit,
 		rewardedon: formatDayMonthYear(row.rewarded_at ?? row.created_at),
 		rewardtype: row.rewardtype as Distribution,
@@ -33,6 +35,8 @@ export function toView(userkey: string, row: RewardRow): RewardView {
 		friendname: row.friend_name ?? "",
 		friendprofileimage: row.friend_profileimage ?? "",
 		fraudsignals: JSON.parse(row.fraudsignals ?? "[]"),
+		reversed: row.reversed > 0,
+		reversedamount: formatAmount(row.reversed),
 	};
 }
 
@@ -44,6 +48,8 @@ export function toLedgerReward(userkey: string, row: RewardRow): LedgerReward {
 		friendUserkey: row.friend_userkey,
 		amount: fromHundredths(row.amount),
 		redeemed: fromHundredths(row.redeemed),
+		reversedAmount: fromHundredths(row.reversed),
+		settled: fromHundredths(row.settled),
 		createdAt: row.created_at,
 		updatedAt: row.updated_at,
 		holdUntil: row.hold_until,

@@ -116,6 +116,7 @@ export function rewardsForEvent(
 				usertype: rule.rewardusertype,
 				amount,
 				rewardunit: isPercentRule(rule) ? campaign.currency : rule.rewardunit,
+				percent: isPercentRule(rule),
 				rewardtype: campaign.distribution,
 				campaignid: campaign.campaignid,
 				campaignname: campaign.campaignname,

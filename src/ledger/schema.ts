@@ -99,6 +99,48 @@ export const LEDGER_MIGRATIONS: readonly (readonly string[])[] = [
 	],
 	// 3: rewards gain `fraudsignals` (JSON array of signal codes, see src/fraud/signals.ts).
 	[`ALTER TABLE rewards ADD COLUMN fraudsignals TEXT NOT NULL DEFAULT '[]'`],
+	// 4: refunds (see reversal.ts and clawbacks.ts). A reward keeps its original `amount`;
+	// `reversed` is the part refunds took back and `settled` the part that paid off clawbacks, so the
+	// reward is worth `amount - reversed` and has been used up to `redeemed + settled`. `percent` is 1
+	// when the amount is a percent of the transaction value (a partial refund reduces it), 0 for a fixed
+	// amount, NULL for rewards granted before this step (treated as fixed). `owed` is the running total
+	// of unpaid clawbacks per balance row. `refunds` records every refund applied to an event in this
+	// ledger (idempotency per refund, and the running refunded total); `clawbacks` the debts refunds
+	// left behind and how much of each is paid off.
+	[
+		`ALTER TABLE rewards ADD COLUMN reversed INTEGER NOT NULL DEFAULT 0`,
+		`ALTER TABLE rewards ADD COLUMN settled INTEGER NOT NULL DEFAULT 0`,
+		`ALTER TABLE rewards ADD COLUMN percent INTEGER`,
+		`CREATE INDEX rewards_customid ON rewards(customid)`,
+		`ALTER TABLE balances ADD COLUMN owed INTEGER NOT NULL DEFAULT 0`,
+		`CREATE TABLE refunds (
+			customid TEXT NOT NULL,
+			refundid TEXT NOT NULL,
+			requested INTEGER,
+			refundvalue INTEGER NOT NULL,
+			refunded INTEGER NOT NULL,
+			transactionvalue INTEGER,
+			full INTEGER NOT NULL,
+			reason TEXT,
+			outcome TEXT NOT NULL,
+			created_at TEXT NOT NULL,
+			PRIMARY KEY (customid, refundid)
+		)`,
+		`CREATE TABLE clawbacks (
+			id INTEGER PRIMARY KEY AUTOINCREMENT,
+			rewardunit TEXT NOT NULL,
+			growthhack TEXT NOT NULL,
+			campaignid INTEGER NOT NULL,
+			seq INTEGER NOT NULL,
+			customid TEXT NOT NULL,
+			refundid TEXT NOT NULL,
+			amount INTEGER NOT NULL,
+			paid INTEGER NOT NULL DEFAULT 0,
+			created_at TEXT NOT NULL,
+			updated_at TEXT NOT NULL
+		)`,
+		`CREATE INDEX clawbacks_open ON clawbacks(rewardunit, growthhack, campaignid, id) WHERE paid < amount`,
+	],
 ];
 
 /** A row of the ledger's rewards table (a type alias, so it satisfies SqlStorage's row constraint). */
@@ -133,6 +175,46 @@ export type RewardRow = {
 	version: number;
 	/** JSON array of the fraud signal codes that fired when the reward was created. */
 	fraudsignals: string;
+	/** Hundredths taken back by refunds (0..amount). */
+	reversed: number;
+	/** Hundredths used to pay off clawbacks. */
+	settled: number;
+	/** 1: a percent of the transaction value; 0: fixed; null: granted before refunds existed (fixed). */
+	percent: number | null;
+};
+
+/** A refund applied to an event in this ledger. Amounts in hundredths. */
+export type RefundRow = {
+	customid: string;
+	refundid: string;
+	/** The refundvalue asked for, or null for a full reversal. */
+	requested: number | null;
+	/** The part of the transaction value this refund took (for a full reversal, what was left). */
+	refundvalue: number;
+	/** Refunded in total after this refund. */
+	refunded: number;
+	transactionvalue: number | null;
+	full: number;
+	reason: string | null;
+	/** JSON of the ReversalOutcome this refund produced here, answered again to a repeat. */
+	outcome: string;
+	created_at: string;
+};
+
+/** A debt a refund left: the redeemed part of a reversed reward. Amounts in hundredths. */
+export type ClawbackRow = {
+	id: number;
+	rewardunit: string;
+	growthhack: string;
+	campaignid: number;
+	/** The reversed reward that left the debt. */
+	seq: number;
+	customid: string;
+	refundid: string;
+	amount: number;
+	paid: number;
+	created_at: string;
+	updated_at: string;
 };
 
 /** A row of the ledger's outbox table. */

@@ -11,8 +11,10 @@ export function isSettableStatus(status: string): status is SettableStatus {
 /** The part of a reward a status change depends on. */
 export interface TransitionSubject {
 	status: RewardStatus;
-	/** Hundredths already redeemed. */
+	/** Hundredths already used: redeemed, or used to pay off clawbacks. */
 	redeemed: number;
+	/** True when a refund took back the whole reward (docs/rewards.md, "Refunds and clawbacks"). */
+	fullyReversed?: boolean;
 }
 
 /**
@@ -24,6 +26,8 @@ export function transitionError(reward: TransitionSubject, target: string): stri
 	if (!isSettableStatus(target)) return `status ${target} cannot be set; use one of ${SETTABLE_STATUSES.join(", ")}`;
 	// Rewarded means paid out: changing it would rewrite history the user has already been given.
 	if (reward.status === "Rewarded") return "a Rewarded reward cannot change status";
+	// A refund took it all back: approving it again would pay for a purchase that was refunded.
+	if (reward.fullyReversed) return "a fully reversed reward cannot change status";
 	// Rejecting would take back money the user has already received.
 	if (target === "Rejected" && reward.redeemed > 0) return "a partly redeemed reward cannot be Rejected";
 	return null;

@@ -1,6 +1,7 @@
 import { assertUnlocked } from "./locks";
 import { rewardRow, type TxContext, updateReward } from "./mutations";
 import { Refused } from "./refused";
+import { applyReversal, eventRewardIds, type ReversalOutcome, type ReverseOperation } from "./reversal";
 import { toLedgerReward } from "./rows";
 import type { RewardRow } from "./schema";
 import { transitionError } from "./status";
@@ -18,16 +19,22 @@ import type { LedgerReward, RewardStatus, StatusChange } from "./types";
  * failure; prepare runs it as a dry run, so it must check everything commit
  * depends on.
  */
-export type LedgerOperation = { kind: "status"; changes: StatusChange[] };
+export type LedgerOperation = { kind: "status"; changes: StatusChange[] } | ReverseOperation;
 
 /** What a ledger operation answers. */
 export interface LedgerOperationResult {
 	rewards: LedgerReward[];
+	/** A refund's outcome in this ledger (kind `reverse`). */
+	reversal?: ReversalOutcome;
 }
 
 interface TransactionKind<O extends LedgerOperation> {
-	/** The reward ids the operation reads or changes: locked from prepare to commit or abort. */
-	rewards(operation: O): string[];
+	/**
+	 * The reward ids the operation reads or changes: locked from prepare to
+	 * commit or abort. Read inside the prepare's transaction, so a kind may
+	 * look them up (a refund locks every reward of its event).
+	 */
+	rewards(operation: O, sql: SqlStorage, userkey: string): string[];
 	/** Checks and applies; `ownTxid` is the transaction whose locks it may pass through. */
 	apply(tx: TxContext, operation: O, ownTxid?: string): LedgerOperationResult;
 }
@@ -52,7 +59,14 @@ function applyStatusChanges(tx: TxContext, changes: StatusChange[], ownTxid?: st
 	for (const change of changes) {
 		const before = rewardOrRefuse(tx, change.rewarddtlid);
 		assertUnlocked(tx.sql, tx.userkey, before.seq, ownTxid);
-		const refusal = transitionError({ status: before.status as RewardStatus, redeemed: before.redeemed }, change.status);
+		const refusal = transitionError(
+			{
+				status: before.status as RewardStatus,
+				redeemed: before.redeemed + before.settled,
+				fullyReversed: before.amount > 0 && before.reversed >= before.amount,
+			},
+			change.status,
+		);
 		if (refusal) throw new Refused({ code: "invalid_status_transition", rewarddtlid: change.rewarddtlid, message: refusal });
 		const patch = { status: change.status, comment: change.message ?? before.comment, hold_until: null };
 		const changed = before.status !== change.status;
@@ -72,6 +86,10 @@ export const TRANSACTION_KINDS: Kinds = {
 		rewards: (operation) => operation.changes.map((c) => c.rewarddtlid),
 		apply: (tx, operation, ownTxid) => applyStatusChanges(tx, operation.changes, ownTxid),
 	},
+	reverse: {
+		rewards: (operation, sql, userkey) => eventRewardIds(sql, userkey, operation.customid),
+		apply: (tx, operation, ownTxid) => applyReversal(tx, operation, ownTxid),
+	},
 };
 
 /** Applies `operation` with the entry of its kind. */
@@ -82,8 +100,10 @@ export function applyOperation(tx: TxContext, operation: LedgerOperation, ownTxi
 }
 
 /** The rewards `operation` locks, as sequence numbers of this ledger; ids of other ledgers are left to apply's refusal. */
-export function lockedSeqs(userkey: string, operation: LedgerOperation): number[] {
+export function lockedSeqs(sql: SqlStorage, userkey: string, operation: LedgerOperation): number[] {
 	const kind = TRANSACTION_KINDS[operation.kind] as TransactionKind<LedgerOperation>;
-	const seqs = (kind?.rewards(operation) ?? []).map((id) => seqOfRewardId(id, userkey)).filter((s): s is number => s !== null);
+	const seqs = (kind?.rewards(operation, sql, userkey) ?? [])
+		.map((id) => seqOfRewardId(id, userkey))
+		.filter((s): s is number => s !== null);
 	return [...new Set(seqs)];
 }

@@ -43,6 +43,8 @@ export interface RewardGrant {
 	/** When an UnderReview reward approves itself (ISO), or null for no automatic approval. */
 	holdUntil: string | null;
 	comment: string | null;
+	/** True when the amount is a percent of the transaction value: a partial refund reduces it in proportion. */
+	percent?: boolean;
 }
 
 /** A reward as the public API shows it (field names of the spec's Reward). */
@@ -68,14 +70,23 @@ export interface RewardView {
 	friendprofileimage: string;
 	/** Fraud signal codes recorded when the reward was created (docs/fraud.md); [] when none fired. */
 	fraudsignals: FraudSignal[];
+	/** True once a refund took back part or all of the reward (docs/rewards.md, "Refunds and clawbacks"). */
+	reversed: boolean;
+	/** The part refunds took back; `reward` is what is left of it. */
+	reversedamount: string;
 }
 
 /** A reward with the ledger's bookkeeping, for internal callers. */
 export interface LedgerReward extends RewardView {
 	key: string;
 	friendUserkey: string;
+	/** The amount granted; the reward is worth `amount - reversedAmount` (the view's `reward`). */
 	amount: number;
 	redeemed: number;
+	/** Taken back by refunds. */
+	reversedAmount: number;
+	/** Used to pay off clawbacks. */
+	settled: number;
 	createdAt: string;
 	updatedAt: string;
 	/** When an UnderReview reward approves itself (ISO); null once a status was set by hand or none was given. */
@@ -98,6 +109,8 @@ export interface BalanceNumbers {
 	claimed: number;
 	pending: number;
 	approved: number;
+	/** Unpaid clawbacks: redeemed credit a refund took back, paid off first by the next approved rewards. */
+	owed: number;
 }
 
 /** getuserbalance's three levels: unit -> growth hack -> campaign. */
@@ -120,7 +133,9 @@ export type LedgerError =
 	| { code: "rewardunit_required"; rewardunits: string[]; message: string }
 	| { code: "transaction_aborted"; message: string }
 	| { code: "invalid_operation"; message: string }
-	| { code: "idempotency_key_reused"; message: string };
+	| { code: "idempotency_key_reused"; message: string }
+	| { code: "refund_exceeds_transaction"; message: string; transactionvalue: number; refunded: number }
+	| { code: "refundid_reused"; message: string };
 
 export type LedgerResult<T> = ({ ok: true } & T) | { ok: false; error: LedgerError };
 

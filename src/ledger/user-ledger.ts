@@ -3,6 +3,7 @@ import { decideOnce } from "../db/decisions";
 import { instrumentEnv } from "../http/d1-metrics";
 import { webhookEvent } from "../outbox/events";
 import { type BalanceRow, nestBalances } from "./balance";
+import { listClawbacks, restOf } from "./clawbacks";
 import { withIdempotencyKey } from "./idempotency";
 import {
 	assertUnlocked,
@@ -16,13 +17,14 @@ import {
 } from "./locks";
 import { migrateLedger } from "./migrate";
 import { fromHundredths, toHundredths } from "./money";
-import { insertReward, rewardRow, rewardRowByKey, type TxContext, updateReward } from "./mutations";
+import { insertReward, rewardRow, rewardRowByKey, settleAllOwed, type TxContext, updateReward } from "./mutations";
 import { type AssignedCoupon, type CouponClaim, type FlushHost, flushOutbox, nextOutboxDue, queueWebhook } from "./outbox";
 import { erasePersonInLedger } from "./privacy";
 import { allocateOldestFirst, available } from "./redeem";
 import { Refused } from "./refused";
+import { applyRecordedRefunds } from "./reversal";
 import { rewardSummary, toLedgerReward, toView } from "./rows";
-import { LEDGER_MIGRATIONS, type OutboxRow, type RewardRow, type TransactionRow } from "./schema";
+import { type ClawbackRow, LEDGER_MIGRATIONS, type OutboxRow, type RewardRow, type TransactionRow } from "./schema";
 import { ledgerName, parseLedgerName, seqOfRewardId } from "./stub";
 import { applyOperation, type LedgerOperation, type LedgerOperationResult, lockedSeqs } from "./transaction-kinds";
 import type {
@@ -153,7 +155,8 @@ export class UserLedger extends DurableObject<Env> {
 				const amount = toHundredths(grant.amount);
 				// The rules engine only produces valid amounts, so anything else is a bug, not an expected failure.
 				if (amount === null || amount < 0) throw new RangeError(`invalid reward amount ${grant.amount} for grant ${grant.key}`);
-				result.rewards.push({ ...toLedgerReward(userkey, insertReward(ctx, grant, amount)), created: true });
+				const row = applyRecordedRefunds(ctx, insertReward(ctx, grant, amount));
+				result.rewards.push({ ...toLedgerReward(userkey, rewardRow(ctx.sql, row.seq) ?? row), created: true });
 			}
 			if (announcement) {
 				const rewards = [...result.rewards.map((r) => rewardSummary(userkey, r)), ...announcement.otherRewards];
@@ -177,6 +180,11 @@ export class UserLedger extends DurableObject<Env> {
 			.exec<RewardRow>("SELECT * FROM rewards WHERE seq > ? ORDER BY seq LIMIT ?", afterSeq, Math.min(Math.max(limit, 1), 1000))
 			.toArray()
 			.map((row) => toLedgerReward(userkey, row));
+	}
+
+	/** Every clawback of this ledger, oldest first (tests and admin; amounts in hundredths). */
+	listClawbacks(): ClawbackRow[] {
+		return listClawbacks(this.sql);
 	}
 
 	/**
@@ -265,7 +273,7 @@ export class UserLedger extends DurableObject<Env> {
 				lease_until: now + lease,
 				updated_at: now,
 			});
-			lockRewards(this.sql, txid, lockedSeqs(this.identity.userkey, operation));
+			lockRewards(this.sql, txid, lockedSeqs(this.sql, this.identity.userkey, operation));
 		});
 		this.armAlarm(0);
 		return { ok: true, state: "prepared" };
@@ -313,6 +321,8 @@ export class UserLedger extends DurableObject<Env> {
 			}
 			const result = state === "committed" ? applyOperation(tx, JSON.parse(row.payload) as LedgerOperation, txid) : { rewards: [] };
 			finishTransaction(this.sql, txid, state, result, tx.nowMs);
+			// Rewards this transaction kept locked could not pay off clawbacks meanwhile; they do now (clawbacks.ts).
+			settleAllOwed(tx);
 			return { result };
 		});
 	}
@@ -346,8 +356,15 @@ export class UserLedger extends DurableObject<Env> {
 		if (amount === null || amount <= 0) return { ok: false, error: { code: "invalid_amount", message: "amount must be a number above 0" } };
 		return this.attempt((tx) =>
 			withIdempotencyKey(tx, request.idempotency, () => {
+				// What is owed is paid off before anything is spent (normally already done when the debt or the credit arrived).
+				settleAllOwed(tx);
 				const filter = filterClause(request);
-				const where = ["status = 'Approved'", "rewardtype = 'InstoreCredits'", "amount > redeemed", ...filter.where];
+				const where = [
+					"status = 'Approved'",
+					"rewardtype = 'InstoreCredits'",
+					"amount - reversed - redeemed - settled > 0",
+					...filter.where,
+				];
 				const args = filter.args;
 				if (request.rewardunit === undefined) {
 					// Never add dollars to points: with several units under the filters, the caller must say which.
@@ -367,7 +384,7 @@ export class UserLedger extends DurableObject<Env> {
 				const candidates: { seq: number; remaining: number }[] = [];
 				let covered = 0;
 				for (const row of this.sql.exec<{ seq: number; remaining: number }>(
-					`SELECT seq, amount - redeemed AS remaining FROM rewards WHERE ${where.join(" AND ")} ORDER BY seq`,
+					`SELECT seq, amount - reversed - redeemed - settled AS remaining FROM rewards WHERE ${where.join(" AND ")} ORDER BY seq`,
 					...args,
 				)) {
 					candidates.push(row);
@@ -390,21 +407,22 @@ export class UserLedger extends DurableObject<Env> {
 	redeemByIds(ids: string[], idempotency?: LedgerIdempotency): LedgerResult<Redemption> {
 		return this.attempt((tx) =>
 			withIdempotencyKey(tx, idempotency, () => {
+				settleAllOwed(tx);
 				let total = 0;
 				const rewards: LedgerReward[] = [];
 				for (const id of new Set(ids)) {
 					const row = this.rowById(id);
 					if (!row) throw new Refused({ code: "reward_not_found", rewarddtlid: id, message: "no such reward" });
 					assertUnlocked(this.sql, tx.userkey, row.seq);
-					if (row.rewardtype !== "InstoreCredits" || row.status !== "Approved" || row.amount <= row.redeemed) {
+					if (row.rewardtype !== "InstoreCredits" || row.status !== "Approved" || restOf(row) <= 0) {
 						throw new Refused({
 							code: "reward_not_redeemable",
 							rewarddtlid: id,
 							message: row.rewardtype !== "InstoreCredits" ? `${row.rewardtype} rewards are not redeemed here` : `reward is ${row.status}`,
 						});
 					}
-					total += row.amount - row.redeemed;
-					rewards.push(this.redeem(tx, row, row.amount - row.redeemed));
+					total += restOf(row);
+					rewards.push(this.redeem(tx, row, restOf(row)));
 				}
 				return { redeemed: fromHundredths(total), rewards };
 			}),
@@ -413,7 +431,7 @@ export class UserLedger extends DurableObject<Env> {
 
 	private redeem(tx: TxContext, before: RewardRow, take: number): LedgerReward {
 		const redeemed = before.redeemed + take;
-		const full = redeemed === before.amount;
+		const full = take === restOf(before);
 		const after = updateReward(
 			tx,
 			before,

@@ -44,6 +44,9 @@ export const ERROR_CODES = [
 	"delivery_not_found",
 	"import_rejected",
 	"import_conflict",
+	"event_not_found",
+	"refund_exceeds_transaction",
+	"refundid_reused",
 	"internal_error",
 ] as const satisfies readonly ErrorCode[];
 

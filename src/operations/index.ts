@@ -5,6 +5,7 @@ import { registerconversionevent } from "./conversion";
 import { getfriendsandrewards } from "./friends";
 import { invokeoutreach, remindfriend } from "./outreach";
 import { applyreferrercode, validatereferrercode } from "./referrer";
+import { reverseconversionevent } from "./reversal";
 import { changerewardstatus, checkrewardstatus, redeemrewards } from "./rewards";
 import { getsharepage } from "./share-page";
 import { register, updateuser } from "./users";
@@ -26,4 +27,5 @@ export const operations: Record<string, Operation> = {
 	invokeoutreach,
 	remindfriend,
 	getsharepage,
+	reverseconversionevent,
 };

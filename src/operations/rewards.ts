@@ -8,7 +8,7 @@ import { ledgerFor, userkeyOfRewardId } from "../ledger/stub";
 import type { LedgerError, SettableStatus, StatusChange } from "../ledger/types";
 
 /** Turns a ledger's expected failure into the API error it stands for. */
-function ledgerError(error: LedgerError): ApiError {
+export function ledgerError(error: LedgerError): ApiError {
 	switch (error.code) {
 		case "reward_not_found":
 			return rewardNotFound();
@@ -36,6 +36,13 @@ function ledgerError(error: LedgerError): ApiError {
 			);
 		case "idempotency_key_reused":
 			return new ApiError(422, "idempotency_key_reused", error.message);
+		case "refund_exceeds_transaction":
+			return new ApiError(409, "refund_exceeds_transaction", `Cannot refund more than the transaction value: ${error.message}.`, {
+				transactionvalue: error.transactionvalue,
+				refunded: error.refunded,
+			});
+		case "refundid_reused":
+			return new ApiError(409, "refundid_reused", `${error.message}; use a new refundid.`);
 		case "transaction_aborted":
 		case "invalid_operation":
 			throw new Error(`ledger: ${error.code}: ${error.message}`);

@@ -9,7 +9,10 @@ export type WebhookType =
 	| "conversion.recorded"
 	| "reward.created"
 	| "reward.status_changed"
-	| "reward.redeemed";
+	| "reward.redeemed"
+	| "conversion.reversed"
+	| "reward.reversed"
+	| "reward.clawback_paid";
 
 /** An email to send: rendered when recorded, so a retry sends the same text. */
 export interface EmailPayload {

@@ -22,10 +22,19 @@ describe("contribution", () => {
 describe("nestBalances", () => {
 	it("nests unit -> growth hack -> campaign with exact totals at every level", () => {
 		const rows = [
-			{ rewardunit: "USD", growthhack: "SaaS_Referrals", campaignid: 1, campaignname: "A", pending: 10, approved: 20, claimed: 1 },
-			{ rewardunit: "USD", growthhack: "SaaS_Referrals", campaignid: 2, campaignname: "B", pending: 0, approved: 1, claimed: 0 },
-			{ rewardunit: "USD", growthhack: "Other", campaignid: 3, campaignname: "C", pending: 5, approved: 0, claimed: 0 },
-			{ rewardunit: "points", growthhack: "SaaS_Referrals", campaignid: 1, campaignname: "A", pending: 0, approved: 0, claimed: 100 },
+			{ rewardunit: "USD", growthhack: "SaaS_Referrals", campaignid: 1, campaignname: "A", pending: 10, approved: 20, claimed: 1, owed: 0 },
+			{ rewardunit: "USD", growthhack: "SaaS_Referrals", campaignid: 2, campaignname: "B", pending: 0, approved: 1, claimed: 0, owed: 0 },
+			{ rewardunit: "USD", growthhack: "Other", campaignid: 3, campaignname: "C", pending: 5, approved: 0, claimed: 0, owed: 7 },
+			{
+				rewardunit: "points",
+				growthhack: "SaaS_Referrals",
+				campaignid: 1,
+				campaignname: "A",
+				pending: 0,
+				approved: 0,
+				claimed: 100,
+				owed: 0,
+			},
 		];
 		const nested = nestBalances(rows);
 		expect(nested).toEqual([
@@ -35,6 +44,7 @@ describe("nestBalances", () => {
 				pending: 0.15,
 				approved: 0.21,
 				claimed: 0.01,
+				owed: 0.07,
 				growthhacks: [
 					{
 						growthhack: "SaaS_Referrals",
@@ -43,6 +53,7 @@ describe("nestBalances", () => {
 						pending: 0.1,
 						approved: 0.21,
 						claimed: 0.01,
+						owed: 0,
 						campaigns: [
 							{
 								campaignid: 1,
@@ -53,6 +64,7 @@ describe("nestBalances", () => {
 								pending: 0.1,
 								approved: 0.2,
 								claimed: 0.01,
+								owed: 0,
 							},
 							{
 								campaignid: 2,
@@ -63,6 +75,7 @@ describe("nestBalances", () => {
 								pending: 0,
 								approved: 0.01,
 								claimed: 0,
+								owed: 0,
 							},
 						],
 					},
@@ -73,6 +86,7 @@ describe("nestBalances", () => {
 						pending: 0.05,
 						approved: 0,
 						claimed: 0,
+						owed: 0.07,
 						campaigns: [
 							{
 								campaignid: 3,
@@ -83,6 +97,7 @@ describe("nestBalances", () => {
 								pending: 0.05,
 								approved: 0,
 								claimed: 0,
+								owed: 0.07,
 							},
 						],
 					},
@@ -94,6 +109,7 @@ describe("nestBalances", () => {
 				pending: 0,
 				approved: 0,
 				claimed: 1,
+				owed: 0,
 				growthhacks: [
 					{
 						growthhack: "SaaS_Referrals",
@@ -102,6 +118,7 @@ describe("nestBalances", () => {
 						pending: 0,
 						approved: 0,
 						claimed: 1,
+						owed: 0,
 						campaigns: [
 							{
 								campaignid: 1,
@@ -112,6 +129,7 @@ describe("nestBalances", () => {
 								pending: 0,
 								approved: 0,
 								claimed: 1,
+								owed: 0,
 							},
 						],
 					},

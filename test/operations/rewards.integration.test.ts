@@ -41,6 +41,7 @@ describe("getuserbalance", () => {
 				pending: 0,
 				approved: 30,
 				claimed: 0,
+				owed: 0,
 				growthhacks: [
 					{
 						growthhack: "SaaS_Referrals",
@@ -49,6 +50,7 @@ describe("getuserbalance", () => {
 						pending: 0,
 						approved: 30,
 						claimed: 0,
+						owed: 0,
 						campaigns: [
 							{
 								campaignid,
@@ -59,6 +61,7 @@ describe("getuserbalance", () => {
 								pending: 0,
 								approved: 30,
 								claimed: 0,
+								owed: 0,
 							},
 						],
 					},

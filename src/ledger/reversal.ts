@@ -1,0 +1,292 @@
+import { addClawback } from "./clawbacks";
+import { assertUnlocked } from "./locks";
+import { fromHundredths } from "./money";
+import { keyOf, rewardRow, settleOwed, type TxContext, writeReward } from "./mutations";
+import { decideRefund, type PriorRefunds, reversalEffect, reversedTarget } from "./refund";
+import { Refused } from "./refused";
+import { rewardId, toLedgerReward } from "./rows";
+import type { RefundRow, RewardRow } from "./schema";
+import type { LedgerReward, RewardStatus } from "./types";
+
+/**
+ * The ledger's part of `reverseconversionevent` (docs/rewards.md, "Refunds
+ * and clawbacks"): a ledger operation (transaction-kinds.ts), so a refund
+ * reaching the friend's and the referrer's ledgers runs through the same
+ * prepare/commit as any multi-ledger change and applies in both or neither.
+ *
+ * Every ledger taking part records the refund in its `refunds` table, keyed
+ * by (customid, refundid): a repeat of a refund changes nothing and answers
+ * what the first one did, and the running total refused beyond the
+ * transaction value is read from there. Amounts are hundredths.
+ */
+export type ReverseOperation = {
+	kind: "reverse";
+	customid: string;
+	/** Names the refund: a repeat with the same id is the same refund. */
+	refundid: string;
+	/** The refunded part of the transaction value, or null to reverse the whole event. */
+	refundvalue: number | null;
+	/** The event's transaction value (null when it was sent without one). */
+	transactionvalue: number | null;
+	/** Kept as the comment of the rewards it changes. */
+	reason: string | null;
+};
+
+/** One reward's state as a reversal reports it. */
+export interface RewardSnapshot {
+	rewardstatus: RewardStatus;
+	reward: number;
+	reversedamount: number;
+	/** Redeemed by the user so far (unchanged by a reversal: what was spent stays spent, as a clawback). */
+	redeemed: number;
+}
+
+export interface ReversedReward {
+	rewarddtlid: string;
+	userkey: string;
+	usertype: string;
+	rewardunit: string;
+	before: RewardSnapshot;
+	after: RewardSnapshot;
+	/** Taken back by this refund. */
+	reversedamount: number;
+	/** Of that, what was already redeemed: the clawback it created. */
+	clawback: number;
+}
+
+/** What one refund did in one ledger (amounts in units). */
+export interface ReversalOutcome {
+	customid: string;
+	refundid: string;
+	/** This refund's part of the transaction value (for a full reversal: what was left). */
+	refundvalue: number;
+	/** Refunded in total after it. */
+	refunded: number;
+	transactionvalue: number | null;
+	/** True when the whole event is reversed. */
+	full: boolean;
+	/** False when the refund was already applied (a repeat) or the event was already fully reversed. */
+	changed: boolean;
+	/** True when this refund was applied before: the outcome is the first one's. */
+	repeat?: boolean;
+	rewards: ReversedReward[];
+}
+
+/** The ids of this ledger's rewards for event `customid`: what a prepared reversal locks. */
+export function eventRewardIds(sql: SqlStorage, userkey: string, customid: string): string[] {
+	return sql
+		.exec<{ seq: number }>("SELECT seq FROM rewards WHERE customid = ? ORDER BY seq", customid)
+		.toArray()
+		.map((r) => rewardId(userkey, r.seq));
+}
+
+function priorRefunds(sql: SqlStorage, customid: string): PriorRefunds & { last: RefundRow | undefined; transactionvalue: number | null } {
+	const rows = sql.exec<RefundRow>("SELECT * FROM refunds WHERE customid = ? ORDER BY created_at, refundid", customid).toArray();
+	return {
+		refunded: rows.reduce((sum, r) => sum + r.refundvalue, 0),
+		full: rows.some((r) => r.full === 1),
+		last: rows.at(-1),
+		transactionvalue: rows[0]?.transactionvalue ?? null,
+	};
+}
+
+/**
+ * Two refunds of one event must not both be prepared: each was checked
+ * against the total without the other. A reversal prepared in this ledger
+ * for the same event (by another transaction) refuses this one as locked,
+ * which the caller retries. Its rewards' locks alone would not do: an event
+ * may have no reward in this ledger.
+ */
+function refuseIfAnotherPrepared(sql: SqlStorage, customid: string, ownTxid?: string): void {
+	const prepared = sql
+		.exec<{ payload: string }>(
+			"SELECT payload FROM ledger_transactions WHERE state = 'prepared' AND kind = 'reverse' AND txid IS NOT ?",
+			ownTxid ?? null,
+		)
+		.toArray();
+	if (prepared.some((p) => (JSON.parse(p.payload) as ReverseOperation).customid === customid)) {
+		throw new Refused({
+			code: "reward_locked",
+			rewarddtlid: "",
+			message: "another refund of this event is in progress; retry in a moment",
+		});
+	}
+}
+
+const snapshot = (row: RewardRow): RewardSnapshot => ({
+	rewardstatus: row.status as RewardStatus,
+	reward: fromHundredths(row.amount - row.reversed),
+	reversedamount: fromHundredths(row.reversed),
+	redeemed: fromHundredths(row.redeemed),
+});
+
+/**
+ * Takes back `target` of a reward in total: the unredeemed part leaves the
+ * balance at once; the part already used becomes a clawback of the reward's
+ * balance row. The caller then settles the row (settleOwed), once every
+ * reward of the refund is reversed, so no debt is paid with credit the same
+ * refund is about to take back.
+ */
+function reverseReward(
+	tx: TxContext,
+	row: RewardRow,
+	target: number,
+	refund: { customid: string; refundid: string; reason: string | null },
+): { after: RewardRow; reported: ReversedReward } {
+	const { status, debt } = reversalEffect({ ...row, status: row.status as RewardStatus }, target);
+	const ends = status !== row.status && (status === "Rejected" || status === "Rewarded");
+	const comment =
+		refund.reason ?? (status === "Rejected" && row.status !== "Rejected" ? "Reversed: the conversion was refunded." : row.comment);
+	const after = writeReward(
+		tx,
+		row,
+		{
+			reversed: target,
+			status,
+			comment,
+			...(ends ? { hold_until: null } : {}),
+			...(status === "Rewarded" && ends ? { rewarded_at: new Date(tx.nowMs).toISOString() } : {}),
+		},
+		{
+			type: "reward.reversed",
+			extra: {
+				previousstatus: row.status,
+				reversedamount: fromHundredths(target - row.reversed),
+				clawback: fromHundredths(debt),
+				customid: refund.customid,
+				refundid: refund.refundid,
+			},
+		},
+	);
+	if (debt > 0) {
+		addClawback(tx.sql, {
+			key: keyOf(row),
+			seq: row.seq,
+			customid: refund.customid,
+			refundid: refund.refundid,
+			amount: debt,
+			nowIso: new Date(tx.nowMs).toISOString(),
+		});
+	}
+	return {
+		after,
+		reported: {
+			rewarddtlid: rewardId(tx.userkey, row.seq),
+			userkey: tx.userkey,
+			usertype: row.usertype,
+			rewardunit: row.rewardunit,
+			before: snapshot(row),
+			after: snapshot(after),
+			reversedamount: fromHundredths(target - row.reversed),
+			clawback: fromHundredths(debt),
+		},
+	};
+}
+
+/** Applies a refund in this ledger (checks first; a refusal rolls everything back). */
+export function applyReversal(
+	tx: TxContext,
+	operation: ReverseOperation,
+	ownTxid?: string,
+): { rewards: LedgerReward[]; reversal: ReversalOutcome } {
+	const { customid, refundid } = operation;
+	refuseIfAnotherPrepared(tx.sql, customid, ownTxid);
+	const known = tx.sql.exec<RefundRow>("SELECT * FROM refunds WHERE customid = ? AND refundid = ?", customid, refundid).toArray()[0];
+	if (known) {
+		if (known.requested !== operation.refundvalue) {
+			throw new Refused({
+				code: "refundid_reused",
+				message: `refund ${refundid} of event ${customid} was recorded with another refundvalue`,
+			});
+		}
+		return { rewards: [], reversal: { ...(JSON.parse(known.outcome) as ReversalOutcome), changed: false, repeat: true } };
+	}
+	const prior = priorRefunds(tx.sql, customid);
+	const decision = decideRefund(prior, operation.refundvalue, operation.transactionvalue);
+	const base = {
+		customid,
+		refundid,
+		transactionvalue: operation.transactionvalue === null ? null : fromHundredths(operation.transactionvalue),
+	};
+	if (decision.kind === "exceeds") {
+		throw new Refused({
+			code: "refund_exceeds_transaction",
+			transactionvalue: fromHundredths(decision.transactionvalue),
+			refunded: fromHundredths(decision.refunded),
+			message: `refunds would exceed the transaction value ${fromHundredths(decision.transactionvalue)} (already refunded: ${fromHundredths(decision.refunded)})`,
+		});
+	}
+	if (decision.kind === "noop") {
+		return {
+			rewards: [],
+			reversal: { ...base, refundvalue: 0, refunded: fromHundredths(prior.refunded), full: true, changed: false, rewards: [] },
+		};
+	}
+	const seqs = tx.sql.exec<{ seq: number }>("SELECT seq FROM rewards WHERE customid = ? ORDER BY seq", customid).toArray();
+	const changed: RewardRow[] = [];
+	const reported: ReversedReward[] = [];
+	for (const { seq } of seqs) {
+		// Read each one now: paying off the debt of an earlier one may have used this one's credit.
+		const row = rewardRow(tx.sql, seq)!;
+		assertUnlocked(tx.sql, tx.userkey, row.seq, ownTxid);
+		const target = reversedTarget(
+			{ amount: row.amount, reversed: row.reversed, percent: row.percent === 1 },
+			{
+				full: decision.full,
+				refunded: decision.refunded,
+				transactionvalue: operation.transactionvalue,
+			},
+		);
+		if (target <= row.reversed) continue;
+		const done = reverseReward(tx, row, target, { customid, refundid, reason: operation.reason });
+		changed.push(done.after);
+		reported.push(done.reported);
+	}
+	// Debts are paid by what is left, and what is left of a partly reversed reward may pay older debts.
+	const keys = new Map(changed.map((row) => [JSON.stringify(keyOf(row)), keyOf(row)]));
+	for (const key of keys.values()) settleOwed(tx, key, ownTxid);
+	const outcome: ReversalOutcome = {
+		...base,
+		refundvalue: fromHundredths(decision.refundvalue),
+		refunded: fromHundredths(decision.refunded),
+		full: decision.full,
+		changed: true,
+		rewards: reported,
+	};
+	tx.sql.exec(
+		`INSERT INTO refunds (customid, refundid, requested, refundvalue, refunded, transactionvalue, full, reason, outcome, created_at)
+		 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		customid,
+		refundid,
+		operation.refundvalue,
+		decision.refundvalue,
+		decision.refunded,
+		operation.transactionvalue,
+		decision.full ? 1 : 0,
+		operation.reason,
+		JSON.stringify(outcome),
+		new Date(tx.nowMs).toISOString(),
+	);
+	return { rewards: changed.map((row) => toLedgerReward(tx.userkey, row)), reversal: outcome };
+}
+
+/**
+ * A reward granted for an event this ledger already refunded (a late retry
+ * of registerconversionevent completing a missing reward) is born reversed
+ * as far as those refunds go, so a refund can never be dodged by timing.
+ */
+export function applyRecordedRefunds(tx: TxContext, inserted: RewardRow): RewardRow {
+	const prior = priorRefunds(tx.sql, inserted.customid);
+	if (!prior.last) return inserted;
+	// Read again: on insert it may already have paid off a debt.
+	const row = rewardRow(tx.sql, inserted.seq) ?? inserted;
+	const target = reversedTarget(
+		{ amount: row.amount, reversed: row.reversed, percent: row.percent === 1 },
+		{ full: prior.full, refunded: prior.refunded, transactionvalue: prior.transactionvalue },
+	);
+	if (target <= row.reversed) return row;
+	const last = prior.last;
+	const { after } = reverseReward(tx, row, target, { customid: row.customid, refundid: last.refundid, reason: last.reason });
+	settleOwed(tx, keyOf(after));
+	return after;
+}
