@@ -83,10 +83,27 @@ export async function erasePersonInD1(
 		)
 		.bind(user.appid, ...needles.map((n) => n.toLowerCase()))
 		.all<{ eventid: string; payload: string }>();
-	const rewrites = candidates.results.flatMap((row) => {
-		const redacted = redactJson(row.payload, { userkey: user.userkey, values });
-		return redacted === null ? [] : [db.prepare("UPDATE outbox_events SET payload = ? WHERE eventid = ?").bind(redacted, row.eventid)];
-	});
+	// The frozen decisions of the person's events hold the friend snapshot each reward copies (name, email, image).
+	const decisions = await db
+		.prepare("SELECT customid, decision FROM conversion_events WHERE appid = ? AND userid = ? AND decision IS NOT NULL")
+		.bind(user.appid, user.userid)
+		.all<{ customid: string; decision: string }>();
+	const rewrites = [
+		...candidates.results.flatMap((row) => {
+			const redacted = redactJson(row.payload, { userkey: user.userkey, values });
+			return redacted === null ? [] : [db.prepare("UPDATE outbox_events SET payload = ? WHERE eventid = ?").bind(redacted, row.eventid)];
+		}),
+		...decisions.results.flatMap((row) => {
+			const redacted = redactJson(row.decision, { userkey: user.userkey, values });
+			return redacted === null
+				? []
+				: [
+						db
+							.prepare("UPDATE conversion_events SET decision = ? WHERE appid = ? AND customid = ?")
+							.bind(redacted, user.appid, row.customid),
+					];
+		}),
+	];
 	await db.batch([
 		...rewrites,
 		db
