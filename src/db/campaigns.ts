@@ -121,6 +121,21 @@ const NEWEST_CAMPAIGN = "(SELECT MAX(campaignid) FROM campaigns WHERE appid = ?)
 /** A rule that still fires: retired rules are kept for history only (docs/rewards.md). */
 export const ACTIVE_RULE = "retired_at IS NULL";
 
+/** A rule's columns after `position`, in the order both statements name them: one list for its insert and its update. */
+function ruleValues(rule: RuleFields) {
+	return [
+		rule.rewardusertype,
+		rule.eventname,
+		rule.reward,
+		rule.rewardunit,
+		rule.rewardfrequency,
+		rule.mintranvalue,
+		rule.maxrewardamount,
+		rule.categories === null || rule.categories === undefined ? null : JSON.stringify(rule.categories),
+		JSON.stringify(rule.inclusionsandexclusions ?? []),
+	];
+}
+
 function ruleInserts(db: D1Database, campaignRef: string, refArgs: unknown[], rules: RuleFields[], firstPosition = 0) {
 	return rules.map((rule, i) =>
 		db
@@ -129,19 +144,7 @@ function ruleInserts(db: D1Database, campaignRef: string, refArgs: unknown[], ru
 				 mintranvalue, maxrewardamount, categories, inclusionsandexclusions)
 				 VALUES (${campaignRef}, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			)
-			.bind(
-				...refArgs,
-				firstPosition + i,
-				rule.rewardusertype,
-				rule.eventname,
-				rule.reward,
-				rule.rewardunit,
-				rule.rewardfrequency,
-				rule.mintranvalue,
-				rule.maxrewardamount,
-				rule.categories === null || rule.categories === undefined ? null : JSON.stringify(rule.categories),
-				JSON.stringify(rule.inclusionsandexclusions ?? []),
-			),
+			.bind(...refArgs, firstPosition + i, ...ruleValues(rule)),
 	);
 }
 
@@ -266,20 +269,7 @@ function ruleUpdate(db: D1Database, campaignid: number, ruleid: number, rule: Ru
 			   mintranvalue = ?, maxrewardamount = ?, categories = ?, inclusionsandexclusions = ?
 			 WHERE ruleid = ? AND campaignid = ?`,
 		)
-		.bind(
-			position,
-			rule.rewardusertype,
-			rule.eventname,
-			rule.reward,
-			rule.rewardunit,
-			rule.rewardfrequency,
-			rule.mintranvalue,
-			rule.maxrewardamount,
-			rule.categories === null || rule.categories === undefined ? null : JSON.stringify(rule.categories),
-			JSON.stringify(rule.inclusionsandexclusions ?? []),
-			ruleid,
-			campaignid,
-		);
+		.bind(position, ...ruleValues(rule), ruleid, campaignid);
 }
 
 /** One campaign of the app with its rules and social actions (one round trip), or null. */

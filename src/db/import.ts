@@ -1,5 +1,5 @@
 import { nowIso } from "../domain/dates";
-import { PROFILE_FIELDS, type Profile } from "./users";
+import { PROFILE_FIELDS, type Profile, type User } from "./users";
 
 /**
  * SQL of the admin bulk import (src/admin/import.ts). Lists travel as one
@@ -8,15 +8,7 @@ import { PROFILE_FIELDS, type Profile } from "./users";
  */
 
 /** What the import needs to know of an existing user. */
-export interface KnownUser {
-	userid: number;
-	appid: string;
-	userkey: string;
-	referralcode: string;
-	campaignid: number;
-	email: string | null;
-	useraccountid: string | null;
-}
+export type KnownUser = Pick<User, "userid" | "appid" | "userkey" | "referralcode" | "campaignid" | "email" | "useraccountid">;
 
 export interface ImportLookups {
 	byEmail: KnownUser[];

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startService } from "../../scripts/dev-service.mjs";
 import { startReceiver } from "../outbox/receiver.mjs";
+import { waitFor as waitUntil } from "./wait";
 
 // Tenant fairness in webhook delivery, against `wrangler dev` (real queue and
 // consumer, the default 10 s webhook timeout) and real receivers on 127.0.0.1:
@@ -30,15 +31,8 @@ async function call(method: string, path: string, body?: unknown, token?: string
 }
 const admin = (method: string, path: string, body?: unknown) => call(method, `/admin/v1${path}`, body, service.adminToken);
 
-async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 120_000): Promise<T> {
-	const deadline = Date.now() + timeoutMs;
-	for (;;) {
-		const value = await probe();
-		if (value !== undefined) return value;
-		if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}\n${service.logs().slice(-3000)}`);
-		await new Promise((r) => setTimeout(r, 100));
-	}
-}
+const waitFor = <T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 120_000) =>
+	waitUntil(what, probe, { timeoutMs, intervalMs: 100, context: () => service.logs().slice(-3000) });
 
 async function appWithHook(key: string) {
 	const app = await admin("POST", "/apps", { name: key, webhookurl: `${receiver.url}/hooks/${key}` });

@@ -9,6 +9,7 @@ import { startReceiver } from "../outbox/receiver.mjs";
 // Generated in beforeAll from the served document (test/e2e/.generated is git-ignored).
 import type { paths } from "./.generated/openapi";
 import { contractChecker } from "./contract";
+import { waitFor as waitUntil } from "./wait";
 
 // The integration flow of docs/integration.md through a client typed from the
 // document the service serves, against `wrangler dev`. Every response, success
@@ -32,15 +33,8 @@ afterAll(async () => {
 	await receiver?.close();
 });
 
-async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
-	const deadline = Date.now() + timeoutMs;
-	for (;;) {
-		const value = await probe();
-		if (value !== undefined) return value;
-		if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}\n${service.logs().slice(-3000)}`);
-		await new Promise((r) => setTimeout(r, 200));
-	}
-}
+const waitFor = <T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 20_000) =>
+	waitUntil(what, probe, { timeoutMs, context: () => service.logs().slice(-3000) });
 
 describe("the served OpenAPI document", () => {
 	it("is valid OpenAPI 3.1 for an independent validator (@apidevtools/swagger-parser)", async () => {

@@ -3,6 +3,7 @@ import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startService } from "../../scripts/dev-service.mjs";
 import { startReceiver } from "../outbox/receiver.mjs";
+import { waitFor as waitUntil } from "./wait";
 
 // The whole path, as in production but local: an operation records events in
 // D1, `wrangler dev` runs the real queue and its consumer, and the webhooks
@@ -48,15 +49,8 @@ async function call(method: string, path: string, body?: unknown, token?: string
 }
 const admin = (method: string, path: string, body?: unknown) => call(method, `/admin/v1${path}`, body, service.adminToken);
 
-async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
-	const deadline = Date.now() + timeoutMs;
-	for (;;) {
-		const value = await probe();
-		if (value !== undefined) return value;
-		if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}\n${service.logs().slice(-3000)}`);
-		await new Promise((r) => setTimeout(r, 200));
-	}
-}
+const waitFor = <T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 20_000) =>
+	waitUntil(what, probe, { timeoutMs, context: () => service.logs().slice(-3000) });
 
 async function createAppWithCampaign(webhookurl: string) {
 	const app = await admin("POST", "/apps", { name: "E2E shop", landingurl: "https://shop.example.com/join", webhookurl });
