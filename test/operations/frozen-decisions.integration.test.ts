@@ -2,11 +2,12 @@ import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { ledgerFor } from "../../src/ledger/stub";
-import { admin, createApp } from "../support/api";
+import { admin, createApp, withWebhook } from "../support/api";
 
 /** An app with the given rules, a referrer and a referred friend. */
 async function referral(rewardrules: Record<string, unknown>[]) {
-	const app = await createApp({ rewardrules });
+	// With a webhook URL: an app without one records no webhook events (conversion.recorded is checked below).
+	const app = await createApp({ rewardrules }, withWebhook());
 	const referrer = (await app.api("register", { email: "ref@x.com" })).body;
 	const friend = (await app.api("register", { email: "friend@x.com", referrercode: referrer.referralcode })).body;
 	const event = (eventname: string, customid: string, transactionvalue?: string) =>
