@@ -29,9 +29,18 @@ const reward = z.object({
 	friendemail: z.string(),
 	friendname: z.string(),
 	friendprofileimage: z.string(),
+	fraudsignals: z.array(z.string()).describe("Fraud signal codes recorded when the reward was created (docs/fraud.md)"),
+	reversed: z.boolean().describe("True once a refund took back part or all of the reward"),
+	reversedamount: z.string().describe("What refunds took back; `reward` is what is left"),
 });
 
-const buckets = { total: z.number(), claimed: z.number(), pending: z.number(), approved: z.number() };
+const buckets = {
+	total: z.number(),
+	claimed: z.number(),
+	pending: z.number(),
+	approved: z.number(),
+	owed: z.number().describe("Unpaid clawbacks: redeemed credit a refund took back (docs/rewards.md)"),
+};
 
 const balanceRecord = z.object({
 	rewardunit: z.string(),
@@ -117,7 +126,8 @@ export const operationResponses: Record<string, z.ZodType> = {
 				profileimage: z.string(),
 				status: z.string(),
 				regdate: z.string(),
-				earnedrewards: z.array(reward),
+				earnedrewards: z.array(reward).describe("The friend's newest 100 rewards, newest first"),
+				earnedrewardstotal: z.number().int().describe("How many rewards the friend earned in all"),
 			}),
 		),
 		totalfriends: z.number().int(),
@@ -142,6 +152,15 @@ export const operationResponses: Record<string, z.ZodType> = {
 		statuscode: z.literal(1),
 	}),
 	remindfriend: ok({}),
+	reverseconversionevent: ok({
+		customid: z.string(),
+		refundvalue: z.number().nullable().describe("This refund's part of the transaction value (a full reversal: what was left)"),
+		refunded: z.number().nullable().describe("Refunded in total"),
+		transactionvalue: z.number().nullable(),
+		full: z.boolean(),
+		duplicate: z.boolean().describe("true when this refund was already applied"),
+		rewards: z.array(z.looseObject({ rewarddtlid: z.string(), userkey: z.string() })),
+	}),
 	getsharepage: ok({
 		url: z.url().describe("Signed link to the user's referral page"),
 		expiresat: z.iso.datetime().describe("When the link stops working (one hour)"),

@@ -6,7 +6,7 @@ import { customId, exactAmount, optionalText } from "../http/fields";
 import { defineOperation, type OperationContext } from "../http/operation";
 import { fromHundredths, toHundredths } from "../ledger/money";
 import type { ReversalOutcome, ReverseOperation } from "../ledger/reversal";
-import { enqueueOutboxEvents, insertOutboxEvent, webhookEvent } from "../outbox/events";
+import { appHasWebhook, insertOutboxEvent, sendOutboxEvents, webhookEvent } from "../outbox/events";
 import { ledgerError } from "./rewards";
 
 /** How often a refund meeting another change of the same rewards (reward_locked) is tried again before answering 409. */
@@ -60,8 +60,10 @@ async function recordReversedEvent(ctx: OperationContext, event: EventParties, r
 		},
 		await eventIdOf(ctx.app.appid, event.customid, first.refundid),
 	);
-	const inserted = await insertOutboxEvent(ctx.env.DB, webhook).run();
-	if (inserted.meta.changes === 1) ctx.waitUntil(enqueueOutboxEvents(ctx.env, [webhook.eventid]));
+	// An app without a webhook URL gets no webhook events (docs/webhooks.md); the insert checks the URL again.
+	if (!ctx.app.webhookurl) return;
+	const inserted = await insertOutboxEvent(ctx.env.DB, webhook, appHasWebhook(ctx.app.appid)).run();
+	if (inserted.meta.changes === 1) ctx.waitUntil(sendOutboxEvents(ctx.env, [webhook]));
 }
 
 /**

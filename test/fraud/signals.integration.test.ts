@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { ledgerFor } from "../../src/ledger/stub";
-import { admin, createApp, request } from "../support/api";
+import { admin, createApp, request, withWebhook } from "../support/api";
 
 type App = Awaited<ReturnType<typeof createApp>>;
 
@@ -128,7 +128,7 @@ describe("fraud signals on rewards", () => {
 	});
 
 	it("fraudsignals show in checkrewardstatus, getfriendsandrewards and the reward.created webhook", async () => {
-		const app = await createApp();
+		const app = await createApp({}, withWebhook());
 		const { referrer, reward } = await referAndConvert(
 			app,
 			{ deviceid: "d-9" },

@@ -40,6 +40,8 @@ describe("registerconversionevent", () => {
 		]);
 		const stored = await env.DB.prepare("SELECT extrainfo FROM conversion_events WHERE appid = ?").bind(appid).first();
 		expect(stored).toEqual({ extrainfo: "order=42" });
+		// conversion.recorded leaves through the friend's ledger outbox, flushed just after its write.
+		await ledgerFor(env, appid, friend.userkey).flush();
 		const webhook = await env.DB.prepare("SELECT payload FROM outbox_events WHERE appid = ? AND type = 'conversion.recorded'")
 			.bind(appid)
 			.first<{ payload: string }>();

@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { expect } from "vitest";
 import { ledgerFor } from "../../src/ledger/stub";
-import { createApp } from "../support/api";
+import { createApp, withWebhook } from "../support/api";
 
 /**
  * A referral whose `Purchase` earns the referrer 10 USD fixed plus 10 % of
@@ -16,7 +16,7 @@ export const PURCHASE_RULES = [
 let nextCustomId = 50_000;
 
 export async function purchaseReferral(campaign: Record<string, unknown> = {}) {
-	const app = await createApp({ rewardrules: PURCHASE_RULES, ...campaign });
+	const app = await createApp({ rewardrules: PURCHASE_RULES, ...campaign }, withWebhook());
 	const referrer = (await app.api("register", { email: "ref@x.com", name: "Ref" })).body;
 	const friend = (await app.api("register", { email: "friend@x.com", name: "Fran", referrercode: referrer.referralcode })).body;
 	const purchase = async (transactionvalue: number) => {

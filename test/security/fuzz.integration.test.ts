@@ -148,7 +148,8 @@ function publicBody(rand: Rand, keys: string[], creds: Record<string, unknown>, 
 			`{"x":${"[".repeat(5_000)}${"]".repeat(5_000)}}`,
 			`\ufeff{"apikey":"a"}`,
 			'{"a":1,"a":2}',
-			`{"apikey": "${creds.apikey}", "privatekey": "${creds.privatekey}", "name": "raw\u0000nul"}`,
+			// JSON.stringify, not a template: a hostile credential may be an object without a prototype (no toString).
+			`{"apikey": ${JSON.stringify(creds.apikey)}, "privatekey": ${JSON.stringify(creds.privatekey)}, "name": "raw\u0000nul"}`,
 			JSON.stringify({ ...creds, filler: "y".repeat(70_000) }),
 		]);
 	}
@@ -252,6 +253,8 @@ describe("fuzz: hostile bodies on every operation and the admin API", () => {
 		// The fuzzing tenant, and a scratch app the admin fuzz may change.
 		const fuzzer = await createApp();
 		const scratch = await createApp();
+		// Let the victim's ledgers finish writing their D1 projection (it leaves shortly after each write).
+		for (const userkey of victim.userkeys) await ledgerFor(env, victim.appid, userkey).flush();
 		const before = await snapshot(victim);
 
 		const jobs: (() => Promise<Answer>)[] = [];
