@@ -1,7 +1,9 @@
 import { nowIso } from "../domain/dates";
 import { newEventId } from "../domain/ids";
+import type { SignalFacts } from "../fraud/signals";
 import type { OwnedGrant } from "../ledger/rules";
 import { ACTIVE_RULE, type Campaign, type CampaignRow, type RewardRule, type RuleRow, toCampaign, toRule } from "./campaigns";
+import { signalFactsLookup, toSignalFacts } from "./identifiers";
 import { conversionCounters } from "./stats";
 import { toUser, USER_VIEW, type User, type UserRow } from "./users";
 
@@ -30,7 +32,16 @@ export interface StoredEvent {
 
 /** What deciding an event needs: the stored event when the customid is known, its user, referrer, campaign and active rules. */
 export type EventContext =
-	| { ok: true; stored: StoredEvent | null; user: User; referrer: User | null; campaign: Campaign; rules: RewardRule[] }
+	| {
+			ok: true;
+			stored: StoredEvent | null;
+			user: User;
+			referrer: User | null;
+			campaign: Campaign;
+			rules: RewardRule[];
+			/** What the fraud checks compare between the user and its referrer (docs/fraud.md). */
+			facts: SignalFacts;
+	  }
 	| { ok: false; reason: "user_not_found" | "campaign_not_found" };
 
 interface EventRow {
@@ -67,7 +78,8 @@ export async function readEventContext(db: D1Database, input: EventInput): Promi
 	const campaignid = `COALESCE((SELECT campaignid FROM conversion_events WHERE appid = ?1 AND customid = ?2), ?4,
 		(SELECT campaignid FROM users WHERE userid = ${userid}))`;
 	const args = [input.appid, input.customid, input.userkey, input.campaignid];
-	const [eventResult, userResult, referrerResult, campaignResult, rulesResult] = await db.batch([
+	const referrerid = `(SELECT referrer_userid FROM users WHERE userid = ${userid})`;
+	const [eventResult, userResult, referrerResult, campaignResult, rulesResult, factsResult] = await db.batch([
 		db.prepare("SELECT * FROM conversion_events WHERE appid = ?1 AND customid = ?2").bind(input.appid, input.customid),
 		db.prepare(`${USER_VIEW} WHERE u.userid = ${userid}`).bind(...args.slice(0, 3)),
 		db.prepare(`${USER_VIEW} WHERE u.userid = (SELECT referrer_userid FROM users WHERE userid = ${userid})`).bind(...args.slice(0, 3)),
@@ -78,6 +90,8 @@ export async function readEventContext(db: D1Database, input: EventInput): Promi
 				   AND r.${ACTIVE_RULE} ORDER BY r.position`,
 			)
 			.bind(...args),
+		// In the same round trip, though only events of referred users need them.
+		signalFactsLookup(db, userid, referrerid, args.slice(0, 3)),
 	]);
 	const eventRow = eventResult?.results[0] as EventRow | undefined;
 	const userRow = userResult?.results[0] as UserRow | undefined;
@@ -92,6 +106,7 @@ export async function readEventContext(db: D1Database, input: EventInput): Promi
 		referrer: referrerRow ? toUser(referrerRow) : null,
 		campaign: toCampaign(campaignRow),
 		rules: ((rulesResult?.results ?? []) as unknown as RuleRow[]).map(toRule),
+		facts: toSignalFacts(factsResult?.results[0] as { device: number; ip: number; recent: number } | undefined),
 	};
 }
 

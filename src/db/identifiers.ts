@@ -82,20 +82,25 @@ export function existingFlagLookup(db: D1Database, userkey: string): D1PreparedS
  * The stored facts the signals of a friend and its referrer need, in one
  * query. `recentReferrals` counts the referrer's friends attributed in the
  * hour up to the friend's own attribution (the friend included), so a replay
- * of the event later reads the same number.
+ * of the event later reads the same number. The two users are SQL
+ * expressions (subqueries over `args`), so the statement can join the batch
+ * that finds them.
  */
-export async function signalFacts(db: D1Database, friendUserid: number, referrerUserid: number): Promise<SignalFacts> {
+export function signalFactsLookup(db: D1Database, friendUserid: string, referrerUserid: string, args: unknown[]): D1PreparedStatement {
 	const shared = (kind: string) =>
 		`EXISTS (SELECT 1 FROM user_identifiers f JOIN user_identifiers r ON r.appid = f.appid AND r.kind = f.kind AND r.value = f.value
-		 WHERE f.userid = ?1 AND f.kind = '${kind}' AND r.userid = ?2)`;
-	const row = await db
+		 WHERE f.userid = ${friendUserid} AND f.kind = '${kind}' AND r.userid = ${referrerUserid})`;
+	return db
 		.prepare(
 			`SELECT ${shared("device")} AS device, ${shared("ip")} AS ip,
-			 (SELECT COUNT(*) FROM users o, users me WHERE me.userid = ?1 AND o.referrer_userid = ?2
+			 (SELECT COUNT(*) FROM users o, users me WHERE me.userid = ${friendUserid} AND o.referrer_userid = ${referrerUserid}
 			   AND o.attributed_at <= me.attributed_at
 			   AND o.attributed_at > strftime('%Y-%m-%dT%H:%M:%fZ', me.attributed_at, '-1 hour')) AS recent`,
 		)
-		.bind(friendUserid, referrerUserid)
-		.first<{ device: number; ip: number; recent: number }>();
+		.bind(...args);
+}
+
+/** The row of signalFactsLookup as the fraud checks read it. */
+export function toSignalFacts(row: { device: number; ip: number; recent: number } | undefined): SignalFacts {
 	return { sharedDevice: row?.device === 1, sharedNetwork: row?.ip === 1, recentReferrals: row?.recent ?? 0 };
 }

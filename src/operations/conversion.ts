@@ -1,6 +1,5 @@
 import { z } from "zod";
 import { type EventContext, type EventInput, insertEvent, readEventContext } from "../db/events";
-import { signalFacts } from "../db/identifiers";
 import { checkSignals } from "../fraud/check";
 import type { FraudReview } from "../fraud/signals";
 import { badRequest, campaignNotFound, userNotFound } from "../http/errors";
@@ -53,11 +52,11 @@ function decide(context: Extract<EventContext, { ok: true }>, input: EventInput,
 	return owned;
 }
 
-/** Fraud signals (docs/fraud.md), read only when someone could be rewarded. */
-async function fraudReview(db: D1Database, context: Extract<EventContext, { ok: true }>): Promise<FraudReview | undefined> {
-	const { user, referrer, campaign } = context;
+/** Fraud signals (docs/fraud.md), checked only when someone could be rewarded. */
+function fraudReview(context: Extract<EventContext, { ok: true }>): FraudReview | undefined {
+	const { user, referrer, campaign, facts } = context;
 	if (!referrer || user.isexistinguser) return undefined;
-	return checkSignals(user, referrer, campaign, await signalFacts(db, user.userid, referrer.userid));
+	return checkSignals(user, referrer, campaign, facts);
 }
 
 /**
@@ -70,7 +69,7 @@ export async function recordConversion(db: D1Database, input: EventInput) {
 	if (!context.ok) throw context.reason === "user_not_found" ? userNotFound() : campaignNotFound();
 	const { stored, user, referrer } = context;
 	if (stored?.decision) return { isNew: false, event: stored, decision: stored.decision, user, referrer };
-	const fraud = await fraudReview(db, context);
+	const fraud = fraudReview(context);
 	if (stored) {
 		// Events from before decisions were kept are decided from the current rules (the old behaviour).
 		const decision = decide(context, { ...input, ...stored }, new Date(stored.createdAt), fraud);
