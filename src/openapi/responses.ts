@@ -141,6 +141,7 @@ export const operationResponses: Record<string, z.ZodType> = {
 		rewarddtlid: z.string(),
 		rewardstatus: reward.shape.rewardstatus,
 		comment: z.string(),
+		fraudsignals: reward.shape.fraudsignals,
 		statuscode: z.literal(1),
 	}),
 	invokeoutreach: ok({
