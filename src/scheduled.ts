@@ -1,6 +1,7 @@
 import { purgeOldClicks } from "./db/clicks";
 import { deleteOldDecisions } from "./db/decisions";
 import { deleteExpiredKeys } from "./db/idempotency";
+import { instrumentEnv } from "./http/d1-metrics";
 import { sweepOutbox } from "./outbox/sweep";
 
 const EVERY_MINUTE = "* * * * *";
@@ -33,10 +34,11 @@ export const JOBS: ScheduledJob[] = [
 ];
 
 export async function scheduled(controller: ScheduledController, env: Env, _ctx: ExecutionContext): Promise<void> {
+	// With the bench's D1_QUERY_COUNT flag, the jobs' D1 use is counted too (bench/README.md, "D1 counts").
 	await runJobs(
 		JOBS.filter((job) => job.cron === controller.cron),
 		controller,
-		env,
+		instrumentEnv(env, "scheduled"),
 	);
 }
 
