@@ -81,6 +81,15 @@ export function Page(props: PageProps) {
 
 export const Csrf = ({ token }: { token: string }) => <input type="hidden" name="_csrf" value={token} />;
 
+/** A field's label, with its hint in parentheses. */
+function Label(props: { id: string; label: string; hint?: string }) {
+	return (
+		<label for={props.id}>
+			{props.label} {props.hint && <span class="hint">({props.hint})</span>}
+		</label>
+	);
+}
+
 export function Field(props: {
 	label: string;
 	name: string;
@@ -94,9 +103,7 @@ export function Field(props: {
 	const id = props.id ?? `f-${props.name}`;
 	return (
 		<div>
-			<label for={id}>
-				{props.label} {props.hint && <span class="hint">({props.hint})</span>}
-			</label>
+			<Label id={id} label={props.label} hint={props.hint} />
 			<input id={id} name={props.name} type={props.type ?? "text"} value={props.value ?? ""} required={props.required} {...props.attrs} />
 		</div>
 	);
@@ -106,9 +113,7 @@ export function TextArea(props: { label: string; name: string; value?: string | 
 	const id = props.id ?? `f-${props.name}`;
 	return (
 		<div>
-			<label for={id}>
-				{props.label} {props.hint && <span class="hint">({props.hint})</span>}
-			</label>
+			<Label id={id} label={props.label} hint={props.hint} />
 			<textarea id={id} name={props.name} rows={props.rows ?? 3}>
 				{props.value ?? ""}
 			</textarea>
