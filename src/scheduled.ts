@@ -1,7 +1,7 @@
 import { purgeOldClicks } from "./db/clicks";
 import { deleteOldDecisions } from "./db/decisions";
 import { deleteExpiredKeys } from "./db/idempotency";
-import { instrumentEnv } from "./http/d1-metrics";
+import { instrumentEnv } from "./instrument/d1-metrics";
 import { sweepOutbox } from "./outbox/sweep";
 
 const EVERY_MINUTE = "* * * * *";

@@ -1,7 +1,7 @@
 import { nowIso } from "../domain/dates";
 import { newEventId } from "../domain/ids";
 import type { SignalFacts } from "../fraud/signals";
-import type { OwnedGrant } from "../ledger/rules";
+import type { OwnedGrant } from "../rewards/rules";
 import { ACTIVE_RULE, type Campaign, type CampaignRow, type RewardRule, type RuleRow, toCampaign, toRule } from "./campaigns";
 import { signalFactsLookup, toSignalFacts } from "./identifiers";
 import { conversionCounters } from "./stats";

@@ -1,4 +1,4 @@
-import { fromHundredths } from "../ledger/money";
+import { fromHundredths } from "../rewards/money";
 
 /**
  * Daily counters of the dashboard's analytics (migration 0006). Each hook is

@@ -1,163 +1,11 @@
 import type { MiddlewareHandler } from "hono";
+import { countingD1, countingLedgers, countRequest, instrumentEnv, metricsEnabled, newMetrics } from "../instrument/d1-metrics";
 
 /**
- * Opt-in instrumentation for the bench (bench/README.md). With the var
- * `D1_QUERY_COUNT=1` (`wrangler dev --var D1_QUERY_COUNT:1`), every request
- * gets its own counting wrappers of `env.DB` and `env.USER_LEDGER`, and the
- * response carries:
- *
- * - `x-d1-roundtrips`: D1 calls awaited (a `batch()` is ONE round trip),
- * - `x-d1-statements`: SQL statements in them (a batch counts each of its statements),
- * - `x-d1-ms`: the summed wall time of those calls (overlapping calls both count),
- * - `x-do-calls` / `x-do-ms`: the same for RPC calls to UserLedger objects.
- *
- * Only the request's own path until its response is ready is counted in
- * those headers. Besides, every use of `env.DB` in the isolate is counted
- * into running totals per source (`instrumentEnv`): the Worker's requests
- * (their `waitUntil` work included), the UserLedger objects (their outbox
- * flushes), the queue consumer (and its sweep) and scheduled jobs. `GET
- * /__metrics/d1` answers those totals, so the bench can divide what a run
- * caused, background included, by its requests ("all-in"). Off by default:
- * then the middleware only reads the flag and `instrumentEnv` returns the
- * env it is given.
+ * The request side of the bench's instrumentation (src/instrument/d1-metrics.ts
+ * explains the counting and the flag): per-request counts in response
+ * headers, and the route that answers the isolate's running totals.
  */
-export interface RequestMetrics {
-	d1RoundTrips: number;
-	d1Statements: number;
-	d1Ms: number;
-	doCalls: number;
-	doMs: number;
-}
-
-type Flagged = Env & { D1_QUERY_COUNT?: string };
-
-/** True when the instrumentation flag is set. */
-export const metricsEnabled = (env: Env) => ["1", "true"].includes(String((env as Flagged).D1_QUERY_COUNT ?? "").toLowerCase());
-
-async function timed<T>(run: () => Promise<T>, done: (ms: number) => void): Promise<T> {
-	const started = Date.now();
-	try {
-		return await run();
-	} finally {
-		done(Date.now() - started);
-	}
-}
-
-/** A method of `target` called with `target` as `this` (the bindings' classes keep private state). */
-function own(target: object, prop: string | symbol): unknown {
-	const value = Reflect.get(target, prop);
-	return typeof value === "function" ? value.bind(target) : value;
-}
-
-const ROUND_TRIPS = new Set(["first", "run", "all", "raw"]);
-
-/** Where D1 round trips come from, for the isolate's running totals. */
-export type D1Source = "worker" | "ledger" | "consumer" | "scheduled";
-
-const newMetrics = (): RequestMetrics => ({ d1RoundTrips: 0, d1Statements: 0, d1Ms: 0, doCalls: 0, doMs: 0 });
-const totals: Record<D1Source, RequestMetrics> = {
-	worker: newMetrics(),
-	ledger: newMetrics(),
-	consumer: newMetrics(),
-	scheduled: newMetrics(),
-};
-/** Requests the Worker answered (the totals route excepted): what the bench divides the totals by. */
-let requests = 0;
-
-/**
- * The env with its D1 binding counted into the isolate's totals for `source`
- * when the flag is set; `env` itself otherwise. Every entry point applies it
- * (the Worker's middleware, UserLedger's constructor, the queue consumer, the
- * scheduled handler).
- */
-export function instrumentEnv(env: Env, source: D1Source): Env {
-	if (!metricsEnabled(env)) return env;
-	return { ...env, DB: countingD1(env.DB, totals[source]) };
-}
-
-/** The isolate's running D1 totals per source, and their sum. */
-export function d1Totals(): { requests: number; total: { roundtrips: number; statements: number } } & Record<
-	D1Source,
-	{ roundtrips: number; statements: number }
-> {
-	const view = (m: RequestMetrics) => ({ roundtrips: m.d1RoundTrips, statements: m.d1Statements });
-	const sources = Object.keys(totals) as D1Source[];
-	return {
-		requests,
-		worker: view(totals.worker),
-		ledger: view(totals.ledger),
-		consumer: view(totals.consumer),
-		scheduled: view(totals.scheduled),
-		total: {
-			roundtrips: sources.reduce((n, s) => n + totals[s].d1RoundTrips, 0),
-			statements: sources.reduce((n, s) => n + totals[s].d1Statements, 0),
-		},
-	};
-}
-
-/** Wraps `db` so that every round trip made through it is counted into `m`. */
-export function countingD1(db: D1Database, m: RequestMetrics): D1Database {
-	const real = new WeakMap<object, D1PreparedStatement>();
-	const count = (statements: number) => (ms: number) => {
-		m.d1RoundTrips++;
-		m.d1Statements += statements;
-		m.d1Ms += ms;
-	};
-	const wrap = (statement: D1PreparedStatement): D1PreparedStatement => {
-		const proxy = new Proxy(statement, {
-			get(target, prop) {
-				if (prop === "bind") return (...values: unknown[]) => wrap(target.bind(...values));
-				if (typeof prop === "string" && ROUND_TRIPS.has(prop)) {
-					const method = own(target, prop) as (...args: unknown[]) => Promise<unknown>;
-					return (...args: unknown[]) => timed(() => method(...args), count(1));
-				}
-				return own(target, prop);
-			},
-		});
-		real.set(proxy, statement);
-		return proxy;
-	};
-	return new Proxy(db, {
-		get(target, prop) {
-			if (prop === "prepare") return (query: string) => wrap(target.prepare(query));
-			if (prop === "batch") {
-				return (statements: D1PreparedStatement[]) =>
-					timed(() => target.batch(statements.map((s) => real.get(s) ?? s)), count(statements.length));
-			}
-			if (prop === "exec") return (query: string) => timed(() => target.exec(query), count(1));
-			// A session has prepare and batch as the database has: count through it too.
-			if (prop === "withSession") {
-				return (constraint?: string) => countingD1(target.withSession(constraint) as unknown as D1Database, m);
-			}
-			return own(target, prop);
-		},
-	});
-}
-
-/** Wraps the ledger namespace so that every RPC call on a stub it hands out is counted into `m`. */
-export function countingLedgers<T extends DurableObjectNamespace<any>>(namespace: T, m: RequestMetrics): T {
-	const done = (ms: number) => {
-		m.doCalls++;
-		m.doMs += ms;
-	};
-	const wrapStub = (stub: object) =>
-		new Proxy(stub, {
-			get(target, prop) {
-				const value = Reflect.get(target, prop);
-				if (typeof value !== "function" || typeof prop !== "string" || prop === "then") return value;
-				return (...args: unknown[]) => timed(async () => Reflect.apply(value, target, args), done);
-			},
-		});
-	return new Proxy(namespace, {
-		get(target, prop) {
-			if (prop === "get" || prop === "getByName") {
-				const method = own(target, prop) as (...args: unknown[]) => object;
-				return (...args: unknown[]) => wrapStub(method(...args));
-			}
-			return own(target, prop);
-		},
-	});
-}
 
 /** Where the Worker answers d1Totals() (only with the flag set). */
 export const TOTALS_PATH = "/__metrics/d1";
@@ -166,7 +14,7 @@ export const TOTALS_PATH = "/__metrics/d1";
 export const d1Metrics: MiddlewareHandler<{ Bindings: Env }> = async (c, next) => {
 	if (!metricsEnabled(c.env)) return next();
 	if (c.req.path === TOTALS_PATH) return next();
-	requests++;
+	countRequest();
 	const m = newMetrics();
 	const counted = instrumentEnv(c.env, "worker");
 	c.env = { ...counted, DB: countingD1(counted.DB, m), USER_LEDGER: countingLedgers(c.env.USER_LEDGER, m) };

@@ -1,4 +1,4 @@
-import { fromHundredths } from "./money";
+import { fromHundredths } from "../rewards/money";
 import type { BalanceNumbers, BalanceRecord, RewardStatus } from "./types";
 
 /** Bucket amounts in hundredths. */

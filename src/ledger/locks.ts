@@ -1,5 +1,5 @@
+import { rewardId } from "../domain/ledger-ids";
 import { Refused } from "./refused";
-import { rewardId } from "./rows";
 import type { TransactionRow } from "./schema";
 
 /**

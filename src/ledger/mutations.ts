@@ -1,7 +1,7 @@
 import { type WebhookType, webhookEvent } from "../outbox/events";
+import { fromHundredths } from "../rewards/money";
 import { bucketDelta, contribution, isZeroDelta } from "./balance";
 import { type BalanceKey, owedOf, payClawbacks, restOf, rowsWithOwed, settlingRewards } from "./clawbacks";
-import { fromHundredths } from "./money";
 import { queueCouponClaim, queueProjection, queueWebhook } from "./outbox";
 import { toView } from "./rows";
 import type { RewardRow } from "./schema";

@@ -1,7 +1,7 @@
 import { rewardCounters } from "../db/stats";
+import { rewardId } from "../domain/ledger-ids";
 import { appHasWebhook, insertOutboxEvent, type OutboxEvent, sendOutboxEvents } from "../outbox/events";
-import { fromHundredths } from "./money";
-import { rewardId } from "./rows";
+import { fromHundredths } from "../rewards/money";
 import type { OutboxRow, RewardRow } from "./schema";
 import type { FlushReport } from "./types";
 

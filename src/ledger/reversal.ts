@@ -1,10 +1,11 @@
+import { rewardId } from "../domain/ledger-ids";
+import { fromHundredths } from "../rewards/money";
 import { addClawback } from "./clawbacks";
 import { assertUnlocked } from "./locks";
-import { fromHundredths } from "./money";
 import { keyOf, rewardRow, settleOwed, type TxContext, writeReward } from "./mutations";
 import { decideRefund, type PriorRefunds, reversalEffect, reversedTarget } from "./refund";
 import { Refused } from "./refused";
-import { rewardId, toLedgerReward } from "./rows";
+import { toLedgerReward } from "./rows";
 import type { RefundRow, RewardRow } from "./schema";
 import type { LedgerReward, RewardStatus } from "./types";
 

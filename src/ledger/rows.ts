@@ -1,11 +1,9 @@
 import type { Distribution } from "../db/campaigns";
 import { formatDayMonthYear } from "../domain/dates";
-import { formatAmount, fromHundredths } from "./money";
+import { rewardId } from "../domain/ledger-ids";
+import { formatAmount, fromHundredths } from "../rewards/money";
 import type { RewardRow } from "./schema";
 import type { LedgerReward, RewardStatus, RewardView, UserType } from "./types";
-
-/** The public id of a reward: its owner's user key and its number in that owner's ledger. */
-export const rewardId = (userkey: string, seq: number) => `${userkey}-${seq}`;
 
 /**
  * A reward as the public API shows it. `rewardedon` is the day it was paid

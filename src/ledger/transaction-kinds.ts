@@ -1,3 +1,4 @@
+import { seqOfRewardId } from "../domain/ledger-ids";
 import { assertUnlocked } from "./locks";
 import { rewardRow, type TxContext, updateReward } from "./mutations";
 import { Refused } from "./refused";
@@ -5,7 +6,6 @@ import { applyReversal, eventRewardIds, type ReversalOutcome, type ReverseOperat
 import { toLedgerReward } from "./rows";
 import type { RewardRow } from "./schema";
 import { transitionError } from "./status";
-import { seqOfRewardId } from "./stub";
 import type { LedgerReward, RewardStatus, StatusChange } from "./types";
 
 /**

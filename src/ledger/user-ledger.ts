@@ -1,10 +1,11 @@
 import { DurableObject } from "cloudflare:workers";
 import { decideOnce } from "../db/decisions";
-import { instrumentEnv } from "../http/d1-metrics";
+import { ledgerName, parseLedgerName, seqOfRewardId } from "../domain/ledger-ids";
+import { instrumentEnv } from "../instrument/d1-metrics";
 import { webhookEvent } from "../outbox/events";
+import { fromHundredths, toHundredths } from "../rewards/money";
 import { type BalanceRow, nestBalances } from "./balance";
 import { listClawbacks, restOf } from "./clawbacks";
-import { withIdempotencyKey } from "./idempotency";
 import {
 	assertUnlocked,
 	expiredTransactions,
@@ -16,16 +17,15 @@ import {
 	transactionRow,
 } from "./locks";
 import { migrateLedger } from "./migrate";
-import { fromHundredths, toHundredths } from "./money";
 import { insertReward, rewardRow, rewardRowByKey, settleAllOwed, type TxContext, updateReward } from "./mutations";
 import { type AssignedCoupon, type CouponClaim, type FlushHost, flushOutbox, nextOutboxDue, queueWebhook } from "./outbox";
 import { erasePersonInLedger } from "./privacy";
 import { allocateOldestFirst, available } from "./redeem";
+import { withIdempotencyKey } from "./redemption-keys";
 import { Refused } from "./refused";
 import { applyRecordedRefunds } from "./reversal";
 import { rewardSummary, toLedgerReward, toView } from "./rows";
 import { type ClawbackRow, LEDGER_MIGRATIONS, type OutboxRow, type RewardRow, type TransactionRow } from "./schema";
-import { ledgerName, parseLedgerName, seqOfRewardId } from "./stub";
 import { applyOperation, type LedgerOperation, type LedgerOperationResult, lockedSeqs } from "./transaction-kinds";
 import type {
 	BalanceFilter,

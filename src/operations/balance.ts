@@ -1,10 +1,11 @@
 import { z } from "zod";
 import { type D1Reader, readSession } from "../db/session";
 import { type UserRef, type UserRow, userLookup } from "../db/users";
+import { userkeyOfRewardId } from "../domain/ledger-ids";
 import { campaignNotFound, userNotFound } from "../http/errors";
 import { campaignId, id, optionalEmail, optionalId, optionalText } from "../http/fields";
 import { defineOperation } from "../http/operation";
-import { ledgerFor, userkeyOfRewardId } from "../ledger/stub";
+import { ledgerFor } from "../ledger/stub";
 
 /**
  * Operation 1: the user's earnings, unit -> growth hack -> campaign, filtered

@@ -5,10 +5,10 @@ import type { FraudReview } from "../fraud/signals";
 import { badRequest, campaignNotFound, userNotFound } from "../http/errors";
 import { amount, customId, id, MAX_MONEY, optionalCampaignId, optionalEmail, optionalId, optionalText } from "../http/fields";
 import { defineOperation } from "../http/operation";
-import { toHundredths } from "../ledger/money";
 import { rewardSummary } from "../ledger/rows";
-import { isPercentRule, matchingRules, type OwnedGrant, rewardsForEvent } from "../ledger/rules";
 import { ledgerFor } from "../ledger/stub";
+import { toHundredths } from "../rewards/money";
+import { isPercentRule, matchingRules, type OwnedGrant, rewardsForEvent } from "../rewards/rules";
 
 const schema = z.object({
 	userkey: id,

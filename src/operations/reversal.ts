@@ -4,9 +4,9 @@ import { type EventParties, findEventParties } from "../db/events";
 import { ApiError } from "../http/errors";
 import { customId, exactAmount, optionalText } from "../http/fields";
 import { defineOperation, type OperationContext } from "../http/operation";
-import { fromHundredths, toHundredths } from "../ledger/money";
 import type { ReversalOutcome, ReverseOperation } from "../ledger/reversal";
 import { appHasWebhook, insertOutboxEvent, sendOutboxEvents, webhookEvent } from "../outbox/events";
+import { fromHundredths, toHundredths } from "../rewards/money";
 import { ledgerError } from "./rewards";
 
 /** How often a refund meeting another change of the same rewards (reward_locked) is tried again before answering 409. */

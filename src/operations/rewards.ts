@@ -1,10 +1,11 @@
 import { z } from "zod";
 import { runAcrossLedgers } from "../coordination/ledger-transaction";
 import { toUser, type UserRow, userLookup } from "../db/users";
+import { userkeyOfRewardId } from "../domain/ledger-ids";
 import { ApiError, badRequest, campaignNotFound, rewardNotFound, userNotFound } from "../http/errors";
 import { exactAmount, id, optionalCampaignId, optionalEmail, optionalId, optionalText } from "../http/fields";
 import { defineOperation, type OperationContext } from "../http/operation";
-import { ledgerFor, userkeyOfRewardId } from "../ledger/stub";
+import { ledgerFor } from "../ledger/stub";
 import type { LedgerError, SettableStatus, StatusChange } from "../ledger/types";
 
 /** Turns a ledger's expected failure into the API error it stands for. */

@@ -1,4 +1,4 @@
-import { instrumentEnv } from "../http/d1-metrics";
+import { instrumentEnv } from "../instrument/d1-metrics";
 import { cachedDeliveryApp, rememberDeliveryApp } from "./app-settings";
 import { passBreaker, reportToBreaker } from "./breaker-gate";
 import { DEFAULT_WEBHOOK_TIMEOUT_MS, type DeliveryOptions, deliver } from "./deliver";

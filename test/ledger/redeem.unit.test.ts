@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
+import { seqOfRewardId, userkeyOfRewardId } from "../../src/domain/ledger-ids";
 import { backoffMs } from "../../src/ledger/outbox";
 import { allocateOldestFirst, available } from "../../src/ledger/redeem";
-import { seqOfRewardId, userkeyOfRewardId } from "../../src/ledger/stub";
 
 describe("allocateOldestFirst", () => {
 	const candidates = [

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { formatAmount, fromHundredths, toHundredths } from "../../src/ledger/money";
+import { formatAmount, fromHundredths, toHundredths } from "../../src/rewards/money";
 
 describe("toHundredths", () => {
 	it.each([

@@ -2,8 +2,8 @@ import type { Campaign, RewardRule } from "../db/campaigns";
 import type { User } from "../db/users";
 import { checkSignals } from "../fraud/check";
 import { commentWithSignals, type FraudReview } from "../fraud/signals";
+import type { FriendSnapshot, RewardGrant } from "../ledger/types";
 import { fromHundredths, toHundredths } from "./money";
-import type { FriendSnapshot, RewardGrant } from "./types";
 
 /** A recorded conversion event, as the rules see it. */
 export interface ConversionEvent {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { Campaign, RewardRule } from "../../src/db/campaigns";
 import type { User } from "../../src/db/users";
-import { initialStatus, matchingRules, rewardsForEvent, rewardTypeAllows, roundToHundredths, ruleAmount } from "../../src/ledger/rules";
+import { initialStatus, matchingRules, rewardsForEvent, rewardTypeAllows, roundToHundredths, ruleAmount } from "../../src/rewards/rules";
 
 const rule = (over: Partial<RewardRule> = {}): RewardRule => ({
 	ruleid: 11,
