@@ -1,6 +1,8 @@
+import { z } from "zod";
 import { nowIso } from "../domain/dates";
 
-export type Decision = "commit" | "abort";
+const decisionRow = z.object({ decision: z.enum(["commit", "abort"]) });
+export type Decision = z.output<typeof decisionRow>["decision"];
 
 /**
  * Records `wanted` as the decision of transaction `txid` unless one is
@@ -15,9 +17,12 @@ export async function decideOnce(db: D1Database, appid: string, txid: string, wa
 			.bind(txid, appid, wanted, nowIso()),
 		db.prepare("SELECT decision FROM ledger_decisions WHERE txid = ?").bind(txid),
 	]);
-	const row = read?.results[0] as { decision: Decision } | undefined;
-	if (!row) throw new Error(`decision of ${txid} not readable after its insert`);
-	return row.decision;
+	const row = read?.results[0];
+	if (row === undefined) throw new Error(`decision of ${txid} not readable after its insert`);
+	// A value this code does not know (written by hand, or by a later deploy) must stop the transaction, not be read as abort.
+	const parsed = decisionRow.safeParse(row);
+	if (!parsed.success) throw new Error(`ledger_decisions.decision of ${txid} is not commit or abort: ${JSON.stringify(row)}`);
+	return parsed.data.decision;
 }
 
 /** Deletes decisions older than `maxAgeMs` (every lease is far shorter); returns how many. */

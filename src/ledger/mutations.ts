@@ -1,11 +1,13 @@
+import { seqOfRewardId } from "../domain/ledger-ids";
 import { type WebhookType, webhookEvent } from "../outbox/events";
 import { fromHundredths } from "../rewards/money";
 import { bucketDelta, contribution, isZeroDelta } from "./balance";
 import { type BalanceKey, owedOf, payClawbacks, restOf, rowsWithOwed, settlingRewards } from "./clawbacks";
 import { queueCouponClaim, queueProjection, queueWebhook } from "./outbox";
+import { Refused } from "./refused";
 import { toView } from "./rows";
 import type { RewardRow } from "./schema";
-import type { RewardGrant, RewardStatus } from "./types";
+import type { RewardGrant } from "./types";
 
 /**
  * The synchronous writes of the ledger. Each helper keeps the three things
@@ -32,17 +34,30 @@ export const rewardEventId = (appid: string, userkey: string, seq: number, versi
 
 /** One reward by its number, or undefined. */
 export function rewardRow(sql: SqlStorage, seq: number): RewardRow | undefined {
-	return sql.exec<RewardRow>("SELECT * FROM rewards WHERE seq = ?", seq).toArray()[0] as RewardRow | undefined;
+	return sql.exec<RewardRow>("SELECT * FROM rewards WHERE seq = ?", seq).toArray()[0];
 }
 
 /** One reward by its grant key, or undefined. */
 export function rewardRowByKey(sql: SqlStorage, key: string): RewardRow | undefined {
-	return sql.exec<RewardRow>("SELECT * FROM rewards WHERE key = ?", key).toArray()[0] as RewardRow | undefined;
+	return sql.exec<RewardRow>("SELECT * FROM rewards WHERE key = ?", key).toArray()[0];
+}
+
+/** One reward of `userkey`'s ledger by its public id, or undefined (also for an id of another ledger). */
+export function rewardRowById(sql: SqlStorage, userkey: string, rewarddtlid: string): RewardRow | undefined {
+	const seq = seqOfRewardId(rewarddtlid, userkey);
+	return seq === null ? undefined : rewardRow(sql, seq);
+}
+
+/** One reward of this ledger by its public id, or a `reward_not_found` refusal. */
+export function rewardOrRefuse(tx: TxContext, rewarddtlid: string): RewardRow {
+	const row = rewardRowById(tx.sql, tx.userkey, rewarddtlid);
+	if (!row) throw new Refused({ code: "reward_not_found", rewarddtlid, message: "no such reward" });
+	return row;
 }
 
 type BalanceSubject = Pick<RewardRow, "status" | "amount" | "redeemed" | "reversed" | "settled">;
 
-const contributionOf = (r: BalanceSubject) => contribution(r.status as RewardStatus, r.amount, r.redeemed, r.reversed, r.settled);
+const contributionOf = (r: BalanceSubject) => contribution(r.status, r.amount, r.redeemed, r.reversed, r.settled);
 
 /** Moves the reward's balance row from what `before` contributed to what `after` contributes. */
 function applyBalance(sql: SqlStorage, before: BalanceSubject | null, after: RewardRow): void {

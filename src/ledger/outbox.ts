@@ -1,8 +1,10 @@
+import type { z } from "zod";
+import { type AssignedCoupon, claimCoupon, projectionStatement, sendFlushBatch } from "../db/projection";
 import { rewardCounters } from "../db/stats";
 import { rewardId } from "../domain/ledger-ids";
 import { appHasWebhook, insertOutboxEvent, type OutboxEvent, sendOutboxEvents } from "../outbox/events";
-import { fromHundredths } from "../rewards/money";
-import type { OutboxRow, RewardRow } from "./schema";
+import type { LedgerOutboxEntry, RewardRow } from "./schema";
+import { couponClaimSchema, parseStoredJson, projectionPayloadSchema, webhookEventSchema } from "./stored-json";
 import type { FlushReport } from "./types";
 
 /**
@@ -72,59 +74,6 @@ export function queueCouponClaim(sql: SqlStorage, claim: CouponClaim, nowMs: num
 	);
 }
 
-/** The versioned upsert of one reward into D1's read projection; an older version never overwrites a newer one. */
-export function projectionStatement(db: D1Database, appid: string, userkey: string, row: RewardRow): D1PreparedStatement {
-	return db
-		.prepare(
-			`INSERT INTO rewards (rewarddtlid, appid, userkey, campaignid, eventname, usertype, reward, rewardunit, rewardtype,
-			   rewardstatus, redeemed, comment, friend_userkey, created_at, updated_at, version, fraudsignals)
-			 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-			 ON CONFLICT (rewarddtlid) DO UPDATE SET reward = excluded.reward, rewardstatus = excluded.rewardstatus, redeemed = excluded.redeemed,
-			   comment = excluded.comment, updated_at = excluded.updated_at, version = excluded.version
-			 WHERE excluded.version > rewards.version`,
-		)
-		.bind(
-			rewardId(userkey, row.seq),
-			appid,
-			userkey,
-			row.campaignid,
-			row.eventname,
-			row.usertype,
-			// What the reward is worth now: a refund lowers it (reversal.ts).
-			fromHundredths(row.amount - row.reversed),
-			row.rewardunit,
-			row.rewardtype,
-			row.status,
-			fromHundredths(row.redeemed),
-			row.comment,
-			row.friend_userkey,
-			row.created_at,
-			row.updated_at,
-			row.version,
-			row.fraudsignals ?? "[]",
-		);
-}
-
-/** Claims a free code of the campaign for the reward, or returns the one it already holds; null when the pool is empty. */
-export function couponClaimStatement(db: D1Database, claim: CouponClaim, nowIso: string): D1PreparedStatement {
-	return db
-		.prepare(
-			`UPDATE coupons SET reward_key = ?, assigned_at = COALESCE(assigned_at, ?)
-			 WHERE couponid = COALESCE(
-			   (SELECT couponid FROM coupons WHERE reward_key = ?),
-			   (SELECT couponid FROM coupons WHERE campaignid = ? AND reward_key IS NULL ORDER BY couponid LIMIT 1))
-			 RETURNING coupon, couponname, coupondetails, couponimage`,
-		)
-		.bind(claim.couponKey, nowIso, claim.couponKey, claim.campaignid);
-}
-
-export interface AssignedCoupon {
-	coupon: string;
-	couponname: string;
-	coupondetails: string;
-	couponimage: string;
-}
-
 /** What the flush needs from its ledger. */
 export interface FlushHost {
 	sql: SqlStorage;
@@ -133,12 +82,16 @@ export interface FlushHost {
 	appid: string;
 	userkey: string;
 	/** Writes a claimed code onto the reward (in its own transaction) and removes the claim entry. */
-	assignCoupon(entry: OutboxRow, claim: CouponClaim, coupon: AssignedCoupon): void;
+	assignCoupon(entry: LedgerOutboxEntry, claim: CouponClaim, coupon: AssignedCoupon): void;
 }
+
+/** An entry's payload, checked against the shape its kind is written with. */
+const payloadOf = <S extends z.ZodType>(entry: LedgerOutboxEntry, schema: S): z.output<S> =>
+	parseStoredJson("outbox", "payload", entry.payload, schema);
 
 const errorText = (error: unknown) => (error instanceof Error ? error.message : String(error)).slice(0, 500);
 
-function postpone(host: FlushHost, entries: OutboxRow[], error: unknown, delayMs?: number): void {
+function postpone(host: FlushHost, entries: LedgerOutboxEntry[], error: unknown, delayMs?: number): void {
 	const now = Date.now();
 	host.transactionSync(() => {
 		for (const e of entries) {
@@ -154,7 +107,7 @@ function postpone(host: FlushHost, entries: OutboxRow[], error: unknown, delayMs
 	});
 }
 
-function remove(host: FlushHost, entries: OutboxRow[]): void {
+function remove(host: FlushHost, entries: LedgerOutboxEntry[]): void {
 	host.transactionSync(() => {
 		for (const e of entries) host.sql.exec("DELETE FROM outbox WHERE id = ?", e.id);
 	});
@@ -170,14 +123,14 @@ function remove(host: FlushHost, entries: OutboxRow[]): void {
  * before the entries were removed) sends again: at least once, as the
  * consumer (which skips delivered events) and receivers (`webhook-id`) expect.
  */
-async function deliverRecords(host: FlushHost, projections: OutboxRow[], webhooks: OutboxRow[]): Promise<number> {
+async function deliverRecords(host: FlushHost, projections: LedgerOutboxEntry[], webhooks: LedgerOutboxEntry[]): Promise<number> {
 	const db = host.env.DB;
 	const statements: D1PreparedStatement[] = [];
-	const projected: { entry: OutboxRow; version: number }[] = [];
-	const gone: OutboxRow[] = [];
+	const projected: { entry: LedgerOutboxEntry; version: number }[] = [];
+	const gone: LedgerOutboxEntry[] = [];
 	for (const entry of projections) {
-		const { seq } = JSON.parse(entry.payload) as { seq: number };
-		const row = host.sql.exec<RewardRow>("SELECT * FROM rewards WHERE seq = ?", seq).toArray()[0] as RewardRow | undefined;
+		const { seq } = payloadOf(entry, projectionPayloadSchema);
+		const row = host.sql.exec<RewardRow>("SELECT * FROM rewards WHERE seq = ?", seq).toArray()[0];
 		if (!row) {
 			gone.push(entry);
 			continue;
@@ -186,16 +139,16 @@ async function deliverRecords(host: FlushHost, projections: OutboxRow[], webhook
 		statements.push(rewardCounters(db, host.appid, host.userkey, row), projectionStatement(db, host.appid, host.userkey, row));
 		projected.push({ entry, version: row.version });
 	}
-	const events = webhooks.map((w) => JSON.parse(w.payload) as OutboxEvent);
+	const events: OutboxEvent[] = webhooks.map((w) => payloadOf(w, webhookEventSchema));
 	const hooks = appHasWebhook(host.appid);
 	const now = new Date().toISOString();
 	for (const event of events) statements.push(insertOutboxEvent(db, event, hooks, { enqueuedAt: now }));
-	if (events.length > 0) statements.push(db.prepare(`SELECT ${hooks.sql} AS hooks`).bind(...hooks.args));
 	if (gone.length > 0) remove(host, gone);
 	if (statements.length === 0) return gone.length;
-	let results: D1Result[];
+	let hasHooks: boolean;
 	try {
-		results = await db.batch(statements);
+		// The batch's last statement (only when there are events) says whether the app has a webhook URL.
+		hasHooks = await sendFlushBatch(db, statements, events.length > 0 ? hooks : null);
 	} catch (error) {
 		console.warn("ledger outbox: D1 write failed", { appid: host.appid, userkey: host.userkey, error: errorText(error) });
 		postpone(host, [...projections.filter((p) => !gone.includes(p)), ...webhooks], error);
@@ -206,7 +159,6 @@ async function deliverRecords(host: FlushHost, projections: OutboxRow[], webhook
 		for (const { entry, version } of projected) host.sql.exec("DELETE FROM outbox WHERE id = ? AND version <= ?", entry.id, version);
 	});
 	if (webhooks.length === 0) return gone.length + projected.length;
-	const hasHooks = ((results.at(-1)?.results ?? []) as { hooks: number }[])[0]?.hooks === 1;
 	if (hasHooks) {
 		try {
 			await sendOutboxEvents(host.env, events);
@@ -220,11 +172,11 @@ async function deliverRecords(host: FlushHost, projections: OutboxRow[], webhook
 	return gone.length + projected.length + webhooks.length;
 }
 
-async function claimCoupon(host: FlushHost, entry: OutboxRow): Promise<boolean> {
-	const claim = JSON.parse(entry.payload) as CouponClaim;
+async function runCouponClaim(host: FlushHost, entry: LedgerOutboxEntry): Promise<boolean> {
+	const claim = payloadOf(entry, couponClaimSchema);
 	let coupon: AssignedCoupon | null;
 	try {
-		coupon = await couponClaimStatement(host.env.DB, claim, new Date().toISOString()).first<AssignedCoupon>();
+		coupon = await claimCoupon(host.env.DB, claim, new Date().toISOString());
 	} catch (error) {
 		console.warn("ledger outbox: coupon claim failed", { appid: host.appid, userkey: host.userkey, error: errorText(error) });
 		postpone(host, [entry], error);
@@ -251,8 +203,8 @@ async function claimCoupon(host: FlushHost, entry: OutboxRow): Promise<boolean> 
 export async function flushOutboxOnce(host: FlushHost): Promise<FlushReport> {
 	let done = 0;
 	const due = () =>
-		host.sql.exec<OutboxRow>("SELECT * FROM outbox WHERE next_attempt_at <= ? ORDER BY id LIMIT ?", Date.now(), BATCH).toArray();
-	for (const entry of due().filter((e) => e.kind === "coupon")) if (await claimCoupon(host, entry)) done++;
+		host.sql.exec<LedgerOutboxEntry>("SELECT * FROM outbox WHERE next_attempt_at <= ? ORDER BY id LIMIT ?", Date.now(), BATCH).toArray();
+	for (const entry of due().filter((e) => e.kind === "coupon")) if (await runCouponClaim(host, entry)) done++;
 	const entries = due().filter((e) => e.kind !== "coupon");
 	done += await deliverRecords(
 		host,

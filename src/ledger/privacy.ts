@@ -1,5 +1,5 @@
 import { redactJson } from "../privacy/redact";
-import type { OutboxRow } from "./schema";
+import type { LedgerOutboxEntry } from "./schema";
 
 /**
  * Erasure inside one ledger (run in one storage transaction): the personal
@@ -15,7 +15,9 @@ export function erasePersonInLedger(sql: SqlStorage, personUserkey: string, valu
 		personUserkey,
 	).rowsWritten;
 	let webhooks = 0;
-	for (const entry of sql.exec<Pick<OutboxRow, "id" | "payload">>("SELECT id, payload FROM outbox WHERE kind = 'webhook'").toArray()) {
+	for (const entry of sql
+		.exec<Pick<LedgerOutboxEntry, "id" | "payload">>("SELECT id, payload FROM outbox WHERE kind = 'webhook'")
+		.toArray()) {
 		const redacted = redactJson(entry.payload, { userkey: personUserkey, values });
 		if (redacted === null) continue;
 		sql.exec("UPDATE outbox SET payload = ? WHERE id = ?", redacted, entry.id);

@@ -7,6 +7,7 @@ import { decideRefund, type PriorRefunds, reversalEffect, reversedTarget } from 
 import { Refused } from "./refused";
 import { toLedgerReward } from "./rows";
 import type { RefundRow, RewardRow } from "./schema";
+import { parseStoredJson, reversalOutcomeSchema, reverseOperationSchema } from "./stored-json";
 import type { LedgerReward, RewardStatus } from "./types";
 
 /**
@@ -105,7 +106,9 @@ function refuseIfAnotherPrepared(sql: SqlStorage, customid: string, ownTxid?: st
 			ownTxid ?? null,
 		)
 		.toArray();
-	if (prepared.some((p) => (JSON.parse(p.payload) as ReverseOperation).customid === customid)) {
+	const sameEvent = (p: { payload: string }) =>
+		parseStoredJson("ledger_transactions", "payload", p.payload, reverseOperationSchema).customid === customid;
+	if (prepared.some(sameEvent)) {
 		throw new Refused({
 			code: "reward_locked",
 			rewarddtlid: "",
@@ -115,7 +118,7 @@ function refuseIfAnotherPrepared(sql: SqlStorage, customid: string, ownTxid?: st
 }
 
 const snapshot = (row: RewardRow): RewardSnapshot => ({
-	rewardstatus: row.status as RewardStatus,
+	rewardstatus: row.status,
 	reward: fromHundredths(row.amount - row.reversed),
 	reversedamount: fromHundredths(row.reversed),
 	redeemed: fromHundredths(row.redeemed),
@@ -134,7 +137,7 @@ function reverseReward(
 	target: number,
 	refund: { customid: string; refundid: string; reason: string | null },
 ): { after: RewardRow; reported: ReversedReward } {
-	const { status, debt } = reversalEffect({ ...row, status: row.status as RewardStatus }, target);
+	const { status, debt } = reversalEffect(row, target);
 	const ends = status !== row.status && (status === "Rejected" || status === "Rewarded");
 	const comment =
 		refund.reason ?? (status === "Rejected" && row.status !== "Rejected" ? "Reversed: the conversion was refunded." : row.comment);
@@ -200,7 +203,8 @@ export function applyReversal(
 				message: `refund ${refundid} of event ${customid} was recorded with another refundvalue`,
 			});
 		}
-		return { rewards: [], reversal: { ...(JSON.parse(known.outcome) as ReversalOutcome), changed: false, repeat: true } };
+		const first = parseStoredJson("refunds", "outcome", known.outcome, reversalOutcomeSchema);
+		return { rewards: [], reversal: { ...first, changed: false, repeat: true } };
 	}
 	const prior = priorRefunds(tx.sql, customid);
 	const decision = decideRefund(prior, operation.refundvalue, operation.transactionvalue);

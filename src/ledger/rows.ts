@@ -1,9 +1,9 @@
-import type { Distribution } from "../db/campaigns";
 import { formatDayMonthYear } from "../domain/dates";
 import { rewardId } from "../domain/ledger-ids";
 import { formatAmount, fromHundredths } from "../rewards/money";
 import type { RewardRow } from "./schema";
-import type { LedgerReward, RewardStatus, RewardView, UserType } from "./types";
+import { fraudSignalsSchema, parseStoredJson } from "./stored-json";
+import type { LedgerReward, RewardView } from "./types";
 
 /**
  * A reward as the public API shows it. `rewardedon` is the day it was paid
@@ -14,14 +14,14 @@ import type { LedgerReward, RewardStatus, RewardView, UserType } from "./types";
 export function toView(userkey: string, row: RewardRow): RewardView {
 	return {
 		rewarddtlid: rewardId(userkey, row.seq),
-		rewardstatus: row.status as RewardStatus,
+		rewardstatus: row.status,
 		comment: row.comment ?? "",
 		eventname: row.eventname,
 		reward: formatAmount(row.amount - row.reversed),
 		rewardunit: row.rewardunit,
 		rewardedon: formatDayMonthYear(row.rewarded_at ?? row.created_at),
-		rewardtype: row.rewardtype as Distribution,
-		usertype: row.usertype as UserType,
+		rewardtype: row.rewardtype,
+		usertype: row.usertype,
 		coupon: row.coupon ?? "",
 		couponimage: row.couponimage ?? "",
 		coupondetails: row.coupondetails ?? "",
@@ -32,7 +32,7 @@ export function toView(userkey: string, row: RewardRow): RewardView {
 		friendemail: row.friend_email ?? "",
 		friendname: row.friend_name ?? "",
 		friendprofileimage: row.friend_profileimage ?? "",
-		fraudsignals: JSON.parse(row.fraudsignals ?? "[]"),
+		fraudsignals: parseStoredJson("rewards", "fraudsignals", row.fraudsignals ?? "[]", fraudSignalsSchema),
 		reversed: row.reversed > 0,
 		reversedamount: formatAmount(row.reversed),
 	};

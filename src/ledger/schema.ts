@@ -1,3 +1,6 @@
+import type { Distribution } from "../db/campaigns";
+import type { RewardStatus, UserType } from "./types";
+
 /**
  * The UserLedger's own SQLite schema, as a list of migration steps applied in
  * its constructor (see migrate.ts). Step N brings the schema to version N; the
@@ -143,19 +146,23 @@ export const LEDGER_MIGRATIONS: readonly (readonly string[])[] = [
 	],
 ];
 
-/** A row of the ledger's rewards table (a type alias, so it satisfies SqlStorage's row constraint). */
+/**
+ * A row of the ledger's rewards table (a type alias, so it satisfies
+ * SqlStorage's row constraint). `status`, `rewardtype` and `usertype` hold
+ * only the values their types name: this ledger is their only writer.
+ */
 export type RewardRow = {
 	seq: number;
 	key: string;
 	ruleid: number;
 	customid: string;
 	eventname: string;
-	usertype: string;
+	usertype: UserType;
 	amount: number;
 	redeemed: number;
 	rewardunit: string;
-	rewardtype: string;
-	status: string;
+	rewardtype: Distribution;
+	status: RewardStatus;
 	comment: string | null;
 	hold_until: string | null;
 	rewarded_at: string | null;
@@ -217,8 +224,8 @@ export type ClawbackRow = {
 	updated_at: string;
 };
 
-/** A row of the ledger's outbox table. */
-export type OutboxRow = {
+/** An entry of the ledger's own outbox table (not D1's outbox_events): a projection, webhook or coupon claim waiting to leave the object. */
+export type LedgerOutboxEntry = {
 	id: number;
 	kind: "projection" | "webhook" | "coupon";
 	ref: string;

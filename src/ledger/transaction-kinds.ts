@@ -1,16 +1,13 @@
 import { seqOfRewardId } from "../domain/ledger-ids";
-import { assertUnlocked } from "./locks";
-import { rewardRow, type TxContext, updateReward } from "./mutations";
+import type { TxContext } from "./mutations";
 import { Refused } from "./refused";
 import { applyReversal, eventRewardIds, type ReversalOutcome, type ReverseOperation } from "./reversal";
-import { toLedgerReward } from "./rows";
-import type { RewardRow } from "./schema";
-import { transitionError } from "./status";
-import type { LedgerReward, RewardStatus, StatusChange } from "./types";
+import { applyStatusChanges } from "./status-changes";
+import type { LedgerReward, StatusChange } from "./types";
 
 /**
  * The changes a ledger can take part in through a multi-ledger transaction
- * (prepare / commit / abort, see transactions in user-ledger.ts and
+ * (prepare / commit / abort, see transactions.ts and
  * coordination/ledger-transaction.ts), or apply alone in one call.
  *
  * To add one (a refund, say): add its shape to `LedgerOperation` and an entry
@@ -40,46 +37,6 @@ interface TransactionKind<O extends LedgerOperation> {
 }
 
 type Kinds = { [K in LedgerOperation["kind"]]: TransactionKind<Extract<LedgerOperation, { kind: K }>> };
-
-/** One reward of this ledger by its public id, or a `reward_not_found` refusal. */
-export function rewardOrRefuse(tx: TxContext, rewarddtlid: string): RewardRow {
-	const seq = seqOfRewardId(rewarddtlid, tx.userkey);
-	const row = seq === null ? undefined : rewardRow(tx.sql, seq);
-	if (!row) throw new Refused({ code: "reward_not_found", rewarddtlid, message: "no such reward" });
-	return row;
-}
-
-/**
- * changerewardstatus within one ledger: every change or none (decisions.md
- * §4). The entry's message becomes the comment; any change made by hand ends
- * the automatic approval of a hold.
- */
-function applyStatusChanges(tx: TxContext, changes: StatusChange[], ownTxid?: string): LedgerOperationResult {
-	const touched = new Map<number, RewardRow>();
-	for (const change of changes) {
-		const before = rewardOrRefuse(tx, change.rewarddtlid);
-		assertUnlocked(tx.sql, tx.userkey, before.seq, ownTxid);
-		const refusal = transitionError(
-			{
-				status: before.status as RewardStatus,
-				redeemed: before.redeemed + before.settled,
-				fullyReversed: before.amount > 0 && before.reversed >= before.amount,
-			},
-			change.status,
-		);
-		if (refusal) throw new Refused({ code: "invalid_status_transition", rewarddtlid: change.rewarddtlid, message: refusal });
-		const patch = { status: change.status, comment: change.message ?? before.comment, hold_until: null };
-		const changed = before.status !== change.status;
-		const after = updateReward(
-			tx,
-			before,
-			patch,
-			changed ? { type: "reward.status_changed", extra: { previousstatus: before.status } } : undefined,
-		);
-		touched.set(after.seq, after);
-	}
-	return { rewards: [...touched.values()].map((row) => toLedgerReward(tx.userkey, row)) };
-}
 
 export const TRANSACTION_KINDS: Kinds = {
 	status: {

@@ -157,6 +157,12 @@ export interface RedeemByAmount {
 	idempotency?: LedgerIdempotency;
 }
 
+/** What a redemption answers (redeemByAmount, redeemByIds): the amount redeemed and the rewards it used. */
+export interface Redemption {
+	redeemed: number;
+	rewards: LedgerReward[];
+}
+
 /** An Idempotency-Key as the ledger records it: a repeat with the same fingerprint answers the first result. */
 export interface LedgerIdempotency {
 	key: string;

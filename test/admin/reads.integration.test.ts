@@ -275,7 +275,7 @@ describe("stats counters under retries, races and replays", { timeout: 30_000 },
 
 	it("a replayed or stale projection flush counts nothing; a redemption counts only what it added", async () => {
 		const { rewardCounters } = await import("../../src/db/stats");
-		const { projectionStatement } = await import("../../src/ledger/outbox");
+		const { projectionStatement } = await import("../../src/db/projection");
 		const app = await createApp();
 		const userkey = (await register(app, { email: "p@x.com" })).userkey;
 		const row = {

@@ -1,8 +1,8 @@
 import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { couponClaimStatement } from "../../src/ledger/outbox";
-import type { OutboxRow } from "../../src/ledger/schema";
+import { couponClaimStatement } from "../../src/db/projection";
+import type { LedgerOutboxEntry } from "../../src/ledger/schema";
 import { createApp } from "../support/api";
 import { freshLedger, grantOf, hookedAppId } from "./support";
 
@@ -13,7 +13,7 @@ import { freshLedger, grantOf, hookedAppId } from "./support";
  */
 
 const outbox = (stub: ReturnType<typeof freshLedger>["stub"]) =>
-	runInDurableObject(stub, (_l, state) => state.storage.sql.exec<OutboxRow>("SELECT * FROM outbox ORDER BY id").toArray());
+	runInDurableObject(stub, (_l, state) => state.storage.sql.exec<LedgerOutboxEntry>("SELECT * FROM outbox ORDER BY id").toArray());
 const eventsOf = async (appid: string) =>
 	(await env.DB.prepare("SELECT eventid, type, enqueued_at FROM outbox_events WHERE appid = ? ORDER BY eventid").bind(appid).all()).results;
 

@@ -1,7 +1,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { projectionStatement } from "../../src/ledger/outbox";
+import { projectionStatement } from "../../src/db/projection";
 import type { RewardRow } from "../../src/ledger/schema";
 import { createApp } from "../support/api";
 import { freshLedger, grantOf, hookedAppId } from "./support";

@@ -1,0 +1,52 @@
+import { webhookEvent } from "../outbox/events";
+import { toHundredths } from "../rewards/money";
+import { insertReward, rewardRow, rewardRowByKey, type TxContext } from "./mutations";
+import { queueWebhook } from "./outbox";
+import { applyRecordedRefunds } from "./reversal";
+import { rewardSummary, toLedgerReward } from "./rows";
+import type { ConversionAnnouncement, GrantResult, RewardGrant } from "./types";
+
+/**
+ * Creates the rewards of `grants` for this ledger's user, inside the
+ * caller's transaction. Idempotent by grant key (a known key returns its
+ * reward with created: false); a grant whose rule already rewarded this user
+ * `rewardfrequency` times for the same friend is skipped. Amounts are
+ * rounded half-up to hundredths. The `conversion.recorded` webhook of
+ * `announcement` is queued in the same transaction, so it leaves with the
+ * rewards it reports.
+ */
+export function grantRewards(tx: TxContext, grants: RewardGrant[], announcement?: ConversionAnnouncement): GrantResult {
+	const result: GrantResult = { rewards: [], skipped: [] };
+	for (const grant of grants) {
+		const existing = rewardRowByKey(tx.sql, grant.key);
+		if (existing) {
+			result.rewards.push({ ...toLedgerReward(tx.userkey, existing), created: false });
+			continue;
+		}
+		if (grant.rewardfrequency > 0) {
+			// Every earlier reward counts, rejected ones too: a rejected reward must not be re-earned by repeating the event.
+			const { n } = tx.sql
+				.exec<{ n: number }>(
+					"SELECT COUNT(*) AS n FROM rewards WHERE ruleid = ? AND friend_userkey = ?",
+					grant.ruleid,
+					grant.friend.userkey,
+				)
+				.one();
+			if (n >= grant.rewardfrequency) {
+				result.skipped.push({ key: grant.key, reason: "frequency_limit" });
+				continue;
+			}
+		}
+		const amount = toHundredths(grant.amount);
+		// The rules engine only produces valid amounts, so anything else is a bug, not an expected failure.
+		if (amount === null || amount < 0) throw new RangeError(`invalid reward amount ${grant.amount} for grant ${grant.key}`);
+		const row = applyRecordedRefunds(tx, insertReward(tx, grant, amount));
+		result.rewards.push({ ...toLedgerReward(tx.userkey, rewardRow(tx.sql, row.seq) ?? row), created: true });
+	}
+	if (announcement) {
+		const rewards = [...result.rewards.map((r) => rewardSummary(tx.userkey, r)), ...announcement.otherRewards];
+		const event = webhookEvent(tx.appid, "conversion.recorded", { ...announcement.payload, rewards }, announcement.eventid);
+		queueWebhook(tx.sql, event, tx.nowMs);
+	}
+	return result;
+}

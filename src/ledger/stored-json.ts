@@ -1,0 +1,178 @@
+import { z } from "zod";
+import { FRAUD_SIGNALS } from "../fraud/signals";
+import type { OutboxEvent, WebhookType } from "../outbox/events";
+import type { CouponClaim } from "./outbox";
+import type { ReversalOutcome, ReverseOperation } from "./reversal";
+import type { LedgerOperation, LedgerOperationResult } from "./transaction-kinds";
+import type { LedgerReward, Redemption, StatusChange } from "./types";
+
+/**
+ * JSON the ledger keeps in its own SQLite tables and reads back later,
+ * possibly written by an older deploy: outbox payloads, prepared
+ * transactions and their results, recorded redemption answers and refund
+ * outcomes, a reward's fraud signals. Each is parsed with its schema, so a
+ * row that no longer has the shape this code relies on fails loudly, naming
+ * the table and column, instead of flowing on with a type it does not have.
+ * Each schema is checked against the TypeScript type it stands for
+ * (`satisfies z.ZodType<...>`); answers replayed to callers keep any field
+ * the schema does not name (loose objects), exactly as they were recorded.
+ */
+
+/** `text` from `table`.`column`, parsed as JSON and checked against `schema`. */
+export function parseStoredJson<S extends z.ZodType>(table: string, column: string, text: string, schema: S): z.output<S> {
+	let value: unknown;
+	try {
+		value = JSON.parse(text);
+	} catch {
+		throw new Error(`ledger ${table}.${column}: the stored text is not JSON`);
+	}
+	const parsed = schema.safeParse(value);
+	if (!parsed.success) {
+		throw new Error(`ledger ${table}.${column}: the stored JSON does not have the expected shape: ${z.prettifyError(parsed.error)}`);
+	}
+	return parsed.data;
+}
+
+// ---- rewards.fraudsignals and rewards as answered ---------------------------------------------
+
+export const fraudSignalsSchema = z.array(z.enum(FRAUD_SIGNALS));
+
+const rewardStatus = z.enum(["Approved", "UnderReview", "Suspicious", "Rejected", "Rewarded"]);
+const settableStatus = z.enum(["Approved", "UnderReview", "Suspicious", "Rejected"]);
+
+export const ledgerRewardSchema = z.looseObject({
+	rewarddtlid: z.string(),
+	rewardstatus: rewardStatus,
+	comment: z.string(),
+	eventname: z.string(),
+	reward: z.string(),
+	rewardunit: z.string(),
+	rewardedon: z.string(),
+	rewardtype: z.enum(["InstoreCredits", "Coupon"]),
+	usertype: z.enum(["Friend", "Referrer"]),
+	coupon: z.string(),
+	couponimage: z.string(),
+	coupondetails: z.string(),
+	couponname: z.string(),
+	campaignid: z.string(),
+	campaignname: z.string(),
+	growthhack: z.string(),
+	friendemail: z.string(),
+	friendname: z.string(),
+	friendprofileimage: z.string(),
+	fraudsignals: fraudSignalsSchema,
+	reversed: z.boolean(),
+	reversedamount: z.string(),
+	key: z.string(),
+	friendUserkey: z.string(),
+	amount: z.number(),
+	redeemed: z.number(),
+	reversedAmount: z.number(),
+	settled: z.number(),
+	createdAt: z.string(),
+	updatedAt: z.string(),
+	holdUntil: z.string().nullable(),
+	rewardedAt: z.string().nullable(),
+	version: z.number(),
+}) satisfies z.ZodType<LedgerReward>;
+
+// ---- refunds.outcome ----------------------------------------------------------------------------
+
+const rewardSnapshot = z.looseObject({
+	rewardstatus: rewardStatus,
+	reward: z.number(),
+	reversedamount: z.number(),
+	redeemed: z.number(),
+});
+
+export const reversalOutcomeSchema = z.looseObject({
+	customid: z.string(),
+	refundid: z.string(),
+	refundvalue: z.number(),
+	refunded: z.number(),
+	transactionvalue: z.number().nullable(),
+	full: z.boolean(),
+	changed: z.boolean(),
+	repeat: z.boolean().optional(),
+	rewards: z.array(
+		z.looseObject({
+			rewarddtlid: z.string(),
+			userkey: z.string(),
+			usertype: z.string(),
+			rewardunit: z.string(),
+			before: rewardSnapshot,
+			after: rewardSnapshot,
+			reversedamount: z.number(),
+			clawback: z.number(),
+		}),
+	),
+}) satisfies z.ZodType<ReversalOutcome>;
+
+// ---- idempotency_keys.result --------------------------------------------------------------------
+
+export const redemptionSchema = z.looseObject({
+	redeemed: z.number(),
+	rewards: z.array(ledgerRewardSchema),
+}) satisfies z.ZodType<Redemption>;
+
+// ---- ledger_transactions.payload and .result ----------------------------------------------------
+
+const statusChangeSchema = z.object({
+	rewarddtlid: z.string(),
+	status: settableStatus,
+	message: z.string().nullable(),
+}) satisfies z.ZodType<StatusChange>;
+
+export const reverseOperationSchema = z.object({
+	kind: z.literal("reverse"),
+	customid: z.string(),
+	refundid: z.string(),
+	refundvalue: z.number().nullable(),
+	transactionvalue: z.number().nullable(),
+	reason: z.string().nullable(),
+}) satisfies z.ZodType<ReverseOperation>;
+
+export const ledgerOperationSchema = z.discriminatedUnion("kind", [
+	z.object({ kind: z.literal("status"), changes: z.array(statusChangeSchema) }),
+	reverseOperationSchema,
+]) satisfies z.ZodType<LedgerOperation>;
+
+export const ledgerOperationResultSchema = z.looseObject({
+	rewards: z.array(ledgerRewardSchema),
+	reversal: reversalOutcomeSchema.optional(),
+}) satisfies z.ZodType<LedgerOperationResult>;
+
+// ---- outbox.payload -----------------------------------------------------------------------------
+
+export const projectionPayloadSchema = z.object({ seq: z.number() });
+
+export const couponClaimSchema = z.object({
+	seq: z.number(),
+	couponKey: z.string(),
+	campaignid: z.number(),
+}) satisfies z.ZodType<CouponClaim>;
+
+/** Every webhook type (src/outbox/events.ts); the check below fails to compile when one is added there and not here. */
+const WEBHOOK_TYPES = [
+	"user.registered",
+	"referral.attributed",
+	"conversion.recorded",
+	"reward.created",
+	"reward.status_changed",
+	"reward.redeemed",
+	"conversion.reversed",
+	"reward.reversed",
+	"reward.clawback_paid",
+] as const satisfies readonly WebhookType[];
+const everyWebhookType: Exclude<WebhookType, (typeof WEBHOOK_TYPES)[number]> extends never ? true : false = true;
+void everyWebhookType;
+
+/** A webhook event waiting in the ledger's outbox (the ledger queues webhooks only, never emails). */
+export const webhookEventSchema = z.object({
+	eventid: z.string(),
+	appid: z.string(),
+	kind: z.literal("webhook"),
+	type: z.enum(WEBHOOK_TYPES),
+	payload: z.record(z.string(), z.unknown()),
+	createdAt: z.string(),
+}) satisfies z.ZodType<OutboxEvent>;
