@@ -210,7 +210,7 @@ function settleIfOwed(ctx: TxContext, row: RewardRow): void {
  * oldest reward first, before any of it can be redeemed: each paying reward's
  * `settled` grows (its approved part moves to claimed) and a reward used up
  * becomes `Rewarded`. Rewards locked by a transaction other than `ownTxid`
- * are left for when their lock goes (see UserLedger.finish).
+ * are left for when their lock goes (see finish in transactions.ts).
  */
 export function settleOwed(ctx: TxContext, key: BalanceKey, ownTxid?: string): void {
 	let owed = owedOf(ctx.sql, key);
