@@ -100,7 +100,14 @@ export function signalFactsLookup(db: D1Database, friendUserid: string, referrer
 		.bind(...args);
 }
 
+/** The row signalFactsLookup selects. */
+export interface SignalFactsRow {
+	device: number;
+	ip: number;
+	recent: number;
+}
+
 /** The row of signalFactsLookup as the fraud checks read it. */
-export function toSignalFacts(row: { device: number; ip: number; recent: number } | undefined): SignalFacts {
+export function toSignalFacts(row: SignalFactsRow | undefined): SignalFacts {
 	return { sharedDevice: row?.device === 1, sharedNetwork: row?.ip === 1, recentReferrals: row?.recent ?? 0 };
 }
