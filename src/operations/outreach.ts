@@ -9,7 +9,8 @@ import { optionalEmail, optionalId, optionalPhone, optionalText } from "../http/
 import { defineOperation, type OperationContext } from "../http/operation";
 import { mailAction, outreachEmail, reminderEmail } from "../outbox/emails";
 import { emailEvent, insertOutboxEvent, sendOutboxEvents } from "../outbox/events";
-import { findOrRegisterUser, networkFields, networkOf, profileOf, userSummary } from "./users";
+import { networkFields, profileOf } from "./schemas";
+import { findOrRegisterUser, networkOf, userSummary } from "./users";
 
 /** Queues one email event, recorded in D1 first so it survives a failed enqueue. */
 async function queueEmail(ctx: OperationContext, event: ReturnType<typeof emailEvent>): Promise<void> {

@@ -1,13 +1,12 @@
 import { z } from "zod";
 import { type CoordinatedResult, type LedgerPart, runAcrossLedgers } from "../coordination/ledger-transaction";
 import { type EventParties, findEventParties } from "../db/events";
-import { ApiError } from "../http/errors";
+import { ApiError, ledgerError } from "../http/errors";
 import { customId, exactAmount, optionalText } from "../http/fields";
 import { defineOperation, type OperationContext } from "../http/operation";
 import { fromHundredths, toHundredths } from "../ledger/money";
 import type { ReversalOutcome, ReverseOperation } from "../ledger/reversal";
 import { appHasWebhook, insertOutboxEvent, sendOutboxEvents, webhookEvent } from "../outbox/events";
-import { ledgerError } from "./rewards";
 
 /** How often a refund meeting another change of the same rewards (reward_locked) is tried again before answering 409. */
 const LOCKED_RETRIES = 8;

@@ -6,7 +6,6 @@ import {
 	countNewFriend,
 	existingUserLookup,
 	insertUser,
-	PROFILE_FIELDS,
 	type Profile,
 	referrerLookup,
 	toUser,
@@ -19,32 +18,10 @@ import { newReferralCode, newUserKey } from "../domain/ids";
 import { ipHash } from "../domain/ip";
 import { shareUrl } from "../domain/share-url";
 import { ApiError, campaignNotFound, userNotFound } from "../http/errors";
-import { flag, id, optionalEmail, optionalId, optionalIpAddress, optionalPhone, optionalText } from "../http/fields";
+import { id, optionalText } from "../http/fields";
 import { defineOperation, type OperationContext } from "../http/operation";
 import { allOf, appHasWebhook, insertOutboxEvent, type OutboxEvent, sendOutboxEvents, webhookEvent } from "../outbox/events";
-
-/** Profile fields of register and updateuser (URL-decoded already). */
-export const profileFields = {
-	email: optionalEmail,
-	useraccountid: optionalId,
-	name: optionalText(200),
-	phone: optionalPhone,
-	profileimage: optionalText(2000),
-	city: optionalText(100),
-	state: optionalText(100),
-	country: optionalText(100),
-	paymentcustomerid: optionalId,
-	usertimezone: optionalText(64),
-	extrainfo: optionalText(4000),
-	isexistinguser: flag,
-};
-
-/** The end user's device and network, as the product saw them (register, updateuser, invokeoutreach). */
-export const networkFields = {
-	deviceid: optionalText(200),
-	ipaddress: optionalIpAddress,
-	useragent: optionalText(1000),
-};
+import { networkFields, profileFields, profileOf } from "./schemas";
 
 /** The network fields sent, with the IP address replaced by its keyed hash: the address itself is never kept. */
 export async function networkOf(env: Env, input: { deviceid?: string; ipaddress?: string; useragent?: string }): Promise<Network> {
@@ -55,17 +32,6 @@ export async function networkOf(env: Env, input: { deviceid?: string; ipaddress?
 		iphash: input.ipaddress && env.IP_HASH_KEY ? await ipHash(env.IP_HASH_KEY, input.ipaddress) : undefined,
 		useragent: input.useragent,
 	};
-}
-
-/** Picks the profile fields that were sent. */
-export function profileOf(input: Partial<Record<keyof typeof profileFields, unknown>>): Profile {
-	const profile: Profile = {};
-	for (const field of PROFILE_FIELDS) {
-		const value = input[field];
-		if (typeof value === "string") profile[field] = value;
-	}
-	if (typeof input.isexistinguser === "boolean") profile.isexistinguser = input.isexistinguser;
-	return profile;
 }
 
 /** The fields every user response shares (register, invokeoutreach). */
