@@ -52,6 +52,12 @@ export function networkWrites(
 	];
 }
 
+/** Runs networkWrites on their own (one round trip; none when there is nothing to record). */
+export async function recordNetwork(db: D1Database, appid: string, userkey: string, network: Network): Promise<void> {
+	const writes = networkWrites(db, appid, userkey, network);
+	if (writes.length > 0) await db.batch(writes);
+}
+
 /** `{ seen: 1 }` when a user of the app was already registered with this device id. */
 export function deviceSeenLookup(db: D1Database, appid: string, deviceid: string | undefined): D1PreparedStatement {
 	return db

@@ -122,7 +122,7 @@ export async function erasePersonInD1(
 }
 
 /** One line of the privacy log: who asked for what action on which userkey, and when; never the data. */
-export function privacyLogInsert(
+function privacyLogInsert(
 	db: D1Database,
 	appid: string,
 	userkey: string,
@@ -132,6 +132,17 @@ export function privacyLogInsert(
 	return db
 		.prepare("INSERT INTO privacy_log (appid, userkey, action, actor, at) VALUES (?, ?, ?, ?, ?)")
 		.bind(appid, userkey, action, log.actor, log.at);
+}
+
+/** Writes one line of the privacy log on its own (an export; an erasure logs in its own batch). */
+export async function logPrivacyAction(
+	db: D1Database,
+	appid: string,
+	userkey: string,
+	action: "erase" | "export",
+	log: { actor: string; at: string },
+): Promise<void> {
+	await privacyLogInsert(db, appid, userkey, action, log).run();
 }
 
 /** The privacy log of one user, oldest first. */

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { toUser, type UserRow, userLookup } from "../db/users";
+import { findUserAndDistribution } from "../db/user-reads";
 import { ApiError, campaignNotFound, ledgerError, rewardNotFound, userNotFound } from "../http/errors";
 import { exactAmount, id, optionalCampaignId, optionalEmail, optionalId, optionalText } from "../http/fields";
 import { defineOperation, type OperationContext } from "../http/operation";
@@ -32,22 +32,16 @@ export const redeemrewards = defineOperation({
 			path: ["amount"],
 		}),
 	async handle({ env, app, idempotency }, input) {
-		const lookup = userLookup(env.DB, app.appid, input);
-		if (!lookup) throw userNotFound();
-		const [userResult, campaignResult] = await env.DB.batch<Record<string, unknown>>([
-			lookup,
-			env.DB.prepare("SELECT distribution FROM campaigns WHERE campaignid = ? AND appid = ?").bind(input.campaignid ?? null, app.appid),
-		]);
-		const row = userResult?.results[0] as UserRow | undefined;
-		if (!row) throw userNotFound();
-		const ledger = ledgerFor(env, app.appid, toUser(row).userkey);
+		const found = await findUserAndDistribution(env.DB, app.appid, input, input.campaignid);
+		if (!found) throw userNotFound();
+		const { user, campaign } = found;
+		const ledger = ledgerFor(env, app.appid, user.userkey);
 		if (input.rewarddtlids) {
 			const result = await ledger.redeemByIds(input.rewarddtlids, idempotency);
 			if (!result.ok) throw ledgerError(result.error);
 			return { message: `Redeemed ${result.redeemed}.`, redeemed: result.redeemed };
 		}
 		if (input.campaignid !== undefined) {
-			const campaign = campaignResult?.results[0] as { distribution: string } | undefined;
 			if (!campaign) throw campaignNotFound();
 			if (campaign.distribution === "Coupon") {
 				throw new ApiError(400, "coupon_distribution", "This campaign distributes coupons; they are not redeemed by amount.");
