@@ -1,6 +1,6 @@
 import { purgeOldClicks } from "./db/clicks";
 import { deleteOldDecisions } from "./db/decisions";
-import { deleteExpiredKeys } from "./db/idempotency";
+import { deleteExpiredKeys } from "./db/idempotency-replies";
 import { instrumentEnv } from "./instrument/d1-metrics";
 import { sweepOutbox } from "./outbox/sweep";
 
@@ -21,7 +21,7 @@ export interface ScheduledJob {
 export const JOBS: ScheduledJob[] = [
 	// Events whose enqueue failed or never ran; also run by the queue consumer, but that needs traffic.
 	{ name: "outbox-sweep", cron: EVERY_MINUTE, run: (env) => sweepOutbox(env) },
-	// Idempotency keys are kept 24 h (http/idempotency.ts).
+	// Idempotency keys are kept 24 h (http/idempotency-key.ts).
 	{ name: "idempotency-keys-expiry", cron: EVERY_MINUTE, run: (env) => deleteExpiredKeys(env.DB) },
 	// Decisions of multi-ledger transactions are read only within a lease (seconds); a week is ample.
 	{ name: "ledger-decisions-expiry", cron: EVERY_MINUTE, run: (env) => deleteOldDecisions(env.DB, 7 * 86_400_000) },

@@ -1,9 +1,10 @@
 import { Hono } from "hono";
 import { z } from "zod";
 import { findApp } from "../db/apps";
+import { markNotEnqueued, resetForRedelivery } from "../db/outbox-events";
 import { ApiError } from "../http/errors";
+import { getDelivery, listDeliveries } from "../outbox/deliveries";
 import { enqueueOutboxEvents } from "../outbox/events";
-import { getDelivery, listDeliveries, markNotEnqueued, resetForRedelivery } from "../outbox/store";
 import { webhookBreakerOf } from "./breakers";
 
 /**

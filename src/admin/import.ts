@@ -6,7 +6,7 @@ import { newReferralCode, newUserKey } from "../domain/ids";
 import { ApiError } from "../http/errors";
 import { optionalEmail, optionalId } from "../http/fields";
 import { readJsonObject } from "../http/json-body";
-import { profileFields, profileOf } from "../operations/users";
+import { profileFields, profileOf } from "../operations/schemas";
 
 /**
  * Bulk import of users (admin API, under /admin/v1): up to 1,000 users per

@@ -1,6 +1,6 @@
 import { Hono } from "hono";
 import { findApp } from "../db/apps";
-import { erasePersonInD1, findPerson, type PersonRecord, personActivity, privacyLog, privacyLogInsert } from "../db/privacy";
+import { erasePersonInD1, findPerson, logPrivacyAction, type PersonRecord, personActivity, privacyLog } from "../db/privacy";
 import { nowIso } from "../domain/dates";
 import { ApiError, userNotFound } from "../http/errors";
 import { ledgerFor } from "../ledger/stub";
@@ -69,7 +69,7 @@ privacyRoutes.get("/apps/:appid/users/:userkey/export", async (c) => {
 			: [],
 	]);
 	const at = nowIso();
-	await privacyLogInsert(c.env.DB, appid, user.userkey, "export", { actor: actorOf(c.req.header("x-admin-actor")), at }).run();
+	await logPrivacyAction(c.env.DB, appid, user.userkey, "export", { actor: actorOf(c.req.header("x-admin-actor")), at });
 	return c.json({
 		exportedat: at,
 		appid,

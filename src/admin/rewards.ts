@@ -3,7 +3,8 @@ import { z } from "zod";
 import { listRewards } from "../db/admin-rewards";
 import { badRequest } from "../http/errors";
 import { readJsonObject } from "../http/json-body";
-import { changeRewardStatuses, statusChangesSchema } from "../operations/rewards";
+import { statusChangesSchema } from "../operations/schemas";
+import { changeRewardStatuses } from "../operations/status-change";
 import { requireAppId } from "./guard";
 import { page, pageRequest } from "./paging";
 

@@ -1,5 +1,6 @@
 import { nowIso } from "../domain/dates";
 import type { BreakerState } from "../outbox/breaker";
+import { rowsOf } from "./rows";
 
 /** A `webhook_breakers` row (migrations/0003_webhook_breakers.sql). */
 interface BreakerRow {
@@ -35,9 +36,9 @@ export function breakersLookup(db: D1Database, appidsJson: string, eventidsJson:
 		.bind(appidsJson, eventidsJson);
 }
 
-/** The rows of breakersLookup by app. */
-export function breakersByApp(results: unknown[]): Map<string, BreakerState> {
-	return new Map((results as BreakerRow[]).map((row) => [row.appid, toState(row)]));
+/** The result of breakersLookup, by app. */
+export function breakersByApp(result: D1Result | undefined): Map<string, BreakerState> {
+	return new Map(rowsOf<BreakerRow>(result).map((row) => [row.appid, toState(row)]));
 }
 
 /** The stored breaker of an app's webhook endpoint, or null (never failed). */

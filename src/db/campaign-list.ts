@@ -1,4 +1,5 @@
 import { type CampaignRow, type CampaignWithDetails, type RuleRow, type SocialAction, toCampaign, toRule } from "./campaigns";
+import { rowsOf } from "./rows";
 
 /**
  * One page of the app's campaigns (by campaignid, after `after`) with their rules, social actions and free
@@ -11,7 +12,7 @@ export async function listCampaignsWithDetails(
 	after = 0,
 ): Promise<(CampaignWithDetails & { couponsavailable: number })[]> {
 	const page = "SELECT campaignid FROM campaigns WHERE appid = ?1 AND campaignid > ?2 ORDER BY campaignid LIMIT ?3";
-	const [campaigns, rules, actions, coupons] = await db.batch<Record<string, unknown>>([
+	const [campaigns, rules, actions, coupons] = await db.batch([
 		db.prepare("SELECT * FROM campaigns WHERE appid = ?1 AND campaignid > ?2 ORDER BY campaignid LIMIT ?3").bind(appid, after, limit),
 		db
 			.prepare(`SELECT r.* FROM reward_rules r WHERE r.campaignid IN (${page}) ORDER BY r.campaignid, r.position`)
@@ -29,10 +30,10 @@ export async function listCampaignsWithDetails(
 			)
 			.bind(appid, after, limit),
 	]);
-	const ruleRows = (rules?.results ?? []) as unknown as RuleRow[];
-	const actionRows = (actions?.results ?? []) as unknown as (SocialAction & { campaignid: number })[];
-	const free = new Map(((coupons?.results ?? []) as { campaignid: number; n: number }[]).map((r) => [r.campaignid, r.n]));
-	return ((campaigns?.results ?? []) as unknown as CampaignRow[]).map((row) => ({
+	const ruleRows = rowsOf<RuleRow>(rules);
+	const actionRows = rowsOf<SocialAction & { campaignid: number }>(actions);
+	const free = new Map(rowsOf<{ campaignid: number; n: number }>(coupons).map((r) => [r.campaignid, r.n]));
+	return rowsOf<CampaignRow>(campaigns).map((row) => ({
 		...toCampaign(row),
 		rewardrules: ruleRows.filter((r) => r.campaignid === row.campaignid).map(toRule),
 		socialactions: actionRows.filter((a) => a.campaignid === row.campaignid).map(({ campaignid: _, ...a }) => a),

@@ -1,5 +1,8 @@
+import { z } from "zod";
 import { nowIso } from "../domain/dates";
-import type { FraudSignal } from "../fraud/signals";
+import { FRAUD_SIGNALS, type FraudSignal } from "../fraud/signals";
+import { firstRowOf, rowsOf } from "./rows";
+import { parseStoredJson } from "./stored-json";
 
 export type Distribution = "InstoreCredits" | "Coupon";
 
@@ -71,19 +74,30 @@ export interface RuleRow extends Omit<RewardRule, "categories" | "inclusionsande
 	inclusionsandexclusions: string;
 }
 
+/** The JSON columns of campaigns and reward_rules, as the admin API writes them. */
+const suspiciousSignalsJson = z.array(z.enum(FRAUD_SIGNALS));
+const categoriesJson = z.unknown();
+const inclusionsJson = z.array(z.unknown());
+
 export const toCampaign = ({ autoapprove, suspicioussignals, created_at, updated_at, ...rest }: CampaignRow): Campaign => ({
 	...rest,
 	autoapprove: autoapprove === 1,
-	suspicioussignals: suspicioussignals === null ? null : JSON.parse(suspicioussignals),
+	suspicioussignals:
+		suspicioussignals === null ? null : parseStoredJson("campaigns", "suspicioussignals", suspicioussignals, suspiciousSignalsJson),
 	createdAt: created_at,
 	updatedAt: updated_at,
 });
 
 export const toRule = (row: RuleRow): RewardRule => ({
 	...row,
-	categories: row.categories === null ? null : JSON.parse(row.categories),
-	inclusionsandexclusions: JSON.parse(row.inclusionsandexclusions),
+	categories: row.categories === null ? null : parseStoredJson("reward_rules", "categories", row.categories, categoriesJson),
+	inclusionsandexclusions: parseStoredJson("reward_rules", "inclusionsandexclusions", row.inclusionsandexclusions, inclusionsJson),
 });
+
+/** `{ found: 1 }` when the campaign is the app's. */
+export function campaignFoundLookup(db: Pick<D1Database, "prepare">, appid: string, campaignid: number): D1PreparedStatement {
+	return db.prepare("SELECT 1 AS found FROM campaigns WHERE campaignid = ? AND appid = ?").bind(campaignid, appid);
+}
 
 /** Fields an admin sets on a campaign (all but identity and timestamps). */
 export type CampaignFields = Omit<Campaign, "campaignid" | "appid" | "createdAt" | "updatedAt">;
@@ -192,7 +206,7 @@ export async function insertCampaign(
 		db.prepare(`UPDATE apps SET default_campaignid = COALESCE(default_campaignid, ${NEWEST_CAMPAIGN}) WHERE appid = ?`).bind(appid, appid),
 		db.prepare(`SELECT ${NEWEST_CAMPAIGN} AS campaignid`).bind(appid),
 	]);
-	const last = results.at(-1)?.results[0] as { campaignid: number } | undefined;
+	const last = firstRowOf<{ campaignid: number }>(results.at(-1));
 	if (!last) throw new Error("campaign insert returned no id");
 	return last.campaignid;
 }
@@ -232,12 +246,12 @@ export async function updateCampaign(
 	];
 	// Ownership and the active rules are checked first, so a foreign campaign or an unknown ruleid changes nothing.
 	const [owned, active] = await db.batch([
-		db.prepare("SELECT 1 AS found FROM campaigns WHERE campaignid = ? AND appid = ?").bind(campaignid, appid),
+		campaignFoundLookup(db, appid, campaignid),
 		db.prepare(`SELECT ruleid FROM reward_rules WHERE campaignid = ? AND ${ACTIVE_RULE}`).bind(campaignid),
 	]);
 	if (!owned?.results.length) return { ok: false, reason: "campaign_not_found" };
 	if (rules) {
-		const activeIds = new Set(((active?.results ?? []) as { ruleid: number }[]).map((r) => r.ruleid));
+		const activeIds = new Set(rowsOf<{ ruleid: number }>(active).map((r) => r.ruleid));
 		const unknown = rules.find((r) => r.ruleid !== undefined && !activeIds.has(r.ruleid));
 		if (unknown?.ruleid !== undefined) return { ok: false, reason: "unknown_rule", ruleid: unknown.ruleid };
 		const kept = rules.flatMap((r) => (r.ruleid === undefined ? [] : [r.ruleid]));
@@ -289,12 +303,12 @@ export async function getCampaignWithDetails(db: D1Database, appid: string, camp
 			)
 			.bind(campaignid, appid),
 	]);
-	const row = campaign?.results[0] as CampaignRow | undefined;
+	const row = firstRowOf<CampaignRow>(campaign);
 	if (!row) return null;
 	return {
 		...toCampaign(row),
-		rewardrules: ((rules?.results ?? []) as unknown as RuleRow[]).map(toRule),
-		socialactions: (actions?.results ?? []) as unknown as SocialAction[],
+		rewardrules: rowsOf<RuleRow>(rules).map(toRule),
+		socialactions: rowsOf<SocialAction>(actions),
 	};
 }
 

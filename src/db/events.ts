@@ -1,10 +1,13 @@
+import { z } from "zod";
 import { nowIso } from "../domain/dates";
 import { newEventId } from "../domain/ids";
-import type { SignalFacts } from "../fraud/signals";
+import { FRAUD_SIGNALS, type SignalFacts } from "../fraud/signals";
 import type { OwnedGrant } from "../rewards/rules";
 import { ACTIVE_RULE, type Campaign, type CampaignRow, type RewardRule, type RuleRow, toCampaign, toRule } from "./campaigns";
-import { signalFactsLookup, toSignalFacts } from "./identifiers";
+import { type SignalFactsRow, signalFactsLookup, toSignalFacts } from "./identifiers";
+import { firstRowOf, rowsOf } from "./rows";
 import { conversionCounters } from "./stats";
+import { parseStoredJson } from "./stored-json";
 import { toUser, USER_VIEW, type User, type UserRow } from "./users";
 
 export interface EventInput {
@@ -55,6 +58,44 @@ interface EventRow {
 	decision: string | null;
 }
 
+/**
+ * `conversion_events.decision`: the OwnedGrant list (rewards/rules.ts) frozen
+ * at the event's first recording. Keys this code does not know are kept, so
+ * the grants reach the ledgers exactly as they were stored.
+ */
+const decisionJson = z.array(
+	z.looseObject({
+		owner: z.enum(["friend", "referrer"]),
+		grant: z.looseObject({
+			key: z.string(),
+			ruleid: z.number(),
+			rewardfrequency: z.number(),
+			usertype: z.enum(["Friend", "Referrer"]),
+			amount: z.number(),
+			rewardunit: z.string(),
+			rewardtype: z.enum(["InstoreCredits", "Coupon"]),
+			campaignid: z.number(),
+			campaignname: z.string(),
+			growthhack: z.string(),
+			eventname: z.string(),
+			customid: z.string(),
+			friend: z.looseObject({
+				userkey: z.string(),
+				email: z.string().nullable(),
+				name: z.string().nullable(),
+				profileimage: z.string().nullable(),
+			}),
+			fraudsignals: z.array(z.enum(FRAUD_SIGNALS)).optional(),
+			status: z.enum(["Approved", "UnderReview", "Suspicious"]),
+			holdUntil: z.string().nullable(),
+			comment: z.string().nullable(),
+			percent: z.boolean().optional(),
+		}),
+	}),
+);
+
+const toDecision = (text: string): OwnedGrant[] => parseStoredJson("conversion_events", "decision", text, decisionJson);
+
 const toStoredEvent = (row: EventRow): StoredEvent => ({
 	customid: row.customid,
 	eventname: row.eventname,
@@ -63,7 +104,7 @@ const toStoredEvent = (row: EventRow): StoredEvent => ({
 	campaignid: row.campaignid,
 	growthhack: row.growthhack,
 	createdAt: row.created_at,
-	decision: row.decision === null ? null : (JSON.parse(row.decision) as OwnedGrant[]),
+	decision: row.decision === null ? null : toDecision(row.decision),
 });
 
 /**
@@ -93,20 +134,20 @@ export async function readEventContext(db: D1Database, input: EventInput): Promi
 		// In the same round trip, though only events of referred users need them.
 		signalFactsLookup(db, userid, referrerid, args.slice(0, 3)),
 	]);
-	const eventRow = eventResult?.results[0] as EventRow | undefined;
-	const userRow = userResult?.results[0] as UserRow | undefined;
-	const campaignRow = campaignResult?.results[0] as CampaignRow | undefined;
+	const eventRow = firstRowOf<EventRow>(eventResult);
+	const userRow = firstRowOf<UserRow>(userResult);
+	const campaignRow = firstRowOf<CampaignRow>(campaignResult);
 	if (!userRow) return { ok: false, reason: "user_not_found" };
 	if (!campaignRow) return { ok: false, reason: "campaign_not_found" };
-	const referrerRow = referrerResult?.results[0] as UserRow | undefined;
+	const referrerRow = firstRowOf<UserRow>(referrerResult);
 	return {
 		ok: true,
 		stored: eventRow ? toStoredEvent(eventRow) : null,
 		user: toUser(userRow),
 		referrer: referrerRow ? toUser(referrerRow) : null,
 		campaign: toCampaign(campaignRow),
-		rules: ((rulesResult?.results ?? []) as unknown as RuleRow[]).map(toRule),
-		facts: toSignalFacts(factsResult?.results[0] as { device: number; ip: number; recent: number } | undefined),
+		rules: rowsOf<RuleRow>(rulesResult).map(toRule),
+		facts: toSignalFacts(firstRowOf<SignalFactsRow>(factsResult)),
 	};
 }
 
@@ -160,7 +201,7 @@ export async function insertEvent(
 		// After the read, so its position stays fixed; they count only when this call converted the friend.
 		...conversionCounters(db, conversionId),
 	]);
-	const row = read?.results[0] as EventRow | undefined;
+	const row = firstRowOf<EventRow>(read);
 	if (!row) throw new Error("conversion event not readable after its insert");
 	return { isNew: insert?.meta.changes === 1, event: toStoredEvent(row) };
 }

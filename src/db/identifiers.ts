@@ -52,6 +52,12 @@ export function networkWrites(
 	];
 }
 
+/** Runs networkWrites on their own (one round trip; none when there is nothing to record). */
+export async function recordNetwork(db: D1Database, appid: string, userkey: string, network: Network): Promise<void> {
+	const writes = networkWrites(db, appid, userkey, network);
+	if (writes.length > 0) await db.batch(writes);
+}
+
 /** `{ seen: 1 }` when a user of the app was already registered with this device id. */
 export function deviceSeenLookup(db: D1Database, appid: string, deviceid: string | undefined): D1PreparedStatement {
 	return db
@@ -100,7 +106,14 @@ export function signalFactsLookup(db: D1Database, friendUserid: string, referrer
 		.bind(...args);
 }
 
+/** The row signalFactsLookup selects. */
+export interface SignalFactsRow {
+	device: number;
+	ip: number;
+	recent: number;
+}
+
 /** The row of signalFactsLookup as the fraud checks read it. */
-export function toSignalFacts(row: { device: number; ip: number; recent: number } | undefined): SignalFacts {
+export function toSignalFacts(row: SignalFactsRow | undefined): SignalFacts {
 	return { sharedDevice: row?.device === 1, sharedNetwork: row?.ip === 1, recentReferrals: row?.recent ?? 0 };
 }

@@ -1,4 +1,5 @@
 import { nowIso } from "../domain/dates";
+import { firstRowOf, rowsOf } from "./rows";
 import { PROFILE_FIELDS, type Profile, type User } from "./users";
 
 /**
@@ -35,9 +36,13 @@ export async function importLookups(
 		db.prepare(`SELECT ${COLUMNS} FROM users WHERE referralcode IN (SELECT value FROM json_each(?))`).bind(list(ask.codes)),
 		db.prepare("SELECT campaignid FROM campaigns WHERE campaignid = ? AND appid = ?").bind(ask.defaultCampaignId, appid),
 	]);
-	const rows = (r: D1Result | undefined) => (r?.results ?? []) as KnownUser[];
-	const defaultCampaign = (campaign?.results[0] as { campaignid: number } | undefined)?.campaignid ?? null;
-	return { byEmail: rows(byEmail), byAccount: rows(byAccount), byCode: rows(byCode), defaultCampaign };
+	const defaultCampaign = firstRowOf<{ campaignid: number }>(campaign)?.campaignid ?? null;
+	return {
+		byEmail: rowsOf<KnownUser>(byEmail),
+		byAccount: rowsOf<KnownUser>(byAccount),
+		byCode: rowsOf<KnownUser>(byCode),
+		defaultCampaign,
+	};
 }
 
 /** One user to insert; `referrerUserid` for an existing referrer, `referrerKey` for one earlier in the same import. */

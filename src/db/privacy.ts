@@ -1,4 +1,5 @@
 import { redactJson } from "../privacy/redact";
+import { firstRowOf, rowsOf } from "./rows";
 import { toUser, USER_VIEW, type User, type UserRow } from "./users";
 
 /** Erasure and export of one person's data in D1 (admin, src/admin/privacy.ts). */
@@ -14,7 +15,7 @@ export interface PersonRecord {
 
 /** The user (erased or not) with its devices and IP hashes, or null when the app has no such userkey. */
 export async function findPerson(db: D1Database, appid: string, userkey: string): Promise<PersonRecord | null> {
-	const [userResult, referrerResult, identifiers] = await db.batch<Record<string, unknown>>([
+	const [userResult, referrerResult, identifiers] = await db.batch([
 		db.prepare(`${USER_VIEW} WHERE u.appid = ? AND u.userkey = ?`).bind(appid, userkey),
 		db
 			.prepare("SELECT r.userkey FROM users u JOIN users r ON r.userid = u.referrer_userid WHERE u.appid = ? AND u.userkey = ?")
@@ -26,14 +27,14 @@ export async function findPerson(db: D1Database, appid: string, userkey: string)
 			)
 			.bind(appid, userkey),
 	]);
-	const row = userResult?.results[0] as (UserRow & { erased_at: string | null; useragent: string | null }) | undefined;
+	const row = firstRowOf<UserRow & { erased_at: string | null; useragent: string | null }>(userResult);
 	if (!row) return null;
-	const ids = (identifiers?.results ?? []) as { kind: string; value: string; created_at: string }[];
+	const ids = rowsOf<{ kind: string; value: string; created_at: string }>(identifiers);
 	return {
 		user: toUser(row),
 		erasedAt: row.erased_at,
 		useragent: row.useragent,
-		referrerUserkey: (referrerResult?.results[0] as { userkey: string } | undefined)?.userkey ?? null,
+		referrerUserkey: firstRowOf<{ userkey: string }>(referrerResult)?.userkey ?? null,
 		devices: ids.filter((i) => i.kind === "device").map((i) => ({ deviceid: i.value, firstseen: i.created_at })),
 		iphashes: ids.filter((i) => i.kind === "ip").map((i) => ({ iphash: i.value, firstseen: i.created_at })),
 	};
@@ -121,7 +122,7 @@ export async function erasePersonInD1(
 }
 
 /** One line of the privacy log: who asked for what action on which userkey, and when; never the data. */
-export function privacyLogInsert(
+function privacyLogInsert(
 	db: D1Database,
 	appid: string,
 	userkey: string,
@@ -131,6 +132,17 @@ export function privacyLogInsert(
 	return db
 		.prepare("INSERT INTO privacy_log (appid, userkey, action, actor, at) VALUES (?, ?, ?, ?, ?)")
 		.bind(appid, userkey, action, log.actor, log.at);
+}
+
+/** Writes one line of the privacy log on its own (an export; an erasure logs in its own batch). */
+export async function logPrivacyAction(
+	db: D1Database,
+	appid: string,
+	userkey: string,
+	action: "erase" | "export",
+	log: { actor: string; at: string },
+): Promise<void> {
+	await privacyLogInsert(db, appid, userkey, action, log).run();
 }
 
 /** The privacy log of one user, oldest first. */

@@ -1,4 +1,5 @@
 import { fromHundredths } from "../rewards/money";
+import { rowsOf } from "./rows";
 
 /**
  * Daily counters of the dashboard's analytics (migration 0006). Each hook is
@@ -128,7 +129,7 @@ export interface TopReferrer {
 
 /** The counters of a range and its top referrers: one D1 round trip, two indexed range reads. */
 export async function readStats(db: D1Database, q: StatsQuery): Promise<{ cells: StatsCell[]; top: TopReferrer[] }> {
-	const [cells, top] = await db.batch<Record<string, unknown>>([
+	const [cells, top] = await db.batch([
 		db
 			.prepare(
 				`SELECT day, metric, unit, SUM(value) AS value FROM stats_daily
@@ -147,7 +148,7 @@ export async function readStats(db: D1Database, q: StatsQuery): Promise<{ cells:
 			.bind(q.appid, q.from, q.to, q.campaignid),
 	]);
 	return {
-		cells: (cells?.results ?? []) as unknown as StatsCell[],
-		top: (top?.results ?? []) as unknown as TopReferrer[],
+		cells: rowsOf<StatsCell>(cells),
+		top: rowsOf<TopReferrer>(top),
 	};
 }

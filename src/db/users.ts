@@ -175,6 +175,12 @@ export function referrerLookup(db: D1Database, appid: string, code: string): D1P
 	return db.prepare(`${USER_VIEW} WHERE u.referralcode = ? AND u.appid = ? AND u.erased_at IS NULL`).bind(code.toUpperCase(), appid);
 }
 
+/** Runs referrerLookup; null when the code is no live user's of the app. */
+export async function findReferrer(db: D1Database, appid: string, code: string): Promise<User | null> {
+	const row = await referrerLookup(db, appid, code).first<UserRow>();
+	return row ? toUser(row) : null;
+}
+
 export interface NewUser {
 	appid: string;
 	userkey: string;

@@ -12,7 +12,7 @@ import { authenticate } from "./auth";
 import { d1Metrics, TOTALS_PATH } from "./d1-metrics";
 import { ApiError, errorBody } from "./errors";
 import { describeZodError } from "./fields";
-import { idempotencyKeyOf, once, REPLAYED_HEADER, requestFingerprint } from "./idempotency";
+import { idempotencyKeyOf, once, REPLAYED_HEADER, requestFingerprint } from "./idempotency-key";
 import { readJsonObject } from "./json-body";
 import { clientIp, countFailedAuth, limitApp } from "./rate-limits";
 import { normalizeFields } from "./request-text";

@@ -1,4 +1,5 @@
 import type { ContentfulStatusCode } from "hono/utils/http-status";
+import type { LedgerError } from "../ledger/types";
 
 /**
  * Stable, snake_case error codes of the public API. Clients may switch on
@@ -73,3 +74,45 @@ export const userNotFound = () => new ApiError(404, "user_not_found", "No user w
 export const campaignNotFound = () => new ApiError(404, "campaign_not_found", "No campaign with that id in this app.", { statuscode: 0 });
 export const rewardNotFound = () =>
 	new ApiError(404, "reward_not_found", "No reward with that rewarddtlid in this app.", { statuscode: 11 });
+
+/** Turns a ledger's expected failure into the API error it stands for. */
+export function ledgerError(error: LedgerError): ApiError {
+	switch (error.code) {
+		case "reward_not_found":
+			return rewardNotFound();
+		case "invalid_status_transition":
+			return new ApiError(409, "invalid_status_transition", `${error.rewarddtlid}: ${error.message}`, { rewarddtlid: error.rewarddtlid });
+		case "insufficient_balance":
+			return new ApiError(409, "insufficient_balance", `Cannot redeem more than the approved balance (${error.approved}).`, {
+				approved: error.approved,
+			});
+		case "reward_not_redeemable":
+			return new ApiError(409, "reward_not_redeemable", `${error.rewarddtlid}: ${error.message}`, { rewarddtlid: error.rewarddtlid });
+		case "invalid_amount":
+			return badRequest(`amount: ${error.message}`, { fields: ["amount"] });
+		case "reward_locked":
+			return new ApiError(409, "reward_locked", `${error.rewarddtlid ? `${error.rewarddtlid}: ` : ""}${error.message}`, {
+				rewarddtlid: error.rewarddtlid,
+				retryable: true,
+			});
+		case "rewardunit_required":
+			return new ApiError(
+				400,
+				"rewardunit_required",
+				`The approved rewards span several units (${error.rewardunits.join(", ")}); name one in rewardunit.`,
+				{ fields: ["rewardunit"], rewardunits: error.rewardunits },
+			);
+		case "idempotency_key_reused":
+			return new ApiError(422, "idempotency_key_reused", error.message);
+		case "refund_exceeds_transaction":
+			return new ApiError(409, "refund_exceeds_transaction", `Cannot refund more than the transaction value: ${error.message}.`, {
+				transactionvalue: error.transactionvalue,
+				refunded: error.refunded,
+			});
+		case "refundid_reused":
+			return new ApiError(409, "refundid_reused", `${error.message}; use a new refundid.`);
+		case "transaction_aborted":
+		case "invalid_operation":
+			throw new Error(`ledger: ${error.code}: ${error.message}`);
+	}
+}

@@ -8,7 +8,7 @@ export interface OperationContext {
 	/** Origin of the request, e.g. `http://127.0.0.1:8787`: the default base of share links. */
 	origin: string;
 	waitUntil(promise: Promise<unknown>): void;
-	/** The request's Idempotency-Key and body fingerprint, for operations that hand them to a ledger (see idempotency.ts). */
+	/** The request's Idempotency-Key and body fingerprint, for operations that hand them to a ledger (see idempotency-key.ts). */
 	idempotency?: { key: string; fingerprint: string };
 }
 
@@ -18,7 +18,7 @@ export type OperationResult = { message?: string | null } & Record<string, unkno
 /** One public operation: its request schema (which documents it) and its handler. */
 export interface Operation<S extends z.ZodType = z.ZodType> {
 	schema: S;
-	/** Changes state: takes an `Idempotency-Key` header (http/idempotency.ts). */
+	/** Changes state: takes an `Idempotency-Key` header (http/idempotency-key.ts). */
 	mutating?: boolean;
 	handle(ctx: OperationContext, input: z.output<S>): Promise<OperationResult>;
 }

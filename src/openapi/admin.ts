@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { importSchema } from "../admin/import";
 import { addCouponsSchema, createAppSchema, createCampaignSchema, updateAppSchema, updateCampaignSchema } from "../admin/schemas";
-import { statusChangesSchema } from "../operations/rewards";
+import { statusChangesSchema } from "../operations/schemas";
 
 /**
  * The admin API (/admin/v1) for the OpenAPI document. Hono routes carry no

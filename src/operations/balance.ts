@@ -1,6 +1,6 @@
 import { z } from "zod";
-import { type D1Reader, readSession } from "../db/session";
-import { type UserRef, type UserRow, userLookup } from "../db/users";
+import { readSession } from "../db/session";
+import { findUserAndCampaign } from "../db/user-reads";
 import { userkeyOfRewardId } from "../domain/ledger-ids";
 import { campaignNotFound, userNotFound } from "../http/errors";
 import { campaignId, id, optionalEmail, optionalId, optionalText } from "../http/fields";
@@ -28,21 +28,12 @@ export const getuserbalance = defineOperation({
 			const userbalance = await ledgerFor(env, app.appid, input.userkey).balance(filter);
 			if (userbalance.length > 0) return { userbalance };
 		}
-		const user = (await lookUp(readSession(env.DB), app.appid, input)) ?? (await lookUp(env.DB, app.appid, input));
+		// The user (and whether the campaign is the app's) in one round trip: the nearest replica first, then the primary.
+		const user =
+			(await findUserAndCampaign(readSession(env.DB), app.appid, input, input.campaignid)) ??
+			(await findUserAndCampaign(env.DB, app.appid, input, input.campaignid));
 		if (!user) throw userNotFound();
 		if (!user.campaignFound) throw campaignNotFound();
 		return { userbalance: await ledgerFor(env, app.appid, user.userkey).balance(filter) };
 	},
 });
-
-/** The user (and whether the campaign is the app's) in one round trip; null when `db` does not know the user. */
-async function lookUp(db: D1Reader, appid: string, ref: UserRef & { campaignid: number }) {
-	const lookup = userLookup(db, appid, ref);
-	if (!lookup) return null;
-	const [userResult, campaignResult] = await db.batch([
-		lookup,
-		db.prepare("SELECT 1 AS found FROM campaigns WHERE campaignid = ? AND appid = ?").bind(ref.campaignid, appid),
-	]);
-	const row = userResult?.results[0] as UserRow | undefined;
-	return row ? { userkey: row.userkey, campaignFound: campaignResult?.results[0] !== undefined } : null;
-}

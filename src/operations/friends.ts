@@ -1,6 +1,6 @@
 import { z } from "zod";
-import { type D1Reader, readSession } from "../db/session";
-import { friendsPageLookup, type UserRef, type UserRow, userLookup } from "../db/users";
+import { readSession } from "../db/session";
+import { findUserAndFriendsPage } from "../db/user-reads";
 import { formatDayMonthYear } from "../domain/dates";
 import { userNotFound } from "../http/errors";
 import { id, optionalEmail, optionalId, optionalPositiveInt } from "../http/fields";
@@ -36,8 +36,8 @@ export const getfriendsandrewards = defineOperation({
 		const offset = (pageindex - 1) * pagesize;
 		// The nearest replica first; a user it does not know (yet) is asked of the primary before a 404.
 		const found =
-			(await friendsPage(readSession(env.DB), app.appid, input, pagesize, offset)) ??
-			(await friendsPage(env.DB, app.appid, input, pagesize, offset));
+			(await findUserAndFriendsPage(readSession(env.DB), app.appid, input, pagesize, offset)) ??
+			(await findUserAndFriendsPage(env.DB, app.appid, input, pagesize, offset));
 		if (!found) throw userNotFound();
 		const { user, friends } = found;
 		// Typed here: with @types/node in node_modules (a dependency of Scalar's package) the RPC result and {} no longer unify.
@@ -67,13 +67,3 @@ export const getfriendsandrewards = defineOperation({
 		};
 	},
 });
-
-/** The user and one page of its friends in one round trip; null when `db` does not know the user. */
-async function friendsPage(db: D1Reader, appid: string, ref: UserRef, limit: number, offset: number) {
-	const lookup = userLookup(db, appid, ref);
-	const page = friendsPageLookup(db, appid, ref, limit, offset);
-	if (!lookup || !page) return null;
-	const [userResult, friendsResult] = await db.batch<UserRow>([lookup, page]);
-	const user = userResult?.results[0];
-	return user ? { user, friends: friendsResult?.results ?? [] } : null;
-}

@@ -1,19 +1,22 @@
 import { z } from "zod";
 import { getCampaignWithDetails } from "../db/campaigns";
-import { networkWrites } from "../db/identifiers";
-import { toUser, type User, type UserRow, userLookup } from "../db/users";
+import { recordNetwork } from "../db/identifiers";
+import { recordOutboxEvent } from "../db/outbox-events";
+import { claimReminder } from "../db/reminders";
+import { findReferrerAndFriend } from "../db/user-reads";
+import { findUser, type User } from "../db/users";
 import { nowIso } from "../domain/dates";
-import { newEventId } from "../domain/ids";
 import { ApiError, campaignNotFound, userNotFound } from "../http/errors";
 import { optionalEmail, optionalId, optionalPhone, optionalText } from "../http/fields";
 import { defineOperation, type OperationContext } from "../http/operation";
 import { mailAction, outreachEmail, reminderEmail } from "../outbox/emails";
-import { emailEvent, insertOutboxEvent, sendOutboxEvents } from "../outbox/events";
-import { findOrRegisterUser, networkFields, networkOf, profileOf, userSummary } from "./users";
+import { emailEvent, sendOutboxEvents } from "../outbox/events";
+import { networkFields, profileOf } from "./schemas";
+import { findOrRegisterUser, networkOf, userSummary } from "./users";
 
 /** Queues one email event, recorded in D1 first so it survives a failed enqueue. */
 async function queueEmail(ctx: OperationContext, event: ReturnType<typeof emailEvent>): Promise<void> {
-	await insertOutboxEvent(ctx.env.DB, event).run();
+	await recordOutboxEvent(ctx.env.DB, event);
 	ctx.waitUntil(sendOutboxEvents(ctx.env, [event]));
 }
 
@@ -46,15 +49,14 @@ export const invokeoutreach = defineOperation({
 		let user: User;
 		let alreadyRegistered = true;
 		if (input.userkey) {
-			const row = await userLookup(env.DB, app.appid, { userkey: input.userkey })?.first<UserRow>();
-			if (!row) throw userNotFound();
-			user = toUser(row);
+			const found = await findUser(env.DB, app.appid, { userkey: input.userkey });
+			if (!found) throw userNotFound();
+			user = found;
 		} else {
 			({ user, alreadyRegistered } = await findOrRegisterUser(ctx, profileOf(input), undefined, network));
 		}
 		// A user found (not created) here still gets the device and network the product reports now.
-		const writes = alreadyRegistered ? networkWrites(env.DB, app.appid, user.userkey, network) : [];
-		if (writes.length > 0) await env.DB.batch(writes);
+		if (alreadyRegistered) await recordNetwork(env.DB, app.appid, user.userkey, network);
 		if (!user.email)
 			throw new ApiError(409, "user_has_no_email", "The user has no email address to send the outreach to.", { statuscode: 0 });
 		const campaign = await getCampaignWithDetails(env.DB, app.appid, user.campaignid);
@@ -108,18 +110,17 @@ export const remindfriend = defineOperation({
 		.refine((v) => v.frienduserkey || v.friendemail, { message: "send frienduserkey or friendemail", path: ["frienduserkey"] }),
 	async handle(ctx, input) {
 		const { env, app } = ctx;
-		const referrerLookup = userLookup(env.DB, app.appid, { userkey: input.userkey, email: input.email });
-		const friendLookup = userLookup(env.DB, app.appid, { userkey: input.frienduserkey, email: input.friendemail });
-		if (!referrerLookup || !friendLookup) throw userNotFound();
-		const [referrerResult, friendResult] = await env.DB.batch<UserRow>([referrerLookup, friendLookup]);
-		const referrerRow = referrerResult?.results[0];
-		if (!referrerRow) throw userNotFound();
-		const referrer = toUser(referrerRow);
-		const friendRow = friendResult?.results[0];
-		if (!friendRow || friendRow.referrer_userid !== referrer.userid) {
+		const found = await findReferrerAndFriend(
+			env.DB,
+			app.appid,
+			{ userkey: input.userkey, email: input.email },
+			{ userkey: input.frienduserkey, email: input.friendemail },
+		);
+		if (!found?.referrer) throw userNotFound();
+		const { referrer, friend } = found;
+		if (!friend || friend.referrerUserid !== referrer.userid) {
 			throw new ApiError(404, "not_a_friend", "That user is not a friend of this referrer.", { statuscode: 0 });
 		}
-		const friend = toUser(friendRow);
 		if (!friend.email) throw new ApiError(409, "friend_has_no_email", "The friend has no email address.");
 		const campaign = await getCampaignWithDetails(env.DB, app.appid, friend.campaignid);
 		if (!campaign) throw campaignNotFound();
@@ -136,18 +137,9 @@ export const remindfriend = defineOperation({
 				landingurl: app.landingurl,
 			}),
 		);
-		const now = nowIso();
-		const token = newEventId();
 		const cutoff = new Date(Date.now() - REMINDER_INTERVAL_MS).toISOString();
 		// The guarded upsert decides atomically whether this call may send; the email is recorded only if it did.
-		const [claim] = await env.DB.batch([
-			env.DB.prepare(
-				`INSERT INTO friend_reminders (friend_userid, last_sent_at, token) VALUES (?1, ?2, ?3)
-				 ON CONFLICT (friend_userid) DO UPDATE SET last_sent_at = ?2, token = ?3 WHERE friend_reminders.last_sent_at <= ?4`,
-			).bind(friend.userid, now, token, cutoff),
-			insertOutboxEvent(env.DB, event, { sql: "EXISTS (SELECT 1 FROM friend_reminders WHERE token = ?)", args: [token] }),
-		]);
-		if (claim?.meta.changes !== 1) {
+		if (!(await claimReminder(env.DB, friend.userid, event, nowIso(), cutoff))) {
 			throw new ApiError(429, "rate_limited", "A reminder was sent to this friend in the last 24 hours.");
 		}
 		ctx.waitUntil(sendOutboxEvents(env, [event]));

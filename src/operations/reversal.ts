@@ -1,13 +1,13 @@
 import { z } from "zod";
 import { type CoordinatedResult, type LedgerPart, runAcrossLedgers } from "../coordination/ledger-transaction";
 import { type EventParties, findEventParties } from "../db/events";
-import { ApiError } from "../http/errors";
+import { appHasWebhook, recordOutboxEvent } from "../db/outbox-events";
+import { ApiError, ledgerError } from "../http/errors";
 import { customId, exactAmount, optionalText } from "../http/fields";
 import { defineOperation, type OperationContext } from "../http/operation";
 import type { ReversalOutcome, ReverseOperation } from "../ledger/reversal";
-import { appHasWebhook, insertOutboxEvent, sendOutboxEvents, webhookEvent } from "../outbox/events";
+import { sendOutboxEvents, webhookEvent } from "../outbox/events";
 import { fromHundredths, toHundredths } from "../rewards/money";
-import { ledgerError } from "./rewards";
 
 /** How often a refund meeting another change of the same rewards (reward_locked) is tried again before answering 409. */
 const LOCKED_RETRIES = 8;
@@ -62,8 +62,7 @@ async function recordReversedEvent(ctx: OperationContext, event: EventParties, r
 	);
 	// An app without a webhook URL gets no webhook events (docs/webhooks.md); the insert checks the URL again.
 	if (!ctx.app.webhookurl) return;
-	const inserted = await insertOutboxEvent(ctx.env.DB, webhook, appHasWebhook(ctx.app.appid)).run();
-	if (inserted.meta.changes === 1) ctx.waitUntil(sendOutboxEvents(ctx.env, [webhook]));
+	if (await recordOutboxEvent(ctx.env.DB, webhook, appHasWebhook(ctx.app.appid))) ctx.waitUntil(sendOutboxEvents(ctx.env, [webhook]));
 }
 
 /**

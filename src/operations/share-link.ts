@@ -1,6 +1,5 @@
 import { Hono } from "hono";
-import { codeOwnerLookup, countClick, logClick } from "../db/clicks";
-import { clickCounter } from "../db/stats";
+import { recordClick } from "../db/clicks";
 import { ipHash, ipNetwork } from "../domain/ip";
 import { landingRedirect } from "../domain/share-url";
 
@@ -20,16 +19,8 @@ shareLinkRoutes.get("/:code", async (c) => {
 	const iphash = network && c.env.IP_HASH_KEY ? await ipHash(c.env.IP_HASH_KEY, network) : null;
 	const useragent = c.req.header("user-agent")?.slice(0, 1000) ?? null;
 	// One round trip: the code's app, the custom domain's app (for unknown codes), the click counter and log.
-	const [owner, domainApp] = await c.env.DB.batch<{ landingurl: string | null }>([
-		codeOwnerLookup(c.env.DB, code),
-		c.env.DB.prepare("SELECT a.landingurl FROM campaigns c JOIN apps a ON a.appid = c.appid WHERE c.customdomain = ? LIMIT 1").bind(host),
-		countClick(c.env.DB, code, now.slice(0, 10)),
-		clickCounter(c.env.DB, code, now.slice(0, 10)),
-		logClick(c.env.DB, code, now, iphash, useragent),
-	]);
-	const known = owner?.results[0];
-	const landing = known?.landingurl ?? (known ? null : domainApp?.results[0]?.landingurl);
-	if (!landing) return c.text("Not found", 404);
+	const { codeKnown, landingurl } = await recordClick(c.env.DB, { code, host, at: now, iphash, useragent });
+	if (!landingurl) return c.text("Not found", 404);
 	c.header("Cache-Control", "no-store");
-	return c.redirect(landingRedirect(landing, known ? code : null), 302);
+	return c.redirect(landingRedirect(landingurl, codeKnown ? code : null), 302);
 });

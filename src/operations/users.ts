@@ -1,50 +1,18 @@
 import { z } from "zod";
 import type { App } from "../db/apps";
-import { deviceSeenLookup, existingFlagLookup, markExistingIfDeviceSeen, type Network, networkWrites } from "../db/identifiers";
-import { signupCounters } from "../db/stats";
-import {
-	countNewFriend,
-	existingUserLookup,
-	insertUser,
-	PROFILE_FIELDS,
-	type Profile,
-	referrerLookup,
-	toUser,
-	type User,
-	type UserRow,
-	userLookup,
-} from "../db/users";
+import type { Network } from "../db/identifiers";
+import { updateProfile } from "../db/profile-update";
+import { insertRegistration, readRegistrationContext } from "../db/registration";
+import { findUser, type Profile, type User } from "../db/users";
 import { nowIso } from "../domain/dates";
 import { newReferralCode, newUserKey } from "../domain/ids";
 import { ipHash } from "../domain/ip";
 import { shareUrl } from "../domain/share-url";
 import { ApiError, campaignNotFound, userNotFound } from "../http/errors";
-import { flag, id, optionalEmail, optionalId, optionalIpAddress, optionalPhone, optionalText } from "../http/fields";
+import { id, optionalText } from "../http/fields";
 import { defineOperation, type OperationContext } from "../http/operation";
-import { allOf, appHasWebhook, insertOutboxEvent, type OutboxEvent, sendOutboxEvents, webhookEvent } from "../outbox/events";
-
-/** Profile fields of register and updateuser (URL-decoded already). */
-export const profileFields = {
-	email: optionalEmail,
-	useraccountid: optionalId,
-	name: optionalText(200),
-	phone: optionalPhone,
-	profileimage: optionalText(2000),
-	city: optionalText(100),
-	state: optionalText(100),
-	country: optionalText(100),
-	paymentcustomerid: optionalId,
-	usertimezone: optionalText(64),
-	extrainfo: optionalText(4000),
-	isexistinguser: flag,
-};
-
-/** The end user's device and network, as the product saw them (register, updateuser, invokeoutreach). */
-export const networkFields = {
-	deviceid: optionalText(200),
-	ipaddress: optionalIpAddress,
-	useragent: optionalText(1000),
-};
+import { type OutboxEvent, sendOutboxEvents, webhookEvent } from "../outbox/events";
+import { networkFields, profileFields, profileOf } from "./schemas";
 
 /** The network fields sent, with the IP address replaced by its keyed hash: the address itself is never kept. */
 export async function networkOf(env: Env, input: { deviceid?: string; ipaddress?: string; useragent?: string }): Promise<Network> {
@@ -55,17 +23,6 @@ export async function networkOf(env: Env, input: { deviceid?: string; ipaddress?
 		iphash: input.ipaddress && env.IP_HASH_KEY ? await ipHash(env.IP_HASH_KEY, input.ipaddress) : undefined,
 		useragent: input.useragent,
 	};
-}
-
-/** Picks the profile fields that were sent. */
-export function profileOf(input: Partial<Record<keyof typeof profileFields, unknown>>): Profile {
-	const profile: Profile = {};
-	for (const field of PROFILE_FIELDS) {
-		const value = input[field];
-		if (typeof value === "string") profile[field] = value;
-	}
-	if (typeof input.isexistinguser === "boolean") profile.isexistinguser = input.isexistinguser;
-	return profile;
 }
 
 /** The fields every user response shares (register, invokeoutreach). */
@@ -121,22 +78,12 @@ export async function findOrRegisterUser(
 	const { env, app } = ctx;
 	for (let attempt = 0; attempt < 5; attempt++) {
 		let profile = sentProfile;
-		const [existing, referrer, campaign, device] = await env.DB.batch<Record<string, unknown>>([
-			existingUserLookup(env.DB, app.appid, profile.email, profile.useraccountid),
-			referrercode ? referrerLookup(env.DB, app.appid, referrercode) : env.DB.prepare("SELECT NULL WHERE 0"),
-			env.DB.prepare("SELECT campaignid, customdomain FROM campaigns WHERE campaignid = ? AND appid = ?").bind(
-				app.defaultCampaignId,
-				app.appid,
-			),
-			deviceSeenLookup(env.DB, app.appid, network.deviceid),
-		]);
-		const existingRow = existing?.results[0] as UserRow | undefined;
-		if (existingRow) return { user: toUser(existingRow), alreadyRegistered: true };
-		if ((device?.results[0] as { seen: number } | undefined)?.seen === 1) profile = { ...profile, isexistinguser: true };
-		const referrerRow = referrer?.results[0] as UserRow | undefined;
-		if (referrercode && !referrerRow) throw unknownReferrerCode();
-		const referrerUser = referrerRow ? toUser(referrerRow) : null;
-		const defaultCampaign = campaign?.results[0] as { campaignid: number; customdomain: string } | undefined;
+		const context = await readRegistrationContext(env.DB, app.appid, profile, referrercode, app.defaultCampaignId, network.deviceid);
+		if (context.existing) return { user: context.existing, alreadyRegistered: true };
+		if (context.deviceSeen) profile = { ...profile, isexistinguser: true };
+		const referrerUser = context.referrer;
+		if (referrercode && !referrerUser) throw unknownReferrerCode();
+		const defaultCampaign = context.defaultCampaign;
 		const campaignid = referrerUser?.campaignid ?? defaultCampaign?.campaignid;
 		if (campaignid === undefined) throw campaignNotFound();
 
@@ -144,33 +91,21 @@ export async function findOrRegisterUser(
 		const customdomain = referrerUser?.customdomain ?? defaultCampaign?.customdomain ?? "";
 		const user = newUserView(app, userkey, campaignid, customdomain, profile, referrerUser);
 		const events = registrationEvents(ctx, user, referrerUser);
-		// Recorded only if the user was inserted and the app has a webhook URL (an app without one gets no webhook events).
-		const inserted = allOf({ sql: "EXISTS (SELECT 1 FROM users WHERE userkey = ?)", args: [userkey] }, appHasWebhook(app.appid));
-		const friendCounted = referrerUser ? 1 : 0;
-		const results = await env.DB.batch([
-			insertUser(env.DB, {
-				appid: app.appid,
-				userkey,
-				referralcode: user.referralcode,
-				campaignid,
-				profile,
-				referrerUserid: referrerUser?.userid ?? null,
-			}),
-			...(referrerUser ? [countNewFriend(env.DB, referrerUser.userid, userkey)] : []),
-			...events.map((event) => insertOutboxEvent(env.DB, event, inserted)),
-			signupCounters(env.DB, userkey),
-			...(network.deviceid ? [markExistingIfDeviceSeen(env.DB, app.appid, userkey, network.deviceid)] : []),
-			...networkWrites(env.DB, app.appid, userkey, network),
-			existingFlagLookup(env.DB, userkey),
-		]);
-		const insert = results[0];
-		if (insert?.meta.changes === 1) {
+		const outcome = await insertRegistration(env.DB, {
+			appid: app.appid,
+			userkey,
+			referralcode: user.referralcode,
+			campaignid,
+			profile,
+			referrerUserid: referrerUser?.userid ?? null,
+			events,
+			network,
+		});
+		if (outcome.inserted) {
 			// A concurrent sign-up on the same device may have been stored between the lookup and this batch.
-			const flag = results.at(-1)?.results[0] as { isexistinguser: number } | undefined;
-			user.isexistinguser = flag?.isexistinguser === 1;
-			const recorded = events.filter((_, i) => results[1 + friendCounted + i]?.meta.changes === 1);
-			if (recorded.length > 0) ctx.waitUntil(sendOutboxEvents(env, recorded));
-			return { user: { ...user, userid: insert.meta.last_row_id }, alreadyRegistered: false };
+			user.isexistinguser = outcome.isexistinguser;
+			if (outcome.recorded.length > 0) ctx.waitUntil(sendOutboxEvents(env, outcome.recorded));
+			return { user: { ...user, userid: outcome.userid }, alreadyRegistered: false };
 		}
 		// Taken meanwhile: a concurrent registration of the same email/account id
 		// (the next lookup returns it) or, very rarely, a referral code or userkey collision.
@@ -252,42 +187,18 @@ export const updateuser = defineOperation({
 	schema: z.object({ userkey: id, ...profileFields, ...networkFields }),
 	async handle({ env, app }, input) {
 		const network = await networkOf(env, input);
-		const profile = profileOf(input);
-		const { isexistinguser, ...text } = profile;
-		const sets = Object.entries(text).map(([field]) => `${field} = ?`);
-		if (isexistinguser !== undefined) sets.push("isexistinguser = ?");
-		const values = [...Object.values(text), ...(isexistinguser === undefined ? [] : [isexistinguser ? 1 : 0])];
-		const email = text.email ?? null;
-		const account = text.useraccountid ?? null;
-		const unique = {
-			sql: `NOT EXISTS (SELECT 1 FROM users o WHERE o.appid = ? AND o.userkey <> ?
-			  AND ((? IS NOT NULL AND o.email = ?) OR (? IS NOT NULL AND o.useraccountid = ?)))`,
-			args: [app.appid, input.userkey, email, email, account, account],
-		};
-		// Guarded UPDATE plus a diagnosis in one transaction: no race between the uniqueness check and the write.
-		const [update, diagnosis] = await env.DB.batch([
-			env.DB.prepare(
-				`UPDATE users SET ${[...sets, "updated_at = ?"].join(", ")} WHERE appid = ? AND userkey = ? AND erased_at IS NULL AND ${unique.sql}`,
-			).bind(...values, nowIso(), app.appid, input.userkey, ...unique.args),
-			env.DB.prepare(
-				`SELECT EXISTS (SELECT 1 FROM users WHERE appid = ?1 AND userkey = ?2 AND erased_at IS NULL) AS found,
-				 EXISTS (SELECT 1 FROM users WHERE appid = ?1 AND userkey <> ?2 AND ?3 IS NOT NULL AND email = ?3) AS emailtaken,
-				 EXISTS (SELECT 1 FROM users WHERE appid = ?1 AND userkey <> ?2 AND ?4 IS NOT NULL AND useraccountid = ?4) AS accounttaken`,
-			).bind(app.appid, input.userkey, email, account),
-			...networkWrites(env.DB, app.appid, input.userkey, network, unique),
-		]);
-		if (update?.meta.changes === 1) return { message: "User updated." };
-		const why = diagnosis?.results[0] as { found: number; emailtaken: number; accounttaken: number };
-		if (!why.found) throw userNotFound();
-		if (why.emailtaken) throw new ApiError(409, "email_taken", "Another user of this app has that email.");
-		if (why.accounttaken) throw new ApiError(409, "useraccountid_taken", "Another user of this app has that useraccountid.");
+		const outcome = await updateProfile(env.DB, app.appid, input.userkey, profileOf(input), network);
+		if (outcome.updated) return { message: "User updated." };
+		if (!outcome.found) throw userNotFound();
+		if (outcome.emailTaken) throw new ApiError(409, "email_taken", "Another user of this app has that email.");
+		if (outcome.accountTaken) throw new ApiError(409, "useraccountid_taken", "Another user of this app has that useraccountid.");
 		throw new Error("updateuser changed nothing for an unexplained reason");
 	},
 });
 
 /** Looks a user up or fails with 404 user_not_found. */
 export async function requireUser(ctx: OperationContext, ref: { userkey?: string; email?: string; useraccountid?: string }): Promise<User> {
-	const row = await userLookup(ctx.env.DB, ctx.app.appid, ref)?.first<UserRow>();
-	if (!row) throw userNotFound();
-	return toUser(row);
+	const user = await findUser(ctx.env.DB, ctx.app.appid, ref);
+	if (!user) throw userNotFound();
+	return user;
 }

@@ -1,4 +1,4 @@
-import type { DeliveryApp } from "./store";
+import type { DeliveryApp } from "./deliveries";
 
 /**
  * Per-isolate cache of each app's delivery settings (webhook URL, signing

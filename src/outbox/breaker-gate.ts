@@ -1,6 +1,6 @@
 import { readBreaker, writeBreaker } from "../db/breakers";
 import { type BreakerState, breakerAfter, breakerGate, FAILURE_THRESHOLD, stateFor } from "./breaker";
-import type { DeliveryTarget } from "./store";
+import type { DeliveryTarget } from "./deliveries";
 
 /**
  * The consumer's two hooks into the circuit breaker (breaker.ts): one read

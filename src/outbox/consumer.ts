@@ -1,10 +1,12 @@
+import { recordAttempts } from "../db/delivery-attempts";
+import { type BatchLookup, type BatchState, loadBatchState, type OutboxEventRow } from "../db/outbox-events";
 import { instrumentEnv } from "../instrument/d1-metrics";
 import { cachedDeliveryApp, rememberDeliveryApp } from "./app-settings";
 import { passBreaker, reportToBreaker } from "./breaker-gate";
 import { DEFAULT_WEBHOOK_TIMEOUT_MS, type DeliveryOptions, deliver } from "./deliver";
+import type { AttemptRecord } from "./deliveries";
 import { type CarriedEvent, outboxMessageSchema } from "./events";
 import { isLastAttempt, MISSING_EVENT_ATTEMPTS, missingEventDelaySeconds, retryDelaySeconds } from "./retry";
-import { type AttemptRecord, type BatchLookup, type BatchState, loadBatchState, type OutboxRow, recordAttempts } from "./store";
 import { sweepOutbox } from "./sweep";
 
 /** Optional settings read from the environment (not in wrangler.toml: the defaults apply). */
@@ -125,7 +127,7 @@ function lookupFor(work: Work[]): BatchLookup {
 }
 
 /** The event row as delivery needs it: from the message when carried, else as read. */
-function eventOf(w: Work, state: BatchState): OutboxRow | undefined {
+function eventOf(w: Work, state: BatchState): OutboxEventRow | undefined {
 	if (!w.carried) return state.rows.get(w.eventid);
 	if (!state.delivered.has(w.eventid)) return undefined;
 	const { appid, kind, type, payload, createdAt } = w.carried;

@@ -1,9 +1,9 @@
 import { webhookUrlPolicy, webhookUrlProblem } from "../domain/webhook-url";
+import { type AttemptOutcome, type DeliveryTarget, PERMANENT_FAILURE } from "./deliveries";
 import { webhookBody } from "./envelope";
 import { emailPayloadSchema } from "./events";
 import { headerText } from "./mail-headers";
 import { webhookHeaders } from "./signature";
-import { type AttemptOutcome, type DeliveryTarget, PERMANENT_FAILURE } from "./store";
 
 /** How one attempt ended, before it is logged. */
 export interface AttemptResult {

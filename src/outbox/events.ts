@@ -1,6 +1,11 @@
 import { z } from "zod";
+import { markEnqueued } from "../db/outbox-events";
 import { nowIso } from "../domain/dates";
 import { newEventId } from "../domain/ids";
+
+// The statements that record events moved to src/db/outbox-events.ts; src/ledger/outbox.ts still imports
+// these two from here until its own D1 statements move to src/db/ (the ledger half of issue 18).
+export { appHasWebhook, insertOutboxEvent } from "../db/outbox-events";
 
 /** Webhook event types the service emits (see docs/webhooks.md). */
 export type WebhookType =
@@ -97,59 +102,6 @@ export function emailEvent(appid: string, type: "email.outreach" | "email.remind
 	return { eventid: newEventId(), appid, kind: "email", type, payload, createdAt: nowIso() };
 }
 
-/** A SQL condition with its arguments, e.g. from `attributionHappened`. */
-export interface SqlCondition {
-	sql: string;
-	args: unknown[];
-}
-
-/**
- * The statement that records an event in the D1 outbox. Put it in the same
- * `batch()` as the change that caused it; with `onlyIf`, the event is recorded
- * only when that condition holds inside the batch (the change took effect).
- * An event id already recorded is ignored, so replaying a change records
- * nothing twice.
- */
-export function insertOutboxEvent(
-	db: D1Database,
-	event: OutboxEvent,
-	onlyIf?: SqlCondition,
-	options: { enqueuedAt?: string } = {},
-): D1PreparedStatement {
-	return db
-		.prepare(
-			`INSERT INTO outbox_events (eventid, appid, kind, type, payload, created_at, enqueued_at)
-			 SELECT ?, ?, ?, ?, ?, ?, ? WHERE ${onlyIf?.sql ?? "1"}
-			 ON CONFLICT (eventid) DO NOTHING`,
-		)
-		.bind(
-			event.eventid,
-			event.appid,
-			event.kind,
-			event.type,
-			JSON.stringify(event.payload),
-			event.createdAt,
-			options.enqueuedAt ?? null,
-			...(onlyIf?.args ?? []),
-		);
-}
-
-/**
- * True inside a batch when the app has a webhook URL. Webhook events of an
- * app without one are not recorded at all (docs/webhooks.md): nothing would
- * be sent, and recording them cost D1 writes and queue work per change.
- */
-export const appHasWebhook = (appid: string): SqlCondition => ({
-	sql: "EXISTS (SELECT 1 FROM apps WHERE appid = ? AND webhookurl IS NOT NULL AND webhookurl <> '')",
-	args: [appid],
-});
-
-/** Both conditions. */
-export const allOf = (...conditions: (SqlCondition | undefined)[]): SqlCondition => {
-	const present = conditions.filter((c): c is SqlCondition => c !== undefined);
-	return { sql: present.map((c) => `(${c.sql})`).join(" AND ") || "1", args: present.flatMap((c) => c.args) };
-};
-
 /**
  * Hands events recorded in D1 to the queue, each message carrying its event.
  * No D1 round trip: the consumer marks `enqueued_at` when it handles the
@@ -171,10 +123,7 @@ export async function enqueueOutboxEvents(env: Env, eventids: string[]): Promise
 	for (let i = 0; i < eventids.length; i += ENQUEUE_CHUNK) {
 		const chunk = eventids.slice(i, i + ENQUEUE_CHUNK);
 		await env.OUTBOX.sendBatch(chunk.map((eventid) => ({ body: { eventid } satisfies OutboxMessage })));
-		const placeholders = chunk.map(() => "?").join(", ");
-		await env.DB.prepare(`UPDATE outbox_events SET enqueued_at = ? WHERE eventid IN (${placeholders}) AND enqueued_at IS NULL`)
-			.bind(nowIso(), ...chunk)
-			.run();
+		await markEnqueued(env.DB, chunk, nowIso());
 	}
 }
 

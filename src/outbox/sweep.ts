@@ -1,3 +1,4 @@
+import { pendingEventIds } from "../db/outbox-events";
 import { ENQUEUE_CHUNK, enqueueOutboxEvents } from "./events";
 
 export interface SweepOptions {
@@ -24,12 +25,7 @@ export async function sweepOutbox(env: Env, options: SweepOptions = {}): Promise
 	let swept = 0;
 	// Pages of ENQUEUE_CHUNK: each page's ids fit one statement's bound parameters; enqueued events leave the index.
 	while (swept < limit) {
-		const { results } = await env.DB.prepare(
-			"SELECT eventid FROM outbox_events WHERE enqueued_at IS NULL AND created_at < ? AND delivered_at IS NULL ORDER BY created_at LIMIT ?",
-		)
-			.bind(cutoff, Math.min(ENQUEUE_CHUNK, limit - swept))
-			.all<{ eventid: string }>();
-		const ids = results.map((r) => r.eventid);
+		const ids = await pendingEventIds(env.DB, cutoff, Math.min(ENQUEUE_CHUNK, limit - swept));
 		if (ids.length === 0) break;
 		await enqueueOutboxEvents(env, ids);
 		swept += ids.length;

@@ -2,7 +2,7 @@
 import { type Context, Hono } from "hono";
 import { findApp } from "../db/apps";
 import { getCampaignWithDetails } from "../db/campaigns";
-import { toUser, type UserRow, userLookup } from "../db/users";
+import { findUser } from "../db/users";
 import { shareUrl } from "../domain/share-url";
 import { ledgerFor } from "../ledger/stub";
 import { ForbiddenPage, SharePage, type SharePageData } from "./page";
@@ -54,9 +54,8 @@ sharePageRoutes.get("/share/:appid/:userkey", async (c) => {
 	if (!app || !(await verifySharePage(app.privatekeyHash, appid, userkey, c.req.query("exp"), c.req.query("sig"), now))) {
 		return forbidden(c);
 	}
-	const row = await userLookup(c.env.DB, appid, { userkey })?.first<UserRow>();
-	if (!row) return forbidden(c);
-	const user = toUser(row);
+	const user = await findUser(c.env.DB, appid, { userkey });
+	if (!user) return forbidden(c);
 	const [campaign, balance] = await Promise.all([
 		getCampaignWithDetails(c.env.DB, appid, user.campaignid),
 		ledgerFor(c.env, appid, user.userkey).balance({}),
@@ -73,8 +72,8 @@ sharePageRoutes.get("/share/:appid/:userkey", async (c) => {
 		shareurl,
 		referralcode: user.referralcode,
 		targets: shareTargets(campaign?.socialactions ?? [], shareurl, user.referralcode, offertitle || "Join me"),
-		friends: row.friends_count,
-		converted: row.converted_friends_count,
+		friends: user.friendsCount,
+		converted: user.convertedFriendsCount,
 		rewards: balance.map((b) => ({ unit: b.rewardunit, earned: b.total, pending: b.pending, available: b.approved })),
 	};
 	const nonce = newNonce();

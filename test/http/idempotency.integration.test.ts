@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { deleteExpiredKeys } from "../../src/db/idempotency";
-import { requestFingerprint } from "../../src/http/idempotency";
+import { deleteExpiredKeys } from "../../src/db/idempotency-replies";
+import { requestFingerprint } from "../../src/http/idempotency-key";
 import { ledgerFor } from "../../src/ledger/stub";
 import { createApp, request } from "../support/api";
 

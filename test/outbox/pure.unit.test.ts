@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
+import { deliveryStatus } from "../../src/outbox/deliveries";
 import { webhookBody, webhookEnvelope } from "../../src/outbox/envelope";
 import { escapeHtml, html, raw, safeHref } from "../../src/outbox/html";
 import { isLastAttempt, MAX_ATTEMPTS, RETRY_DELAYS_SECONDS, retryDelaySeconds } from "../../src/outbox/retry";
 import { signWebhook, webhookHeaders, webhookSecretBytes } from "../../src/outbox/signature";
-import { deliveryStatus } from "../../src/outbox/store";
 
 describe("retry schedule", () => {
 	it("grows 5 s, 5 min, 30 min, 2 h, 5 h, 10 h by attempt", () => {

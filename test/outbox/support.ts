@@ -1,8 +1,9 @@
 import { createExecutionContext, createMessageBatch, getQueueResult } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { vi } from "vitest";
+import { insertOutboxEvent } from "../../src/db/outbox-events";
 import { queue } from "../../src/outbox/consumer";
-import { type EmailPayload, insertOutboxEvent, type OutboxEvent, type WebhookType, webhookEvent } from "../../src/outbox/events";
+import { type EmailPayload, type OutboxEvent, type WebhookType, webhookEvent } from "../../src/outbox/events";
 import { admin, type Credentials } from "../support/api";
 
 /** One request the real receiver (test/outbox/receiver.mjs) got. */

@@ -1,5 +1,11 @@
 import { randomString } from "../domain/ids";
 
+/**
+ * The `idempotency_keys` table: per app and Idempotency-Key, the request that
+ * holds the key and, once it finished, its stored reply (status and body,
+ * replayed byte for byte: http/idempotency-key.ts).
+ */
+
 /** The stored state of one Idempotency-Key of an app. */
 export interface IdempotencyRow {
 	operation: string;
@@ -30,7 +36,8 @@ export const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;
 export async function claimKey(db: D1Database, claim: KeyClaim, lockMs: number, nowMs = Date.now()) {
 	const token = randomString(20, "0123456789abcdefghijklmnopqrstuvwxyz");
 	const now = new Date(nowMs).toISOString();
-	const [, read] = await db.batch([
+	// The insert selects nothing: the batch's one row shape is the read's.
+	const [, read] = await db.batch<IdempotencyRow>([
 		db
 			.prepare(
 				`INSERT INTO idempotency_keys (appid, idempotency_key, operation, fingerprint, state, token, locked_until, created_at, expires_at)
@@ -55,7 +62,7 @@ export async function claimKey(db: D1Database, claim: KeyClaim, lockMs: number, 
 			),
 		readKeyStatement(db, claim.appid, claim.key),
 	]);
-	const row = read?.results[0] as IdempotencyRow | undefined;
+	const row = read?.results[0];
 	if (!row) throw new Error("idempotency key not readable after its claim");
 	return { held: row.token === token && row.state === "running", token, row };
 }

@@ -1,4 +1,4 @@
-import { claimKey, completeKey, type IdempotencyRow, readKey, releaseKey } from "../db/idempotency";
+import { claimKey, completeKey, type IdempotencyRow, readKey, releaseKey } from "../db/idempotency-replies";
 import { ApiError, badRequest, errorBody } from "./errors";
 
 /**
