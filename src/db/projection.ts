@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { rewardId } from "../domain/ledger-ids";
 import { fromHundredths } from "../rewards/money";
+import type { SqlCondition } from "./outbox-events";
 
 /**
  * The D1 side of a ledger's outbox flush (src/ledger/outbox.ts): the read
@@ -95,21 +96,16 @@ export function claimCoupon(db: D1Database, claim: CouponRequest, nowIso: string
 	return couponClaimStatement(db, claim, nowIso).first<AssignedCoupon>();
 }
 
-/** The condition "the app has a webhook URL" as SQL, from src/outbox/events.ts (`appHasWebhook`). */
-export interface WebhookCondition {
-	sql: string;
-	args: unknown[];
-}
-
 const hooksRow = z.object({ hooks: z.number() });
 
 /**
  * Sends one flush pass to D1 as ONE batch (a batch is a transaction):
  * `statements` (projection upserts with their counters, event records),
- * then, when `hooks` is given, a last statement that reads whether the app
- * has a webhook URL. Answers that (false without `hooks`).
+ * then, when `hooks` is given (`appHasWebhook`), a last statement that
+ * reads whether the app has a webhook URL. Answers that (false without
+ * `hooks`).
  */
-export async function sendFlushBatch(db: D1Database, statements: D1PreparedStatement[], hooks: WebhookCondition | null): Promise<boolean> {
+export async function sendFlushBatch(db: D1Database, statements: D1PreparedStatement[], hooks: SqlCondition | null): Promise<boolean> {
 	const all = hooks ? [...statements, db.prepare(`SELECT ${hooks.sql} AS hooks`).bind(...hooks.args)] : statements;
 	const results = await db.batch(all);
 	if (!hooks) return false;

@@ -1,10 +1,11 @@
 import type { z } from "zod";
+import { appHasWebhook, insertOutboxEvent } from "../db/outbox-events";
 import { type AssignedCoupon, claimCoupon, projectionStatement, sendFlushBatch } from "../db/projection";
 import { rewardCounters } from "../db/stats";
 import { rewardId } from "../domain/ledger-ids";
-import { appHasWebhook, insertOutboxEvent, type OutboxEvent, sendOutboxEvents } from "../outbox/events";
+import { type OutboxEvent, sendOutboxEvents } from "../outbox/events";
 import type { LedgerOutboxEntry, RewardRow } from "./schema";
-import { couponClaimSchema, parseStoredJson, projectionPayloadSchema, webhookEventSchema } from "./stored-json";
+import { couponClaimSchema, projectionPayloadSchema, readLedgerJson, webhookEventSchema } from "./stored-json";
 import type { FlushReport } from "./types";
 
 /**
@@ -87,7 +88,7 @@ export interface FlushHost {
 
 /** An entry's payload, checked against the shape its kind is written with. */
 const payloadOf = <S extends z.ZodType>(entry: LedgerOutboxEntry, schema: S): z.output<S> =>
-	parseStoredJson("outbox", "payload", entry.payload, schema);
+	readLedgerJson("outbox", "payload", entry.payload, schema);
 
 const errorText = (error: unknown) => (error instanceof Error ? error.message : String(error)).slice(0, 500);
 

@@ -1,7 +1,7 @@
 import type { z } from "zod";
 import type { TxContext } from "./mutations";
 import { Refused } from "./refused";
-import { parseStoredJson } from "./stored-json";
+import { readLedgerJson } from "./stored-json";
 import type { LedgerIdempotency } from "./types";
 
 /** Ledger copies outlive the Worker's 24 h record, so a retry the Worker has forgotten still cannot debit twice. */
@@ -24,7 +24,7 @@ export function withIdempotencyKey<T>(tx: TxContext, idempotency: LedgerIdempote
 		if (known.fingerprint !== idempotency.fingerprint) {
 			throw new Refused({ code: "idempotency_key_reused", message: "This Idempotency-Key was used for another request; use a new key." });
 		}
-		return parseStoredJson("idempotency_keys", "result", known.result, schema);
+		return readLedgerJson("idempotency_keys", "result", known.result, schema);
 	}
 	const result = fn();
 	tx.sql.exec("DELETE FROM idempotency_keys WHERE created_at < ?", tx.nowMs - KEEP_MS);

@@ -7,7 +7,7 @@ import { decideRefund, type PriorRefunds, reversalEffect, reversedTarget } from 
 import { Refused } from "./refused";
 import { toLedgerReward } from "./rows";
 import type { RefundRow, RewardRow } from "./schema";
-import { parseStoredJson, reversalOutcomeSchema, reverseOperationSchema } from "./stored-json";
+import { readLedgerJson, reversalOutcomeSchema, reverseOperationSchema } from "./stored-json";
 import type { LedgerReward, RewardStatus } from "./types";
 
 /**
@@ -107,7 +107,7 @@ function refuseIfAnotherPrepared(sql: SqlStorage, customid: string, ownTxid?: st
 		)
 		.toArray();
 	const sameEvent = (p: { payload: string }) =>
-		parseStoredJson("ledger_transactions", "payload", p.payload, reverseOperationSchema).customid === customid;
+		readLedgerJson("ledger_transactions", "payload", p.payload, reverseOperationSchema).customid === customid;
 	if (prepared.some(sameEvent)) {
 		throw new Refused({
 			code: "reward_locked",
@@ -203,7 +203,7 @@ export function applyReversal(
 				message: `refund ${refundid} of event ${customid} was recorded with another refundvalue`,
 			});
 		}
-		const first = parseStoredJson("refunds", "outcome", known.outcome, reversalOutcomeSchema);
+		const first = readLedgerJson("refunds", "outcome", known.outcome, reversalOutcomeSchema);
 		return { rewards: [], reversal: { ...first, changed: false, repeat: true } };
 	}
 	const prior = priorRefunds(tx.sql, customid);

@@ -2,7 +2,7 @@ import { formatDayMonthYear } from "../domain/dates";
 import { rewardId } from "../domain/ledger-ids";
 import { formatAmount, fromHundredths } from "../rewards/money";
 import type { RewardRow } from "./schema";
-import { fraudSignalsSchema, parseStoredJson } from "./stored-json";
+import { fraudSignalsSchema, readLedgerJson } from "./stored-json";
 import type { LedgerReward, RewardView } from "./types";
 
 /**
@@ -32,7 +32,7 @@ export function toView(userkey: string, row: RewardRow): RewardView {
 		friendemail: row.friend_email ?? "",
 		friendname: row.friend_name ?? "",
 		friendprofileimage: row.friend_profileimage ?? "",
-		fraudsignals: parseStoredJson("rewards", "fraudsignals", row.fraudsignals ?? "[]", fraudSignalsSchema),
+		fraudsignals: readLedgerJson("rewards", "fraudsignals", row.fraudsignals ?? "[]", fraudSignalsSchema),
 		reversed: row.reversed > 0,
 		reversedamount: formatAmount(row.reversed),
 	};

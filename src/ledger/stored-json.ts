@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { parseStoredJson } from "../db/stored-json";
 import { FRAUD_SIGNALS } from "../fraud/signals";
 import type { OutboxEvent, WebhookType } from "../outbox/events";
 import type { CouponClaim } from "./outbox";
@@ -7,30 +8,24 @@ import type { LedgerOperation, LedgerOperationResult } from "./transaction-kinds
 import type { LedgerReward, Redemption, StatusChange } from "./types";
 
 /**
- * JSON the ledger keeps in its own SQLite tables and reads back later,
- * possibly written by an older deploy: outbox payloads, prepared
- * transactions and their results, recorded redemption answers and refund
- * outcomes, a reward's fraud signals. Each is parsed with its schema, so a
- * row that no longer has the shape this code relies on fails loudly, naming
- * the table and column, instead of flowing on with a type it does not have.
- * Each schema is checked against the TypeScript type it stands for
+ * The schemas of the JSON the ledger keeps in its own SQLite tables and
+ * reads back later, possibly written by an older deploy: outbox payloads,
+ * prepared transactions and their results, recorded redemption answers and
+ * refund outcomes, a reward's fraud signals. Read through `readLedgerJson`,
+ * a row that no longer has the shape this code relies on fails loudly,
+ * naming the table and column, instead of flowing on with a type it does not
+ * have. Each schema is checked against the TypeScript type it stands for
  * (`satisfies z.ZodType<...>`); answers replayed to callers keep any field
  * the schema does not name (loose objects), exactly as they were recorded.
  */
 
-/** `text` from `table`.`column`, parsed as JSON and checked against `schema`. */
-export function parseStoredJson<S extends z.ZodType>(table: string, column: string, text: string, schema: S): z.output<S> {
-	let value: unknown;
-	try {
-		value = JSON.parse(text);
-	} catch {
-		throw new Error(`ledger ${table}.${column}: the stored text is not JSON`);
-	}
-	const parsed = schema.safeParse(value);
-	if (!parsed.success) {
-		throw new Error(`ledger ${table}.${column}: the stored JSON does not have the expected shape: ${z.prettifyError(parsed.error)}`);
-	}
-	return parsed.data;
+/**
+ * `text` from the ledger's `table`.`column`, parsed with `schema` (see
+ * db/stored-json.ts). The error says "ledger": D1 has tables of the same
+ * names (rewards, outbox events).
+ */
+export function readLedgerJson<S extends z.ZodType>(table: string, column: string, text: string, schema: S): z.output<S> {
+	return parseStoredJson(`ledger ${table}`, column, text, schema);
 }
 
 // ---- rewards.fraudsignals and rewards as answered ---------------------------------------------

@@ -10,7 +10,7 @@ import {
 import { settleAllOwed } from "./mutations";
 import { Refused } from "./refused";
 import type { TransactionRow } from "./schema";
-import { ledgerOperationResultSchema, ledgerOperationSchema, parseStoredJson } from "./stored-json";
+import { ledgerOperationResultSchema, ledgerOperationSchema, readLedgerJson } from "./stored-json";
 import { applyOperation, type LedgerOperation, type LedgerOperationResult, lockedSeqs } from "./transaction-kinds";
 import type { LedgerResult } from "./types";
 import type { LedgerWriter } from "./writer";
@@ -96,7 +96,7 @@ function finish(w: LedgerWriter, txid: string, state: "committed" | "aborted"): 
 		const row = transactionRow(w.sql, txid);
 		if (!row) throw new Refused({ code: "transaction_aborted", message: `transaction ${txid} is unknown here` });
 		if (row.state === "committed") {
-			return { result: parseStoredJson("ledger_transactions", "result", row.result ?? "null", ledgerOperationResultSchema) };
+			return { result: readLedgerJson("ledger_transactions", "result", row.result ?? "null", ledgerOperationResultSchema) };
 		}
 		if (row.state === "aborted") {
 			if (state === "aborted") return { result: { rewards: [] } };
@@ -104,7 +104,7 @@ function finish(w: LedgerWriter, txid: string, state: "committed" | "aborted"): 
 		}
 		const result =
 			state === "committed"
-				? applyOperation(tx, parseStoredJson("ledger_transactions", "payload", row.payload, ledgerOperationSchema), txid)
+				? applyOperation(tx, readLedgerJson("ledger_transactions", "payload", row.payload, ledgerOperationSchema), txid)
 				: { rewards: [] };
 		finishTransaction(w.sql, txid, state, result, tx.nowMs);
 		// Rewards this transaction kept locked could not pay off clawbacks meanwhile; they do now (clawbacks.ts).
