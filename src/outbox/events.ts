@@ -3,10 +3,6 @@ import { markEnqueued } from "../db/outbox-events";
 import { nowIso } from "../domain/dates";
 import { newEventId } from "../domain/ids";
 
-// The statements that record events moved to src/db/outbox-events.ts; src/ledger/outbox.ts still imports
-// these two from here until its own D1 statements move to src/db/ (the ledger half of issue 18).
-export { appHasWebhook, insertOutboxEvent } from "../db/outbox-events";
-
 /** Webhook event types the service emits (see docs/webhooks.md). */
 export type WebhookType =
 	| "user.registered"
