@@ -60,11 +60,11 @@ export async function runAcrossLedgers(
 	const abortAll = () =>
 		Promise.all(
 			ledgers.map((l) =>
-				l.stub.abort(txid).catch((error: unknown) => console.error("ledger transaction: abort failed", { txid, error: String(error) })),
+				l.stub.abortTransaction(txid).catch((error: unknown) => console.error("ledger transaction: abort failed", { txid, error: String(error) })),
 			),
 		);
 
-	const prepared = await Promise.allSettled(ledgers.map((l) => l.stub.prepare(txid, l.operation, leaseMs)));
+	const prepared = await Promise.allSettled(ledgers.map((l) => l.stub.prepareTransaction(txid, l.operation, leaseMs)));
 	const thrown = prepared.find((p) => p.status === "rejected");
 	if (thrown) {
 		await abortAll();
@@ -90,7 +90,7 @@ export async function runAcrossLedgers(
 		return { ok: false, error: retryLater("the change took too long and was cancelled; retry") };
 	}
 
-	const committed = await Promise.allSettled(ledgers.map((l) => l.stub.commit(txid)));
+	const committed = await Promise.allSettled(ledgers.map((l) => l.stub.commitTransaction(txid)));
 	const results: LedgerOperationResult[] = [];
 	for (const [i, outcome] of committed.entries()) {
 		if (outcome.status === "fulfilled" && outcome.value.ok) {

@@ -118,17 +118,17 @@ export class UserLedger extends DurableObject<Env> {
 	}
 
 	/** Phase one of a multi-ledger transaction (coordination/ledger-transaction.ts): a dry run, then the rewards locked for the lease. */
-	prepare(txid: string, operation: LedgerOperation, leaseMs: number): LedgerResult<{ state: "prepared" | "committed" }> {
+	prepareTransaction(txid: string, operation: LedgerOperation, leaseMs: number): LedgerResult<{ state: "prepared" | "committed" }> {
 		return prepareTransaction(this.writer, txid, operation, leaseMs);
 	}
 
 	/** Phase two: applies the prepared operation and releases its locks; only called once `commit` is stored in D1. */
-	commit(txid: string): LedgerResult<{ result: LedgerOperationResult }> {
+	commitTransaction(txid: string): LedgerResult<{ result: LedgerOperationResult }> {
 		return commitTransaction(this.writer, txid);
 	}
 
 	/** Releases a prepared transaction without applying it. An unknown txid is recorded as aborted, so a late prepare is refused. */
-	abort(txid: string): LedgerResult<{ state: "aborted" | "committed" }> {
+	abortTransaction(txid: string): LedgerResult<{ state: "aborted" | "committed" }> {
 		return abortTransaction(this.writer, txid);
 	}
 

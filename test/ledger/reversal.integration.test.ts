@@ -24,16 +24,16 @@ describe("UserLedger: the reverse operation", () => {
 		const { appid, userkey, stub } = freshLedger();
 		const { rewards } = await stub.grant(appid, userkey, [grantOf({ customid: "501", key: "501:1", amount: 20, percent: true })]);
 		const id = rewards[0]!.rewarddtlid;
-		expect(await stub.prepare("tx_r1", refund("501", "a", 5_000), 15_000)).toEqual({ ok: true, state: "prepared" });
+		expect(await stub.prepareTransaction("tx_r1", refund("501", "a", 5_000), 15_000)).toEqual({ ok: true, state: "prepared" });
 		expect(await stub.redeemByIds([id])).toMatchObject({ ok: false, error: { code: "reward_locked" } });
-		expect(await stub.prepare("tx_r2", refund("501", "b", 5_000), 15_000)).toMatchObject({ ok: false, error: { code: "reward_locked" } });
+		expect(await stub.prepareTransaction("tx_r2", refund("501", "b", 5_000), 15_000)).toMatchObject({ ok: false, error: { code: "reward_locked" } });
 		expect(await stub.execute(refund("501", "b", 5_000))).toMatchObject({ ok: false, error: { code: "reward_locked" } });
 		// Another event is not held up; an event with no reward here is held up just the same.
-		expect(await stub.prepare("tx_r3", refund("999", "a", 100), 15_000)).toEqual({ ok: true, state: "prepared" });
+		expect(await stub.prepareTransaction("tx_r3", refund("999", "a", 100), 15_000)).toEqual({ ok: true, state: "prepared" });
 		expect(await stub.execute(refund("999", "b", 100))).toMatchObject({ ok: false, error: { code: "reward_locked" } });
 
-		expect(await stub.commit("tx_r1")).toMatchObject({ ok: true, result: { reversal: { refunded: 50, changed: true } } });
-		expect(await stub.abort("tx_r3")).toEqual({ ok: true, state: "aborted" });
+		expect(await stub.commitTransaction("tx_r1")).toMatchObject({ ok: true, result: { reversal: { refunded: 50, changed: true } } });
+		expect(await stub.abortTransaction("tx_r3")).toEqual({ ok: true, state: "aborted" });
 		expect(await unlock(stub)).toBe(0);
 		expect(await stub.getReward(id)).toMatchObject({ reward: "10", reversedamount: "10", rewardstatus: "Approved" });
 		// The second refund now finds 50 already refunded: 60 more is too much, 50 completes it.
@@ -69,7 +69,7 @@ describe("UserLedger: the reverse operation", () => {
 		await referrer.stub.grant(appid, referrer.userkey, [grantOf({ customid: "701", key: "701:2", amount: 20, percent: true })]);
 		await referrer.stub.redeemByAmount({ amount: 15 });
 		const op = refund("701", "full", null);
-		for (const l of [friend, referrer]) expect(await l.stub.prepare("tx_dead", op, 15_000)).toMatchObject({ ok: true });
+		for (const l of [friend, referrer]) expect(await l.stub.prepareTransaction("tx_dead", op, 15_000)).toMatchObject({ ok: true });
 		expect(await decideOnce(env.DB, appid, "tx_dead", "commit")).toBe("commit");
 		// The coordinator is gone; the objects are evicted; the leases end and the alarms run.
 		for (const l of [friend, referrer]) {
@@ -85,7 +85,7 @@ describe("UserLedger: the reverse operation", () => {
 		expect((await referrer.stub.listClawbacks()).map((c) => c.amount)).toEqual([1500]);
 		expect((await referrer.stub.balance({}))[0]).toMatchObject({ total: 0, approved: 0, claimed: 0, owed: 15 });
 		// A late commit from a revived coordinator changes nothing more.
-		expect(await referrer.stub.commit("tx_dead")).toMatchObject({ ok: true });
+		expect(await referrer.stub.commitTransaction("tx_dead")).toMatchObject({ ok: true });
 		expect(await referrer.stub.listClawbacks()).toHaveLength(1);
 	});
 });

@@ -37,23 +37,23 @@ describe("UserLedger prepare / commit / abort", () => {
 	it("a prepared transaction locks its rewards against redemptions and other changes until commit", async () => {
 		const { stub, ids } = await ledgerWith(2);
 		const [a, b] = ids as [string, string];
-		expect(await stub.prepare("tx_one", reject(a), 15_000)).toEqual({ ok: true, state: "prepared" });
+		expect(await stub.prepareTransaction("tx_one", reject(a), 15_000)).toEqual({ ok: true, state: "prepared" });
 		const locked = { ok: false, error: { code: "reward_locked", rewarddtlid: a } };
 		expect(await stub.redeemByIds([a])).toMatchObject(locked);
 		// By amount: 15 needs the locked reward (the oldest) -> refused whole, nothing redeemed.
 		expect(await stub.redeemByAmount({ amount: 15 })).toMatchObject(locked);
 		expect(await stub.changeStatuses([{ rewarddtlid: a, status: "UnderReview", message: null }])).toMatchObject(locked);
-		expect(await stub.prepare("tx_two", reject(a, b), 15_000)).toMatchObject(locked);
+		expect(await stub.prepareTransaction("tx_two", reject(a, b), 15_000)).toMatchObject(locked);
 		// The other reward is free.
 		expect(await stub.redeemByIds([b])).toMatchObject({ ok: true, redeemed: 10 });
 		// Prepare is idempotent per txid.
-		expect(await stub.prepare("tx_one", reject(a), 15_000)).toEqual({ ok: true, state: "prepared" });
+		expect(await stub.prepareTransaction("tx_one", reject(a), 15_000)).toEqual({ ok: true, state: "prepared" });
 
-		const committed = await stub.commit("tx_one");
+		const committed = await stub.commitTransaction("tx_one");
 		expect(committed).toMatchObject({ ok: true, result: { rewards: [{ rewarddtlid: a, rewardstatus: "Rejected" }] } });
 		expect(await locks(stub)).toEqual([]);
-		expect(await stub.commit("tx_one")).toEqual(committed);
-		expect(await stub.prepare("tx_one", reject(a), 15_000)).toEqual({ ok: true, state: "committed" });
+		expect(await stub.commitTransaction("tx_one")).toEqual(committed);
+		expect(await stub.prepareTransaction("tx_one", reject(a), 15_000)).toEqual({ ok: true, state: "committed" });
 		expect((await stub.getReward(a))?.rewardstatus).toBe("Rejected");
 		expect((await stub.balance({}))[0]).toMatchObject({ approved: 0, claimed: 10, total: 10 });
 	});
@@ -61,23 +61,23 @@ describe("UserLedger prepare / commit / abort", () => {
 	it("a prepare that would fail locks nothing; abort releases without applying; a late prepare of an aborted txid is refused", async () => {
 		const { stub, ids } = await ledgerWith(1);
 		const [a] = ids as [string];
-		expect(await stub.prepare("tx_bad", reject(a, `${a}9`), 15_000)).toMatchObject({ ok: false, error: { code: "reward_not_found" } });
+		expect(await stub.prepareTransaction("tx_bad", reject(a, `${a}9`), 15_000)).toMatchObject({ ok: false, error: { code: "reward_not_found" } });
 		expect(await locks(stub)).toEqual([]);
-		expect(await stub.prepare("tx_ab", reject(a), 15_000)).toMatchObject({ ok: true });
-		expect(await stub.abort("tx_ab")).toEqual({ ok: true, state: "aborted" });
+		expect(await stub.prepareTransaction("tx_ab", reject(a), 15_000)).toMatchObject({ ok: true });
+		expect(await stub.abortTransaction("tx_ab")).toEqual({ ok: true, state: "aborted" });
 		expect(await locks(stub)).toEqual([]);
-		expect(await stub.commit("tx_ab")).toMatchObject({ ok: false, error: { code: "transaction_aborted" } });
+		expect(await stub.commitTransaction("tx_ab")).toMatchObject({ ok: false, error: { code: "transaction_aborted" } });
 		expect((await stub.getReward(a))?.rewardstatus).toBe("Approved");
 		// An abort that overtook its prepare: the prepare that arrives later is refused.
-		expect(await stub.abort("tx_late")).toEqual({ ok: true, state: "aborted" });
-		expect(await stub.prepare("tx_late", reject(a), 15_000)).toMatchObject({ ok: false, error: { code: "transaction_aborted" } });
+		expect(await stub.abortTransaction("tx_late")).toEqual({ ok: true, state: "aborted" });
+		expect(await stub.prepareTransaction("tx_late", reject(a), 15_000)).toMatchObject({ ok: false, error: { code: "transaction_aborted" } });
 		expect(await stub.redeemByIds([a])).toMatchObject({ ok: true });
 	});
 
 	it("at the end of its lease with no decision, the ledger records abort in D1 and releases the locks, also after eviction", async () => {
 		const { appid, stub, ids } = await ledgerWith(1);
 		const [a] = ids as [string];
-		await stub.prepare("tx_exp1", reject(a), 15_000);
+		await stub.prepareTransaction("tx_exp1", reject(a), 15_000);
 		await evictDurableObject(stub);
 		expect(await locks(stub)).toHaveLength(1);
 		await endLeases(stub);
@@ -91,13 +91,13 @@ describe("UserLedger prepare / commit / abort", () => {
 	it("at the end of its lease with the decision commit stored, the ledger applies it (the commit call was lost)", async () => {
 		const { appid, stub, ids } = await ledgerWith(1);
 		const [a] = ids as [string];
-		await stub.prepare("tx_exp2", reject(a), 15_000);
+		await stub.prepareTransaction("tx_exp2", reject(a), 15_000);
 		expect(await decideOnce(env.DB, appid, "tx_exp2", "commit")).toBe("commit");
 		await endLeases(stub);
 		await runAlarm(stub);
 		expect(await locks(stub)).toEqual([]);
 		expect((await stub.getReward(a))?.rewardstatus).toBe("Rejected");
-		expect(await stub.commit("tx_exp2")).toMatchObject({ ok: true, result: { rewards: [{ rewardstatus: "Rejected" }] } });
+		expect(await stub.commitTransaction("tx_exp2")).toMatchObject({ ok: true, result: { rewards: [{ rewardstatus: "Rejected" }] } });
 	});
 
 	it("a hold that ends while its reward is locked waits for the lock", async () => {
@@ -106,10 +106,10 @@ describe("UserLedger prepare / commit / abort", () => {
 			grantOf({ status: "UnderReview", holdUntil: new Date(Date.now() - 1000).toISOString() }),
 		]);
 		const id = rewards[0]!.rewarddtlid;
-		await ledger.stub.prepare("tx_hold", { kind: "status", changes: [{ rewarddtlid: id, status: "Suspicious", message: "x" }] }, 15_000);
+		await ledger.stub.prepareTransaction("tx_hold", { kind: "status", changes: [{ rewarddtlid: id, status: "Suspicious", message: "x" }] }, 15_000);
 		await runAlarm(ledger.stub);
 		expect((await ledger.stub.getReward(id))?.rewardstatus).toBe("UnderReview");
-		await ledger.stub.abort("tx_hold");
+		await ledger.stub.abortTransaction("tx_hold");
 		await runAlarm(ledger.stub);
 		expect((await ledger.stub.getReward(id))?.rewardstatus).toBe("Approved");
 	});
@@ -150,7 +150,7 @@ describe("runAcrossLedgers", () => {
 		const appid = newAppId();
 		const one = await ledgerWith(1, appid);
 		const two = await ledgerWith(1, appid);
-		await two.stub.prepare("tx_other", reject(two.ids[0]!), 15_000);
+		await two.stub.prepareTransaction("tx_other", reject(two.ids[0]!), 15_000);
 		const result = await runAcrossLedgers(env, appid, [
 			{ userkey: one.userkey, operation: reject(one.ids[0]!) },
 			{ userkey: two.userkey, operation: reject(two.ids[0]!) },
