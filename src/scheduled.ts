@@ -27,7 +27,11 @@ export const JOBS: ScheduledJob[] = [
 	// Decisions of multi-ledger transactions are read only within a lease (seconds); a week is ample.
 	{ name: "ledger-decisions-expiry", cron: EVERY_MINUTE, run: (env) => deleteOldDecisions(env.DB, 7 * 86_400_000) },
 	// Dashboard sessions past their 12 h expiry (signed-out ones are deleted at once).
-	{ name: "admin-sessions-expiry", cron: EVERY_MINUTE, run: (env, controller) => purgeExpiredAdminSessions(env.DB, controller.scheduledTime) },
+	{
+		name: "admin-sessions-expiry",
+		cron: EVERY_MINUTE,
+		run: (env, controller) => purgeExpiredAdminSessions(env.DB, controller.scheduledTime),
+	},
 	// Share-link clicks: per-click rows (IP hash, user agent) are kept 30 days; the daily counts stay.
 	{
 		name: "purge-old-clicks",

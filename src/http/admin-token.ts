@@ -23,7 +23,7 @@ export interface AdminTokenSettings {
 }
 
 const FIX =
-	"Set a random ADMIN_TOKEN of at least 32 characters: `openssl rand -base64 32 | npx wrangler secret put ADMIN_TOKEN` (README, \"Admin token\").";
+	'Set a random ADMIN_TOKEN of at least 32 characters: `openssl rand -base64 32 | npx wrangler secret put ADMIN_TOKEN` (README, "Admin token").';
 
 /** What anyone calling the admin API or dashboard is told while the token is refused. */
 export const INSECURE_MESSAGE = `The admin API and dashboard are off until ADMIN_TOKEN is a random secret of at least ${MIN_ADMIN_TOKEN_LENGTH} characters that is not a documented default. ${FIX} The Worker's log says what is wrong.`;
