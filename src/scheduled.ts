@@ -2,6 +2,8 @@ import { purgeExpiredAdminSessions } from "./db/admin-sessions";
 import { purgeOldClicks } from "./db/clicks";
 import { deleteOldDecisions } from "./db/decisions";
 import { deleteExpiredKeys } from "./db/idempotency";
+import { purgeClickMarks } from "./db/unique-clicks";
+import { UNIQUE_CLICK_WINDOW_MS } from "./fraud/clicks";
 import { instrumentEnv } from "./http/d1-metrics";
 import { sweepOutbox } from "./outbox/sweep";
 
@@ -31,6 +33,12 @@ export const JOBS: ScheduledJob[] = [
 		name: "admin-sessions-expiry",
 		cron: EVERY_MINUTE,
 		run: (env, controller) => purgeExpiredAdminSessions(env.DB, controller.scheduledTime),
+	},
+	// Unique clicks: a client's mark says nothing once its 30-minute window is over (fraud/clicks.ts).
+	{
+		name: "click-marks-expiry",
+		cron: EVERY_MINUTE,
+		run: (env, controller) => purgeClickMarks(env.DB, new Date(controller.scheduledTime), UNIQUE_CLICK_WINDOW_MS),
 	},
 	// Share-link clicks: per-click rows (IP hash, user agent) are kept 30 days; the daily counts stay.
 	{

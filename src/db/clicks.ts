@@ -1,3 +1,6 @@
+import { clickCounter } from "./stats";
+import { type ClickMark, markClick, markWon } from "./unique-clicks";
+
 /**
  * Share-link clicks: the daily counter per code (link_clicks, kept for good)
  * and one row per click (link_click_log, kept CLICK_RETENTION_DAYS) with the
@@ -15,24 +18,55 @@ export function codeOwnerLookup(db: D1Database, code: string): D1PreparedStateme
 		.bind(code);
 }
 
-/** Counts a click on a live code for its UTC day. */
-export function countClick(db: D1Database, code: string, day: string): D1PreparedStatement {
+/** Counts a click on a live code for its UTC day, if it is the client's first in the window (`mark`, db/unique-clicks.ts). */
+export function countClick(db: D1Database, code: string, day: string, mark: ClickMark): D1PreparedStatement {
 	return db
 		.prepare(
 			`INSERT INTO link_clicks (referralcode, day, clicks) SELECT ?1, ?2, 1 WHERE EXISTS (SELECT 1 FROM users WHERE referralcode = ?1 AND erased_at IS NULL)
+			 AND ${markWon("?3", "?4")}
 			 ON CONFLICT (referralcode, day) DO UPDATE SET clicks = clicks + 1`,
 		)
-		.bind(code, day);
+		.bind(code, day, mark.clientkey, mark.token);
 }
 
-/** Records one click on a live code. */
-export function logClick(db: D1Database, code: string, at: string, iphash: string | null, useragent: string | null): D1PreparedStatement {
+/** Records one counted click on a live code (repeats in the window are not logged again). */
+export function logClick(
+	db: D1Database,
+	code: string,
+	at: string,
+	iphash: string | null,
+	useragent: string | null,
+	mark: ClickMark,
+): D1PreparedStatement {
 	return db
 		.prepare(
 			`INSERT INTO link_click_log (referralcode, clicked_at, iphash, useragent)
-			 SELECT ?1, ?2, ?3, ?4 WHERE EXISTS (SELECT 1 FROM users WHERE referralcode = ?1 AND erased_at IS NULL)`,
+			 SELECT ?1, ?2, ?3, ?4 WHERE EXISTS (SELECT 1 FROM users WHERE referralcode = ?1 AND erased_at IS NULL)
+			 AND ${markWon("?5", "?6")}`,
 		)
-		.bind(code, at, iphash, useragent);
+		.bind(code, at, iphash, useragent, mark.clientkey, mark.token);
+}
+
+/**
+ * The statements of a person's click on `code` at `at`, for the request's one
+ * batch: the client's mark (when the client is known), then the daily count,
+ * the app's stats and the click log, each counting only when the mark was won
+ * (a repeat within `windowMs` writes nothing but its failed upsert).
+ */
+export function uniqueClick(
+	db: D1Database,
+	click: { code: string; at: Date; iphash: string | null; useragent: string | null; mark: ClickMark; windowMs: number },
+): D1PreparedStatement[] {
+	const { code, at, iphash, useragent, mark } = click;
+	const now = at.toISOString();
+	const day = now.slice(0, 10);
+	const claim = markClick(db, code, mark, at, click.windowMs);
+	return [
+		...(claim ? [claim] : []),
+		countClick(db, code, day, mark),
+		clickCounter(db, code, day, mark),
+		logClick(db, code, now, iphash, useragent, mark),
+	];
 }
 
 /** Deletes per-click rows older than the retention; returns how many. Bounded per call so one run never holds D1 long. */

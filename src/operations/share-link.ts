@@ -1,31 +1,54 @@
 import { Hono } from "hono";
-import { codeOwnerLookup, countClick, logClick } from "../db/clicks";
-import { clickCounter } from "../db/stats";
+import { codeOwnerLookup, uniqueClick } from "../db/clicks";
+import { requestCounter } from "../db/stats";
 import { ipHash, ipNetwork } from "../domain/ip";
 import { landingRedirect } from "../domain/share-url";
+import { CLICK_RETRY_AFTER_SECONDS, clickKind, clientKey, UNIQUE_CLICK_WINDOW_MS, underClickLimit } from "../fraud/clicks";
 
 /**
- * Share links: `GET /r/<code>` counts a click (per code, per UTC day) and
- * redirects to the app's landing URL with `referrercode=<code>`. Each click
- * is also logged with the clicker's IP hash and user agent (kept 30 days).
+ * Share links: `GET /r/<code>` (and `HEAD`) redirects to the app's landing URL
+ * with `referrercode=<code>`. Every request counts as a raw request of the
+ * app; a person's click also counts as a unique click (per code, per UTC
+ * day) and is logged with the clicker's IP hash and user agent (kept 30 days)
+ * unless it is a HEAD, a prefetch, a known bot or a repeat of the same client
+ * within 30 minutes (fraud/clicks.ts, docs/fraud.md). Requests per client
+ * network are rate limited.
  */
 export const shareLinkRoutes = new Hono<{ Bindings: Env }>();
 
 shareLinkRoutes.get("/:code", async (c) => {
 	const code = c.req.param("code").toUpperCase();
-	const now = new Date().toISOString();
+	const at = new Date();
+	const now = at.toISOString();
 	const host = new URL(c.req.url).host.toLowerCase();
 	const network = ipNetwork(c.req.header("cf-connecting-ip") ?? "");
+	// Over the per-network limit nothing is read or written: a flood costs D1 nothing.
+	if (!(await underClickLimit(c.env, network))) {
+		return c.text("Too many requests", 429, { "Retry-After": String(CLICK_RETRY_AFTER_SECONDS), "Cache-Control": "no-store" });
+	}
 	// Without the secret the click is still counted and logged, just without its network.
 	const iphash = network && c.env.IP_HASH_KEY ? await ipHash(c.env.IP_HASH_KEY, network) : null;
 	const useragent = c.req.header("user-agent")?.slice(0, 1000) ?? null;
-	// One round trip: the code's app, the custom domain's app (for unknown codes), the click counter and log.
+	const day = now.slice(0, 10);
+	// A person's click is counted once per client and window; HEADs, prefetches and bots only as requests.
+	const kind = clickKind(c.req.method, c.req.raw.headers);
+	const click =
+		kind === "click"
+			? uniqueClick(c.env.DB, {
+					code,
+					at,
+					iphash,
+					useragent,
+					mark: { clientkey: await clientKey(iphash, useragent ?? ""), token: crypto.randomUUID() },
+					windowMs: UNIQUE_CLICK_WINDOW_MS,
+				})
+			: [];
+	// One round trip: the code's app, the custom domain's app (for unknown codes), the raw request and the click.
 	const [owner, domainApp] = await c.env.DB.batch<{ landingurl: string | null }>([
 		codeOwnerLookup(c.env.DB, code),
 		c.env.DB.prepare("SELECT a.landingurl FROM campaigns c JOIN apps a ON a.appid = c.appid WHERE c.customdomain = ? LIMIT 1").bind(host),
-		countClick(c.env.DB, code, now.slice(0, 10)),
-		clickCounter(c.env.DB, code, now.slice(0, 10)),
-		logClick(c.env.DB, code, now, iphash, useragent),
+		requestCounter(c.env.DB, code, day),
+		...click,
 	]);
 	const known = owner?.results[0];
 	const landing = known?.landingurl ?? (known ? null : domainApp?.results[0]?.landingurl);
