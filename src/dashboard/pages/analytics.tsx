@@ -147,20 +147,20 @@ export function registerAnalytics(dash: Dash) {
 						<h2>Per day</h2>
 						<Table
 							caption="Per day"
-							head={["Day", "Unique clicks", "Requests", "Signups", "Referred", "Conversions", "Rewards", "Amount", "Redeemed"]}
-							numeric={[1, 2, 3, 4, 5, 6]}
+							head={["Day", "Unique clicks", "Signups", "Referred", "Conversions", "Rewards", "Amount", "Redeemed", "Link requests"]}
+							numeric={[1, 2, 3, 4, 5, 8]}
 						>
 							{[...days].reverse().map((d) => (
 								<tr data-day={d.day}>
 									<td>{d.day}</td>
 									<td class="num">{d.clicks}</td>
-									<td class="num">{requestsOn.get(d.day) ?? 0}</td>
 									<td class="num">{d.signups}</td>
 									<td class="num">{d.referredsignups}</td>
 									<td class="num">{d.conversions}</td>
 									<td class="num">{d.rewardscreated}</td>
 									<td>{units(d.rewardamount)}</td>
 									<td>{units(d.redeemed)}</td>
+									<td class="num">{requestsOn.get(d.day) ?? 0}</td>
 								</tr>
 							))}
 						</Table>
