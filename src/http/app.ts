@@ -11,7 +11,7 @@ import { authenticate } from "./auth";
 import { d1Metrics, d1Totals, metricsEnabled, TOTALS_PATH } from "./d1-metrics";
 import { ApiError, errorBody } from "./errors";
 import { describeZodError } from "./fields";
-import { securityHeaders } from "./html-headers";
+import { securityHeaders } from "./security-headers";
 import { idempotencyKeyOf, once, REPLAYED_HEADER, requestFingerprint } from "./idempotency";
 import { readJsonObject } from "./json-body";
 import { clientIp, countFailedAuth, limitApp } from "./rate-limits";
@@ -22,7 +22,7 @@ export const app = new Hono<{ Bindings: Env }>();
 
 // Bench instrumentation, off unless the var D1_QUERY_COUNT is set (see d1-metrics.ts).
 app.use(d1Metrics);
-// nosniff on every response, a Referrer-Policy on every HTML page (html-headers.ts).
+// nosniff on every response, a Referrer-Policy on every HTML page (security-headers.ts).
 app.use(securityHeaders);
 
 app.get("/health", (c) => c.json({ success: true, message: "ok" }));
