@@ -7,13 +7,20 @@
  * and `/\\evil.example` to the host evil.example; both are refused.
  */
 
+/** C0 controls, space and DEL: URL parsers drop or keep them differently. */
+const hasControlOrSpace = (text: string) =>
+	[...text].some((ch) => {
+		const code = ch.charCodeAt(0);
+		return code <= 0x20 || code === 0x7f;
+	});
+
 /** Any origin: only used to resolve a path and tell whether it stayed on it. */
 const HERE = "https://dashboard.invalid";
 
 /** The normalized `path?query#hash` of `target` when it stays under /dashboard on this site, else null. */
 export function dashboardPath(target: string): string | null {
 	// Control characters and whitespace are stripped by URL parsers in ways browsers may not all share: refuse them.
-	if (!target.startsWith("/") || /[\u0000-\u0020\u007f]/.test(target)) return null;
+	if (!target.startsWith("/") || hasControlOrSpace(target)) return null;
 	let url: URL;
 	try {
 		url = new URL(target, HERE);

@@ -11,11 +11,11 @@ import { authenticate } from "./auth";
 import { d1Metrics, d1Totals, metricsEnabled, TOTALS_PATH } from "./d1-metrics";
 import { ApiError, errorBody } from "./errors";
 import { describeZodError } from "./fields";
-import { securityHeaders } from "./security-headers";
 import { idempotencyKeyOf, once, REPLAYED_HEADER, requestFingerprint } from "./idempotency";
 import { readJsonObject } from "./json-body";
 import { clientIp, countFailedAuth, limitApp } from "./rate-limits";
 import { normalizeFields } from "./request-text";
+import { securityHeaders } from "./security-headers";
 import { refuseBadText } from "./text-hygiene";
 
 export const app = new Hono<{ Bindings: Env }>();
