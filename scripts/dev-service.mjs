@@ -46,7 +46,14 @@ export async function startService(options = {}) {
 
 	const port = await freePort();
 	// Local receivers on 127.0.0.1 are webhook targets in tests: allowed only by this development var.
-	const vars = { ADMIN_TOKEN: adminToken, ALLOW_LOOPBACK_WEBHOOKS: "1", IP_HASH_KEY: `${name}-ip-hash-key`, ...options.vars };
+	// ENVIRONMENT=development: a local service, so its short admin token is served (src/http/admin-token.ts).
+	const vars = {
+		ADMIN_TOKEN: adminToken,
+		ENVIRONMENT: "development",
+		ALLOW_LOOPBACK_WEBHOOKS: "1",
+		IP_HASH_KEY: `${name}-ip-hash-key`,
+		...options.vars,
+	};
 	const args = ["wrangler", "dev", "--ip", "127.0.0.1", "--port", String(port), "--persist-to", persist];
 	args.push("--show-interactive-dev-session=false");
 	if (options.logLevel) args.push("--log-level", options.logLevel);

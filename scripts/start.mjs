@@ -1,23 +1,51 @@
-// `npm start`: a ready-to-curl local service. Creates .dev.vars when missing,
-// applies the D1 migrations locally, starts `wrangler dev` on 127.0.0.1:8787,
-// then creates (once) a demo app with a demo campaign and prints its keys.
+// `npm start`: a ready-to-curl local service. Creates .dev.vars when missing
+// (with a random admin token), applies the D1 migrations locally, starts
+// `wrangler dev` on 127.0.0.1:8787, then creates (once) a demo app with a demo
+// campaign and prints its keys and the admin token.
 import { spawn, spawnSync } from "node:child_process";
-import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { randomBytes } from "node:crypto";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 
 const PORT = Number(process.env.PORT ?? 8787);
 const BASE = `http://127.0.0.1:${PORT}`;
 const DEMO_FILE = ".wrangler/demo-app.json";
+/** Tokens anyone who read this repository knows (src/http/admin-token.ts): never kept as the local admin token. */
+const DOCUMENTED_DEFAULT_TOKENS = ["change-me", "dev-admin-token", "test-admin-token"];
+
+const example = readFileSync(".dev.vars.example", "utf8");
+const exampleLine = (name, fallback) => new RegExp(`^${name}=.*$`, "m").exec(example)?.[0] ?? fallback;
+const randomToken = () => randomBytes(32).toString("base64url");
 
 if (!existsSync(".dev.vars")) {
-	copyFileSync(".dev.vars.example", ".dev.vars");
-	console.log("Created .dev.vars with ADMIN_TOKEN=dev-admin-token");
-} else if (!/^IP_HASH_KEY=/m.test(readFileSync(".dev.vars", "utf8"))) {
-	// A .dev.vars from before the IP hash key: add the example's, or calls with an ipaddress would fail.
-	const line = /^IP_HASH_KEY=.*$/m.exec(readFileSync(".dev.vars.example", "utf8"))?.[0] ?? "IP_HASH_KEY=dev-ip-hash-key-change-me";
-	writeFileSync(".dev.vars", `${readFileSync(".dev.vars", "utf8").replace(/\n?$/, "\n")}${line}\n`);
-	console.log("Added IP_HASH_KEY to .dev.vars");
+	writeFileSync(".dev.vars", example.replace(/^ADMIN_TOKEN=.*$/m, `ADMIN_TOKEN=${randomToken()}`));
+	console.log("Created .dev.vars with a random ADMIN_TOKEN (printed below once the service is up)");
+} else {
+	let vars = readFileSync(".dev.vars", "utf8");
+	const added = [];
+	const current = /^ADMIN_TOKEN=(.*)$/m.exec(vars)?.[1]?.trim();
+	if (current === undefined || DOCUMENTED_DEFAULT_TOKENS.includes(current)) {
+		// A .dev.vars from before the random token: the guessable default goes.
+		vars =
+			current === undefined
+				? `${vars.replace(/\n?$/, "\n")}ADMIN_TOKEN=${randomToken()}\n`
+				: vars.replace(/^ADMIN_TOKEN=.*$/m, `ADMIN_TOKEN=${randomToken()}`);
+		added.push(current === undefined ? "a random ADMIN_TOKEN" : `a random ADMIN_TOKEN in place of the default '${current}'`);
+	}
+	// Lines a .dev.vars from an older example lacks: without IP_HASH_KEY calls with an ipaddress fail, without ENVIRONMENT the admin API is refused.
+	for (const [name, fallback] of [
+		["IP_HASH_KEY", "IP_HASH_KEY=dev-ip-hash-key-change-me"],
+		["ENVIRONMENT", "ENVIRONMENT=development"],
+	]) {
+		if (new RegExp(`^${name}=`, "m").test(vars)) continue;
+		vars = `${vars.replace(/\n?$/, "\n")}${exampleLine(name, fallback)}\n`;
+		added.push(name);
+	}
+	if (added.length > 0) {
+		writeFileSync(".dev.vars", vars);
+		console.log(`Updated .dev.vars: ${added.join(", ")}`);
+	}
 }
-const adminToken = /^ADMIN_TOKEN=(.*)$/m.exec(readFileSync(".dev.vars", "utf8"))?.[1]?.trim() ?? "dev-admin-token";
+const adminToken = /^ADMIN_TOKEN=(.*)$/m.exec(readFileSync(".dev.vars", "utf8"))?.[1]?.trim() ?? "";
 
 const migrate = spawnSync("npx", ["wrangler", "d1", "migrations", "apply", "DB", "--local"], {
 	stdio: "inherit",
@@ -85,14 +113,16 @@ try {
 	const demo = await ensureDemo();
 	console.log(`
 Referral service ready on ${BASE}
-Dashboard: ${BASE}/dashboard  (sign in with the admin token: ${adminToken})
+Dashboard: ${BASE}/dashboard  (sign in with the admin token below)
 Demo app:  appid=${demo.appid}  campaignid=${demo.campaignid}
   apikey     = ${demo.apikey}
   privatekey = ${demo.privatekey}
 Try:
   curl -s ${BASE}/saas/v1_0/getcampaigndata -H 'content-type: application/json' \\
     -d '{"apikey":"${demo.apikey}","privatekey":"${demo.privatekey}","campaignid":"${demo.campaignid}"}'
-(keys are kept in ${DEMO_FILE}; admin token: ${adminToken})
+Admin token (ADMIN_TOKEN in .dev.vars; for the dashboard and the admin API):
+  ${adminToken}
+(keys are kept in ${DEMO_FILE})
 `);
 } catch (error) {
 	console.error(String(error));

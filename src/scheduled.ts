@@ -1,6 +1,9 @@
+import { purgeExpiredAdminSessions } from "./db/admin-sessions";
 import { purgeOldClicks } from "./db/clicks";
 import { deleteOldDecisions } from "./db/decisions";
 import { deleteExpiredKeys } from "./db/idempotency-replies";
+import { purgeClickMarks } from "./db/unique-clicks";
+import { UNIQUE_CLICK_WINDOW_MS } from "./fraud/clicks";
 import { instrumentEnv } from "./instrument/d1-metrics";
 import { sweepOutbox } from "./outbox/sweep";
 
@@ -25,6 +28,18 @@ export const JOBS: ScheduledJob[] = [
 	{ name: "idempotency-keys-expiry", cron: EVERY_MINUTE, run: (env) => deleteExpiredKeys(env.DB) },
 	// Decisions of multi-ledger transactions are read only within a lease (seconds); a week is ample.
 	{ name: "ledger-decisions-expiry", cron: EVERY_MINUTE, run: (env) => deleteOldDecisions(env.DB, 7 * 86_400_000) },
+	// Dashboard sessions past their 12 h expiry (signed-out ones are deleted at once).
+	{
+		name: "admin-sessions-expiry",
+		cron: EVERY_MINUTE,
+		run: (env, controller) => purgeExpiredAdminSessions(env.DB, controller.scheduledTime),
+	},
+	// Unique clicks: a client's mark says nothing once its 30-minute window is over (fraud/clicks.ts).
+	{
+		name: "click-marks-expiry",
+		cron: EVERY_MINUTE,
+		run: (env, controller) => purgeClickMarks(env.DB, new Date(controller.scheduledTime), UNIQUE_CLICK_WINDOW_MS),
+	},
 	// Share-link clicks: per-click rows (IP hash, user agent) are kept 30 days; the daily counts stay.
 	{
 		name: "purge-old-clicks",

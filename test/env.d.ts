@@ -7,7 +7,7 @@ declare global {
 			TEST_MIGRATIONS: D1Migration[];
 			/** Test-only: base URL of the real HTTP webhook receiver started by test/outbox/receiver.mjs. */
 			WEBHOOK_RECEIVER_URL: string;
-			/** Webhook timeout in ms (optional in production, default 15000; low in tests). */
+			/** Webhook connect and first-byte timeout in ms (optional in production, default 1500; low in tests). */
 			WEBHOOK_TIMEOUT_MS?: string;
 			/** Test-only: a real rate limiter of 5 per 10 s (vitest.config.ts), for the per-app limit test. */
 			TEST_SMALL_LIMITER: RateLimit;

@@ -14,9 +14,12 @@ import {
 import { constantTimeEqual, sha256Hex } from "../domain/crypto";
 import { nowIso } from "../domain/dates";
 import { newApiKey, newAppId, newPrivateKey, newWebhookSecret } from "../domain/ids";
+import { countAdminFailure, refuseThrottledAdmin } from "../http/admin-throttle";
+import { refuseInsecureAdminToken } from "../http/admin-token";
 import { forgetCachedApp, forgetCachedKey } from "../http/auth";
 import { ApiError, badRequest, campaignNotFound } from "../http/errors";
 import { readJsonObject } from "../http/json-body";
+import { clientIp } from "../http/rate-limits";
 import { refuseBadText } from "../http/text-hygiene";
 import { breakerRoutes } from "./breakers";
 import { deliveryRoutes } from "./deliveries";
@@ -35,9 +38,14 @@ import { requireAllowedWebhookUrl } from "./webhook-policy";
 export const adminRoutes = new Hono<{ Bindings: Env }>();
 
 adminRoutes.use("*", async (c, next) => {
+	// A deployment with a guessable token serves nothing; a client over its failed sign-ins is refused before the compare.
+	refuseInsecureAdminToken(c.env);
+	const ip = clientIp(c.req.raw);
+	refuseThrottledAdmin(ip);
 	const token = c.env.ADMIN_TOKEN;
 	const presented = c.req.header("authorization")?.match(/^Bearer\s+(.+)$/i)?.[1] ?? "";
 	if (!token || !constantTimeEqual(presented, token)) {
+		await countAdminFailure(c.env, ip);
 		throw new ApiError(401, "unauthorized", "A valid admin bearer token is required.");
 	}
 	await next();

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { exactOrigin } from "../domain/frame-origin";
 import { DEFAULT_VELOCITY_THRESHOLD, FRAUD_SIGNALS } from "../fraud/signals";
 
 /** Request bodies of the admin API (plain JSON, exact lower-case names). */
@@ -22,8 +23,11 @@ export const createAppSchema = z.object({
 });
 
 export const updateAppSchema = createAppSchema.partial().extend({
-	/** Who may frame the hosted referral page; stored as an origin; null resets to the landing URL's origin. */
-	frameorigin: url.transform((v) => new URL(v).origin).nullish(),
+	/** Who may frame the hosted referral page; stored as an exact origin (no wildcard); null resets to the landing URL's origin. */
+	frameorigin: url
+		.refine((v) => exactOrigin(v) !== null, "must be an exact origin (scheme, host, port) without wildcards")
+		.transform((v) => exactOrigin(v) ?? "")
+		.nullish(),
 });
 
 const capitalized = <T extends string>(values: readonly [T, ...T[]]) =>

@@ -60,7 +60,9 @@ export async function runAcrossLedgers(
 	const abortAll = () =>
 		Promise.all(
 			ledgers.map((l) =>
-				l.stub.abortTransaction(txid).catch((error: unknown) => console.error("ledger transaction: abort failed", { txid, error: String(error) })),
+				l.stub
+					.abortTransaction(txid)
+					.catch((error: unknown) => console.error("ledger transaction: abort failed", { txid, error: String(error) })),
 			),
 		);
 

@@ -1,4 +1,5 @@
 import type { Context, Hono } from "hono";
+import { dashboardPathOr } from "../domain/redirect";
 import type { Api } from "./api";
 import type { Session } from "./session";
 
@@ -10,9 +11,9 @@ export type DashContext = Context<DashEnv>;
 /** The flash messages a redirect carried (`?ok=` / `?error=`). */
 export const flash = (c: DashContext) => ({ ok: c.req.query("ok") ?? null, error: c.req.query("error") ?? null });
 
-/** Post/redirect/get: back to `path` with a message. */
+/** Post/redirect/get: back to `path` with a message; a path that would leave /dashboard once normalized goes to /dashboard. */
 export function back(c: DashContext, path: string, message: { ok?: string; error?: string }) {
-	const url = new URL(path, "http://x");
+	const url = new URL(dashboardPathOr(path, "/dashboard"), "http://x");
 	if (message.ok) url.searchParams.set("ok", message.ok);
 	if (message.error) url.searchParams.set("error", message.error);
 	return c.redirect(`${url.pathname}${url.search}${url.hash}`, 303);

@@ -1,6 +1,8 @@
 /** @jsxImportSource hono/jsx */
 import { Hono } from "hono";
 import { constantTimeEqual } from "../domain/crypto";
+import { adminTokenRefused, INSECURE_MESSAGE } from "../http/admin-token";
+import { clientIp, RETRY_AFTER_SECONDS } from "../http/rate-limits";
 import { apiFor } from "./api";
 import type { DashEnv } from "./context";
 import { Csrf, Field, Page } from "./layout";
@@ -12,6 +14,7 @@ import { registerReview } from "./pages/review";
 import { registerUsers } from "./pages/users";
 import { SCRIPT } from "./script";
 import { checkLoginCsrf, endSession, loginCsrf, readSession, startSession } from "./session";
+import { checkSignIn } from "./sign-in";
 import { CSS } from "./style";
 
 /**
@@ -35,6 +38,12 @@ dashboardRoutes.get("/static/app.js", (c) =>
 	c.body(SCRIPT, 200, { "content-type": "text/javascript; charset=utf-8", "cache-control": "max-age=300" }),
 );
 
+// A deployment with a guessable ADMIN_TOKEN serves no page (http/admin-token.ts); the static files above stay.
+dashboardRoutes.use("*", async (c, next) => {
+	if (adminTokenRefused(c.env)) return c.html(<Page title="Dashboard off" error={INSECURE_MESSAGE} />, 503);
+	await next();
+});
+
 const loginPage = (csrf: string, error?: string) => (
 	<Page title="Sign in" error={error}>
 		<form class="grid login" method="post" action="/dashboard/login">
@@ -57,10 +66,13 @@ dashboardRoutes.post("/login", async (c) => {
 	const form = await c.req.parseBody();
 	if (!(await checkLoginCsrf(c, String(form._csrf ?? ""))))
 		return c.html(loginPage(await loginCsrf(c), "The form expired; try again."), 403);
-	const token = c.env.ADMIN_TOKEN;
-	if (!token || !constantTimeEqual(String(form.token ?? ""), token)) {
-		return c.html(loginPage(await loginCsrf(c), "That token is not the admin token."), 401);
+	// Failed sign-ins are limited per client IP, together with wrong bearer tokens on the admin API.
+	const outcome = await checkSignIn(c.env, clientIp(c.req.raw), String(form.token ?? ""));
+	if (outcome === "throttled") {
+		c.header("Retry-After", String(RETRY_AFTER_SECONDS));
+		return c.html(loginPage(await loginCsrf(c), "Too many failed sign-ins from this address. Wait 10 seconds."), 429);
 	}
+	if (outcome === "wrong") return c.html(loginPage(await loginCsrf(c), "That token is not the admin token."), 401);
 	await startSession(c);
 	return c.redirect("/dashboard", 303);
 });
@@ -83,8 +95,8 @@ dashboardRoutes.use("*", async (c, next) => {
 	await next();
 });
 
-dashboardRoutes.post("/logout", (c) => {
-	endSession(c);
+dashboardRoutes.post("/logout", async (c) => {
+	await endSession(c, c.var.session);
 	return c.redirect("/dashboard/login", 303);
 });
 

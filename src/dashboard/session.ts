@@ -1,12 +1,16 @@
 import type { Context } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
-import { constantTimeEqual } from "../domain/crypto";
+import { adminSessionLive, deleteAdminSession, insertAdminSession } from "../db/admin-sessions";
+import { constantTimeEqual, sha256Hex } from "../domain/crypto";
 
 /**
  * Dashboard sessions: a cookie `<expiry>.<id>.<mac>` signed with HMAC-SHA256
  * under a key derived from ADMIN_TOKEN, so rotating the token signs every
- * session out. Each form carries a CSRF token (a MAC of the session id, or of
- * a login nonce on the sign-in form) that a cross-site page cannot read.
+ * session out, and a row in D1 (db/admin-sessions.ts) checked on each
+ * request, so signing out ends the session on the server: a copied cookie
+ * stops working at once, not when it expires. Each form carries a CSRF token
+ * (a MAC of the session id, or of a login nonce on the sign-in form) that a
+ * cross-site page cannot read.
  */
 
 export const SESSION_COOKIE = "dash_session";
@@ -62,18 +66,23 @@ export async function readSession(c: Context<any>): Promise<Session | null> {
 	const [expiry, id, signature] = value.split(".");
 	if (!expiry || !id || !signature || !/^\d+$/.test(expiry) || Number(expiry) < Date.now()) return null;
 	if (!constantTimeEqual(signature, await mac(token, `session:${expiry}.${id}`))) return null;
+	// Signed under the current token, and not signed out: the D1 row is read only for a cookie that passed the MAC.
+	if (!(await adminSessionLive(c.env.DB, await sha256Hex(id), Date.now()))) return null;
 	return { id, csrf: await mac(token, `csrf:${id}`) };
 }
 
 export async function startSession(c: Context<any>): Promise<void> {
 	const expiry = Date.now() + SESSION_TTL_MS;
 	const id = randomId();
+	await insertAdminSession(c.env.DB, await sha256Hex(id), expiry);
 	const signature = await mac(c.env.ADMIN_TOKEN, `session:${expiry}.${id}`);
 	setCookie(c, SESSION_COOKIE, `${expiry}.${id}.${signature}`, cookieOptions(c, SESSION_TTL_MS / 1000));
 	deleteCookie(c, LOGIN_COOKIE, { path: "/dashboard" });
 }
 
-export function endSession(c: Context): void {
+/** Signs `session` out on the server (its row is deleted) and clears the cookie. */
+export async function endSession(c: Context<any>, session: Session): Promise<void> {
+	await deleteAdminSession(c.env.DB, await sha256Hex(session.id));
 	deleteCookie(c, SESSION_COOKIE, { path: "/dashboard", secure: isSecureContext(c.req.url) });
 }
 

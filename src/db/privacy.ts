@@ -116,6 +116,7 @@ export async function erasePersonInD1(
 			.bind(user.userid, log.at),
 		db.prepare("DELETE FROM user_identifiers WHERE userid = ?").bind(user.userid),
 		db.prepare("DELETE FROM link_click_log WHERE referralcode = ?").bind(user.referralcode),
+		db.prepare("DELETE FROM link_click_seen WHERE referralcode = ?").bind(user.referralcode),
 		db.prepare("UPDATE conversion_events SET extrainfo = NULL WHERE userid = ? AND extrainfo IS NOT NULL").bind(user.userid),
 		privacyLogInsert(db, user.appid, user.userkey, "erase", log),
 	]);

@@ -1,5 +1,6 @@
 import { fromHundredths } from "../rewards/money";
 import { rowsOf } from "./rows";
+import { type ClickMark, markWon } from "./unique-clicks";
 
 /**
  * Daily counters of the dashboard's analytics (migration 0006). Each hook is
@@ -33,12 +34,22 @@ export function lateAttributionCounter(db: D1Database, attributionId: string): D
 		.bind(attributionId);
 }
 
-/** A share-link click on `code` (UTC `day`), counted on the code owner's app and campaign. */
-export function clickCounter(db: D1Database, code: string, day: string): D1PreparedStatement {
+/** A share-link click on `code` (UTC `day`), counted on the code owner's app and campaign when it is the client's first in the window. */
+export function clickCounter(db: D1Database, code: string, day: string, mark: ClickMark): D1PreparedStatement {
 	return db
 		.prepare(
 			`INSERT INTO stats_daily (appid, campaignid, day, metric, unit, value)
-			 SELECT appid, campaignid, ?2, 'clicks', '', 1 FROM users WHERE referralcode = ?1 ${BUMP}`,
+			 SELECT appid, campaignid, ?2, 'clicks', '', 1 FROM users WHERE referralcode = ?1 AND ${markWon("?3", "?4")} ${BUMP}`,
+		)
+		.bind(code, day, mark.clientkey, mark.token);
+}
+
+/** Any share-link request on `code` (bots, HEAD and repeats included): the raw `requests` next to the unique `clicks`. */
+export function requestCounter(db: D1Database, code: string, day: string): D1PreparedStatement {
+	return db
+		.prepare(
+			`INSERT INTO stats_daily (appid, campaignid, day, metric, unit, value)
+			 SELECT appid, campaignid, ?2, 'requests', '', 1 FROM users WHERE referralcode = ?1 ${BUMP}`,
 		)
 		.bind(code, day);
 }

@@ -9,6 +9,7 @@ export interface Cell {
 
 export interface DayStats {
 	day: string;
+	/** Unique share-link clicks: people, once per client and 30 minutes (docs/fraud.md). */
 	clicks: number;
 	signups: number;
 	referredsignups: number;
@@ -68,20 +69,30 @@ function add(into: DayStats, cell: Cell): void {
 	}
 }
 
-/** One row per day of the range (zeros where nothing happened), the totals, and the referred share of signups (null without signups). */
+/**
+ * One row per day of the range (zeros where nothing happened), the totals,
+ * the referred share of signups (null without signups), and the raw
+ * share-link requests (bots, HEADs and repeats included) apart from the
+ * unique `clicks`, shaped as a user's clicks are: `{total, days}`.
+ */
 export function shapeStats(cells: Cell[], from: string, to: string) {
-	const byDay = new Map(daysBetween(from, to).map((day) => [day, emptyDay(day)]));
+	const range = daysBetween(from, to);
+	const byDay = new Map(range.map((day) => [day, emptyDay(day)]));
+	const requests = new Map(range.map((day) => [day, 0]));
 	const totals = emptyDay("total");
 	for (const cell of cells) {
 		const day = byDay.get(cell.day);
 		if (!day) continue;
+		if (cell.metric === "requests") requests.set(cell.day, (requests.get(cell.day) ?? 0) + cell.value);
 		add(day, cell);
 		add(totals, cell);
 	}
 	const { day: _, ...totalNumbers } = totals;
+	const requestDays = [...requests].map(([day, count]) => ({ day, requests: count }));
 	return {
 		days: [...byDay.values()],
 		totals: totalNumbers,
 		referredshare: totals.signups > 0 ? round2(totals.referredsignups / totals.signups) : null,
+		requests: { total: requestDays.reduce((sum, d) => sum + d.requests, 0), days: requestDays },
 	};
 }

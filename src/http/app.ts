@@ -16,12 +16,15 @@ import { idempotencyKeyOf, once, REPLAYED_HEADER, requestFingerprint } from "./i
 import { readJsonObject } from "./json-body";
 import { clientIp, countFailedAuth, limitApp } from "./rate-limits";
 import { normalizeFields } from "./request-text";
+import { securityHeaders } from "./security-headers";
 import { refuseBadText } from "./text-hygiene";
 
 export const app = new Hono<{ Bindings: Env }>();
 
 // Bench instrumentation, off unless the var D1_QUERY_COUNT is set (see d1-metrics.ts).
 app.use(d1Metrics);
+// nosniff on every response, a Referrer-Policy on every HTML page (security-headers.ts).
+app.use(securityHeaders);
 
 app.get("/health", (c) => c.json({ success: true, message: "ok" }));
 

@@ -213,7 +213,7 @@ export const adminApi: AdminRoute[] = [
 	{
 		method: "get",
 		path: "/apps/{appid}/stats",
-		summary: "Per-day clicks, signups, conversions, rewards and redemptions, totals and top referrers",
+		summary: "Per-day unique clicks, signups, conversions, rewards and redemptions, totals, top referrers, and raw share-link requests",
 		query: { campaignid: z.number().int().optional(), from: z.string().optional(), to: z.string().optional() },
 		status: 200,
 		response: z.looseObject({ from: z.string(), to: z.string() }),

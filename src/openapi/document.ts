@@ -149,6 +149,8 @@ function adminOperation(route: AdminRoute): Record<string, unknown> {
 			"400": errorResponse("Invalid body or parameter"),
 			"401": errorResponse("Missing or wrong admin token"),
 			"404": errorResponse("No such app, campaign or delivery"),
+			"429": errorResponse("Too many failed admin sign-ins from this address (rate_limited; see Retry-After)"),
+			"503": errorResponse("A deployment whose ADMIN_TOKEN is shorter than 32 characters or a documented default (admin_token_insecure)"),
 		},
 	};
 }

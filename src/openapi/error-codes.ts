@@ -18,6 +18,7 @@ export const ERROR_CODES = [
 	"missing_credentials",
 	"invalid_credentials",
 	"unauthorized",
+	"admin_token_insecure",
 	"app_not_found",
 	"campaign_not_found",
 	"user_not_found",

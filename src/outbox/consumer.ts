@@ -11,7 +11,7 @@ import { sweepOutbox } from "./sweep";
 
 /** Optional settings read from the environment (not in wrangler.toml: the defaults apply). */
 export interface OutboxSettings {
-	/** Webhook timeout in milliseconds; default 10000. Tests set it low. */
+	/** Webhook connect and first-byte timeout in milliseconds; default 1500 (deliver.ts). Tests set it lower. */
 	WEBHOOK_TIMEOUT_MS?: string;
 }
 

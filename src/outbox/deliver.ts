@@ -15,7 +15,7 @@ export interface AttemptResult {
 }
 
 export interface DeliveryOptions {
-	/** Webhook request timeout, headers and body included. */
+	/** Webhook attempt timeout: connecting, the answer's first byte (status and headers) and a failure's text. */
 	timeoutMs: number;
 	/** Sender when the app has none. */
 	defaultSender: string;
@@ -23,8 +23,14 @@ export interface DeliveryOptions {
 	now?: () => number;
 }
 
-/** A receiver that has not answered (headers and body) by then has failed; short, so a dead endpoint holds little. */
-export const DEFAULT_WEBHOOK_TIMEOUT_MS = 10_000;
+/**
+ * A receiver that has not connected and answered (status and headers) by then
+ * has failed, and its message is retried later with a delay. Short, because
+ * the queue hands the consumer its next batch only when this one is done: a
+ * hanging endpoint holds every other app's webhooks for at most this long
+ * (docs/webhooks.md, "Delivery isolation"). The body of a 2xx is never waited for.
+ */
+export const DEFAULT_WEBHOOK_TIMEOUT_MS = 1_500;
 /** Response text kept in the attempt log, at most. */
 const RESPONSE_SNIPPET_CHARS = 300;
 

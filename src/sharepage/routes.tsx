@@ -3,6 +3,7 @@ import { type Context, Hono } from "hono";
 import { findApp } from "../db/apps";
 import { getCampaignWithDetails } from "../db/campaigns";
 import { findUser } from "../db/users";
+import { exactOrigin } from "../domain/frame-origin";
 import { shareUrl } from "../domain/share-url";
 import { ledgerFor } from "../ledger/stub";
 import { ForbiddenPage, SharePage, type SharePageData } from "./page";
@@ -18,14 +19,14 @@ function newNonce(): string {
 	return btoa(String.fromCharCode(...crypto.getRandomValues(new Uint8Array(16))));
 }
 
-/** Who may frame the page: the app's configured origin, else its landing URL's origin, else nobody. */
+/**
+ * Who may frame the page: the app's configured origin, else its landing URL's
+ * origin, else nobody; always one exact origin (a value stored before that
+ * rule that is a pattern frames nothing).
+ */
 export function frameOrigin(app: { frameorigin: string | null; landingurl: string | null }): string | null {
-	if (app.frameorigin) return app.frameorigin;
-	try {
-		return app.landingurl ? new URL(app.landingurl).origin : null;
-	} catch {
-		return null;
-	}
+	if (app.frameorigin) return exactOrigin(app.frameorigin);
+	return app.landingurl ? exactOrigin(app.landingurl) : null;
 }
 
 function secureHeaders(c: Context, nonce: string, ancestor: string | null) {

@@ -61,7 +61,10 @@ describe("UserLedger prepare / commit / abort", () => {
 	it("a prepare that would fail locks nothing; abort releases without applying; a late prepare of an aborted txid is refused", async () => {
 		const { stub, ids } = await ledgerWith(1);
 		const [a] = ids as [string];
-		expect(await stub.prepareTransaction("tx_bad", reject(a, `${a}9`), 15_000)).toMatchObject({ ok: false, error: { code: "reward_not_found" } });
+		expect(await stub.prepareTransaction("tx_bad", reject(a, `${a}9`), 15_000)).toMatchObject({
+			ok: false,
+			error: { code: "reward_not_found" },
+		});
 		expect(await locks(stub)).toEqual([]);
 		expect(await stub.prepareTransaction("tx_ab", reject(a), 15_000)).toMatchObject({ ok: true });
 		expect(await stub.abortTransaction("tx_ab")).toEqual({ ok: true, state: "aborted" });
@@ -70,7 +73,10 @@ describe("UserLedger prepare / commit / abort", () => {
 		expect((await stub.getReward(a))?.rewardstatus).toBe("Approved");
 		// An abort that overtook its prepare: the prepare that arrives later is refused.
 		expect(await stub.abortTransaction("tx_late")).toEqual({ ok: true, state: "aborted" });
-		expect(await stub.prepareTransaction("tx_late", reject(a), 15_000)).toMatchObject({ ok: false, error: { code: "transaction_aborted" } });
+		expect(await stub.prepareTransaction("tx_late", reject(a), 15_000)).toMatchObject({
+			ok: false,
+			error: { code: "transaction_aborted" },
+		});
 		expect(await stub.redeemByIds([a])).toMatchObject({ ok: true });
 	});
 
@@ -106,7 +112,11 @@ describe("UserLedger prepare / commit / abort", () => {
 			grantOf({ status: "UnderReview", holdUntil: new Date(Date.now() - 1000).toISOString() }),
 		]);
 		const id = rewards[0]!.rewarddtlid;
-		await ledger.stub.prepareTransaction("tx_hold", { kind: "status", changes: [{ rewarddtlid: id, status: "Suspicious", message: "x" }] }, 15_000);
+		await ledger.stub.prepareTransaction(
+			"tx_hold",
+			{ kind: "status", changes: [{ rewarddtlid: id, status: "Suspicious", message: "x" }] },
+			15_000,
+		);
 		await runAlarm(ledger.stub);
 		expect((await ledger.stub.getReward(id))?.rewardstatus).toBe("UnderReview");
 		await ledger.stub.abortTransaction("tx_hold");

@@ -54,6 +54,7 @@ export function registerAnalytics(dash: Dash) {
 		]);
 		const stats: Values | null = res.ok ? res.body : null;
 		const days: Values[] = stats?.days ?? [];
+		const requestsOn = new Map<string, number>((stats?.requests.days ?? []).map((d: Values) => [d.day, d.requests]));
 		return c.html(
 			<Page
 				title="Analytics"
@@ -86,7 +87,11 @@ export function registerAnalytics(dash: Dash) {
 					<>
 						<div class="cards" data-testid="totals">
 							<div class="card">
-								Clicks<b data-testid="total-clicks">{stats.totals.clicks}</b>
+								Unique clicks<b data-testid="total-clicks">{stats.totals.clicks}</b>
+							</div>
+							<div class="card">
+								Link requests<b data-testid="total-requests">{stats.requests.total}</b>
+								all, bots and repeats included
 							</div>
 							<div class="card">
 								Signups<b data-testid="total-signups">{stats.totals.signups}</b>
@@ -111,7 +116,7 @@ export function registerAnalytics(dash: Dash) {
 							title={`Clicks, signups, conversions and rewards per day, ${stats.from} to ${stats.to}`}
 							days={days.map((d) => d.day)}
 							series={[
-								{ label: "Clicks", color: "#0a58ca", values: days.map((d) => d.clicks) },
+								{ label: "Unique clicks", color: "#0a58ca", values: days.map((d) => d.clicks) },
 								{ label: "Signups", color: "#1a7f37", values: days.map((d) => d.signups) },
 								{ label: "Conversions", color: "#bf3989", values: days.map((d) => d.conversions) },
 								{ label: "Rewards", color: "#9a6700", values: days.map((d) => d.rewardscreated) },
@@ -142,8 +147,8 @@ export function registerAnalytics(dash: Dash) {
 						<h2>Per day</h2>
 						<Table
 							caption="Per day"
-							head={["Day", "Clicks", "Signups", "Referred", "Conversions", "Rewards", "Amount", "Redeemed"]}
-							numeric={[1, 2, 3, 4, 5]}
+							head={["Day", "Unique clicks", "Signups", "Referred", "Conversions", "Rewards", "Amount", "Redeemed", "Link requests"]}
+							numeric={[1, 2, 3, 4, 5, 8]}
 						>
 							{[...days].reverse().map((d) => (
 								<tr data-day={d.day}>
@@ -155,6 +160,7 @@ export function registerAnalytics(dash: Dash) {
 									<td class="num">{d.rewardscreated}</td>
 									<td>{units(d.rewardamount)}</td>
 									<td>{units(d.redeemed)}</td>
+									<td class="num">{requestsOn.get(d.day) ?? 0}</td>
 								</tr>
 							))}
 						</Table>

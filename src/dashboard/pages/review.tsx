@@ -1,4 +1,5 @@
 /** @jsxImportSource hono/jsx */
+import { dashboardPathOr } from "../../domain/redirect";
 import { must } from "../api";
 import { back, type Dash, flash } from "../context";
 import { Csrf, Field, Page, Pager, Select, Table, TextArea } from "../layout";
@@ -86,10 +87,9 @@ export function registerReview(dash: Dash) {
 		const ids = ([] as unknown[]).concat(form.ids ?? []).filter((v): v is string => typeof v === "string");
 		const action = form.action === "Rejected" ? "Rejected" : "Approved";
 		const message = typeof form.message === "string" ? form.message.trim() : "";
-		const ret =
-			typeof form.return === "string" && form.return.startsWith(`/dashboard/apps/${appid}/review`)
-				? form.return
-				: `/dashboard/apps/${appid}/review`;
+		// Checked once normalized: `.../review/../../../..//evil.example/x` starts like the queue but resolves off the site.
+		const asked = dashboardPathOr(form.return, "");
+		const ret = asked.startsWith(`/dashboard/apps/${appid}/review`) ? asked : `/dashboard/apps/${appid}/review`;
 		if (ids.length === 0) return back(c, ret, { error: "Select at least one reward." });
 		const res = await c.var.api("POST", `/apps/${appid}/rewards/status`, {
 			changes: ids.map((rewarddtlid) => ({ rewarddtlid, rewardstatus: action, ...(message ? { message } : {}) })),
