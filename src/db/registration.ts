@@ -3,7 +3,7 @@ import { deviceSeenLookup, existingFlagLookup, markExistingIfDeviceSeen, type Ne
 import { allOf, appHasWebhook, insertOutboxEvent } from "./outbox-events";
 import { firstRowOf } from "./rows";
 import { signupCounters } from "./stats";
-import { countNewFriend, existingUserLookup, insertUser, type Profile, referrerLookup, toUser, type User, type UserRow } from "./users";
+import { countNewFriend, existingUserLookup, insertUser, type NewUser, type Profile, referrerLookup, toUser, type User, type UserRow } from "./users";
 
 /**
  * The two round trips of a registration (register, invokeoutreach): what
@@ -47,13 +47,7 @@ export async function readRegistrationContext(
 	};
 }
 
-export interface Registration {
-	appid: string;
-	userkey: string;
-	referralcode: string;
-	campaignid: number;
-	profile: Profile;
-	referrerUserid: number | null;
+export interface Registration extends NewUser {
 	/** Webhook events of the registration, recorded only if the user is inserted and the app has a webhook URL. */
 	events: OutboxEvent[];
 	network: Network;
