@@ -3,7 +3,17 @@ import { deviceSeenLookup, existingFlagLookup, markExistingIfDeviceSeen, type Ne
 import { allOf, appHasWebhook, insertOutboxEvent } from "./outbox-events";
 import { firstRowOf } from "./rows";
 import { signupCounters } from "./stats";
-import { countNewFriend, existingUserLookup, insertUser, type NewUser, type Profile, referrerLookup, toUser, type User, type UserRow } from "./users";
+import {
+	countNewFriend,
+	existingUserLookup,
+	insertUser,
+	type NewUser,
+	type Profile,
+	referrerLookup,
+	toUser,
+	type User,
+	type UserRow,
+} from "./users";
 
 /**
  * The two round trips of a registration (register, invokeoutreach): what
