@@ -1,6 +1,4 @@
 import { Hono } from "hono";
-// Scalar's API reference, bundled as a string (wrangler.toml [[rules]] Text): served by this Worker, no CDN.
-import scalarBundle from "../../node_modules/@scalar/api-reference/dist/browser/standalone.js";
 import { openApiDocument } from "./document";
 
 /** `GET /openapi.json` (the contract) and `GET /docs` (its interactive reference). */
@@ -54,9 +52,7 @@ openApiRoutes.get("/docs", (c) => {
 	return c.html(DOCS_HTML);
 });
 
-openApiRoutes.get("/docs/scalar.js", (c) => {
-	c.header("Cache-Control", "public, max-age=86400");
-	return c.body(scalarBundle, 200, { "Content-Type": "text/javascript; charset=utf-8" });
-});
+// /docs/scalar.js is a static asset (wrangler.toml [assets], scripts/static-assets.mjs): Scalar's
+// browser bundle is served by Cloudflare's asset layer, from this origin, not from the Worker's bundle.
 
 openApiRoutes.get("/docs/init.js", (c) => c.body(INIT_JS, 200, { "Content-Type": "text/javascript; charset=utf-8" }));

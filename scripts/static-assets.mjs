@@ -1,0 +1,32 @@
+// Copies the browser files the Worker serves as Workers Static Assets
+// (wrangler.toml [assets]) out of node_modules into public/, so they are
+// served by Cloudflare's asset layer instead of weighing on the Worker's
+// bundle and isolate start. Run by `npm install` (the `prepare` script);
+// public/ is generated, never committed.
+import { copyFileSync, mkdirSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+const files = [
+	// Scalar's API reference for /docs (src/openapi/routes.ts).
+	["node_modules/@scalar/api-reference/dist/browser/standalone.js", "public/docs/scalar.js"],
+];
+for (const [from, to] of files) {
+	mkdirSync(dirname(join(root, to)), { recursive: true });
+	copyFileSync(join(root, from), join(root, to));
+}
+
+// Headers of the assets (Cloudflare's _headers format): the same nosniff and
+// referrer policy as the Worker's own responses (src/http/security-headers.ts).
+writeFileSync(
+	join(root, "public/_headers"),
+	[
+		"/*",
+		"  X-Content-Type-Options: nosniff",
+		"  Referrer-Policy: no-referrer",
+		"/docs/*",
+		"  Cache-Control: public, max-age=86400",
+		"",
+	].join("\n"),
+);
