@@ -59,7 +59,7 @@ describe("getfriendsandrewards (issue 19)", () => {
 		const ledger = ledgerFor(env, app.appid, referrer.userkey);
 		await ledger.listRewards();
 
-		let page: Awaited<ReturnType<typeof ledger.rewardsForFriends>> = {};
+		let page: Record<string, { rewards: { eventname: string }[]; total: number }> = {};
 		const statements = await countLedgerStatements(async () => {
 			page = await ledger.rewardsForFriends([...friends, "unosuchfriend0000000"], 2);
 		});
