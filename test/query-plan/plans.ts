@@ -174,6 +174,18 @@ export async function explainAll(statements: Recorded[], allowList: readonly All
 	return plans;
 }
 
+/** The indexes a new ledger creates (its own, not the ones SQLite makes for UNIQUE and PRIMARY KEY). */
+export async function ledgerIndexes(): Promise<string[]> {
+	let names: string[] = [];
+	await runInDurableObject(ledgerFor(env, "plan-explain", "scratch"), async (_instance, state) => {
+		names = state.storage.sql
+			.exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL")
+			.toArray()
+			.map((r) => r.name);
+	});
+	return names;
+}
+
 /** The tables of each engine's schema (D1 as migrated; a new ledger's). */
 export async function schemaTables(): Promise<Record<Engine, string[]>> {
 	const d1 = await env.DB.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all<{ name: string }>();

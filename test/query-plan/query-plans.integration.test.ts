@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { ALLOWED_SCANS } from "./allowed-scans";
 import { callSites, reached, scan } from "./call-sites";
-import { BOUNDED_TABLES, explainAll, GROWING_TABLES, type Plan, schemaTables } from "./plans";
+import { BOUNDED_TABLES, explainAll, GROWING_TABLES, ledgerIndexes, type Plan, schemaTables } from "./plans";
 import { type Recorded, recordedStatements, startRecording } from "./recorder";
 import { tour } from "./tour";
 
@@ -53,6 +53,13 @@ describe("query plans", { timeout: 120_000 }, () => {
 		const failing = plans.filter((p) => p.scans.length > 0).map(describePlan);
 		expect(failing, `statements that scan a growing table:\n${failing.join("\n")}`).toEqual([]);
 		expect(plans.length).toBeGreaterThan(150);
+	});
+
+	it("creates no ledger index that no query uses (a new ledger pays for each)", async () => {
+		const used = new Set(
+			plans.filter((p) => p.statement.engine === "ledger").flatMap((p) => p.details.map((d) => /INDEX (\w+)/.exec(d)?.[1] ?? "")),
+		);
+		expect((await ledgerIndexes()).filter((name) => !used.has(name))).toEqual([]);
 	});
 
 	it("keeps no allowed scan that nothing sends any more", () => {

@@ -2,8 +2,10 @@ import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
 import { releaseKey } from "../../src/db/idempotency-replies";
 import { markNotEnqueued } from "../../src/db/outbox-events";
+import { migrateLedger } from "../../src/ledger/migrate";
 import { flushOutboxOnce, queueWebhook } from "../../src/ledger/outbox";
 import { erasePersonInLedger } from "../../src/ledger/privacy";
+import { LEDGER_MIGRATIONS } from "../../src/ledger/schema";
 import { ledgerFor } from "../../src/ledger/stub";
 import { webhookEvent } from "../../src/outbox/events";
 import { hookUrl, recordWebhook, runBatch, setAnswers, uniqueKey } from "../outbox/support";
@@ -268,10 +270,33 @@ async function rarePaths(tour: Awaited<ReturnType<typeof operations>>) {
 	});
 }
 
+/** An existing ledger from before versioning, migrated step by step (new ledgers get the newest schema in one script). */
+async function oldLedger() {
+	await runInDurableObject(ledgerFor(env, "plan-tour", "oldledger"), async (_instance, state) => {
+		const sql = state.storage.sql;
+		for (const name of [
+			"meta",
+			"rewards",
+			"balances",
+			"outbox",
+			"ledger_transactions",
+			"reward_locks",
+			"idempotency_keys",
+			"refunds",
+			"clawbacks",
+		])
+			sql.exec(`DROP TABLE ${name}`);
+		for (const statement of LEDGER_MIGRATIONS[0] ?? []) sql.exec(statement);
+		sql.exec("DELETE FROM meta");
+		migrateLedger(state.storage, LEDGER_MIGRATIONS);
+	});
+}
+
 /** The whole tour. */
 export async function tour(): Promise<void> {
 	const state = await operations();
 	await adminRoutes(state);
 	await rarePaths(state);
+	await oldLedger();
 	await scheduledJobs();
 }
