@@ -30,8 +30,15 @@ export async function grantWithReferrer(
 ): Promise<{ friend: GrantResult; referrer: GrantResult }> {
 	const { appid } = writer.identity;
 	const theirs = ledgerFor(env, appid, referrer.userkey).grant(appid, referrer.userkey, referrer.grants);
-	const mine = writer.write((tx) => grantRewards(tx, grants));
-	const referrerResult = await theirs;
+	// No alarm or flush for this write on its own: the webhook's write right after arms them for both.
+	const mine = writer.transactionSync(() => grantRewards(writer.context(), grants));
+	let referrerResult: GrantResult;
+	try {
+		referrerResult = await theirs;
+	} catch (error) {
+		writer.write(() => undefined);
+		throw error;
+	}
 	const otherRewards = referrerResult.rewards.map((r) => rewardSummary(referrer.userkey, r));
 	writer.write((tx) => queueConversionWebhook(tx, mine, { ...announcement, otherRewards }));
 	return { friend: mine, referrer: referrerResult };
