@@ -1,7 +1,6 @@
+import { expireIdempotencyKeys, purgeClickLog, purgeDeliveredEvents } from "./cleanup";
 import { purgeExpiredAdminSessions } from "./db/admin-sessions";
-import { purgeOldClicks } from "./db/clicks";
 import { deleteOldDecisions } from "./db/decisions";
-import { deleteExpiredKeys } from "./db/idempotency-replies";
 import { purgeClickMarks } from "./db/unique-clicks";
 import { UNIQUE_CLICK_WINDOW_MS } from "./fraud/clicks";
 import { instrumentEnv } from "./instrument/d1-metrics";
@@ -25,7 +24,7 @@ export const JOBS: ScheduledJob[] = [
 	// Events whose enqueue failed or never ran; also run by the queue consumer, but that needs traffic.
 	{ name: "outbox-sweep", cron: EVERY_MINUTE, run: (env) => sweepOutbox(env) },
 	// Idempotency keys are kept 24 h (http/idempotency-key.ts).
-	{ name: "idempotency-keys-expiry", cron: EVERY_MINUTE, run: (env) => deleteExpiredKeys(env.DB) },
+	{ name: "idempotency-keys-expiry", cron: EVERY_MINUTE, run: expireIdempotencyKeys },
 	// Decisions of multi-ledger transactions are read only within a lease (seconds); a week is ample.
 	{ name: "ledger-decisions-expiry", cron: EVERY_MINUTE, run: (env) => deleteOldDecisions(env.DB, 7 * 86_400_000) },
 	// Dashboard sessions past their 12 h expiry (signed-out ones are deleted at once).
@@ -44,8 +43,10 @@ export const JOBS: ScheduledJob[] = [
 	{
 		name: "purge-old-clicks",
 		cron: DAILY,
-		run: async (env, controller) => ({ deleted: await purgeOldClicks(env.DB, new Date(controller.scheduledTime)) }),
+		run: purgeClickLog,
 	},
+	// Delivered webhooks and emails, with their attempts, 30 days after delivery (db/outbox-retention.ts).
+	{ name: "purge-delivered-events", cron: DAILY, run: purgeDeliveredEvents },
 ];
 
 export async function scheduled(controller: ScheduledController, env: Env, _ctx: ExecutionContext): Promise<void> {

@@ -62,7 +62,9 @@ export async function findApp(db: D1Database, appid: string): Promise<App | null
 export async function listApps(db: D1Database, limit: number, after?: string): Promise<App[]> {
 	const { results } = await db
 		.prepare(
-			`SELECT * FROM apps WHERE ?1 IS NULL OR (created_at, appid) > (SELECT created_at, appid FROM apps WHERE appid = ?1)
+			// One row-value range on apps_created: the first page starts after ('', ''); an unknown cursor (NULLs) matches nothing.
+			`SELECT * FROM apps WHERE (created_at, appid) > (SELECT CASE WHEN ?1 IS NULL THEN '' ELSE MAX(created_at) END,
+			   CASE WHEN ?1 IS NULL THEN '' ELSE MAX(appid) END FROM apps WHERE appid = ?1)
 			 ORDER BY created_at, appid LIMIT ?2`,
 		)
 		.bind(after ?? null, limit)

@@ -43,10 +43,13 @@ export function grantRewards(tx: TxContext, grants: RewardGrant[], announcement?
 		const row = applyRecordedRefunds(tx, insertReward(tx, grant, amount));
 		result.rewards.push({ ...toLedgerReward(tx.userkey, rewardRow(tx.sql, row.seq) ?? row), created: true });
 	}
-	if (announcement) {
-		const rewards = [...result.rewards.map((r) => rewardSummary(tx.userkey, r)), ...announcement.otherRewards];
-		const event = webhookEvent(tx.appid, "conversion.recorded", { ...announcement.payload, rewards }, announcement.eventid);
-		queueWebhook(tx.sql, event, tx.nowMs);
-	}
+	if (announcement) queueConversionWebhook(tx, result, announcement);
 	return result;
+}
+
+/** Queues the `conversion.recorded` webhook of `announcement`: this ledger's rewards of `result`, then `otherRewards`. */
+export function queueConversionWebhook(tx: TxContext, result: GrantResult, announcement: ConversionAnnouncement): void {
+	const rewards = [...result.rewards.map((r) => rewardSummary(tx.userkey, r)), ...announcement.otherRewards];
+	const event = webhookEvent(tx.appid, "conversion.recorded", { ...announcement.payload, rewards }, announcement.eventid);
+	queueWebhook(tx.sql, event, tx.nowMs);
 }

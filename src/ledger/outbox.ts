@@ -205,8 +205,11 @@ export async function flushOutboxOnce(host: FlushHost): Promise<FlushReport> {
 	let done = 0;
 	const due = () =>
 		host.sql.exec<LedgerOutboxEntry>("SELECT * FROM outbox WHERE next_attempt_at <= ? ORDER BY id LIMIT ?", Date.now(), BATCH).toArray();
-	for (const entry of due().filter((e) => e.kind === "coupon")) if (await runCouponClaim(host, entry)) done++;
-	const entries = due().filter((e) => e.kind !== "coupon");
+	let entries = due();
+	const claims = entries.filter((e) => e.kind === "coupon");
+	for (const entry of claims) if (await runCouponClaim(host, entry)) done++;
+	// Claims queue projections: read again only when there were any.
+	if (claims.length > 0) entries = due().filter((e) => e.kind !== "coupon");
 	done += await deliverRecords(
 		host,
 		entries.filter((e) => e.kind === "projection"),
@@ -223,7 +226,8 @@ export async function flushOutbox(host: FlushHost): Promise<FlushReport> {
 		const report = await flushOutboxOnce(host);
 		total.done += report.done;
 		total.pending = report.pending;
-		if (report.done === 0) break;
+		// Nothing left, or nothing more that can go now: a pass more would only read the outbox again.
+		if (report.done === 0 || report.pending === 0) break;
 	}
 	return total;
 }

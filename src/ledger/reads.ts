@@ -42,8 +42,10 @@ export function listRewards(sql: SqlStorage, userkey: string, limit: number, aft
 /**
  * The rewards each of the given friends produced for this user: the newest
  * `limit` of each, newest first, and how many there are in all. Every
- * friend asked for gets an entry (maybe empty). Bounded, so one friend with
- * thousands of rewards cannot make a page heavy.
+ * friend asked for gets an entry (maybe empty). One statement for the whole
+ * page: per friend, its newest `limit` reward numbers and its count through
+ * the rewards_friend (friend_userkey, seq) index, then those rewards by
+ * number, so one friend with thousands of rewards cannot make a page heavy.
  */
 export function rewardsForFriends(
 	sql: SqlStorage,
@@ -54,14 +56,20 @@ export function rewardsForFriends(
 	const out: Record<string, { rewards: RewardView[]; total: number }> = {};
 	const unique = [...new Set(friendUserkeys)];
 	for (const key of unique) out[key] = { rewards: [], total: 0 };
-	for (const key of unique) {
-		// Both through the rewards_friend (friend_userkey, seq) index.
-		const rows = sql.exec<RewardRow>("SELECT * FROM rewards WHERE friend_userkey = ? ORDER BY seq DESC LIMIT ?", key, limit).toArray();
-		const total =
-			rows.length < limit
-				? rows.length
-				: sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM rewards WHERE friend_userkey = ?", key).one().n;
-		out[key] = { rewards: rows.map((row) => toView(userkey, row)), total };
+	if (unique.length === 0) return out;
+	const rows = sql.exec<RewardRow & { total: number }>(
+		`SELECT r.*, f.total FROM (
+		   SELECT j.value AS friend, (SELECT COUNT(*) FROM rewards c WHERE c.friend_userkey = j.value) AS total FROM json_each(?1) j
+		 ) f JOIN rewards r ON r.seq IN (SELECT n.seq FROM rewards n WHERE n.friend_userkey = f.friend ORDER BY n.seq DESC LIMIT ?2)
+		 ORDER BY r.seq DESC`,
+		JSON.stringify(unique),
+		limit,
+	);
+	for (const { total, ...row } of rows) {
+		const entry = out[row.friend_userkey];
+		if (!entry) continue;
+		entry.total = total;
+		entry.rewards.push(toView(userkey, row));
 	}
 	return out;
 }

@@ -5,7 +5,8 @@ import type { RewardStatus, UserType } from "./types";
  * The UserLedger's own SQLite schema, as a list of migration steps applied in
  * its constructor (see migrate.ts). Step N brings the schema to version N; the
  * version reached is stored in the object's `meta` table. Never edit a step
- * that has shipped: append a new one. Amounts are integer hundredths; times
+ * that has shipped: append a new one, and bring LEDGER_SCHEMA (schema-latest.ts,
+ * what a new ledger runs in one go) to the same shape. Amounts are integer hundredths; times
  * are ISO strings except outbox due times and lease ends (epoch ms, compared
  * with Date.now()).
  */

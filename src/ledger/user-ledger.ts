@@ -3,6 +3,7 @@ import { ledgerName, parseLedgerName } from "../domain/ledger-ids";
 import { instrumentEnv } from "../instrument/d1-metrics";
 import { toHundredths } from "../rewards/money";
 import { listClawbacks } from "./clawbacks";
+import { grantWithReferrer, type ReferrerSide } from "./conversion-grant";
 import { FlushSchedule } from "./flush-schedule";
 import { grantRewards } from "./grant";
 import { migrateLedger } from "./migrate";
@@ -65,6 +66,18 @@ export class UserLedger extends DurableObject<Env> {
 	grant(appid: string, userkey: string, grants: RewardGrant[], announcement?: ConversionAnnouncement): GrantResult {
 		this.checkIdentity(appid, userkey);
 		return this.writer.write((tx) => grantRewards(tx, grants, announcement));
+	}
+
+	/** A conversion's grants for this user (its friend) and, at the same time, its referrer's, then its webhook (see conversion-grant.ts). */
+	grantWithReferrer(
+		appid: string,
+		userkey: string,
+		grants: RewardGrant[],
+		announcement: ConversionAnnouncement,
+		referrer: ReferrerSide,
+	): Promise<{ friend: GrantResult; referrer: GrantResult }> {
+		this.checkIdentity(appid, userkey);
+		return grantWithReferrer(this.writer, this.env, grants, announcement, referrer);
 	}
 
 	/** One reward of this ledger by its public id, or null. */

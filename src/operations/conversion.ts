@@ -5,10 +5,9 @@ import type { FraudReview } from "../fraud/signals";
 import { badRequest, campaignNotFound, userNotFound } from "../http/errors";
 import { amount, customId, id, MAX_MONEY, optionalCampaignId, optionalEmail, optionalId, optionalText } from "../http/fields";
 import { defineOperation } from "../http/operation";
-import { rewardSummary } from "../ledger/rows";
-import { ledgerFor } from "../ledger/stub";
 import { toHundredths } from "../rewards/money";
 import { isPercentRule, matchingRules, type OwnedGrant, rewardsForEvent } from "../rewards/rules";
+import { grantConversion } from "./conversion-grants";
 
 const schema = z.object({
 	userkey: id,
@@ -89,9 +88,9 @@ export async function recordConversion(db: D1Database, input: EventInput) {
 /**
  * Operation 13. Records the event once per (app, customid) with the rewards
  * its rules earn at that moment (its decision, frozen: docs/rewards.md), then
- * hands them to the referrer's ledger and then to the friend's, whose ledger
- * also queues the `conversion.recorded` webhook in the same transaction as
- * the friend's rewards. Every step is idempotent, so a retry of the same
+ * hands them to the friend's and the referrer's ledgers at once, which queue
+ * the `conversion.recorded` webhook with their rewards (conversion-grants.ts).
+ * Every step is idempotent, so a retry of the same
  * customid (or one arriving at the same moment) completes exactly that
  * decision, whatever happened to the campaign since, and creates nothing twice.
  */
@@ -110,30 +109,7 @@ export const registerconversionevent = defineOperation({
 			campaignid: input.campaignid ?? null,
 			growthhack: input.growthhack,
 		});
-		const pick = (owner: "friend" | "referrer") => decision.filter((g) => g.owner === owner).map((g) => g.grant);
-		const referrerGrants = pick("referrer");
-		const referrerRewards =
-			referrer && referrerGrants.length > 0
-				? (await ledgerFor(env, app.appid, referrer.userkey).grant(app.appid, referrer.userkey, referrerGrants)).rewards
-				: [];
-		// The webhook leaves with the friend's rewards (one ledger transaction); its id is fixed per event.
-		const announcement = {
-			eventid: `evt_conversion_${app.appid}_${event.customid}`,
-			payload: {
-				customid: event.customid,
-				eventname: event.eventname,
-				userkey: user.userkey,
-				referrerkey: referrer?.userkey ?? null,
-				transactionvalue: event.transactionvalue,
-				extrainfo: event.extrainfo ?? "",
-				campaignid: event.campaignid,
-				growthhack: event.growthhack,
-				recordedat: event.createdAt,
-			},
-			otherRewards: referrerRewards.map((r) => rewardSummary(referrer?.userkey ?? "", r)),
-		};
-		const friendRewards = (await ledgerFor(env, app.appid, user.userkey).grant(app.appid, user.userkey, pick("friend"), announcement))
-			.rewards;
+		const { friend: friendRewards, referrer: referrerRewards } = await grantConversion(env, app.appid, { event, user, referrer, decision });
 
 		const created = [...friendRewards, ...referrerRewards].filter((r) => r.created).length;
 		let message = `Conversion recorded; ${created} reward(s) created.`;

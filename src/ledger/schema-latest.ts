@@ -1,0 +1,128 @@
+/**
+ * The ledger schema at its newest version, as ONE script: what a new
+ * UserLedger runs, in one `exec` inside one transaction, instead of every
+ * step of LEDGER_MIGRATIONS one transaction at a time (a user's first reward
+ * creates its ledger, on the conversion's path). Existing ledgers still
+ * migrate step by step (migrate.ts). It must equal the result of all the
+ * steps, column order included (an added column goes last, as ALTER TABLE
+ * puts it): test/ledger/schema.integration.test.ts compares the two. Every
+ * index here is used by some query's plan (the query-plan guard checks it).
+ * When a step is added to LEDGER_MIGRATIONS, change this to match; until
+ * then new ledgers are migrated step by step (the versions differ).
+ */
+export const LEDGER_SCHEMA = {
+	version: 4,
+	script: `
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE rewards (
+	seq INTEGER PRIMARY KEY AUTOINCREMENT,
+	key TEXT NOT NULL UNIQUE,
+	ruleid INTEGER NOT NULL,
+	customid TEXT NOT NULL,
+	eventname TEXT NOT NULL,
+	usertype TEXT NOT NULL,
+	amount INTEGER NOT NULL,
+	redeemed INTEGER NOT NULL DEFAULT 0,
+	rewardunit TEXT NOT NULL,
+	rewardtype TEXT NOT NULL,
+	status TEXT NOT NULL,
+	comment TEXT,
+	hold_until TEXT,
+	rewarded_at TEXT,
+	coupon TEXT,
+	couponname TEXT,
+	coupondetails TEXT,
+	couponimage TEXT,
+	campaignid INTEGER NOT NULL,
+	campaignname TEXT NOT NULL,
+	growthhack TEXT NOT NULL,
+	friend_userkey TEXT NOT NULL,
+	friend_email TEXT,
+	friend_name TEXT,
+	friend_profileimage TEXT,
+	created_at TEXT NOT NULL,
+	updated_at TEXT NOT NULL,
+	version INTEGER NOT NULL DEFAULT 1,
+	fraudsignals TEXT NOT NULL DEFAULT '[]',
+	reversed INTEGER NOT NULL DEFAULT 0,
+	settled INTEGER NOT NULL DEFAULT 0,
+	percent INTEGER
+);
+CREATE INDEX rewards_friend ON rewards(friend_userkey, seq);
+CREATE INDEX rewards_rule_friend ON rewards(ruleid, friend_userkey);
+CREATE INDEX rewards_hold ON rewards(hold_until) WHERE hold_until IS NOT NULL;
+CREATE INDEX rewards_wallet ON rewards(seq) WHERE status = 'Approved' AND rewardtype = 'InstoreCredits';
+CREATE INDEX rewards_customid ON rewards(customid);
+CREATE TABLE balances (
+	rewardunit TEXT NOT NULL,
+	growthhack TEXT NOT NULL,
+	campaignid INTEGER NOT NULL,
+	campaignname TEXT NOT NULL,
+	pending INTEGER NOT NULL DEFAULT 0,
+	approved INTEGER NOT NULL DEFAULT 0,
+	claimed INTEGER NOT NULL DEFAULT 0,
+	owed INTEGER NOT NULL DEFAULT 0,
+	PRIMARY KEY (rewardunit, growthhack, campaignid)
+);
+CREATE TABLE outbox (
+	id INTEGER PRIMARY KEY AUTOINCREMENT,
+	kind TEXT NOT NULL,
+	ref TEXT NOT NULL UNIQUE,
+	payload TEXT NOT NULL,
+	version INTEGER NOT NULL DEFAULT 0,
+	attempts INTEGER NOT NULL DEFAULT 0,
+	next_attempt_at INTEGER NOT NULL,
+	last_error TEXT,
+	created_at TEXT NOT NULL
+);
+CREATE INDEX outbox_due ON outbox(next_attempt_at);
+CREATE TABLE ledger_transactions (
+	txid TEXT PRIMARY KEY,
+	kind TEXT NOT NULL,
+	payload TEXT NOT NULL,
+	state TEXT NOT NULL CHECK (state IN ('prepared', 'committed', 'aborted')),
+	lease_until INTEGER NOT NULL,
+	result TEXT,
+	updated_at INTEGER NOT NULL
+);
+CREATE INDEX ledger_transactions_lease ON ledger_transactions(lease_until) WHERE state = 'prepared';
+CREATE INDEX ledger_transactions_done ON ledger_transactions(updated_at) WHERE state <> 'prepared';
+CREATE TABLE reward_locks (seq INTEGER PRIMARY KEY, txid TEXT NOT NULL);
+CREATE INDEX reward_locks_txid ON reward_locks(txid);
+CREATE TABLE idempotency_keys (
+	key TEXT PRIMARY KEY,
+	fingerprint TEXT NOT NULL,
+	result TEXT NOT NULL,
+	created_at INTEGER NOT NULL
+);
+CREATE INDEX idempotency_keys_created ON idempotency_keys(created_at);
+CREATE TABLE refunds (
+	customid TEXT NOT NULL,
+	refundid TEXT NOT NULL,
+	requested INTEGER,
+	refundvalue INTEGER NOT NULL,
+	refunded INTEGER NOT NULL,
+	transactionvalue INTEGER,
+	full INTEGER NOT NULL,
+	reason TEXT,
+	outcome TEXT NOT NULL,
+	created_at TEXT NOT NULL,
+	PRIMARY KEY (customid, refundid)
+);
+CREATE TABLE clawbacks (
+	id INTEGER PRIMARY KEY AUTOINCREMENT,
+	rewardunit TEXT NOT NULL,
+	growthhack TEXT NOT NULL,
+	campaignid INTEGER NOT NULL,
+	seq INTEGER NOT NULL,
+	customid TEXT NOT NULL,
+	refundid TEXT NOT NULL,
+	amount INTEGER NOT NULL,
+	paid INTEGER NOT NULL DEFAULT 0,
+	created_at TEXT NOT NULL,
+	updated_at TEXT NOT NULL
+);
+CREATE INDEX clawbacks_open ON clawbacks(rewardunit, growthhack, campaignid, id) WHERE paid < amount;
+INSERT INTO meta (key, value) VALUES ('schema_version', '4');
+`,
+} as const;

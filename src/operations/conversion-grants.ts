@@ -1,0 +1,56 @@
+import type { StoredEvent } from "../db/events";
+import type { User } from "../db/users";
+import { ledgerFor } from "../ledger/stub";
+import type { ConversionAnnouncement, GrantResult } from "../ledger/types";
+import type { OwnedGrant } from "../rewards/rules";
+
+/**
+ * Hands an event's decision to the ledgers of its friend and its referrer,
+ * with the `conversion.recorded` webhook (its id fixed per event, so a retry
+ * records it once). When both sides have rewards, ONE call to the friend's
+ * ledger grants them: it starts the referrer's grant, writes its own
+ * meanwhile, and queues the webhook with both sides' reward ids once the
+ * referrer's ledger answered (ledger/conversion-grant.ts), so the two grants
+ * run in parallel. When only the referrer has rewards, its ledger grants and
+ * announces alone, and no ledger is created for a friend who gets nothing;
+ * otherwise the friend's ledger does (an event without rewards still
+ * announces itself).
+ */
+export async function grantConversion(
+	env: Env,
+	appid: string,
+	conversion: { event: StoredEvent; user: User; referrer: User | null; decision: OwnedGrant[] },
+): Promise<{ friend: GrantResult["rewards"]; referrer: GrantResult["rewards"] }> {
+	const { event, user, referrer, decision } = conversion;
+	const pick = (owner: "friend" | "referrer") => decision.filter((g) => g.owner === owner).map((g) => g.grant);
+	const friendGrants = pick("friend");
+	const referrerGrants = referrer ? pick("referrer") : [];
+	const announcement: ConversionAnnouncement = {
+		eventid: `evt_conversion_${appid}_${event.customid}`,
+		payload: {
+			customid: event.customid,
+			eventname: event.eventname,
+			userkey: user.userkey,
+			referrerkey: referrer?.userkey ?? null,
+			transactionvalue: event.transactionvalue,
+			extrainfo: event.extrainfo ?? "",
+			campaignid: event.campaignid,
+			growthhack: event.growthhack,
+			recordedat: event.createdAt,
+		},
+		otherRewards: [],
+	};
+	const friendLedger = ledgerFor(env, appid, user.userkey);
+	if (referrer && referrerGrants.length > 0) {
+		if (friendGrants.length === 0) {
+			const mine = await ledgerFor(env, appid, referrer.userkey).grant(appid, referrer.userkey, referrerGrants, announcement);
+			return { friend: [], referrer: mine.rewards };
+		}
+		const both = await friendLedger.grantWithReferrer(appid, user.userkey, friendGrants, announcement, {
+			userkey: referrer.userkey,
+			grants: referrerGrants,
+		});
+		return { friend: both.friend.rewards, referrer: both.referrer.rewards };
+	}
+	return { friend: (await friendLedger.grant(appid, user.userkey, friendGrants, announcement)).rewards, referrer: [] };
+}

@@ -1,0 +1,107 @@
+import { runInDurableObject } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { migrateLedger } from "../../src/ledger/migrate";
+import { LEDGER_MIGRATIONS } from "../../src/ledger/schema";
+import { LEDGER_SCHEMA } from "../../src/ledger/schema-latest";
+import { freshLedger, grantOf } from "./support";
+
+/** Issue 19: a new ledger gets its schema in one DDL execution; existing ledgers still migrate step by step. */
+
+/** Everything about a schema that code can observe: tables' columns in order, indexes (columns, uniqueness, partial WHERE). */
+function shape(sql: SqlStorage) {
+	const objects = sql
+		.exec<{ type: string; name: string; tbl_name: string; sql: string | null }>(
+			"SELECT type, name, tbl_name, sql FROM sqlite_master WHERE name NOT LIKE '_cf_%' ORDER BY type, name",
+		)
+		.toArray();
+	return objects.map((o) => ({
+		type: o.type,
+		name: o.name,
+		table: o.tbl_name,
+		columns:
+			o.type === "table"
+				? sql.exec(`SELECT name, type, "notnull", dflt_value, pk FROM pragma_table_info('${o.name}')`).toArray()
+				: sql.exec(`SELECT seqno, name, desc, coll, key FROM pragma_index_xinfo('${o.name}')`).toArray(),
+		// An index's WHERE clause, as written (whitespace aside).
+		where: o.type === "index" ? (/ WHERE (.*)$/is.exec(o.sql ?? "")?.[1]?.replace(/\s+/g, " ") ?? null) : null,
+		unique: o.type === "index" ? /^CREATE UNIQUE/i.test(o.sql ?? "") || o.sql === null : null,
+	}));
+}
+
+/** Empties the object's database, as if it were new. */
+function dropAll(sql: SqlStorage) {
+	const objects = sql
+		.exec<{ type: string; name: string }>(
+			"SELECT type, name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '_cf_%' AND name <> 'sqlite_sequence'",
+		)
+		.toArray();
+	for (const o of objects) sql.exec(`DROP TABLE ${o.name}`);
+}
+
+/** Counts the statements run on this object's SQLite while `fn` runs. */
+function counting<T>(sql: SqlStorage, fn: () => T): { result: T; statements: string[] } {
+	const proto = Object.getPrototypeOf(sql) as { exec: (...args: unknown[]) => unknown };
+	const original = proto.exec;
+	const statements: string[] = [];
+	proto.exec = function (this: unknown, ...args: unknown[]) {
+		statements.push(String(args[0]));
+		return original.apply(this, args);
+	};
+	try {
+		return { result: fn(), statements };
+	} finally {
+		proto.exec = original;
+	}
+}
+
+describe("ledger schema", () => {
+	it("is at the same version as the migration steps", () => {
+		expect(LEDGER_SCHEMA.version).toBe(LEDGER_MIGRATIONS.length);
+	});
+
+	it("creates a new ledger with one DDL execution, the same schema as every step applied in turn", async () => {
+		const { stub } = freshLedger();
+		await runInDurableObject(stub, (_ledger, state) => {
+			const sql = state.storage.sql;
+			dropAll(sql);
+			const stepwise = counting(sql, () => migrateLedger(state.storage, LEDGER_MIGRATIONS, { version: -1, script: "" }));
+			expect(stepwise.result).toBe(LEDGER_MIGRATIONS.length);
+			const stepped = shape(sql);
+
+			dropAll(sql);
+			const fresh = counting(sql, () => migrateLedger(state.storage, LEDGER_MIGRATIONS));
+			expect(fresh.result).toBe(LEDGER_MIGRATIONS.length);
+			// One read (is the object new?) and one script; the steps took one statement per DDL line and version.
+			expect(fresh.statements).toHaveLength(2);
+			expect(stepwise.statements.length).toBeGreaterThan(30);
+			expect(shape(sql)).toEqual(stepped);
+			expect(sql.exec("SELECT value FROM meta WHERE key = 'schema_version'").one().value).toBe(String(LEDGER_MIGRATIONS.length));
+		});
+	});
+
+	it("migrates an existing ledger step by step from each older version, keeping its rewards", async () => {
+		for (let from = 0; from < LEDGER_MIGRATIONS.length; from++) {
+			const { appid, userkey, stub } = freshLedger();
+			await runInDurableObject(stub, (_ledger, state) => {
+				const sql = state.storage.sql;
+				dropAll(sql);
+				// An object left at version `from` (0: from before versioning, its first tables without a version).
+				if (from === 0) for (const statement of LEDGER_MIGRATIONS[0] ?? []) sql.exec(statement);
+				else migrateLedger(state.storage, LEDGER_MIGRATIONS.slice(0, from));
+				sql.exec(
+					`INSERT INTO rewards (key, ruleid, customid, eventname, usertype, amount, rewardunit, rewardtype, status, campaignid, campaignname,
+					 growthhack, friend_userkey, created_at, updated_at) VALUES ('old', 1, '1', 'Signup', 'Referrer', 500, 'USD', 'InstoreCredits',
+					 'Approved', 1, 'c', 'g', 'friend', '2026-01-01', '2026-01-01')`,
+				);
+				const { result, statements } = counting(sql, () => migrateLedger(state.storage, LEDGER_MIGRATIONS));
+				expect(result).toBe(LEDGER_MIGRATIONS.length);
+				// Step by step, never the new-ledger script.
+				expect(statements).not.toContain(LEDGER_SCHEMA.script);
+				expect(sql.exec("SELECT COUNT(*) AS n FROM rewards").one().n).toBe(1);
+			});
+			// The migrated ledger works: the old reward is there and a new one can be granted.
+			await stub.grant(appid, userkey, [grantOf()]);
+			expect((await stub.listRewards()).map((r) => r.reward)).toEqual(["5", "10"]);
+		}
+	});
+});

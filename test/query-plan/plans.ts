@@ -1,0 +1,200 @@
+import { runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { ledgerFor } from "../../src/ledger/stub";
+import type { Engine, Recorded } from "./recorder";
+
+/**
+ * EXPLAIN QUERY PLAN for recorded statements, and what counts as a scan of a
+ * table that grows with use.
+ */
+
+/**
+ * Tables that grow with use: with tenants (apps, campaigns and what hangs
+ * off them), with users, events, rewards, clicks, deliveries, keys. A full
+ * scan of any of them on a request path makes its cost grow with the database.
+ */
+export const GROWING_TABLES: Record<Engine, readonly string[]> = {
+	d1: [
+		"apps",
+		"campaigns",
+		"reward_rules",
+		"social_actions",
+		"coupons",
+		"users",
+		"link_clicks",
+		"conversion_events",
+		"rewards",
+		"outbox_events",
+		"delivery_attempts",
+		"ledger_decisions",
+		"idempotency_keys",
+		"friend_reminders",
+		"webhook_breakers",
+		"user_identifiers",
+		"link_click_log",
+		"privacy_log",
+		"stats_daily",
+		"stats_referrer_daily",
+		"admin_sessions",
+		"link_click_seen",
+	],
+	ledger: ["rewards", "balances", "outbox", "ledger_transactions", "reward_locks", "idempotency_keys", "refunds", "clawbacks"],
+};
+
+/** Tables that stay small whatever happens: bookkeeping of SQLite, D1 and the ledger's schema version. */
+export const BOUNDED_TABLES: Record<Engine, readonly string[]> = {
+	d1: ["d1_migrations", "sqlite_sequence", "_cf_METADATA", "_cf_KV"],
+	ledger: ["meta", "sqlite_sequence", "_cf_METADATA", "_cf_KV"],
+};
+
+/**
+ * Scans allowed on purpose, each with the bound that keeps it small. An entry
+ * matches a statement of `file` containing `sql`, scanning `table`.
+ */
+export interface AllowedScan {
+	file: string;
+	sql: string;
+	table: string;
+	bound: string;
+}
+
+/**
+ * The number of parameters SQLite sees in `sql`: `?NNN` is parameter NNN, a
+ * bare `?` is one more than the largest so far. Quoted text is skipped.
+ */
+export function parameterCount(sql: string): number {
+	let largest = 0;
+	for (let i = 0; i < sql.length; i++) {
+		const c = sql[i];
+		if (c === "'" || c === '"') {
+			const end = sql.indexOf(c, i + 1);
+			i = end < 0 ? sql.length : end;
+		} else if (c === "?") {
+			const digits = /^\d+/.exec(sql.slice(i + 1))?.[0];
+			largest = digits ? Math.max(largest, Number(digits)) : largest + 1;
+			if (digits) i += digits.length;
+		}
+	}
+	return largest;
+}
+
+const NOT_ALIASES = new Set(
+	"where join left right inner cross outer natural on using order group limit set values select union having window as and or not"
+		.split(" ")
+		.map((w) => w.toLowerCase()),
+);
+
+/** The tables each name in a plan may stand for: every table, and every alias the statement gives one. */
+export function aliasMap(sql: string): Map<string, Set<string>> {
+	const map = new Map<string, Set<string>>();
+	const add = (name: string, table: string) => {
+		const key = name.toLowerCase();
+		map.set(key, (map.get(key) ?? new Set()).add(table.toLowerCase()));
+	};
+	// `FROM t a`, `JOIN t AS a`, `, t a` (a comma join), `UPDATE t`, `INTO t`.
+	const re = /(?:\bFROM|\bJOIN|\bUPDATE|\bINTO|,)\s+([A-Za-z_]\w*)(?:\s+(?:AS\s+)?([A-Za-z_]\w*))?/gi;
+	for (const m of sql.matchAll(re)) {
+		const [, table, alias] = m;
+		if (!table) continue;
+		add(table, table);
+		if (alias && !NOT_ALIASES.has(alias.toLowerCase())) add(alias, table);
+	}
+	return map;
+}
+
+export interface Plan {
+	statement: Recorded;
+	/** The plan's lines, as EXPLAIN QUERY PLAN words them. */
+	details: string[];
+	/** Growing tables the plan scans whole (SCAN, with or without an index), not allowed. */
+	scans: { table: string; detail: string }[];
+	/** Allowed scans it makes, with their bound. */
+	allowed: AllowedScan[];
+}
+
+const DDL = /^\s*(CREATE|ALTER|DROP)\b/i;
+
+/** A plan's lines that scan a table of `engine` which grows, as [table, detail]. */
+export function growingScans(engine: Engine, sql: string, details: string[]): { table: string; detail: string }[] {
+	const aliases = aliasMap(sql);
+	const growing = new Set(GROWING_TABLES[engine]);
+	const out: { table: string; detail: string }[] = [];
+	for (const detail of details) {
+		const name = /^SCAN (\w+)/.exec(detail)?.[1];
+		if (!name) continue;
+		const tables = aliases.get(name.toLowerCase()) ?? new Set([name.toLowerCase()]);
+		for (const table of tables) if (growing.has(table)) out.push({ table, detail });
+	}
+	return out;
+}
+
+function classify(statement: Recorded, details: string[], allowList: readonly AllowedScan[]): Plan {
+	const plan: Plan = { statement, details, scans: [], allowed: [] };
+	for (const scan of growingScans(statement.engine, statement.sql, details)) {
+		const text = statement.sql.replace(/\s+/g, " ");
+		const allowed = allowList.find((a) => a.file === statement.file && a.table === scan.table && text.includes(a.sql));
+		if (allowed) plan.allowed.push(allowed);
+		else plan.scans.push(scan);
+	}
+	return plan;
+}
+
+/** EXPLAIN QUERY PLAN of each statement (NULL for every parameter) against the migrated schemas; DDL has no plan. */
+export async function explainAll(statements: Recorded[], allowList: readonly AllowedScan[]): Promise<Plan[]> {
+	const queries = statements.filter((s) => !DDL.test(s.sql));
+	const plans: Plan[] = [];
+	for (const s of queries.filter((q) => q.engine === "d1")) {
+		const nulls = Array<null>(parameterCount(s.sql)).fill(null);
+		const { results } = await env.DB.prepare(`EXPLAIN QUERY PLAN ${s.sql}`)
+			.bind(...nulls)
+			.all<{ detail: string }>();
+		plans.push(
+			classify(
+				s,
+				results.map((r) => r.detail),
+				allowList,
+			),
+		);
+	}
+	const ledgerQueries = queries.filter((q) => q.engine === "ledger");
+	// A ledger of its own, at the newest schema (its constructor migrated it).
+	await runInDurableObject(ledgerFor(env, "plan-explain", "scratch"), async (_instance, state) => {
+		for (const s of ledgerQueries) {
+			const nulls = Array<null>(parameterCount(s.sql)).fill(null);
+			const rows = state.storage.sql.exec<{ detail: string }>(`EXPLAIN QUERY PLAN ${s.sql}`, ...nulls).toArray();
+			plans.push(
+				classify(
+					s,
+					rows.map((r) => r.detail),
+					allowList,
+				),
+			);
+		}
+	});
+	return plans;
+}
+
+/** The indexes a new ledger creates (its own, not the ones SQLite makes for UNIQUE and PRIMARY KEY). */
+export async function ledgerIndexes(): Promise<string[]> {
+	let names: string[] = [];
+	await runInDurableObject(ledgerFor(env, "plan-explain", "scratch"), async (_instance, state) => {
+		names = state.storage.sql
+			.exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL")
+			.toArray()
+			.map((r) => r.name);
+	});
+	return names;
+}
+
+/** The tables of each engine's schema (D1 as migrated; a new ledger's). */
+export async function schemaTables(): Promise<Record<Engine, string[]>> {
+	const d1 = await env.DB.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all<{ name: string }>();
+	let ledger: string[] = [];
+	await runInDurableObject(ledgerFor(env, "plan-explain", "scratch"), async (_instance, state) => {
+		ledger = state.storage.sql
+			.exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table'")
+			.toArray()
+			.map((r) => r.name);
+	});
+	return { d1: d1.results.map((r) => r.name), ledger };
+}

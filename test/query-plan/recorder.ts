@@ -1,0 +1,68 @@
+import { runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { ledgerFor } from "../../src/ledger/stub";
+
+/**
+ * Records every SQL statement the service's own code sends: D1 statements
+ * (`prepare` on the D1 binding and on its sessions) and the UserLedger's
+ * statements on its SQLite (`exec` on SqlStorage). The prototypes are patched,
+ * so every binding object and every ledger in this isolate is seen (the
+ * Worker, the queue consumer, the scheduled handler and the Durable Objects
+ * all run in the test's isolate). Only statements whose caller is a file
+ * under src/ are kept: the tests' own fixture and check queries are not the
+ * service's.
+ */
+
+export type Engine = "d1" | "ledger";
+
+export interface Recorded {
+	engine: Engine;
+	sql: string;
+	/** The src/ file that sent it, e.g. "src/db/users.ts". */
+	file: string;
+}
+
+/** Distinct statements by engine, file and text (one text may be sent from two files). */
+const recorded = new Map<string, Recorded>();
+
+/** The src/ file of the first frame of the stack that is not this file or the runtime; null for test code. */
+function callerFile(): string | null {
+	const frames = (new Error().stack ?? "").split("\n").slice(1);
+	for (const frame of frames) {
+		const match = /\/((?:src|test)\/[\w./-]+\.tsx?):\d+:\d+/.exec(frame);
+		if (!match?.[1] || match[1].endsWith("query-plan/recorder.ts")) continue;
+		return match[1].startsWith("src/") ? match[1] : null;
+	}
+	return null;
+}
+
+function record(engine: Engine, sql: unknown): void {
+	if (typeof sql !== "string") return;
+	const file = callerFile();
+	if (file) recorded.set(`${engine}\n${file}\n${sql}`, { engine, sql, file });
+}
+
+type Patchable = Record<string, (this: unknown, ...args: unknown[]) => unknown>;
+
+function patch(proto: Patchable, method: string, engine: Engine): void {
+	const original = proto[method];
+	if (!original || (original as { recording?: boolean }).recording) return;
+	const wrapped = function (this: unknown, ...args: unknown[]) {
+		record(engine, args[0]);
+		return original.apply(this, args);
+	};
+	Object.assign(wrapped, { recording: true });
+	proto[method] = wrapped;
+}
+
+/** Starts recording (idempotent). Creates one scratch ledger to reach SqlStorage's prototype. */
+export async function startRecording(): Promise<void> {
+	patch(Object.getPrototypeOf(env.DB), "prepare", "d1");
+	patch(Object.getPrototypeOf(env.DB.withSession()), "prepare", "d1");
+	await runInDurableObject(ledgerFor(env, "plan-probe", "recorder"), async (_instance, state) => {
+		patch(Object.getPrototypeOf(state.storage.sql), "exec", "ledger");
+	});
+}
+
+/** What was recorded so far. */
+export const recordedStatements = (): Recorded[] => [...recorded.values()];
