@@ -7,6 +7,7 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { cpus, totalmem } from "node:os";
 import autocannon from "autocannon";
 import { startService } from "../scripts/dev-service.mjs";
+import { runGrowth } from "./growth.mjs";
 
 const env = process.env;
 const num = (name, fallback) => (env[name] === undefined || env[name] === "" ? fallback : Number(env[name]));
@@ -31,6 +32,11 @@ const cfg = {
 	logLevel: env.BENCH_LOG_LEVEL || undefined,
 	persistBase: env.BENCH_PERSIST_BASE || undefined,
 	only: env.BENCH_ONLY ? new Set(env.BENCH_ONLY.split(",").map((s) => s.trim())) : null,
+	// The growing-database mode (bench/growth.mjs): on unless BENCH_GROWTH=0; BENCH_ONLY=growth runs it alone.
+	growth: env.BENCH_GROWTH !== "0",
+	growthUsers: num("BENCH_GROWTH_USERS", quick ? 100_000 : 1_000_000),
+	growthSamples: num("BENCH_GROWTH_SAMPLES", quick ? 40 : 100),
+	growthConcurrency: num("BENCH_GROWTH_CONCURRENCY", 2),
 	out: new URL("./results.json", import.meta.url).pathname,
 	detailOut: new URL("./results-detail.json", import.meta.url).pathname,
 };
@@ -338,6 +344,8 @@ function cpuPerRequest(before, after, requests) {
 
 const rows = [];
 const seeding = {};
+/** The growing-database mode's result (bench/growth.mjs), or null when it did not run. */
+let growth = null;
 
 async function scenario(id, title, makeRequest, options = {}) {
 	if (cfg.only && !cfg.only.has(id)) return;
@@ -423,8 +431,9 @@ try {
 		);
 	}
 
-	// 3. registerconversionevent spread over many friends (and so many referrer ledgers).
-	if (wants("conversion")) {
+	// 3. registerconversionevent spread over many friends (and so many referrer ledgers): each event is its
+	// friend's first reward (a new ledger), then, in conversion-steady, the same friends again (their ledgers exist).
+	if (wants("conversion", "conversion-steady")) {
 		const friends = await timedSeed(`${cfg.spreadFriends} friends of ${cfg.referrers} referrers`, async () => {
 			const per = Math.ceil(cfg.spreadFriends / referrers.length);
 			const lists = await pool(referrers.length, (i) => importFriends(referrers[i].referralcode, per, "spread"), 4);
@@ -440,6 +449,17 @@ try {
 			`registerconversionevent (${friends.length} friends, ${cfg.referrers} referrers)`,
 			post("registerconversionevent", () => event(friend(), "Purchase", { transactionvalue: 100 })),
 		);
+		if (wants("conversion-steady")) {
+			// One more Purchase each, so every friend's ledger exists (the run above reached only some of them).
+			await timedSeed(`a ledger for each of the ${friends.length} friends`, () =>
+				pool(friends.length, (i) => call("registerconversionevent", event(friends[i], "Purchase", { transactionvalue: 100 }))),
+			);
+			await scenario(
+				"conversion-steady",
+				`registerconversionevent (${friends.length} friends with a ledger, ${cfg.referrers} referrers)`,
+				post("registerconversionevent", () => event(friend(), "Purchase", { transactionvalue: 100 })),
+			);
+		}
 	}
 
 	// 4. The hot user: many friends of ONE referrer converting at once; every reward lands in one ledger.
@@ -526,6 +546,19 @@ try {
 		post("campaignterms", () => ({ campaignid })),
 		{ group: "baseline" },
 	);
+	// Last: it seeds up to a million users, which would weigh on every scenario after it.
+	if (cfg.growth && wants("growth")) {
+		growth = await runGrowth({
+			base,
+			admin,
+			log,
+			quiesce,
+			sql: service ? service.sql : null,
+			users: cfg.growthUsers,
+			samples: cfg.growthSamples,
+			concurrency: cfg.growthConcurrency,
+		});
+	}
 } finally {
 	await stopService();
 }
@@ -544,7 +577,7 @@ const pct = (r) => `${Math.round((r?.ratio ?? 0) * 100)}%`;
 // The targets of issue 11 (bench/README.md): all-in D1 round trips and req/s against the baseline, per path.
 const PATH_TARGETS = [
 	{ ids: ["register"], allIn: 3, ratio: 0.5 },
-	{ ids: ["conversion", "conversion-hot"], allIn: 4, ratio: 0.25 },
+	{ ids: ["conversion", "conversion-hot", "conversion-steady"], allIn: 4, ratio: 0.25 },
 	{ ids: ["redeem", "redeem-big"], allIn: 2, ratio: 0.4 },
 	{ ids: ["balance-small", "balance-big", "friends-small", "friends-big", "friends-big-page10"], allIn: 1, ratio: 0.75 },
 ];
@@ -555,6 +588,16 @@ for (const t of PATH_TARGETS) {
 		target(`${id} >= ${t.ratio * 100}% of baseline req/s`, r.ratio >= t.ratio, pct(r));
 		if (r.d1AllIn)
 			target(`${id}: <= ${t.allIn} all-in D1 round trips`, r.d1AllIn.total <= t.allIn + 0.05, String(round(r.d1AllIn.total, 2)));
+	}
+}
+// Issue 19: a conversion's workerd CPU at most 4x the baseline's (the mean of its two runs).
+const baselineCpu = baselines.map((r) => r.serviceCpuMsPerRequestByProcess?.workerd).filter((v) => typeof v === "number");
+if (baselineCpu.length) {
+	const base = baselineCpu.reduce((a, b) => a + b, 0) / baselineCpu.length;
+	for (const id of ["conversion", "conversion-hot", "conversion-steady"]) {
+		const cpu = byId[id]?.serviceCpuMsPerRequestByProcess?.workerd;
+		if (typeof cpu === "number")
+			target(`${id}: workerd CPU <= 4x the baseline's`, cpu <= 4 * base, `${round(cpu / base, 2)}x (${round(cpu, 1)} ms)`);
 	}
 }
 for (const r of rows) target(`${r.id}: p99 <= 4x p50`, r.p99OverP50 !== null && r.p99OverP50 <= 4, `${round(r.p99OverP50, 2)}x`);
@@ -571,6 +614,12 @@ for (const [kind, bigId] of [
 	if (small && big) {
 		const slower = Math.max(small.rps / big.rps, big.p50 / small.p50);
 		target(`${bigId}: within 1.5x of the small user (req/s and p50)`, slower <= 1.5, `${round(slower, 2)}x`);
+	}
+}
+
+if (growth) {
+	for (const [path, g] of Object.entries(growth.paths)) {
+		target(`${path}: growth <= 1.5 (${growth.seeded.users} users seeded)`, g.growth !== null && g.growth <= 1.5, `${g.growth}x`);
 	}
 }
 
@@ -639,6 +688,20 @@ for (const row of table) console.log(`| ${row.join(" | ")} |`);
 console.log("\nTargets:");
 for (const t of targets) console.log(`  ${t.met ? "met   " : "MISSED"}  ${t.target}: ${t.detail}`);
 console.log(`\nBaseline: ${round(baselineRps, 0)} req/s (campaignterms, mean of the first and the last run)`);
+if (growth) {
+	console.log(
+		`\nGrowth (${growth.seeded.users} users seeded in ${growth.seeded.seedSeconds} s, ${growth.samples} sequential requests per path):\n`,
+	);
+	console.log(
+		"| path | small app before, p50 ms | large app, p50 ms | small app after, p50 ms | growth | D1 ms (before / large / after) |",
+	);
+	console.log("| --- | ---: | ---: | ---: | ---: | ---: |");
+	for (const [path, g] of Object.entries(growth.paths)) {
+		console.log(
+			`| ${path} | ${g.smallBefore} | ${g.large} | ${g.smallAfter} | ${g.growth} | ${g.d1ms.smallBefore ?? "-"} / ${g.d1ms.large ?? "-"} / ${g.d1ms.smallAfter ?? "-"} |`,
+		);
+	}
+}
 console.log("\nSeeding (s):", JSON.stringify(seeding));
 console.log("Machine:", JSON.stringify(machine));
 
@@ -661,6 +724,9 @@ writeFileSync(
 				d1AllIn: r.d1AllIn ? round(r.d1AllIn.total, 2) : null,
 				d1Path: worstPath(r.d1?.roundtrips),
 			})),
+			// Per path of the growing-database mode: `growth` is the larger of large-app / small-app-before and
+			// small-app-after / small-app-before (sequential median latencies), with the size seeded.
+			...(growth ? { growth: { seeded: growth.seeded, paths: growth.paths } } : {}),
 		},
 		null,
 		2,
@@ -668,6 +734,6 @@ writeFileSync(
 );
 writeFileSync(
 	cfg.detailOut,
-	`${JSON.stringify({ when: new Date().toISOString(), machine, config: { ...cfg, only: cfg.only && [...cfg.only] }, baselineRps, seeding, rows, targets }, null, 2)}\n`,
+	`${JSON.stringify({ when: new Date().toISOString(), machine, config: { ...cfg, only: cfg.only && [...cfg.only] }, baselineRps, seeding, rows, targets, growth }, null, 2)}\n`,
 );
 log(`wrote ${cfg.out} and ${cfg.detailOut}`);
