@@ -12,7 +12,9 @@ import { ApiError, badRequest, errorBody } from "./errors";
  * - the same key with another operation or body: 422 `idempotency_key_reused`;
  * - a repeat while the first still runs waits for it (bounded) and replays,
  *   else 409 `idempotency_key_in_progress`;
- * - answers below 500 are stored and replayed, a 500 is not (the key is let go).
+ * - final answers are stored and replayed; a retryable one is not (the key is
+ *   let go, so the retry the client is told to make runs): any 5xx, a 429, and
+ *   every error marked `retryable` (`reward_locked`, `idempotency_key_in_progress`).
  *
  * An operation opts in with `mutating: true` in its definition. The ledger
  * operations also hand the key to the ledger, which records it in the same
@@ -107,11 +109,21 @@ export async function once(call: IdempotentCall, run: () => Promise<{ status: nu
 			);
 			throw error;
 		}
+		if (isRetryable(error)) {
+			// Awaited: the retry the error asks for must find the key free.
+			await releaseKey(call.db, call.appid, call.key, claim.token);
+			throw error;
+		}
 		answer = { status: error.status, body: JSON.stringify(errorBody(error.errorcode, error.message, error.extra)) };
 	}
 	// Stored before answering: a retry that arrives as soon as this answer does must find it.
 	await completeKey(call.db, call.appid, call.key, claim.token, answer.status, answer.body);
 	return { ...answer, replayed: false };
+}
+
+/** True for an answer that tells the client to try again: storing it would replay the refusal after its cause is gone. */
+export function isRetryable(error: ApiError): boolean {
+	return error.status >= 500 || error.status === 429 || error.extra.retryable === true;
 }
 
 async function waitForAnswer(call: IdempotentCall, run: () => Promise<{ status: number; body: unknown }>): Promise<StoredAnswer> {

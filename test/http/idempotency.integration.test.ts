@@ -121,6 +121,29 @@ describe("Idempotency-Key", () => {
 		expect(await approved(app, userkey)).toBe(15);
 	});
 
+	it("a retryable 409 reward_locked is not stored: the retry with the same key runs once the lock is gone", async () => {
+		const { app, userkey } = await referrerWith(2);
+		const ledger = ledgerFor(env, app.appid, userkey);
+		const [oldest] = await ledger.listRewards();
+		// A refund or status change holds the oldest reward, which a redemption of 15 needs.
+		const reject = { kind: "status" as const, changes: [{ rewarddtlid: oldest!.rewarddtlid, status: "Rejected" as const, message: "x" }] };
+		expect(await ledger.prepareTransaction("tx_hold", reject, 15_000)).toMatchObject({ ok: true });
+		const locked = await keyed(app, "redeemrewards", { userkey, amount: "15" }, "locked-1");
+		expect(locked.status).toBe(409);
+		expect(JSON.parse(locked.text)).toMatchObject({ errorcode: "reward_locked", retryable: true });
+		expect(await ledger.abortTransaction("tx_hold")).toMatchObject({ ok: true });
+		const retry = await keyed(app, "redeemrewards", { userkey, amount: "15" }, "locked-1");
+		expect(retry).toMatchObject({ status: 200, replayed: null });
+		expect(await approved(app, userkey)).toBe(5);
+		// From now on the final answer is the one replayed.
+		expect(await keyed(app, "redeemrewards", { userkey, amount: "15" }, "locked-1")).toMatchObject({
+			status: 200,
+			text: retry.text,
+			replayed: "true",
+		});
+		expect(await approved(app, userkey)).toBe(5);
+	});
+
 	it("a 500 is not stored: the key is let go and a retry runs afresh", async () => {
 		const { app, userkey } = await referrerWith(1);
 		await env.DB.exec("ALTER TABLE friend_reminders RENAME TO friend_reminders_offline");
