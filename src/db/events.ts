@@ -23,6 +23,8 @@ export interface EventInput {
 
 export interface StoredEvent {
 	customid: string;
+	/** The user the event was recorded for: a customid is one event of one user. */
+	userkey: string;
 	eventname: string;
 	transactionvalue: number | null;
 	extrainfo: string | null;
@@ -49,6 +51,7 @@ export type EventContext =
 
 interface EventRow {
 	customid: string;
+	userkey: string;
 	eventname: string;
 	transactionvalue: number | null;
 	extrainfo: string | null;
@@ -96,8 +99,13 @@ const decisionJson = z.array(
 
 const toDecision = (text: string): OwnedGrant[] => parseStoredJson("conversion_events", "decision", text, decisionJson);
 
+/** The event stored under (app ?1, customid ?2) with its user's key. */
+const STORED_EVENT = `SELECT e.*, u.userkey FROM conversion_events e JOIN users u ON u.userid = e.userid
+	WHERE e.appid = ?1 AND e.customid = ?2`;
+
 const toStoredEvent = (row: EventRow): StoredEvent => ({
 	customid: row.customid,
+	userkey: row.userkey,
 	eventname: row.eventname,
 	transactionvalue: row.transactionvalue,
 	extrainfo: row.extrainfo,
@@ -121,7 +129,7 @@ export async function readEventContext(db: D1Database, input: EventInput): Promi
 	const args = [input.appid, input.customid, input.userkey, input.campaignid];
 	const referrerid = `(SELECT referrer_userid FROM users WHERE userid = ${userid})`;
 	const [eventResult, userResult, referrerResult, campaignResult, rulesResult, factsResult] = await db.batch([
-		db.prepare("SELECT * FROM conversion_events WHERE appid = ?1 AND customid = ?2").bind(input.appid, input.customid),
+		db.prepare(STORED_EVENT).bind(input.appid, input.customid),
 		db.prepare(`${USER_VIEW} WHERE u.userid = ${userid}`).bind(...args.slice(0, 3)),
 		db.prepare(`${USER_VIEW} WHERE u.userid = (SELECT referrer_userid FROM users WHERE userid = ${userid})`).bind(...args.slice(0, 3)),
 		db.prepare(`SELECT * FROM campaigns WHERE campaignid = ${campaignid} AND appid = ?1`).bind(...args),
@@ -197,7 +205,7 @@ export async function insertEvent(
 				 WHERE userid = (SELECT referrer_userid FROM users WHERE conversion_id = ?1)`,
 			)
 			.bind(conversionId),
-		db.prepare("SELECT * FROM conversion_events WHERE appid = ?1 AND customid = ?2").bind(input.appid, input.customid),
+		db.prepare(STORED_EVENT).bind(input.appid, input.customid),
 		// After the read, so its position stays fixed; they count only when this call converted the friend.
 		...conversionCounters(db, conversionId),
 	]);

@@ -48,6 +48,7 @@ export type ErrorCode =
 	| "event_not_found"
 	| "refund_exceeds_transaction"
 	| "refundid_reused"
+	| "customid_conflict"
 	| "internal_error";
 
 /** An expected failure: becomes the JSON error envelope with its status. */

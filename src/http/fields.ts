@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { ipNetwork } from "../domain/ip";
+import { MAX_AMOUNT } from "../rewards/money";
 
 /**
  * zod field types shared by the operation schemas. Requests are normalized
@@ -65,7 +66,11 @@ export const optionalIpAddress = optionalText(64).pipe(
 		.optional(),
 );
 
-/** A money amount sent as a string or number, non-negative, at most 2 decimals of meaning. */
+/**
+ * A money amount sent as a string or number, non-negative, at most 2
+ * decimals of meaning, at most MAX_AMOUNT: the ledger's own limit, so every
+ * later operation on it (a partial refund's proportion) can handle it.
+ */
 export const amount = z
 	.union([
 		z
@@ -75,7 +80,7 @@ export const amount = z
 		z.number().finite().nonnegative(),
 	])
 	.transform(Number)
-	.pipe(z.number().finite().nonnegative().max(1e12, "is too large"));
+	.pipe(z.number().finite().nonnegative().max(MAX_AMOUNT, `must be at most ${MAX_AMOUNT}`));
 
 /** The largest reward, redemption or transaction value accepted (docs/rewards.md, "Amount limits"). */
 export const MAX_MONEY = 1_000_000_000;

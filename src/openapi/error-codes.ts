@@ -48,6 +48,7 @@ export const ERROR_CODES = [
 	"event_not_found",
 	"refund_exceeds_transaction",
 	"refundid_reused",
+	"customid_conflict",
 	"internal_error",
 ] as const satisfies readonly ErrorCode[];
 

@@ -114,7 +114,13 @@ export const operationResponses: Record<string, z.ZodType> = {
 	updateuser: ok({}),
 	applyreferrercode: ok({}),
 	validatereferrercode: ok({ referrercode: z.string(), name: z.string() }),
-	registerconversionevent: ok({ duplicate: z.boolean().describe("true when this customid was already recorded") }),
+	registerconversionevent: ok({
+		duplicate: z.boolean().describe("true when this customid was already recorded (for the same user, event name and value)"),
+		rewardscreated: z
+			.number()
+			.int()
+			.describe("Rewards this call created; 0 for an event no active rule matches (the message names the campaign's event names)"),
+	}),
 	getuserbalance: ok({ userbalance: z.array(balanceRecord) }),
 	getfriendsandrewards: ok({
 		friends: z.array(

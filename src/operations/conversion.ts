@@ -1,8 +1,8 @@
 import { z } from "zod";
-import { type EventContext, type EventInput, insertEvent, readEventContext } from "../db/events";
+import { type EventContext, type EventInput, insertEvent, readEventContext, type StoredEvent } from "../db/events";
 import { checkSignals } from "../fraud/check";
 import type { FraudReview } from "../fraud/signals";
-import { badRequest, campaignNotFound, userNotFound } from "../http/errors";
+import { ApiError, badRequest, campaignNotFound, userNotFound } from "../http/errors";
 import { amount, customId, id, MAX_MONEY, optionalCampaignId, optionalEmail, optionalId, optionalText } from "../http/fields";
 import { defineOperation } from "../http/operation";
 import { toHundredths } from "../rewards/money";
@@ -51,6 +51,26 @@ function decide(context: Extract<EventContext, { ok: true }>, input: EventInput,
 	return owned;
 }
 
+/**
+ * A customid is one event of one user: a repeat must name the same user,
+ * event name (case-insensitive, as rules match it) and value, else it is
+ * refused and grants nothing. Without this, a repeat for another user would
+ * hand the recorded event's rewards to the repeating user's ledgers.
+ */
+export function assertSameEvent(stored: StoredEvent, input: Pick<EventInput, "userkey" | "eventname" | "transactionvalue">): void {
+	const value = (v: number | null) => (v === null ? null : toHundredths(v));
+	const sameName = stored.eventname.trim().toLowerCase() === input.eventname.trim().toLowerCase();
+	if (stored.userkey === input.userkey && sameName && value(stored.transactionvalue) === value(input.transactionvalue)) return;
+	const recorded = { userkey: stored.userkey, eventname: stored.eventname, transactionvalue: stored.transactionvalue };
+	throw new ApiError(
+		409,
+		"customid_conflict",
+		`customid ${stored.customid} is already recorded as another event (userkey ${recorded.userkey}, eventname ${recorded.eventname}, ` +
+			`transactionvalue ${recorded.transactionvalue ?? "none"}); nothing was granted. Send a new customid for a new event.`,
+		{ fields: ["customid"], recorded },
+	);
+}
+
 /** Fraud signals (docs/fraud.md), checked only when someone could be rewarded. */
 function fraudReview(context: Extract<EventContext, { ok: true }>): FraudReview | undefined {
 	const { user, referrer, campaign, facts } = context;
@@ -66,13 +86,16 @@ function fraudReview(context: Extract<EventContext, { ok: true }>): FraudReview 
 export async function recordConversion(db: D1Database, input: EventInput) {
 	const context = await readEventContext(db, input);
 	if (!context.ok) throw context.reason === "user_not_found" ? userNotFound() : campaignNotFound();
-	const { stored, user, referrer } = context;
-	if (stored?.decision) return { isNew: false, event: stored, decision: stored.decision, user, referrer };
+	const { stored, user, referrer, rules, campaign } = context;
+	if (stored) assertSameEvent(stored, input);
+	const matched = matchingRules(rules, input.eventname).length > 0;
+	const facts = { user, referrer, campaign, matched, eventnames: [...new Set(rules.map((r) => r.eventname))] };
+	if (stored?.decision) return { isNew: false, event: stored, decision: stored.decision, ...facts };
 	const fraud = fraudReview(context);
 	if (stored) {
 		// Events from before decisions were kept are decided from the current rules (the old behaviour).
 		const decision = decide(context, { ...input, ...stored }, new Date(stored.createdAt), fraud);
-		return { isNew: false, event: stored, decision, user, referrer };
+		return { isNew: false, event: stored, decision, ...facts };
 	}
 	const createdAt = new Date();
 	const decision = decide(context, input, createdAt, fraud);
@@ -82,7 +105,9 @@ export async function recordConversion(db: D1Database, input: EventInput) {
 		decision,
 		createdAt.toISOString(),
 	);
-	return { isNew, event, decision: event.decision ?? decision, user, referrer };
+	// Lost a race for the customid: the winner's event must be this one, else nothing is granted.
+	if (!isNew) assertSameEvent(event, input);
+	return { isNew, event, decision: event.decision ?? decision, ...facts };
 }
 
 /**
@@ -99,7 +124,7 @@ export const registerconversionevent = defineOperation({
 	schema,
 	async handle(ctx, input) {
 		const { env, app } = ctx;
-		const { isNew, event, decision, user, referrer } = await recordConversion(env.DB, {
+		const { isNew, event, decision, user, referrer, campaign, matched, eventnames } = await recordConversion(env.DB, {
 			appid: app.appid,
 			userkey: input.userkey,
 			customid: input.customid,
@@ -113,12 +138,17 @@ export const registerconversionevent = defineOperation({
 
 		const created = [...friendRewards, ...referrerRewards].filter((r) => r.created).length;
 		let message = `Conversion recorded; ${created} reward(s) created.`;
+		if (!matched) {
+			// A misspelt event name is the usual cause: say which names the campaign rewards.
+			const names = eventnames.length > 0 ? eventnames.join(", ") : "none";
+			message += ` No active rule of campaign ${campaign.campaignid} (${campaign.campaignname}) has the eventname ${input.eventname}; its event names: ${names}.`;
+		}
 		if (!isNew) {
 			message =
 				created === 0
 					? "Duplicate event: this customid was already recorded; no new event or reward was created."
 					: `Duplicate event: this customid was already recorded; ${created} reward(s) it was missing were completed.`;
 		}
-		return { message, duplicate: !isNew };
+		return { message, duplicate: !isNew, rewardscreated: created };
 	},
 });

@@ -23,6 +23,33 @@ export function toHundredths(amount: number): number | null {
 	return amount < 0 && rounded !== 0 ? -rounded : rounded;
 }
 
+/**
+ * A finite number as the exact decimal its shortest text form spells
+ * (`digits` × 10^-`scale`): what the caller sent, not the binary float
+ * nearest to it.
+ */
+function exactDecimal(value: number): { digits: bigint; scale: number } {
+	const [mantissa = "0", exponent = "0"] = String(Math.abs(value)).split("e");
+	const [whole = "0", fraction = ""] = mantissa.split(".");
+	const scale = fraction.length - Number(exponent);
+	const digits = BigInt(whole + fraction);
+	return scale >= 0 ? { digits, scale } : { digits: digits * 10n ** BigInt(-scale), scale: 0 };
+}
+
+/**
+ * `percent` % of `value`, in integer hundredths, rounded half away from zero
+ * on the exact decimal product: 15 % of 33.30 is 4.995, so 500 (the float
+ * product 4.994999... would round to 499). In hundredths, percent/100 ×
+ * value × 100 is simply percent × value, computed on BigInt digits.
+ */
+export function percentOfHundredths(percent: number, value: number): number {
+	const p = exactDecimal(percent);
+	const v = exactDecimal(value);
+	const divisor = 10n ** BigInt(p.scale + v.scale);
+	const rounded = Number((2n * p.digits * v.digits + divisor) / (2n * divisor));
+	return percent < 0 !== value < 0 && rounded !== 0 ? -rounded : rounded;
+}
+
 /** Hundredths back to a number with at most two decimals (exact for safe integers divided by 100 as printed). */
 export function fromHundredths(hundredths: number): number {
 	return hundredths / 100;

@@ -3,7 +3,7 @@ import type { User } from "../db/users";
 import { checkSignals } from "../fraud/check";
 import { commentWithSignals, type FraudReview } from "../fraud/signals";
 import type { FriendSnapshot, RewardGrant } from "../ledger/types";
-import { fromHundredths, toHundredths } from "./money";
+import { fromHundredths, percentOfHundredths, toHundredths } from "./money";
 
 /** A recorded conversion event, as the rules see it. */
 export interface ConversionEvent {
@@ -17,8 +17,6 @@ export interface OwnedGrant {
 	owner: "friend" | "referrer";
 	grant: RewardGrant;
 }
-
-const HUNDRED = 100;
 
 /**
  * Rounds half-up to hundredths (cents), the precision rewards are kept in.
@@ -36,15 +34,16 @@ export const isPercentRule = (rule: Pick<RewardRule, "rewardunit">) => rule.rewa
 /**
  * The amount a rule gives for a transaction value, or null when it does not
  * fire: below `mintranvalue`, or a percent rule without a value. Percent
- * amounts are capped by `maxrewardamount` when it is above 0.
+ * amounts are computed exactly in hundredths (no float before rounding) and
+ * capped by `maxrewardamount` when it is above 0.
  */
 export function ruleAmount(rule: RewardRule, transactionvalue: number | null): number | null {
 	if (rule.mintranvalue > 0 && (transactionvalue === null || transactionvalue < rule.mintranvalue)) return null;
 	if (!isPercentRule(rule)) return roundToHundredths(rule.reward);
 	if (transactionvalue === null) return null;
-	const amount = (rule.reward * transactionvalue) / HUNDRED;
-	const capped = rule.maxrewardamount > 0 ? Math.min(amount, rule.maxrewardamount) : amount;
-	return roundToHundredths(capped);
+	const amount = percentOfHundredths(rule.reward, transactionvalue);
+	const cap = rule.maxrewardamount > 0 ? toHundredths(rule.maxrewardamount) : null;
+	return fromHundredths(cap === null ? amount : Math.min(amount, cap));
 }
 
 /** True when the campaign's `rewardtype` (0 none, 1 referrer, 2 friend, 3 both) lets rules of this user type fire. */

@@ -8,7 +8,8 @@ import { admin, createApp, request } from "../support/api";
 /**
  * Seeded property over the public API: events, replays of earlier events,
  * campaign edits (rules kept by id, re-sent without ids, dropped, added),
- * keyed redemptions with retries and status changes, in random order. At
+ * keyed redemptions with retries, status changes and two friends racing one
+ * customid, in random order. At
  * every checkpoint each user's balance equals the sum of its rewards and is
  * never negative; a replay never creates a reward; a keyed retry never
  * debits again.
@@ -52,7 +53,7 @@ describe("exactly once across replays, edits and keyed retries (seeded property)
 			const rewardsOf = (userkey: string) => ledgerFor(env, app.appid, userkey).listRewards();
 			const allRewards = async () => (await Promise.all(users.map(rewardsOf))).flat();
 			const sent: { userkey: string; eventname: string; customid: string; transactionvalue?: string }[] = [];
-			const counts = { events: 0, replays: 0, edits: 0, redeems: 0, retries: 0, statuses: 0 };
+			const counts = { events: 0, races: 0, replays: 0, edits: 0, redeems: 0, retries: 0, statuses: 0 };
 
 			for (let step = 0; step < 40; step++) {
 				const roll = rand();
@@ -64,6 +65,18 @@ describe("exactly once across replays, edits and keyed retries (seeded property)
 						customid: String(seed * 1000 + step),
 						...(rand() < 0.9 ? { transactionvalue: String(Math.floor(rand() * 50000) / 100) } : {}),
 					};
+					if (rand() < 0.3) {
+						// Another friend sends the same customid at the same moment: one event of one user wins, the other is refused.
+						counts.races++;
+						const rival = { ...event, userkey: pick(friends.filter((f) => f !== event.userkey)) };
+						const answers = await Promise.all(
+							[event, rival].map((e) => app.api("registerconversionevent", { ...e, growthhack: "SaaS_Referrals" })),
+						);
+						const won = answers.findIndex((r) => r.status === 200);
+						expect(answers.filter((r) => r.status === 409 && r.body.errorcode === "customid_conflict").length).toBe(won === -1 ? 0 : 1);
+						if (won !== -1) sent.push([event, rival][won]!);
+						continue;
+					}
 					const response = await app.api("registerconversionevent", { ...event, growthhack: "SaaS_Referrals" });
 					expect([200, 400]).toContain(response.status);
 					if (response.status === 200) sent.push(event);
@@ -149,6 +162,11 @@ describe("exactly once across replays, edits and keyed retries (seeded property)
 						expect(balance).toEqual(expected);
 						// One reward per (event, rule): the ledger's grant keys never repeat.
 						expect(new Set(rewards.map((r) => r.key)).size).toBe(rewards.length);
+						// A friend's ledger holds rewards of its own events only.
+						if (userkey !== referrer.userkey) {
+							const owners = rewards.map((r) => sent.find((e) => e.customid === r.key.split(":")[0])?.userkey);
+							expect(owners.every((owner) => owner === userkey)).toBe(true);
+						}
 					}
 				}
 			}

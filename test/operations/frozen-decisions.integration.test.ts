@@ -84,7 +84,8 @@ describe("frozen event decisions and rule identity", () => {
 
 	it("an event whose reward would be out of bounds is 400 with nothing stored, and its customid stays usable", async () => {
 		const r = await referral([{ rewardusertype: "Referrer", eventname: "Purchase", reward: 20, rewardunit: "%" }]);
-		const huge = await r.event("Purchase", "77", "600000000000");
+		// 20 % of 60,000,000,000 is above the limit of one reward (1,000,000,000).
+		const huge = await r.event("Purchase", "77", "60000000000");
 		expect(huge.status).toBe(400);
 		expect(huge.body).toMatchObject({ errorcode: "validation_failed", fields: ["transactionvalue"] });
 		const stored = await env.DB.prepare("SELECT COUNT(*) AS n FROM conversion_events WHERE appid = ?").bind(r.appid).first();

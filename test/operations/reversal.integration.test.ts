@@ -55,6 +55,27 @@ describe("reverseconversionevent: full and partial reversals", () => {
 		expect(JSON.stringify(listed ?? friends)).toContain('"reversedamount":"20"');
 	});
 
+	it("one limit for transactionvalue: the largest value accepted can be refunded in part; above it is 400", async () => {
+		const ctx = await purchaseReferral({
+			rewardrules: [{ rewardusertype: "Referrer", eventname: "Purchase", reward: 10, rewardunit: "%", maxrewardamount: 1000 }],
+		});
+		const tooLarge = await ctx.api("registerconversionevent", {
+			userkey: ctx.friend.userkey,
+			eventname: "Purchase",
+			customid: "1",
+			transactionvalue: "500000000000",
+			growthhack: "SaaS_Referrals",
+		});
+		expect(tooLarge.status).toBe(400);
+		expect(tooLarge.body).toMatchObject({ errorcode: "validation_failed", fields: ["transactionvalue"] });
+		expect(tooLarge.body.message).toContain("100000000000");
+		const customid = await ctx.purchase(100_000_000_000);
+		const part = await ctx.reverse({ customid, refundvalue: "1000000000" });
+		expect(part.status).toBe(200);
+		expect(part.body).toMatchObject({ refundvalue: 1_000_000_000, refunded: 1_000_000_000, full: false });
+		expect((await ctx.rewardsOf(ctx.referrer.userkey, customid)).map((r) => [r.reward, r.reversedamount])).toEqual([["990", "10"]]);
+	});
+
 	it("a partial refund reduces percent rewards in proportion and leaves fixed ones; partial refunds add up", async () => {
 		const ctx = await purchaseReferral();
 		const customid = await ctx.purchase(200);

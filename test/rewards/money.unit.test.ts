@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { formatAmount, fromHundredths, toHundredths } from "../../src/rewards/money";
+import { formatAmount, fromHundredths, percentOfHundredths, toHundredths } from "../../src/rewards/money";
 
 describe("toHundredths", () => {
 	it.each([
@@ -36,5 +36,20 @@ describe("fromHundredths / formatAmount", () => {
 		expect(formatAmount(1000)).toBe("10");
 		expect(formatAmount(1250)).toBe("12.5");
 		expect(formatAmount(1)).toBe("0.01");
+	});
+});
+
+describe("percentOfHundredths", () => {
+	it.each([
+		[15, 33.3, 500],
+		[15, 33.29, 499],
+		[10, 250, 2500],
+		[2.5, 19.99, 50],
+		[0.5, 1e-7, 0],
+		[1e-7, 1e11, 10_000],
+		[100, 0.015, 2],
+		[-15, 33.3, -500],
+	])("%s percent of %s -> %s hundredths", (percent, value, hundredths) => {
+		expect(percentOfHundredths(percent, value)).toBe(hundredths);
 	});
 });

@@ -104,6 +104,17 @@ describe("ruleAmount", () => {
 		expect(ruleAmount(rule({ reward: 10, rewardunit: " % " }), 80)).toBe(8);
 	});
 
+	it("percent: exact on the decimal values, half-up, no float before rounding", () => {
+		// 4.995 exactly; the float product 15 * 33.3 / 100 is 4.994999..., which rounded to 4.99.
+		expect(ruleAmount(rule({ reward: 15, rewardunit: "%" }), 33.3)).toBe(5);
+		expect(ruleAmount(rule({ reward: 12.5, rewardunit: "%" }), 10.01)).toBe(1.25);
+		expect(ruleAmount(rule({ reward: 10, rewardunit: "%" }), 0.05)).toBe(0.01);
+		expect(ruleAmount(rule({ reward: 0.1, rewardunit: "%" }), 4.95)).toBe(0);
+		expect(ruleAmount(rule({ reward: 33.333, rewardunit: "%" }), 1_000_000_000)).toBe(333_330_000);
+		expect(ruleAmount(rule({ reward: 7, rewardunit: "%" }), 1e11)).toBe(7_000_000_000);
+		expect(ruleAmount(rule({ reward: 15, rewardunit: "%", maxrewardamount: 4.99 }), 33.3)).toBe(4.99);
+	});
+
 	it("percent: capped by maxrewardamount when it is above 0", () => {
 		expect(ruleAmount(rule({ reward: 10, rewardunit: "%", maxrewardamount: 15 }), 250)).toBe(15);
 		expect(ruleAmount(rule({ reward: 10, rewardunit: "%", maxrewardamount: 15 }), 100)).toBe(10);
