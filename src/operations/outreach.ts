@@ -20,6 +20,8 @@ async function queueEmail(ctx: OperationContext, event: ReturnType<typeof emailE
 	ctx.waitUntil(sendOutboxEvents(ctx.env, [event]));
 }
 
+const noEmail = (message: string) => new ApiError(409, "user_has_no_email", message, { statuscode: 0 });
+
 /**
  * Operation 2: finds the user (by `userkey`, `emailId` or `UserIdInstore`),
  * creating it from the fields sent when new, and queues the outreach email.
@@ -48,17 +50,19 @@ export const invokeoutreach = defineOperation({
 		const network = await networkOf(env, input);
 		let user: User;
 		let alreadyRegistered = true;
-		if (input.userkey) {
-			const found = await findUser(env.DB, app.appid, { userkey: input.userkey });
-			if (!found) throw userNotFound();
+		if (input.userkey || !input.email) {
+			// Without an email a new user could not be written to: look it up only, so a refusal creates nothing.
+			const found = await findUser(env.DB, app.appid, input.userkey ? { userkey: input.userkey } : { useraccountid: input.useraccountid });
+			if (!found && input.userkey) throw userNotFound();
+			if (!found) throw noEmail("No user with that UserIdInstore, and no emailId to create one with; nothing was created.");
 			user = found;
 		} else {
 			({ user, alreadyRegistered } = await findOrRegisterUser(ctx, profileOf(input), undefined, network));
 		}
+		// Checked before anything is recorded: a refused call changes nothing.
+		if (!user.email) throw noEmail("The user has no email address to send the outreach to.");
 		// A user found (not created) here still gets the device and network the product reports now.
 		if (alreadyRegistered) await recordNetwork(env.DB, app.appid, user.userkey, network);
-		if (!user.email)
-			throw new ApiError(409, "user_has_no_email", "The user has no email address to send the outreach to.", { statuscode: 0 });
 		const campaign = await getCampaignWithDetails(env.DB, app.appid, user.campaignid);
 		if (!campaign) throw campaignNotFound();
 		const summary = userSummary(ctx, user);

@@ -66,6 +66,9 @@ describe("invokeoutreach", () => {
 		const noEmail = await api("invokeoutreach", { UserIdInstore: "only-account" });
 		expect(noEmail.status).toBe(409);
 		expect(noEmail.body.errorcode).toBe("user_has_no_email");
+		// A refused call leaves nothing: the user was not created on the way to the refusal.
+		const created = await env.DB.prepare("SELECT COUNT(*) AS n FROM users WHERE useraccountid = 'only-account'").first();
+		expect(created).toEqual({ n: 0 });
 	});
 });
 
