@@ -6,7 +6,6 @@ import { listClawbacks } from "./clawbacks";
 import { grantWithReferrer, type ReferrerSide } from "./conversion-grant";
 import { FlushSchedule } from "./flush-schedule";
 import { grantRewards } from "./grant";
-import { migrateLedger } from "./migrate";
 import { rewardRowById } from "./mutations";
 import { erasePersonInLedger } from "./privacy";
 import { balances, listRewards, rewardsForFriends } from "./reads";
@@ -32,6 +31,11 @@ import type {
 } from "./types";
 import { type LedgerIdentity, LedgerWriter } from "./writer";
 
+/** What a ledger without tables answers to a change of rewards: none of them is here. */
+function noSuchRewards(changes: StatusChange[]): LedgerResult<never> {
+	return { ok: false, error: { code: "reward_not_found", rewarddtlid: changes[0]?.rewarddtlid ?? "", message: "no such reward" } };
+}
+
 /**
  * One per (app, user): the single writer of that user's rewards, redemptions
  * and balance. Every method checks and writes inside one synchronous storage
@@ -54,10 +58,10 @@ export class UserLedger extends DurableObject<Env> {
 		const identity = ctx.id.name === undefined ? null : parseLedgerName(ctx.id.name);
 		if (!identity) throw new Error(`UserLedger must be created by name (appid:userkey), got ${ctx.id.name ?? "an unnamed id"}`);
 		this.identity = identity;
-		migrateLedger(ctx.storage, LEDGER_MIGRATIONS);
-		this.writer = new LedgerWriter(ctx.storage, identity, (flushNow) => this.schedule.afterWrite(flushNow));
+		// The tables are created by the first write (writer.ts), so reads of a made-up id store nothing.
+		this.writer = new LedgerWriter(ctx.storage, identity, (flushNow) => this.schedule.afterWrite(flushNow), LEDGER_MIGRATIONS);
 		this.schedule = new FlushSchedule(ctx, this.env, this.writer);
-		this.schedule.rearmAfterRestart();
+		if (this.writer.hasSchema()) this.schedule.rearmAfterRestart();
 	}
 
 	// ---- rewards -------------------------------------------------------------------------------
@@ -82,27 +86,32 @@ export class UserLedger extends DurableObject<Env> {
 
 	/** One reward of this ledger by its public id, or null. */
 	getReward(rewarddtlid: string): LedgerReward | null {
+		if (!this.writer.hasSchema()) return null;
 		const row = rewardRowById(this.writer.sql, this.identity.userkey, rewarddtlid);
 		return row ? toLedgerReward(this.identity.userkey, row) : null;
 	}
 
 	/** Rewards of this ledger, oldest first, a page at a time: at most `limit` (<= 1000) after reward number `afterSeq` (tests and admin). */
 	listRewards(limit = 1000, afterSeq = 0): LedgerReward[] {
+		if (!this.writer.hasSchema()) return [];
 		return listRewards(this.writer.sql, this.identity.userkey, limit, afterSeq);
 	}
 
 	/** Every clawback of this ledger, oldest first (tests and admin; amounts in hundredths). */
 	listClawbacks(): ClawbackRow[] {
+		if (!this.writer.hasSchema()) return [];
 		return listClawbacks(this.writer.sql);
 	}
 
 	/** The newest `limit` rewards each of the given friends produced for this user, and how many in all (see reads.ts). */
 	rewardsForFriends(friendUserkeys: string[], limit = 100): Record<string, { rewards: RewardView[]; total: number }> {
+		if (!this.writer.hasSchema()) return {};
 		return rewardsForFriends(this.writer.sql, this.identity.userkey, friendUserkeys, limit);
 	}
 
 	/** getuserbalance, read from the running totals only (cost grows with campaigns, not rewards). */
 	balance(filter: BalanceFilter = {}): BalanceRecord[] {
+		if (!this.writer.hasSchema()) return [];
 		return balances(this.writer.sql, filter);
 	}
 
@@ -117,6 +126,7 @@ export class UserLedger extends DurableObject<Env> {
 
 	/** Checks `changes` as changeStatuses would and answers what they would give, changing nothing. */
 	validateStatusChanges(changes: StatusChange[]): LedgerResult<LedgerOperationResult> {
+		if (!this.writer.hasSchema()) return noSuchRewards(changes);
 		return this.writer.attempt((tx) => applyOperation(tx, { kind: "status", changes }), true);
 	}
 
@@ -127,21 +137,28 @@ export class UserLedger extends DurableObject<Env> {
 
 	/** Applies a ledger operation (transaction-kinds.ts) at once, in one transaction: for a change that concerns this ledger only. */
 	execute(operation: LedgerOperation): LedgerResult<LedgerOperationResult> {
+		if (!this.writer.hasSchema() && operation.kind === "status") return noSuchRewards(operation.changes);
 		return this.writer.attempt((tx) => applyOperation(tx, operation));
 	}
 
 	/** Phase one of a multi-ledger transaction (coordination/ledger-transaction.ts): a dry run, then the rewards locked for the lease. */
 	prepareTransaction(txid: string, operation: LedgerOperation, leaseMs: number): LedgerResult<{ state: "prepared" | "committed" }> {
+		if (!this.writer.hasSchema() && operation.kind === "status") return noSuchRewards(operation.changes);
+		// A refund reaches the ledgers of an event's parties, which exist in D1: it may be this ledger's first write.
+		this.writer.ensureSchema();
 		return prepareTransaction(this.writer, txid, operation, leaseMs);
 	}
 
 	/** Phase two: applies the prepared operation and releases its locks; only called once `commit` is stored in D1. */
 	commitTransaction(txid: string): LedgerResult<{ result: LedgerOperationResult }> {
+		this.writer.ensureSchema();
 		return commitTransaction(this.writer, txid);
 	}
 
 	/** Releases a prepared transaction without applying it. An unknown txid is recorded as aborted, so a late prepare is refused. */
 	abortTransaction(txid: string): LedgerResult<{ state: "aborted" | "committed" }> {
+		// Nothing was ever prepared in a ledger without tables, and no prepare of rewards can succeed there.
+		if (!this.writer.hasSchema()) return { ok: true, state: "aborted" };
 		return abortTransaction(this.writer, txid);
 	}
 
@@ -163,11 +180,13 @@ export class UserLedger extends DurableObject<Env> {
 
 	/** Resolves ended leases, approves the holds that have ended, then delivers the outbox; re-arms itself for what is left. */
 	override alarm(): Promise<void> {
+		if (!this.writer.hasSchema()) return Promise.resolve();
 		return this.schedule.alarm();
 	}
 
 	/** Delivers what is due in the outbox now; a call during a flush waits for it (see flush-schedule.ts). */
 	flush(): Promise<FlushReport> {
+		if (!this.writer.hasSchema()) return Promise.resolve({ done: 0, pending: 0 });
 		return this.schedule.flush();
 	}
 

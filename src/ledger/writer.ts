@@ -1,3 +1,4 @@
+import { migrateLedger } from "./migrate";
 import type { TxContext } from "./mutations";
 import { Refused } from "./refused";
 import type { LedgerResult } from "./types";
@@ -23,17 +24,41 @@ export interface LedgerIdentity {
  */
 export class LedgerWriter {
 	readonly sql: SqlStorage;
+	/** False until the ledger has tables: a ledger is created by its first write, never by a read. */
+	private schema: boolean;
 
 	constructor(
 		private readonly storage: DurableObjectStorage,
 		readonly identity: LedgerIdentity,
 		private readonly afterWrite: (flushNow: boolean) => void,
+		private readonly migrations: readonly (readonly string[])[],
 	) {
 		this.sql = storage.sql;
+		const tables = this.sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name IN ('meta', 'rewards') LIMIT 1").toArray();
+		this.schema = tables.length > 0;
+		// An existing ledger is brought to the newest version before anything reads it.
+		if (this.schema) migrateLedger(storage, migrations);
+	}
+
+	/**
+	 * True once the ledger has its tables. A ledger without them has no
+	 * rewards, balances or outbox: reads answer empty without creating it, so
+	 * a made-up userkey or reward id leaves no stored object behind.
+	 */
+	hasSchema(): boolean {
+		return this.schema;
+	}
+
+	/** Creates the ledger's tables (newest schema, one script) before its first write. */
+	ensureSchema(): void {
+		if (this.schema) return;
+		migrateLedger(this.storage, this.migrations);
+		this.schema = true;
 	}
 
 	/** Runs `fn` in one storage transaction, nothing else (for writes that arm no alarm). */
 	transactionSync<T>(fn: () => T): T {
+		this.ensureSchema();
 		return this.storage.transactionSync(fn);
 	}
 
@@ -44,6 +69,7 @@ export class LedgerWriter {
 
 	/** Runs `fn` in one storage transaction, then arms the alarm and (optionally) starts a flush. */
 	write<T>(fn: (tx: TxContext) => T, flushNow = true): T {
+		this.ensureSchema();
 		const result = this.storage.transactionSync(() => fn(this.context()));
 		this.afterWrite(flushNow);
 		return result;
@@ -55,6 +81,7 @@ export class LedgerWriter {
 	 * always rolls back and answers what the write would have answered.
 	 */
 	attempt<T extends object>(fn: (tx: TxContext) => T, dryRun = false): LedgerResult<T> {
+		this.ensureSchema();
 		try {
 			if (dryRun) {
 				this.storage.transactionSync(() => {

@@ -1,5 +1,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
+import { migrateLedger } from "../../src/ledger/migrate";
+import { LEDGER_MIGRATIONS } from "../../src/ledger/schema";
 import { ledgerFor } from "../../src/ledger/stub";
 import type { Engine, Recorded } from "./recorder";
 
@@ -157,8 +159,9 @@ export async function explainAll(statements: Recorded[], allowList: readonly All
 		);
 	}
 	const ledgerQueries = queries.filter((q) => q.engine === "ledger");
-	// A ledger of its own, at the newest schema (its constructor migrated it).
+	// A ledger of its own, at the newest schema (migrated here: a ledger no one wrote to has no tables).
 	await runInDurableObject(ledgerFor(env, "plan-explain", "scratch"), async (_instance, state) => {
+		migrateLedger(state.storage, LEDGER_MIGRATIONS);
 		for (const s of ledgerQueries) {
 			const nulls = Array<null>(parameterCount(s.sql)).fill(null);
 			const rows = state.storage.sql.exec<{ detail: string }>(`EXPLAIN QUERY PLAN ${s.sql}`, ...nulls).toArray();
@@ -178,6 +181,7 @@ export async function explainAll(statements: Recorded[], allowList: readonly All
 export async function ledgerIndexes(): Promise<string[]> {
 	let names: string[] = [];
 	await runInDurableObject(ledgerFor(env, "plan-explain", "scratch"), async (_instance, state) => {
+		migrateLedger(state.storage, LEDGER_MIGRATIONS);
 		names = state.storage.sql
 			.exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL")
 			.toArray()
@@ -191,6 +195,7 @@ export async function schemaTables(): Promise<Record<Engine, string[]>> {
 	const d1 = await env.DB.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all<{ name: string }>();
 	let ledger: string[] = [];
 	await runInDurableObject(ledgerFor(env, "plan-explain", "scratch"), async (_instance, state) => {
+		migrateLedger(state.storage, LEDGER_MIGRATIONS);
 		ledger = state.storage.sql
 			.exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table'")
 			.toArray()

@@ -274,6 +274,8 @@ async function rarePaths(tour: Awaited<ReturnType<typeof operations>>) {
 async function oldLedger() {
 	await runInDurableObject(ledgerFor(env, "plan-tour", "oldledger"), async (_instance, state) => {
 		const sql = state.storage.sql;
+		// A ledger gets its tables from its first write: make them, then go back to the first version.
+		migrateLedger(state.storage, LEDGER_MIGRATIONS);
 		for (const name of [
 			"meta",
 			"rewards",
