@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { exactOrigin } from "../domain/frame-origin";
+import { normalizeUnit, UNIT_EXPECTED } from "../domain/units";
 import { DEFAULT_VELOCITY_THRESHOLD, FRAUD_SIGNALS } from "../fraud/signals";
 
 /** Request bodies of the admin API (plain JSON, exact lower-case names). */
@@ -42,7 +43,16 @@ export const rewardRuleSchema = z.object({
 	rewardusertype: capitalized(["Friend", "Referrer"]),
 	eventname: z.string().trim().min(1, "is required").max(100),
 	reward: number.pipe(z.number().nonnegative().max(1e9)),
-	rewardunit: z.string().trim().min(1, "is required").max(20),
+	rewardunit: z
+		.string()
+		.trim()
+		.min(1, "is required")
+		.transform((v, ctx) => {
+			if (v === "%") return v;
+			const unit = normalizeUnit(v);
+			if (unit === null) ctx.addIssue({ code: "custom", message: `${UNIT_EXPECTED}, or % for a percent of the transaction value` });
+			return unit ?? v;
+		}),
 	rewardfrequency: int.pipe(z.number().int().min(0).max(1e6)).default(0),
 	mintranvalue: number.pipe(z.number().nonnegative()).default(0),
 	maxrewardamount: number.pipe(z.number().nonnegative()).default(0),
@@ -89,7 +99,14 @@ const campaignFields = {
 	holddays: int.pipe(z.number().int().min(0).max(365)).default(0),
 	autoapprove: z.boolean().default(true),
 	growthhack: z.string().trim().min(1).max(100).default("SaaS_Referrals"),
-	currency: z.string().trim().min(1).max(10).default("USD"),
+	currency: z
+		.string()
+		.transform((v, ctx) => {
+			const unit = normalizeUnit(v);
+			if (unit === null) ctx.addIssue({ code: "custom", message: UNIT_EXPECTED });
+			return unit ?? v;
+		})
+		.default("USD"),
 	// Fraud settings (docs/fraud.md): null = every signal makes a reward Suspicious.
 	suspicioussignals: z
 		.array(z.enum(FRAUD_SIGNALS, { error: `must be one of ${FRAUD_SIGNALS.join(", ")}` }))

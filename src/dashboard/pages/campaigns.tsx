@@ -32,7 +32,7 @@ function RuleFields({ rule, i }: { rule: Values; i: number }) {
 				/>
 				<Field label="Event name" name={`${p}eventname`} value={rule.eventname} hint={isNew ? "leave empty to add none" : undefined} />
 				<Field label="Reward" name={`${p}reward`} value={rule.reward} attrs={{ inputmode: "decimal" }} />
-				<Field label="Unit" name={`${p}rewardunit`} value={rule.rewardunit} hint="USD, points or %" />
+				<Field label="Unit" name={`${p}rewardunit`} value={rule.rewardunit} hint="USD, POINTS or %" />
 			</div>
 			<div class="row">
 				<Field
