@@ -91,7 +91,26 @@ function knownState(row: TransactionRow): LedgerResult<{ state: "prepared" | "co
 	return { ok: true, state: row.state };
 }
 
+/**
+ * Commits or aborts. A commit that throws anything but `Refused` (a stored
+ * payload this code cannot read, a bug) must not keep its locks: its
+ * transaction rolled back, so it is aborted instead, loudly, and answered as
+ * aborted. Left locked, the rewards would be refused to everything and the
+ * lease-end alarm would retry the same failing commit for ever.
+ */
 function finish(w: LedgerWriter, txid: string, state: "committed" | "aborted"): LedgerResult<{ result: LedgerOperationResult }> {
+	try {
+		return apply(w, txid, state);
+	} catch (error) {
+		if (state === "aborted") throw error;
+		console.error("ledger transaction: commit threw; aborted and its locks released", { txid, error: String(error) });
+		const released = apply(w, txid, "aborted");
+		if (!released.ok) return released;
+		return { ok: false, error: { code: "transaction_aborted", message: `transaction ${txid} could not be applied (${String(error)})` } };
+	}
+}
+
+function apply(w: LedgerWriter, txid: string, state: "committed" | "aborted"): LedgerResult<{ result: LedgerOperationResult }> {
 	return w.attempt((tx) => {
 		const row = transactionRow(w.sql, txid);
 		if (!row) throw new Refused({ code: "transaction_aborted", message: `transaction ${txid} is unknown here` });

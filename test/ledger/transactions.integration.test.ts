@@ -106,6 +106,27 @@ describe("UserLedger prepare / commit / abort", () => {
 		expect(await stub.commitTransaction("tx_exp2")).toMatchObject({ ok: true, result: { rewards: [{ rewardstatus: "Rejected" }] } });
 	});
 
+	it("a commit that throws something other than a refusal releases its locks, by call and at lease end", async () => {
+		for (const via of ["call", "lease end"] as const) {
+			const { appid, stub, ids } = await ledgerWith(1);
+			const [a] = ids as [string];
+			await stub.prepareTransaction("tx_broken", reject(a), 15_000);
+			// A stored payload this code cannot apply: the commit throws inside the ledger's transaction.
+			await runInDurableObject(stub, (_l, state) => {
+				state.storage.sql.exec(`UPDATE ledger_transactions SET payload = '{"kind":"status","changes":"not a list"}'`);
+			});
+			expect(await decideOnce(env.DB, appid, "tx_broken", "commit")).toBe("commit");
+			if (via === "call") {
+				expect(await stub.commitTransaction("tx_broken")).toMatchObject({ ok: false, error: { code: "transaction_aborted" } });
+			} else {
+				await endLeases(stub);
+				await runAlarm(stub);
+			}
+			expect(await locks(stub)).toEqual([]);
+			expect(await stub.redeemByIds([a])).toMatchObject({ ok: true });
+		}
+	});
+
 	it("a hold that ends while its reward is locked waits for the lock", async () => {
 		const ledger = freshLedger();
 		const { rewards } = await ledger.stub.grant(ledger.appid, ledger.userkey, [
