@@ -1,4 +1,5 @@
-import { decideOnce } from "../db/decisions";
+import { committedCondition, decideOnce } from "../db/decisions";
+import type { SqlCondition } from "../db/outbox-events";
 import { newTransactionId } from "../domain/ids";
 import { ledgerFor } from "../ledger/stub";
 import type { LedgerOperation, LedgerOperationResult } from "../ledger/transaction-kinds";
@@ -32,6 +33,18 @@ export interface LedgerPart {
 	operation: LedgerOperation;
 }
 
+export interface CoordinationOptions {
+	leaseMs?: number;
+	txid?: string;
+	/**
+	 * D1 statements to write in the same transaction as the commit decision,
+	 * from what each part's commit will answer (its prepare's preview), each
+	 * guarded by `committed`: they exist exactly when the change is certain
+	 * to apply. With this, even one part goes through prepare and commit.
+	 */
+	withDecision?: (previews: (LedgerOperationResult | undefined)[], committed: SqlCondition) => D1PreparedStatement[];
+}
+
 export type CoordinatedResult = LedgerResult<{ txid: string | null; results: LedgerOperationResult[] }>;
 
 const retryLater = (message: string): LedgerError => ({ code: "reward_locked", rewarddtlid: "", message });
@@ -45,10 +58,10 @@ export async function runAcrossLedgers(
 	env: Env,
 	appid: string,
 	parts: LedgerPart[],
-	options: { leaseMs?: number; txid?: string } = {},
+	options: CoordinationOptions = {},
 ): Promise<CoordinatedResult> {
 	const ledgers = parts.map((part) => ({ ...part, stub: ledgerFor(env, appid, part.userkey) }));
-	if (ledgers.length === 1) {
+	if (ledgers.length === 1 && !options.withDecision) {
 		const only = ledgers[0]!;
 		const result = await only.stub.execute(only.operation);
 		if (!result.ok) return result;
@@ -78,9 +91,11 @@ export async function runAcrossLedgers(
 		return refusal;
 	}
 
+	const previews = prepared.map((p) => (p.status === "fulfilled" && p.value.ok ? p.value.preview : undefined));
+	const alongside = options.withDecision?.(previews, committedCondition(txid)) ?? [];
 	let decision: "commit" | "abort";
 	try {
-		decision = await decideOnce(env.DB, appid, txid, "commit");
+		decision = await decideOnce(env.DB, appid, txid, "commit", alongside);
 	} catch (error) {
 		// Unknown whether the decision was stored: the ledgers will read it (or write abort) when their leases end.
 		console.error("ledger transaction: decision not recorded", { txid, error: String(error) });

@@ -26,6 +26,12 @@ import type { LedgerWriter } from "./writer";
 /** Longest lease a prepare may ask for: a lock must never outlive a stuck coordinator by much. */
 export const MAX_LEASE_MS = 60_000;
 
+/** A prepare's answer; `preview` (a new prepare only) is what its commit will answer. */
+export interface PrepareAnswer {
+	state: "prepared" | "committed";
+	preview?: LedgerOperationResult;
+}
+
 /**
  * Phase one: checks that `operation` would apply (a dry run), then locks the
  * rewards it names for `leaseMs`, so nothing else changes them until
@@ -38,7 +44,7 @@ export function prepareTransaction(
 	txid: string,
 	operation: LedgerOperation,
 	leaseMs: number,
-): LedgerResult<{ state: "prepared" | "committed" }> {
+): LedgerResult<PrepareAnswer> {
 	const known = transactionRow(w.sql, txid);
 	if (known) return knownState(known);
 	const lease = Math.min(Math.max(leaseMs, 1_000), MAX_LEASE_MS);
@@ -58,7 +64,8 @@ export function prepareTransaction(
 		});
 		lockRewards(w.sql, txid, lockedSeqs(w.sql, w.identity.userkey, operation));
 	}, false);
-	return { ok: true, state: "prepared" };
+	// What the commit will answer: the locks keep every reward it reads unchanged until then.
+	return { ok: true, state: "prepared", preview: { rewards: dry.rewards, ...(dry.reversal ? { reversal: dry.reversal } : {}) } };
 }
 
 /**
@@ -86,7 +93,7 @@ export function abortTransaction(w: LedgerWriter, txid: string): LedgerResult<{ 
 	return done.ok ? { ok: true, state: "aborted" } : done;
 }
 
-function knownState(row: TransactionRow): LedgerResult<{ state: "prepared" | "committed" }> {
+function knownState(row: TransactionRow): LedgerResult<PrepareAnswer> {
 	if (row.state === "aborted") return { ok: false, error: { code: "transaction_aborted", message: `transaction ${row.txid} was aborted` } };
 	return { ok: true, state: row.state };
 }

@@ -13,7 +13,7 @@ import { redeemAmount, redeemRewards } from "./redemption";
 import { toLedgerReward } from "./rows";
 import { type ClawbackRow, LEDGER_MIGRATIONS } from "./schema";
 import { applyOperation, type LedgerOperation, type LedgerOperationResult } from "./transaction-kinds";
-import { abortTransaction, commitTransaction, prepareTransaction } from "./transactions";
+import { abortTransaction, commitTransaction, type PrepareAnswer, prepareTransaction } from "./transactions";
 import type {
 	BalanceFilter,
 	BalanceRecord,
@@ -142,7 +142,7 @@ export class UserLedger extends DurableObject<Env> {
 	}
 
 	/** Phase one of a multi-ledger transaction (coordination/ledger-transaction.ts): a dry run, then the rewards locked for the lease. */
-	prepareTransaction(txid: string, operation: LedgerOperation, leaseMs: number): LedgerResult<{ state: "prepared" | "committed" }> {
+	prepareTransaction(txid: string, operation: LedgerOperation, leaseMs: number): LedgerResult<PrepareAnswer> {
 		if (!this.writer.hasSchema() && operation.kind === "status") return noSuchRewards(operation.changes);
 		// A refund reaches the ledgers of an event's parties, which exist in D1: it may be this ledger's first write.
 		this.writer.ensureSchema();

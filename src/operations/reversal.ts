@@ -1,12 +1,12 @@
 import { z } from "zod";
-import { type CoordinatedResult, type LedgerPart, runAcrossLedgers } from "../coordination/ledger-transaction";
+import { type CoordinatedResult, type CoordinationOptions, type LedgerPart, runAcrossLedgers } from "../coordination/ledger-transaction";
 import { type EventParties, findEventParties } from "../db/events";
-import { appHasWebhook, recordOutboxEvent } from "../db/outbox-events";
+import { allOf, appHasWebhook, insertOutboxEvent } from "../db/outbox-events";
 import { ApiError, ledgerError } from "../http/errors";
 import { customId, exactAmount, optionalText } from "../http/fields";
 import { defineOperation, type OperationContext } from "../http/operation";
 import type { ReversalOutcome, ReverseOperation } from "../ledger/reversal";
-import { sendOutboxEvents, webhookEvent } from "../outbox/events";
+import { type OutboxEvent, sendOutboxEvents, webhookEvent } from "../outbox/events";
 import { fromHundredths, toHundredths } from "../rewards/money";
 
 /** How often a refund meeting another change of the same rewards (reward_locked) is tried again before answering 409. */
@@ -24,9 +24,9 @@ function refundIdOf(input: { refundid?: string; refundvalue?: number }, ctx: Ope
 }
 
 /** Runs the refund across the ledgers, trying again while another change holds the event's rewards. */
-async function reverseAcrossLedgers(ctx: OperationContext, parts: LedgerPart[]): Promise<CoordinatedResult> {
+async function reverseAcrossLedgers(ctx: OperationContext, parts: LedgerPart[], options: CoordinationOptions): Promise<CoordinatedResult> {
 	for (let attempt = 0; ; attempt++) {
-		const result = await runAcrossLedgers(ctx.env, ctx.app.appid, parts);
+		const result = await runAcrossLedgers(ctx.env, ctx.app.appid, parts, options);
 		if (result.ok || result.error.code !== "reward_locked" || attempt >= LOCKED_RETRIES) return result;
 		// Randomized so two refunds of one event that block each other in two ledgers do not meet again.
 		await new Promise((resolve) => setTimeout(resolve, 20 * 2 ** Math.min(attempt, 4) * (0.5 + Math.random())));
@@ -40,11 +40,11 @@ async function eventIdOf(appid: string, customid: string, refundid: string): Pro
 	return `evt_reversal_${appid}_${customid}_${hex}`;
 }
 
-/** Records `conversion.reversed` once per refund (fixed id), so a repeat of the call repairs an event a crash lost. */
-async function recordReversedEvent(ctx: OperationContext, event: EventParties, reason: string | null, outcomes: ReversalOutcome[]) {
+/** The `conversion.reversed` webhook of a refund (fixed id per refund): one event with every ledger's rewards. */
+function reversedWebhook(appid: string, event: EventParties, reason: string | null, outcomes: ReversalOutcome[], eventid: string) {
 	const first = outcomes[0]!;
-	const webhook = webhookEvent(
-		ctx.app.appid,
+	return webhookEvent(
+		appid,
 		"conversion.reversed",
 		{
 			customid: event.customid,
@@ -58,11 +58,29 @@ async function recordReversedEvent(ctx: OperationContext, event: EventParties, r
 			reason: reason ?? "",
 			rewards: outcomes.flatMap((o) => o.rewards),
 		},
-		await eventIdOf(ctx.app.appid, event.customid, first.refundid),
+		eventid,
 	);
-	// An app without a webhook URL gets no webhook events (docs/webhooks.md); the insert checks the URL again.
-	if (!ctx.app.webhookurl) return;
-	if (await recordOutboxEvent(ctx.env.DB, webhook, appHasWebhook(ctx.app.appid))) ctx.waitUntil(sendOutboxEvents(ctx.env, [webhook]));
+}
+
+/**
+ * Records `conversion.reversed` in the same D1 transaction as the decision
+ * to commit the refund, from what the ledgers' commits will answer (their
+ * prepares' previews): it exists exactly when the refund is certain to
+ * apply, whatever dies after. A repeat of a refund records it again under
+ * its fixed id (nothing twice), which repairs an event lost before this
+ * existed. An app without a webhook URL gets no webhook events (docs/webhooks.md).
+ */
+function announceWithDecision(ctx: OperationContext, event: EventParties, reason: string | null, eventid: string) {
+	const announced: { event: OutboxEvent | null } = { event: null };
+	const withDecision: CoordinationOptions["withDecision"] = (previews, committed) => {
+		announced.event = null;
+		const outcomes = previews.map((p) => p?.reversal);
+		const known = outcomes.filter((o): o is ReversalOutcome => o !== undefined);
+		if (known.length === 0 || known.length < outcomes.length || !known.some((o) => o.changed || o.repeat)) return [];
+		announced.event = reversedWebhook(ctx.app.appid, event, reason, known, eventid);
+		return [insertOutboxEvent(ctx.env.DB, announced.event, allOf(committed, appHasWebhook(ctx.app.appid)))];
+	};
+	return { announced, withDecision };
 }
 
 /**
@@ -100,11 +118,17 @@ export const reverseconversionevent = defineOperation({
 			event.friendUserkey,
 			...(event.referrerUserkey && event.referrerUserkey !== event.friendUserkey ? [event.referrerUserkey] : []),
 		];
+		const eventid = await eventIdOf(ctx.app.appid, event.customid, operation.refundid);
+		const { announced, withDecision } = announceWithDecision(ctx, event, operation.reason, eventid);
 		const result = await reverseAcrossLedgers(
 			ctx,
 			userkeys.map((userkey) => ({ userkey, operation })),
+			{ withDecision },
 		);
 		if (!result.ok) throw ledgerError(result.error);
+		// Recorded with the decision; sent now when this call applied the refund (a repeat's was sent before, or the sweep sends it).
+		const sent = announced.event;
+		if (sent && ctx.app.webhookurl && result.results.some((r) => r.reversal?.changed)) ctx.waitUntil(sendOutboxEvents(ctx.env, [sent]));
 
 		const outcomes = result.results.map((r) => r.reversal);
 		const known = outcomes.filter((o): o is ReversalOutcome => o !== undefined);
@@ -115,7 +139,6 @@ export const reverseconversionevent = defineOperation({
 		}
 		const changed = known.some((o) => o.changed);
 		const repeat = !changed && known.some((o) => o.repeat);
-		if (changed || repeat) await recordReversedEvent(ctx, event, operation.reason, known);
 		const rewards = known.flatMap((o) => o.rewards);
 		let message = `Reversed; ${rewards.length} reward(s) changed.`;
 		if (!changed)

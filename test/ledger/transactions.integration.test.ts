@@ -37,7 +37,7 @@ describe("UserLedger prepare / commit / abort", () => {
 	it("a prepared transaction locks its rewards against redemptions and other changes until commit", async () => {
 		const { stub, ids } = await ledgerWith(2);
 		const [a, b] = ids as [string, string];
-		expect(await stub.prepareTransaction("tx_one", reject(a), 15_000)).toEqual({ ok: true, state: "prepared" });
+		expect(await stub.prepareTransaction("tx_one", reject(a), 15_000)).toMatchObject({ ok: true, state: "prepared" });
 		const locked = { ok: false, error: { code: "reward_locked", rewarddtlid: a } };
 		expect(await stub.redeemByIds([a])).toMatchObject(locked);
 		// By amount: 15 needs the locked reward (the oldest) -> refused whole, nothing redeemed.
@@ -47,7 +47,7 @@ describe("UserLedger prepare / commit / abort", () => {
 		// The other reward is free.
 		expect(await stub.redeemByIds([b])).toMatchObject({ ok: true, redeemed: 10 });
 		// Prepare is idempotent per txid.
-		expect(await stub.prepareTransaction("tx_one", reject(a), 15_000)).toEqual({ ok: true, state: "prepared" });
+		expect(await stub.prepareTransaction("tx_one", reject(a), 15_000)).toMatchObject({ ok: true, state: "prepared" });
 
 		const committed = await stub.commitTransaction("tx_one");
 		expect(committed).toMatchObject({ ok: true, result: { rewards: [{ rewarddtlid: a, rewardstatus: "Rejected" }] } });
