@@ -96,9 +96,14 @@ export class UserLedger extends DurableObject<Env> {
 		return listClawbacks(this.writer.sql);
 	}
 
-	/** The newest `limit` rewards each of the given friends produced for this user, and how many in all (see reads.ts). */
-	rewardsForFriends(friendUserkeys: string[], limit = 100): Record<string, { rewards: RewardView[]; total: number }> {
-		return rewardsForFriends(this.writer.sql, this.identity.userkey, friendUserkeys, limit);
+	/**
+	 * The newest `limit` rewards each of the given friends produced for this user, and how many in all (see reads.ts);
+	 * `shownToUser` (the public getfriendsandrewards) marks the coupon codes it answers as seen.
+	 */
+	rewardsForFriends(friendUserkeys: string[], limit = 100, shownToUser = false): Record<string, { rewards: RewardView[]; total: number }> {
+		return this.writer.transactionSync(() =>
+			rewardsForFriends(this.writer.sql, this.identity.userkey, friendUserkeys, limit, shownToUser),
+		);
 	}
 
 	/** getuserbalance, read from the running totals only (cost grows with campaigns, not rewards). */

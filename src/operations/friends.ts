@@ -46,6 +46,8 @@ export const getfriendsandrewards = defineOperation({
 				? await ledgerFor(env, app.appid, user.userkey).rewardsForFriends(
 						friends.map((f) => f.userkey),
 						EARNED_REWARDS_LIMIT,
+						// The user sees these rewards: their coupon codes can no longer go back to the pool (docs/rewards.md).
+						true,
 					)
 				: {};
 		return {

@@ -163,7 +163,18 @@ async function adminRoutes(tour: Awaited<ReturnType<typeof operations>>) {
 		}),
 		"coupon conversion",
 	);
-	await ledgerFor(env, appid, referrer.userkey).flush();
+	const referrerLedger = ledgerFor(env, appid, referrer.userkey);
+	await referrerLedger.flush();
+	// Rejected before anyone saw it, the code goes back to the pool; approved again, it is claimed again; shown, it is seen.
+	const couponReward = (await referrerLedger.listRewards()).find((r) => r.rewardtype === "Coupon");
+	for (const rewardstatus of ["Rejected", "Approved"]) {
+		ok(
+			await app.api("changerewardstatus", { rewardslist: [{ rewarddtlid: couponReward?.rewarddtlid, rewardstatus }] }),
+			`coupon reward ${rewardstatus}`,
+		);
+		await referrerLedger.flush();
+	}
+	ok(await app.api("getfriendsandrewards", { userkey: referrer.userkey }), "getfriendsandrewards showing a coupon");
 	ok(await admin("GET", `/apps/${appid}/users?q=x.com`), "search users");
 	ok(await admin("GET", `/apps/${appid}/users`), "list users");
 	ok(await admin("GET", `/apps/${appid}/users/${referrer.userkey}`), "get user");
