@@ -1,7 +1,7 @@
 import type { AssignedCoupon } from "../db/projection";
+import { type CouponClaim, holdsCode } from "./coupons";
 import { nextLeaseEnd } from "./locks";
 import { rewardRow, updateReward } from "./mutations";
-import { type CouponClaim, holdsCode } from "./coupons";
 import { type FlushHost, flushOutbox, nextOutboxDue } from "./outbox";
 import type { LedgerOutboxEntry } from "./schema";
 import { approveEndedHolds, nextHoldEnd } from "./status-changes";

@@ -6,7 +6,7 @@ import { claimReminder } from "../db/reminders";
 import { findReferrerAndFriend } from "../db/user-reads";
 import { findUser, type User } from "../db/users";
 import { nowIso } from "../domain/dates";
-import { ApiError, campaignNotFound, userNotFound } from "../http/errors";
+import { ApiError, campaignNotFound, refuseErased, userNotFound } from "../http/errors";
 import { optionalEmail, optionalId, optionalPhone, optionalText } from "../http/fields";
 import { defineOperation, type OperationContext } from "../http/operation";
 import { mailAction, outreachEmail, reminderEmail } from "../outbox/emails";
@@ -51,6 +51,7 @@ export const invokeoutreach = defineOperation({
 		if (input.userkey) {
 			const found = await findUser(env.DB, app.appid, { userkey: input.userkey });
 			if (!found) throw userNotFound();
+			refuseErased(found);
 			user = found;
 		} else {
 			({ user, alreadyRegistered } = await findOrRegisterUser(ctx, profileOf(input), undefined, network));
@@ -118,6 +119,9 @@ export const remindfriend = defineOperation({
 		);
 		if (!found?.referrer) throw userNotFound();
 		const { referrer, friend } = found;
+		// An erased referrer sends nothing, and an erased friend receives nothing.
+		refuseErased(referrer);
+		if (friend) refuseErased(friend);
 		if (!friend || friend.referrerUserid !== referrer.userid) {
 			throw new ApiError(404, "not_a_friend", "That user is not a friend of this referrer.", { statuscode: 0 });
 		}

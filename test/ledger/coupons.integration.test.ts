@@ -62,7 +62,9 @@ describe("coupons are assigned on approval", () => {
 		]);
 
 		// The hold ends: the alarm approves the reward, and only then is a code taken.
-		await runInDurableObject(stub, (_l, state) => state.storage.sql.exec("UPDATE rewards SET hold_until = ? WHERE seq = 2", "2000-01-01T00:00:00.000Z"));
+		await runInDurableObject(stub, (_l, state) =>
+			state.storage.sql.exec("UPDATE rewards SET hold_until = ? WHERE seq = 2", "2000-01-01T00:00:00.000Z"),
+		);
 		await runInDurableObject(stub, (ledger) => ledger.alarm());
 		await stub.flush();
 		expect(await codesOf(stub)).toEqual([
@@ -135,7 +137,12 @@ describe("coupons: seen codes", () => {
 		await admin("POST", `/apps/${app.appid}/campaigns/${app.campaignid}/coupons`, { coupons: codes.map((coupon) => ({ coupon })) });
 		const ann = (await app.api("register", { email: `ann-${crypto.randomUUID()}@example.com` })).body;
 		const bob = (await app.api("register", { email: `bob-${crypto.randomUUID()}@example.com`, referrercode: ann.referralcode })).body;
-		const res = await app.api("registerconversionevent", { userkey: bob.userkey, eventname: "Signup", customid: String(nextCustomId++), growthhack: "g" });
+		const res = await app.api("registerconversionevent", {
+			userkey: bob.userkey,
+			eventname: "Signup",
+			customid: String(nextCustomId++),
+			growthhack: "g",
+		});
 		expect(res.status, JSON.stringify(res.body)).toBe(200);
 		const ledger = ledgerFor(env, app.appid, ann.userkey);
 		await ledger.flush();

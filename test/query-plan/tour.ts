@@ -268,7 +268,7 @@ async function rarePaths(tour: Awaited<ReturnType<typeof operations>>) {
 		const sql = state.storage.sql;
 		const event = webhookEvent(app.appid, "reward.created", { userkey: friend.userkey, email: "fr@x.com" });
 		queueWebhook(sql, event, Date.now());
-		erasePersonInLedger(sql, friend.userkey, ["fr@x.com"]);
+		erasePersonInLedger(sql, friend.userkey, ["fr@x.com"], null);
 		const failing = { batch: () => Promise.reject(new Error("D1 down")), prepare: env.DB.prepare.bind(env.DB) } as unknown as D1Database;
 		await flushOutboxOnce({
 			sql,
