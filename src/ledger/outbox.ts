@@ -5,6 +5,7 @@ import { rewardCounters } from "../db/stats";
 import { rewardId } from "../domain/ledger-ids";
 import { type OutboxEvent, sendOutboxEvents } from "../outbox/events";
 import { type CouponClaim, holdsCode } from "./coupons";
+import { erasedAt } from "./privacy";
 import type { LedgerOutboxEntry, RewardRow } from "./schema";
 import { couponClaimSchema, projectionPayloadSchema, readLedgerJson, webhookEventSchema } from "./stored-json";
 import type { FlushReport } from "./types";
@@ -159,8 +160,9 @@ async function runCouponClaim(host: FlushHost, entry: LedgerOutboxEntry): Promis
 	const claim = payloadOf(entry, couponClaimSchema);
 	const row = host.sql.exec<RewardRow>("SELECT * FROM rewards WHERE seq = ?", claim.seq).toArray()[0];
 	// Nothing to claim for a reward that is no longer approved (or a claim queued, before codes waited for
-	// approval, for a reward still under review): its approval queues a new claim (coupons.ts).
-	if (!row || !holdsCode(row.status) || row.coupon !== null) {
+	// approval, for a reward still under review): its approval queues a new claim (coupons.ts). An erased
+	// user takes no code any more: nobody could be given it.
+	if (!row || !holdsCode(row.status) || row.coupon !== null || erasedAt(host.sql) !== null) {
 		remove(host, [entry]);
 		return true;
 	}

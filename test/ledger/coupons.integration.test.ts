@@ -111,6 +111,20 @@ describe("coupons are assigned on approval", () => {
 		expect(await outboxKinds(stub)).toEqual([]);
 	});
 
+	it("an erased user's waiting claim takes no code when codes arrive", async () => {
+		const { appid, campaignid } = await couponCampaign([]);
+		const { userkey, stub } = freshLedger(appid);
+		await stub.grant(appid, userkey, [couponGrant(campaignid)]);
+		await stub.flush();
+		await stub.erasePerson(userkey, []);
+		await env.DB.prepare("INSERT INTO coupons (campaignid, coupon) VALUES (?, 'E1')").bind(campaignid).run();
+		await runInDurableObject(stub, (_l, state) => state.storage.sql.exec("UPDATE outbox SET next_attempt_at = 0"));
+		await runInDurableObject(stub, (ledger) => ledger.alarm());
+		expect(await codesOf(stub)).toEqual([["Approved", ""]]);
+		expect(await freeCodes(campaignid)).toEqual(["E1"]);
+		expect(await outboxKinds(stub)).toEqual([]);
+	});
+
 	it("rejected, then approved again before anything left: the reward keeps its code", async () => {
 		const { appid, campaignid } = await couponCampaign(["K1", "K2"]);
 		const { userkey, stub } = freshLedger(appid);
@@ -126,6 +140,42 @@ describe("coupons are assigned on approval", () => {
 });
 
 let nextCustomId = 71_000;
+
+describe("coupons: refunds", () => {
+	const refund = (customid: string, refundid: string, refundvalue: number | null) => ({
+		kind: "reverse" as const,
+		customid,
+		refundid,
+		refundvalue,
+		transactionvalue: 10_000,
+		reason: null,
+	});
+
+	it("a code carried by a webhook (a partial refund's reward.reversed) is seen and stays; a full refund of an unseen one gives it back", async () => {
+		const { appid, campaignid } = await couponCampaign(["P1", "P2"]);
+		const { userkey, stub } = freshLedger(appid);
+		await stub.grant(appid, userkey, [
+			couponGrant(campaignid, { customid: "801", key: "801:1", amount: 20, percent: true }),
+			couponGrant(campaignid, { customid: "802", key: "802:1", amount: 20, percent: true }),
+		]);
+		await stub.flush();
+		expect(await codesOf(stub)).toEqual([
+			["Approved", "P1"],
+			["Approved", "P2"],
+		]);
+		// Half of 801 refunded: its reward.reversed event carries the code, so the code is seen; the full refund keeps it.
+		expect(await stub.execute(refund("801", "half", 5_000))).toMatchObject({ ok: true });
+		expect(await stub.execute(refund("801", "rest", null))).toMatchObject({ ok: true });
+		// 802 refunded whole at once: its code was never seen, so it goes back.
+		expect(await stub.execute(refund("802", "all", null))).toMatchObject({ ok: true });
+		await stub.flush();
+		expect(await codesOf(stub)).toEqual([
+			["Rejected", "P1"],
+			["Rejected", ""],
+		]);
+		expect(await freeCodes(campaignid)).toEqual(["P2"]);
+	});
+});
 
 describe("coupons: seen codes", () => {
 	/** Ann refers Bob in a coupon campaign; Bob's signup earns Ann an approved coupon reward (the friend's rule is left out). */
