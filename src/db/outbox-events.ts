@@ -120,7 +120,7 @@ export async function markNotEnqueued(db: D1Database, eventid: string): Promise<
 
 /** What one consumer batch needs from D1, for the messages it names. */
 export interface BatchLookup {
-	/** Events whose message carries the event: only their delivery state is read. */
+	/** Events whose message carries the event: their delivery state and current payload are read. */
 	carried: string[];
 	/** Events known by id only: read whole. */
 	byId: string[];
@@ -133,6 +133,8 @@ export interface BatchLookup {
 export interface BatchState {
 	/** `delivered_at` (null: not yet) of every event row found, carried or not. */
 	delivered: Map<string, string | null>;
+	/** The stored payload of every carried event found: what is delivered (an erasure may have redacted it since the send). */
+	payloads: Map<string, string>;
 	/** The rows of the `byId` events found. */
 	rows: Map<string, OutboxEventRow>;
 	/** Delivery settings of the apps asked for, and of the apps of the `byId` events; null when the app is gone. */
@@ -152,13 +154,14 @@ const jsonList = (values: string[]) => JSON.stringify([...new Set(values)]);
 
 /**
  * Everything a consumer batch reads, in ONE round trip (whatever its size):
- * the delivery state of the carried events, the rows of the others, and the
- * settings of the apps involved. Lists travel as one JSON parameter each.
+ * the delivery state and stored payload of the carried events, the rows of
+ * the others, and the settings of the apps involved. Lists travel as one
+ * JSON parameter each.
  */
 export async function loadBatchState(db: D1Database, lookup: BatchLookup): Promise<BatchState> {
 	const [carried, rows, apps, breakers] = await db.batch([
 		db
-			.prepare("SELECT eventid, delivered_at FROM outbox_events WHERE eventid IN (SELECT value FROM json_each(?))")
+			.prepare("SELECT eventid, delivered_at, payload FROM outbox_events WHERE eventid IN (SELECT value FROM json_each(?))")
 			.bind(jsonList(lookup.carried)),
 		db.prepare("SELECT * FROM outbox_events WHERE eventid IN (SELECT value FROM json_each(?))").bind(jsonList(lookup.byId)),
 		db
@@ -170,8 +173,17 @@ export async function loadBatchState(db: D1Database, lookup: BatchLookup): Promi
 			.bind(jsonList(lookup.appids), jsonList(lookup.byId)),
 		breakersLookup(db, jsonList(lookup.carriedApps), jsonList(lookup.byId)),
 	]);
-	const state: BatchState = { delivered: new Map(), rows: new Map(), apps: new Map(), breakers: breakersByApp(breakers) };
-	for (const r of rowsOf<Pick<OutboxEventRow, "eventid" | "delivered_at">>(carried)) state.delivered.set(r.eventid, r.delivered_at);
+	const state: BatchState = {
+		delivered: new Map(),
+		payloads: new Map(),
+		rows: new Map(),
+		apps: new Map(),
+		breakers: breakersByApp(breakers),
+	};
+	for (const r of rowsOf<Pick<OutboxEventRow, "eventid" | "delivered_at" | "payload">>(carried)) {
+		state.delivered.set(r.eventid, r.delivered_at);
+		state.payloads.set(r.eventid, r.payload);
+	}
 	for (const r of rowsOf<OutboxEventRow>(rows)) {
 		state.rows.set(r.eventid, r);
 		state.delivered.set(r.eventid, r.delivered_at);

@@ -6,7 +6,7 @@ import type { Profile } from "./users";
 export type ProfileUpdate =
 	| { updated: true }
 	/** Why nothing changed: the user is absent (or erased), or another user of the app has the email or account id. */
-	| { updated: false; found: boolean; emailTaken: boolean; accountTaken: boolean };
+	| { updated: false; found: boolean; erased: boolean; emailTaken: boolean; accountTaken: boolean };
 
 /**
  * Changes only the profile fields given, and records the network, unless the
@@ -41,6 +41,7 @@ export async function updateProfile(
 		db
 			.prepare(
 				`SELECT EXISTS (SELECT 1 FROM users WHERE appid = ?1 AND userkey = ?2 AND erased_at IS NULL) AS found,
+				 EXISTS (SELECT 1 FROM users WHERE appid = ?1 AND userkey = ?2 AND erased_at IS NOT NULL) AS erased,
 				 EXISTS (SELECT 1 FROM users WHERE appid = ?1 AND userkey <> ?2 AND ?3 IS NOT NULL AND email = ?3) AS emailtaken,
 				 EXISTS (SELECT 1 FROM users WHERE appid = ?1 AND userkey <> ?2 AND ?4 IS NOT NULL AND useraccountid = ?4) AS accounttaken`,
 			)
@@ -48,7 +49,13 @@ export async function updateProfile(
 		...networkWrites(db, appid, userkey, network, unique),
 	]);
 	if (update?.meta.changes === 1) return { updated: true };
-	const why = firstRowOf<{ found: number; emailtaken: number; accounttaken: number }>(diagnosis);
+	const why = firstRowOf<{ found: number; erased: number; emailtaken: number; accounttaken: number }>(diagnosis);
 	if (!why) throw new Error("updateuser's diagnosis returned no row");
-	return { updated: false, found: why.found === 1, emailTaken: why.emailtaken === 1, accountTaken: why.accounttaken === 1 };
+	return {
+		updated: false,
+		found: why.found === 1,
+		erased: why.erased === 1,
+		emailTaken: why.emailtaken === 1,
+		accountTaken: why.accounttaken === 1,
+	};
 }

@@ -96,6 +96,11 @@ export function claimCoupon(db: D1Database, claim: CouponRequest, nowIso: string
 	return couponClaimStatement(db, claim, nowIso).first<AssignedCoupon>();
 }
 
+/** Gives a reward's code back to its campaign's pool (the `reward_key` unique index); nothing when it holds none. */
+export async function releaseCoupon(db: D1Database, couponKey: string): Promise<void> {
+	await db.prepare("UPDATE coupons SET reward_key = NULL, assigned_at = NULL WHERE reward_key = ?").bind(couponKey).run();
+}
+
 const hooksRow = z.object({ hooks: z.number() });
 
 /**

@@ -16,12 +16,14 @@ export async function findUserAndCampaign(
 	appid: string,
 	ref: UserRef,
 	campaignid: number,
-): Promise<{ userkey: string; campaignFound: boolean } | null> {
+): Promise<{ userkey: string; erasedAt: string | null; campaignFound: boolean } | null> {
 	const lookup = userLookup(db, appid, ref);
 	if (!lookup) return null;
 	const [userResult, campaignResult] = await db.batch([lookup, campaignFoundLookup(db, appid, campaignid)]);
 	const row = firstRowOf<UserRow>(userResult);
-	return row ? { userkey: row.userkey, campaignFound: firstRowOf<{ found: number }>(campaignResult) !== undefined } : null;
+	return row
+		? { userkey: row.userkey, erasedAt: row.erased_at, campaignFound: firstRowOf<{ found: number }>(campaignResult) !== undefined }
+		: null;
 }
 
 /** The user and the distribution of the campaign asked for, `campaign` null when that is not the app's (redeemrewards). */

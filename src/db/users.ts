@@ -31,6 +31,8 @@ export interface User {
 	referrerCode: string | null;
 	/** Custom share-link domain of the user's campaign ("" for none). */
 	customdomain: string;
+	/** When the person was erased (admin privacy API), or null. An erased user is refused by every operation. */
+	erasedAt: string | null;
 }
 
 /** Profile fields a caller may set on register and updateuser. */
@@ -61,6 +63,7 @@ export interface UserRow
 		| "updatedAt"
 		| "referrerCode"
 		| "customdomain"
+		| "erasedAt"
 	> {
 	isexistinguser: number;
 	referrer_userid: number | null;
@@ -70,6 +73,7 @@ export interface UserRow
 	updated_at: string;
 	referrer_code: string | null;
 	customdomain: string | null;
+	erased_at: string | null;
 }
 
 /**
@@ -106,6 +110,7 @@ export const toUser = (row: UserRow): User => ({
 	updatedAt: row.updated_at,
 	referrerCode: row.referrer_code,
 	customdomain: row.customdomain ?? "",
+	erasedAt: row.erased_at,
 });
 
 /** How a request names a user: `userkey` first, else `email`, else `useraccountid`. */

@@ -22,6 +22,7 @@ export type ErrorCode =
 	| "app_not_found"
 	| "campaign_not_found"
 	| "user_not_found"
+	| "user_erased"
 	| "friend_not_found"
 	| "reward_not_found"
 	| "referrer_code_not_found"
@@ -73,6 +74,18 @@ export function errorBody(errorcode: ErrorCode, message: string, extra: Record<s
 
 export const badRequest = (message: string, extra?: Record<string, unknown>) => new ApiError(400, "validation_failed", message, extra);
 export const userNotFound = () => new ApiError(404, "user_not_found", "No user with that identifier in this app.", { statuscode: 2 });
+/**
+ * The user was erased (admin privacy API, docs/fraud.md): erasure is final,
+ * so every operation that names it is refused and changes nothing.
+ */
+export const userErased = () =>
+	new ApiError(410, "user_erased", "This user's personal data was erased; the user can no longer be used.", { statuscode: 0 });
+
+/** Refuses an erased user (410 user_erased); anything else passes. */
+export function refuseErased(user: { erasedAt: string | null }): void {
+	if (user.erasedAt !== null) throw userErased();
+}
+
 export const campaignNotFound = () => new ApiError(404, "campaign_not_found", "No campaign with that id in this app.", { statuscode: 0 });
 export const rewardNotFound = () =>
 	new ApiError(404, "reward_not_found", "No reward with that rewarddtlid in this app.", { statuscode: 11 });
@@ -113,6 +126,8 @@ export function ledgerError(error: LedgerError): ApiError {
 			});
 		case "refundid_reused":
 			return new ApiError(409, "refundid_reused", `${error.message}; use a new refundid.`);
+		case "user_erased":
+			return userErased();
 		case "transaction_aborted":
 		case "invalid_operation":
 			throw new Error(`ledger: ${error.code}: ${error.message}`);

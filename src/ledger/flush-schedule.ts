@@ -1,7 +1,8 @@
 import type { AssignedCoupon } from "../db/projection";
+import { type CouponClaim, holdsCode } from "./coupons";
 import { nextLeaseEnd } from "./locks";
 import { rewardRow, updateReward } from "./mutations";
-import { type CouponClaim, type FlushHost, flushOutbox, nextOutboxDue } from "./outbox";
+import { type FlushHost, flushOutbox, nextOutboxDue } from "./outbox";
 import type { LedgerOutboxEntry } from "./schema";
 import { approveEndedHolds, nextHoldEnd } from "./status-changes";
 import { resolveExpiredTransactions } from "./transactions";
@@ -116,8 +117,9 @@ export class FlushSchedule {
 		const sql = this.writer.sql;
 		this.writer.transactionSync(() => {
 			const row = rewardRow(sql, claim.seq);
-			// A replayed claim returns the same code, so a reward that already has one is left as it is.
-			if (row && row.coupon === null) updateReward(this.writer.context(), row, coupon);
+			// A replayed claim returns the same code, so a reward that already has one is left as it is. A reward
+			// rejected while the claim was under way takes no code: its rejection queued the release (coupons.ts).
+			if (row && row.coupon === null && holdsCode(row.status)) updateReward(this.writer.context(), row, coupon);
 			sql.exec("DELETE FROM outbox WHERE id = ?", entry.id);
 		});
 	}

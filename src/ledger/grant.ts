@@ -2,6 +2,7 @@ import { webhookEvent } from "../outbox/events";
 import { toHundredths } from "../rewards/money";
 import { insertReward, rewardRow, rewardRowByKey, type TxContext } from "./mutations";
 import { queueWebhook } from "./outbox";
+import { erasedAt } from "./privacy";
 import { applyRecordedRefunds } from "./reversal";
 import { rewardSummary, toLedgerReward } from "./rows";
 import type { ConversionAnnouncement, GrantResult, RewardGrant } from "./types";
@@ -16,6 +17,8 @@ import type { ConversionAnnouncement, GrantResult, RewardGrant } from "./types";
  * rewards it reports.
  */
 export function grantRewards(tx: TxContext, grants: RewardGrant[], announcement?: ConversionAnnouncement): GrantResult {
+	// An erased user earns nothing new (a decision recorded before the erasure, completed after it, included).
+	if (erasedAt(tx.sql) !== null) return { rewards: [], skipped: grants.map((g) => ({ key: g.key, reason: "user_erased" })) };
 	const result: GrantResult = { rewards: [], skipped: [] };
 	for (const grant of grants) {
 		const existing = rewardRowByKey(tx.sql, grant.key);

@@ -3,7 +3,8 @@ import { type WebhookType, webhookEvent } from "../outbox/events";
 import { fromHundredths } from "../rewards/money";
 import { bucketDelta, contribution, isZeroDelta } from "./balance";
 import { type BalanceKey, owedOf, payClawbacks, restOf, rowsWithOwed, settlingRewards } from "./clawbacks";
-import { queueCouponClaim, queueProjection, queueWebhook } from "./outbox";
+import { couponTransition, markCouponsSeen } from "./coupons";
+import { queueProjection, queueWebhook } from "./outbox";
 import { Refused } from "./refused";
 import { toView } from "./rows";
 import type { RewardRow } from "./schema";
@@ -81,12 +82,14 @@ function report(ctx: TxContext, row: RewardRow, type: WebhookType, extra: Record
 	queueProjection(ctx.sql, row.seq, row.version, ctx.nowMs);
 	const payload = { userkey: ctx.userkey, ...extra, reward: toView(ctx.userkey, row) };
 	queueWebhook(ctx.sql, webhookEvent(ctx.appid, type, payload, rewardEventId(ctx.appid, ctx.userkey, row.seq, row.version)), ctx.nowMs);
+	// The event carries the code to the product, which may show it: it can no longer go back to the pool (coupons.ts).
+	markCouponsSeen(ctx.sql, [row], ctx.nowMs);
 }
 
 /**
  * Creates the reward of a grant (amount already in hundredths) with its
- * balance, projection, `reward.created` event and, for coupon campaigns, the
- * claim of a code.
+ * balance, projection, `reward.created` event and, for an approved reward
+ * of a coupon campaign, the claim of a code (coupons.ts).
  */
 export function insertReward(ctx: TxContext, grant: RewardGrant, amount: number): RewardRow {
 	const now = iso(ctx.nowMs);
@@ -125,13 +128,7 @@ export function insertReward(ctx: TxContext, grant: RewardGrant, amount: number)
 	applyBalance(ctx.sql, null, row);
 	report(ctx, row, "reward.created", {});
 	settleIfOwed(ctx, row);
-	if (grant.rewardtype === "Coupon") {
-		queueCouponClaim(
-			ctx.sql,
-			{ seq: row.seq, couponKey: `${ctx.appid}:${ctx.userkey}:${grant.key}`, campaignid: grant.campaignid },
-			ctx.nowMs,
-		);
-	}
+	couponTransition(ctx, null, row);
 	return row;
 }
 
@@ -167,9 +164,14 @@ export function updateReward(ctx: TxContext, before: RewardRow, patch: RewardPat
 	return after;
 }
 
-/** updateReward without settling: for settleOwed itself, and a reversal, which settles once all its rewards are reversed. */
+/**
+ * updateReward without settling: for settleOwed itself, and a reversal, which
+ * settles once all its rewards are reversed. A coupon reward that becomes or
+ * stops being approved claims or releases its code (coupons.ts).
+ */
 export function writeReward(ctx: TxContext, before: RewardRow, patch: RewardPatch, event?: RewardEvent): RewardRow {
-	const after: RewardRow = { ...before, ...patch, version: before.version + 1, updated_at: iso(ctx.nowMs) };
+	const changed: RewardRow = { ...before, ...patch, version: before.version + 1, updated_at: iso(ctx.nowMs) };
+	const after: RewardRow = { ...changed, ...couponTransition(ctx, before, changed) };
 	ctx.sql.exec(
 		`UPDATE rewards SET status = ?, redeemed = ?, reversed = ?, settled = ?, comment = ?, hold_until = ?, rewarded_at = ?, coupon = ?,
 		   couponname = ?, coupondetails = ?, couponimage = ?, updated_at = ?, version = ? WHERE seq = ?`,

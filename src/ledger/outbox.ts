@@ -1,9 +1,11 @@
 import type { z } from "zod";
 import { appHasWebhook, insertOutboxEvent } from "../db/outbox-events";
-import { type AssignedCoupon, claimCoupon, projectionStatement, sendFlushBatch } from "../db/projection";
+import { type AssignedCoupon, claimCoupon, projectionStatement, releaseCoupon, sendFlushBatch } from "../db/projection";
 import { rewardCounters } from "../db/stats";
 import { rewardId } from "../domain/ledger-ids";
 import { type OutboxEvent, sendOutboxEvents } from "../outbox/events";
+import { type CouponClaim, holdsCode } from "./coupons";
+import { erasedAt } from "./privacy";
 import type { LedgerOutboxEntry, RewardRow } from "./schema";
 import { couponClaimSchema, projectionPayloadSchema, readLedgerJson, webhookEventSchema } from "./stored-json";
 import type { FlushReport } from "./types";
@@ -51,25 +53,6 @@ export function queueWebhook(sql: SqlStorage, event: OutboxEvent, nowMs: number)
 		`INSERT INTO outbox (kind, ref, payload, next_attempt_at, created_at) VALUES ('webhook', ?, ?, ?, ?) ON CONFLICT (ref) DO NOTHING`,
 		`webhook:${event.eventid}`,
 		JSON.stringify(event),
-		nowMs,
-		new Date(nowMs).toISOString(),
-	);
-}
-
-/** What a coupon claim needs: the reward and the pool it draws from. */
-export interface CouponClaim {
-	seq: number;
-	/** Globally unique key of the reward in D1's `coupons.reward_key`, so a replayed claim finds its code again. */
-	couponKey: string;
-	campaignid: number;
-}
-
-/** Records that reward `seq` needs a code from its campaign's pool. */
-export function queueCouponClaim(sql: SqlStorage, claim: CouponClaim, nowMs: number): void {
-	sql.exec(
-		`INSERT INTO outbox (kind, ref, payload, next_attempt_at, created_at) VALUES ('coupon', ?, ?, ?, ?) ON CONFLICT (ref) DO NOTHING`,
-		`coupon:${claim.seq}`,
-		JSON.stringify(claim),
 		nowMs,
 		new Date(nowMs).toISOString(),
 	);
@@ -175,6 +158,14 @@ async function deliverRecords(host: FlushHost, projections: LedgerOutboxEntry[],
 
 async function runCouponClaim(host: FlushHost, entry: LedgerOutboxEntry): Promise<boolean> {
 	const claim = payloadOf(entry, couponClaimSchema);
+	const row = host.sql.exec<RewardRow>("SELECT * FROM rewards WHERE seq = ?", claim.seq).toArray()[0];
+	// Nothing to claim for a reward that is no longer approved (or a claim queued, before codes waited for
+	// approval, for a reward still under review): its approval queues a new claim (coupons.ts). An erased
+	// user takes no code any more: nobody could be given it.
+	if (!row || !holdsCode(row.status) || row.coupon !== null || erasedAt(host.sql) !== null) {
+		remove(host, [entry]);
+		return true;
+	}
 	let coupon: AssignedCoupon | null;
 	try {
 		coupon = await claimCoupon(host.env.DB, claim, new Date().toISOString());
@@ -197,19 +188,40 @@ async function runCouponClaim(host: FlushHost, entry: LedgerOutboxEntry): Promis
 	return true;
 }
 
+/** Gives a released code back to its pool (coupons.ts); idempotent, so a replay frees nothing twice. */
+async function runCouponRelease(host: FlushHost, entry: LedgerOutboxEntry): Promise<boolean> {
+	const claim = payloadOf(entry, couponClaimSchema);
+	try {
+		await releaseCoupon(host.env.DB, claim.couponKey);
+	} catch (error) {
+		console.warn("ledger outbox: coupon release failed", { appid: host.appid, userkey: host.userkey, error: errorText(error) });
+		postpone(host, [entry], error);
+		return false;
+	}
+	remove(host, [entry]);
+	return true;
+}
+
+const isCouponEntry = (e: LedgerOutboxEntry) => e.kind === "coupon" || e.kind === "coupon_release";
+
 /**
- * One pass over the entries that are due: coupon claims first (they produce
- * projection updates), then projections and webhooks together.
+ * One pass over the entries that are due: coupon claims and releases first,
+ * one at a time in the order they were queued (they produce projection
+ * updates; a release queued while a claim of the same reward was under way
+ * waits for the next pass, so it runs after that claim), then projections
+ * and webhooks together.
  */
 export async function flushOutboxOnce(host: FlushHost): Promise<FlushReport> {
 	let done = 0;
 	const due = () =>
 		host.sql.exec<LedgerOutboxEntry>("SELECT * FROM outbox WHERE next_attempt_at <= ? ORDER BY id LIMIT ?", Date.now(), BATCH).toArray();
 	let entries = due();
-	const claims = entries.filter((e) => e.kind === "coupon");
-	for (const entry of claims) if (await runCouponClaim(host, entry)) done++;
+	const coupons = entries.filter(isCouponEntry);
+	for (const entry of coupons) {
+		if (await (entry.kind === "coupon" ? runCouponClaim(host, entry) : runCouponRelease(host, entry))) done++;
+	}
 	// Claims queue projections: read again only when there were any.
-	if (claims.length > 0) entries = due().filter((e) => e.kind !== "coupon");
+	if (coupons.length > 0) entries = due().filter((e) => !isCouponEntry(e));
 	done += await deliverRecords(
 		host,
 		entries.filter((e) => e.kind === "projection"),

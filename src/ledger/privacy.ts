@@ -1,14 +1,37 @@
 import { redactJson } from "../privacy/redact";
+import { Refused } from "./refused";
 import type { LedgerOutboxEntry } from "./schema";
+
+/** When this ledger's own user was erased (ISO, in `meta`), or null. */
+export function erasedAt(sql: SqlStorage): string | null {
+	return sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = 'erased_at'").toArray()[0]?.value ?? null;
+}
+
+/**
+ * Erasure is final (docs/fraud.md): a change asked for an erased user
+ * (redemption, status change, grant) is refused by its ledger itself, so a
+ * call that passed the Worker's check just before the erasure is refused too.
+ */
+export function refuseIfErased(sql: SqlStorage): void {
+	if (erasedAt(sql) !== null) throw new Refused({ code: "user_erased", message: "the user was erased" });
+}
 
 /**
  * Erasure inside one ledger (run in one storage transaction): the personal
  * fields copied from a person onto rewards (the friend snapshot) are
  * cleared, and webhooks still waiting in the ledger's outbox lose the
- * person's values. Amounts, statuses and versions are untouched, so every
- * balance stays exact. Idempotent.
+ * person's values. In the person's own ledger (`own`), the erasure is
+ * recorded, and from then on the ledger refuses changes (refuseIfErased).
+ * Amounts, statuses and versions are untouched, so every balance stays
+ * exact. Idempotent.
  */
-export function erasePersonInLedger(sql: SqlStorage, personUserkey: string, values: string[]): { rewards: number; webhooks: number } {
+export function erasePersonInLedger(
+	sql: SqlStorage,
+	personUserkey: string,
+	values: string[],
+	own: { at: string } | null,
+): { rewards: number; webhooks: number } {
+	if (own) sql.exec("INSERT INTO meta (key, value) VALUES ('erased_at', ?) ON CONFLICT (key) DO NOTHING", own.at);
 	const rewards = sql.exec(
 		`UPDATE rewards SET friend_email = NULL, friend_name = NULL, friend_profileimage = NULL
 		 WHERE friend_userkey = ? AND (friend_email IS NOT NULL OR friend_name IS NOT NULL OR friend_profileimage IS NOT NULL)`,

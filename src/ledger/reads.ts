@@ -1,4 +1,5 @@
 import { type BalanceRow, nestBalances } from "./balance";
+import { markCouponsSeen } from "./coupons";
 import { toLedgerReward, toView } from "./rows";
 import type { RewardRow } from "./schema";
 import type { BalanceFilter, BalanceRecord, LedgerReward, RewardView } from "./types";
@@ -46,12 +47,15 @@ export function listRewards(sql: SqlStorage, userkey: string, limit: number, aft
  * page: per friend, its newest `limit` reward numbers and its count through
  * the rewards_friend (friend_userkey, seq) index, then those rewards by
  * number, so one friend with thousands of rewards cannot make a page heavy.
+ * `shownToUser`: the answer goes out through the public API, so the coupon
+ * codes it holds count as seen (coupons.ts); admin reads leave them as they are.
  */
 export function rewardsForFriends(
 	sql: SqlStorage,
 	userkey: string,
 	friendUserkeys: string[],
 	limit: number,
+	shownToUser = false,
 ): Record<string, { rewards: RewardView[]; total: number }> {
 	const out: Record<string, { rewards: RewardView[]; total: number }> = {};
 	const unique = [...new Set(friendUserkeys)];
@@ -65,12 +69,15 @@ export function rewardsForFriends(
 		JSON.stringify(unique),
 		limit,
 	);
+	const shown: RewardRow[] = [];
 	for (const { total, ...row } of rows) {
 		const entry = out[row.friend_userkey];
 		if (!entry) continue;
 		entry.total = total;
 		entry.rewards.push(toView(userkey, row));
+		shown.push(row);
 	}
+	if (shownToUser) markCouponsSeen(sql, shown, Date.now());
 	return out;
 }
 

@@ -2,6 +2,7 @@ import { fromHundredths } from "../rewards/money";
 import { restOf } from "./clawbacks";
 import { assertUnlocked } from "./locks";
 import { rewardRow, rewardRowById, settleAllOwed, type TxContext, updateReward } from "./mutations";
+import { refuseIfErased } from "./privacy";
 import { filterClause } from "./reads";
 import { allocateOldestFirst, available } from "./redeem";
 import { withIdempotencyKey } from "./redemption-keys";
@@ -24,6 +25,7 @@ import type { LedgerIdempotency, LedgerReward, RedeemByAmount, Redemption } from
  * available is refused whole.
  */
 export function redeemAmount(tx: TxContext, request: RedeemByAmount, amount: number): Redemption {
+	refuseIfErased(tx.sql);
 	return withIdempotencyKey(tx, request.idempotency, redemptionSchema, () => {
 		// What is owed is paid off before anything is spent (normally already done when the debt or the credit arrived).
 		settleAllOwed(tx);
@@ -65,6 +67,7 @@ export function redeemAmount(tx: TxContext, request: RedeemByAmount, amount: num
 
 /** Redeems the whole remaining amount of each reward; all must be this user's approved wallet rewards, else none is redeemed. */
 export function redeemRewards(tx: TxContext, ids: string[], idempotency?: LedgerIdempotency): Redemption {
+	refuseIfErased(tx.sql);
 	return withIdempotencyKey(tx, idempotency, redemptionSchema, () => {
 		settleAllOwed(tx);
 		let total = 0;

@@ -11,7 +11,7 @@
  * then new ledgers are migrated step by step (the versions differ).
  */
 export const LEDGER_SCHEMA = {
-	version: 4,
+	version: 5,
 	script: `
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE rewards (
@@ -46,7 +46,8 @@ CREATE TABLE rewards (
 	fraudsignals TEXT NOT NULL DEFAULT '[]',
 	reversed INTEGER NOT NULL DEFAULT 0,
 	settled INTEGER NOT NULL DEFAULT 0,
-	percent INTEGER
+	percent INTEGER,
+	coupon_seen_at TEXT
 );
 CREATE INDEX rewards_friend ON rewards(friend_userkey, seq);
 CREATE INDEX rewards_rule_friend ON rewards(ruleid, friend_userkey);
@@ -123,6 +124,6 @@ CREATE TABLE clawbacks (
 	updated_at TEXT NOT NULL
 );
 CREATE INDEX clawbacks_open ON clawbacks(rewardunit, growthhack, campaignid, id) WHERE paid < amount;
-INSERT INTO meta (key, value) VALUES ('schema_version', '4');
+INSERT INTO meta (key, value) VALUES ('schema_version', '5');
 `,
 } as const;

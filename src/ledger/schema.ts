@@ -145,6 +145,9 @@ export const LEDGER_MIGRATIONS: readonly (readonly string[])[] = [
 		)`,
 		`CREATE INDEX clawbacks_open ON clawbacks(rewardunit, growthhack, campaignid, id) WHERE paid < amount`,
 	],
+	// 5: `coupon_seen_at`: when a reward's coupon code was first shown outside the service (a public read
+	// or a webhook). A code not seen yet goes back to the pool if its reward stops being approved (coupons.ts).
+	[`ALTER TABLE rewards ADD COLUMN coupon_seen_at TEXT`],
 ];
 
 /**
@@ -189,6 +192,8 @@ export type RewardRow = {
 	settled: number;
 	/** 1: a percent of the transaction value; 0: fixed; null: granted before refunds existed (fixed). */
 	percent: number | null;
+	/** When the coupon code was first shown outside the service (ISO), or null: never (coupons.ts). */
+	coupon_seen_at: string | null;
 };
 
 /** A refund applied to an event in this ledger. Amounts in hundredths. */
@@ -225,10 +230,10 @@ export type ClawbackRow = {
 	updated_at: string;
 };
 
-/** An entry of the ledger's own outbox table (not D1's outbox_events): a projection, webhook or coupon claim waiting to leave the object. */
+/** An entry of the ledger's own outbox table (not D1's outbox_events): a projection, webhook, coupon claim or release waiting to leave the object. */
 export type LedgerOutboxEntry = {
 	id: number;
-	kind: "projection" | "webhook" | "coupon";
+	kind: "projection" | "webhook" | "coupon" | "coupon_release";
 	ref: string;
 	payload: string;
 	version: number;

@@ -1,5 +1,6 @@
 import { assertUnlocked } from "./locks";
 import { rewardOrRefuse, type TxContext, updateReward } from "./mutations";
+import { refuseIfErased } from "./privacy";
 import { Refused } from "./refused";
 import { toLedgerReward } from "./rows";
 import type { RewardRow } from "./schema";
@@ -16,9 +17,11 @@ import type { StatusChange } from "./types";
 /**
  * changerewardstatus within one ledger: every change or none (decisions.md
  * §4). The entry's message becomes the comment; any change made by hand ends
- * the automatic approval of a hold.
+ * the automatic approval of a hold. An erased user's rewards change no more.
  */
 export function applyStatusChanges(tx: TxContext, changes: StatusChange[], ownTxid?: string): LedgerOperationResult {
+	// The commit of a change prepared before an erasure goes through: its decision was already taken.
+	if (ownTxid === undefined) refuseIfErased(tx.sql);
 	const touched = new Map<number, RewardRow>();
 	for (const change of changes) {
 		const before = rewardOrRefuse(tx, change.rewarddtlid);

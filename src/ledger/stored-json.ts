@@ -2,7 +2,7 @@ import { z } from "zod";
 import { parseStoredJson } from "../db/stored-json";
 import { FRAUD_SIGNALS } from "../fraud/signals";
 import type { OutboxEvent, WebhookType } from "../outbox/events";
-import type { CouponClaim } from "./outbox";
+import type { CouponClaim } from "./coupons";
 import type { ReversalOutcome, ReverseOperation } from "./reversal";
 import type { LedgerOperation, LedgerOperationResult } from "./transaction-kinds";
 import type { LedgerReward, Redemption, StatusChange } from "./types";

@@ -101,7 +101,7 @@ export interface GrantResult {
 	/** The reward of each grant that was not skipped: newly created or found by key. */
 	rewards: (LedgerReward & { created: boolean })[];
 	/** Grants skipped because the rule's rewardfrequency was reached. */
-	skipped: { key: string; reason: "frequency_limit" }[];
+	skipped: { key: string; reason: "frequency_limit" | "user_erased" }[];
 }
 
 export interface BalanceNumbers {
@@ -135,7 +135,8 @@ export type LedgerError =
 	| { code: "invalid_operation"; message: string }
 	| { code: "idempotency_key_reused"; message: string }
 	| { code: "refund_exceeds_transaction"; message: string; transactionvalue: number; refunded: number }
-	| { code: "refundid_reused"; message: string };
+	| { code: "refundid_reused"; message: string }
+	| { code: "user_erased"; message: string };
 
 export type LedgerResult<T> = ({ ok: true } & T) | { ok: false; error: LedgerError };
 

@@ -7,7 +7,7 @@ import { grantWithReferrer, type ReferrerSide } from "./conversion-grant";
 import { FlushSchedule } from "./flush-schedule";
 import { grantRewards } from "./grant";
 import { rewardRowById } from "./mutations";
-import { erasePersonInLedger } from "./privacy";
+import { erasedAt, erasePersonInLedger } from "./privacy";
 import { balances, listRewards, rewardsForFriends } from "./reads";
 import { redeemAmount, redeemRewards } from "./redemption";
 import { toLedgerReward } from "./rows";
@@ -84,11 +84,19 @@ export class UserLedger extends DurableObject<Env> {
 		return grantWithReferrer(this.writer, this.env, grants, announcement, referrer);
 	}
 
-	/** One reward of this ledger by its public id, or null. */
+	/** One reward of this ledger by its public id, or null (tests and admin). */
 	getReward(rewarddtlid: string): LedgerReward | null {
 		if (!this.writer.hasSchema()) return null;
 		const row = rewardRowById(this.writer.sql, this.identity.userkey, rewarddtlid);
 		return row ? toLedgerReward(this.identity.userkey, row) : null;
+	}
+
+	/** One reward for its user (checkrewardstatus): refused once the user is erased, else the reward or reward_not_found. */
+	findReward(rewarddtlid: string): LedgerResult<{ reward: LedgerReward }> {
+		if (!this.writer.hasSchema()) return { ok: false, error: { code: "reward_not_found", rewarddtlid, message: "no such reward" } };
+		if (erasedAt(this.writer.sql) !== null) return { ok: false, error: { code: "user_erased", message: "the user was erased" } };
+		const reward = this.getReward(rewarddtlid);
+		return reward ? { ok: true, reward } : { ok: false, error: { code: "reward_not_found", rewarddtlid, message: "no such reward" } };
 	}
 
 	/** Rewards of this ledger, oldest first, a page at a time: at most `limit` (<= 1000) after reward number `afterSeq` (tests and admin). */
@@ -103,10 +111,13 @@ export class UserLedger extends DurableObject<Env> {
 		return listClawbacks(this.writer.sql);
 	}
 
-	/** The newest `limit` rewards each of the given friends produced for this user, and how many in all (see reads.ts). */
-	rewardsForFriends(friendUserkeys: string[], limit = 100): Record<string, { rewards: RewardView[]; total: number }> {
+	/**
+	 * The newest `limit` rewards each of the given friends produced for this user, and how many in all (see reads.ts);
+	 * `shownToUser` (the public getfriendsandrewards) marks the coupon codes it answers as seen.
+	 */
+	rewardsForFriends(friendUserkeys: string[], limit = 100, shownToUser = false): Record<string, { rewards: RewardView[]; total: number }> {
 		if (!this.writer.hasSchema()) return {};
-		return rewardsForFriends(this.writer.sql, this.identity.userkey, friendUserkeys, limit);
+		return this.writer.transactionSync(() => rewardsForFriends(this.writer.sql, this.identity.userkey, friendUserkeys, limit, shownToUser));
 	}
 
 	/** getuserbalance, read from the running totals only (cost grows with campaigns, not rewards). */
@@ -115,11 +126,25 @@ export class UserLedger extends DurableObject<Env> {
 		return balances(this.writer.sql, filter);
 	}
 
+	/** balance for its user (getuserbalance answered by the ledger alone): null once the user is erased. */
+	liveBalance(filter: BalanceFilter = {}): BalanceRecord[] | null {
+		if (!this.writer.hasSchema()) return [];
+		return erasedAt(this.writer.sql) === null ? balances(this.writer.sql, filter) : null;
+	}
+
 	// ---- privacy -------------------------------------------------------------------------------
 
-	/** Erases what this ledger copied from a person (friend snapshots, pending webhooks); money untouched (see privacy.ts). */
-	erasePerson(personUserkey: string, values: string[]): { rewards: number; webhooks: number } {
-		return this.writer.transactionSync(() => erasePersonInLedger(this.writer.sql, personUserkey, values));
+	/**
+	 * Erases what this ledger copied from a person (friend snapshots, pending webhooks); money untouched (see
+	 * privacy.ts). In the person's own ledger the erasure is recorded and refuses later changes. Then waits for
+	 * a flush, so a flush that was under way (with payloads read before the erasure) has written them to D1
+	 * before the caller erases D1, which redacts them there too.
+	 */
+	async erasePerson(personUserkey: string, values: string[]): Promise<{ rewards: number; webhooks: number }> {
+		const own = personUserkey === this.identity.userkey ? { at: new Date().toISOString() } : null;
+		const done = this.writer.transactionSync(() => erasePersonInLedger(this.writer.sql, personUserkey, values, own));
+		await this.schedule.flush().catch((error) => console.error("ledger flush after an erasure failed", error));
+		return done;
 	}
 
 	// ---- status changes and multi-ledger transactions ------------------------------------------------------------------------

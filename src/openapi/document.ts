@@ -74,6 +74,7 @@ const OPERATION_ERRORS = {
 	"401": errorResponse("Missing or wrong apikey/privatekey"),
 	"404": errorResponse("The user, campaign, reward or code named does not exist in this app"),
 	"409": errorResponse("The request conflicts with the current state (e.g. insufficient_balance, referrer_already_set)"),
+	"410": errorResponse("The user named was erased (user_erased): erasure is final, nothing more can be done with it"),
 	"413": errorResponse("Body too large"),
 	"415": errorResponse("Body is not JSON"),
 	"429": errorResponse("Rate limited"),

@@ -22,6 +22,7 @@ export const ERROR_CODES = [
 	"app_not_found",
 	"campaign_not_found",
 	"user_not_found",
+	"user_erased",
 	"friend_not_found",
 	"reward_not_found",
 	"referrer_code_not_found",

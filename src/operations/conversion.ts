@@ -2,7 +2,7 @@ import { z } from "zod";
 import { type EventContext, type EventInput, insertEvent, readEventContext, type StoredEvent } from "../db/events";
 import { checkSignals } from "../fraud/check";
 import type { FraudReview } from "../fraud/signals";
-import { ApiError, badRequest, campaignNotFound, userNotFound } from "../http/errors";
+import { ApiError, badRequest, campaignNotFound, refuseErased, userNotFound } from "../http/errors";
 import { amount, customId, id, MAX_MONEY, optionalCampaignId, optionalEmail, optionalId, optionalText } from "../http/fields";
 import { defineOperation } from "../http/operation";
 import { toHundredths } from "../rewards/money";
@@ -84,10 +84,14 @@ function fraudReview(context: Extract<EventContext, { ok: true }>): FraudReview 
  * dying right after this step.
  */
 export async function recordConversion(db: D1Database, input: EventInput) {
-	const context = await readEventContext(db, input);
-	if (!context.ok) throw context.reason === "user_not_found" ? userNotFound() : campaignNotFound();
+	const read = await readEventContext(db, input);
+	if (!read.ok) throw read.reason === "user_not_found" ? userNotFound() : campaignNotFound();
+	if (read.stored) assertSameEvent(read.stored, input);
+	// Erasure is final (docs/fraud.md): an erased user's events are refused, and an erased referrer is no
+	// referrer any more, so it earns nothing new (a stored decision's grants for it are left out too).
+	refuseErased(read.user);
+	const context = read.referrer?.erasedAt ? { ...read, referrer: null } : read;
 	const { stored, user, referrer, rules, campaign } = context;
-	if (stored) assertSameEvent(stored, input);
 	const matched = matchingRules(rules, input.eventname).length > 0;
 	const facts = { user, referrer, campaign, matched, eventnames: [...new Set(rules.map((r) => r.eventname))] };
 	if (stored?.decision) return { isNew: false, event: stored, decision: stored.decision, ...facts };

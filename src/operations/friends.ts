@@ -2,7 +2,7 @@ import { z } from "zod";
 import { readSession } from "../db/session";
 import { findUserAndFriendsPage } from "../db/user-reads";
 import { formatDayMonthYear } from "../domain/dates";
-import { userNotFound } from "../http/errors";
+import { refuseErased, userNotFound } from "../http/errors";
 import { id, optionalEmail, optionalId, optionalPositiveInt } from "../http/fields";
 import { defineOperation } from "../http/operation";
 import { ledgerFor } from "../ledger/stub";
@@ -40,12 +40,15 @@ export const getfriendsandrewards = defineOperation({
 			(await findUserAndFriendsPage(env.DB, app.appid, input, pagesize, offset));
 		if (!found) throw userNotFound();
 		const { user, friends } = found;
+		refuseErased({ erasedAt: user.erased_at });
 		// Typed here: with @types/node in node_modules (a dependency of Scalar's package) the RPC result and {} no longer unify.
 		const earned: Record<string, { rewards: RewardView[]; total: number }> =
 			friends.length > 0
 				? await ledgerFor(env, app.appid, user.userkey).rewardsForFriends(
 						friends.map((f) => f.userkey),
 						EARNED_REWARDS_LIMIT,
+						// The user sees these rewards: their coupon codes can no longer go back to the pool (docs/rewards.md).
+						true,
 					)
 				: {};
 		return {

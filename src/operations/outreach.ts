@@ -6,7 +6,7 @@ import { claimReminder } from "../db/reminders";
 import { findReferrerAndFriend } from "../db/user-reads";
 import { findUser, type User } from "../db/users";
 import { nowIso } from "../domain/dates";
-import { ApiError, campaignNotFound, userNotFound } from "../http/errors";
+import { ApiError, campaignNotFound, refuseErased, userNotFound } from "../http/errors";
 import { optionalEmail, optionalId, optionalPhone, optionalText } from "../http/fields";
 import { defineOperation, type OperationContext } from "../http/operation";
 import { mailAction, outreachEmail, reminderEmail } from "../outbox/emails";
@@ -55,6 +55,7 @@ export const invokeoutreach = defineOperation({
 			const found = await findUser(env.DB, app.appid, input.userkey ? { userkey: input.userkey } : { useraccountid: input.useraccountid });
 			if (!found && input.userkey) throw userNotFound();
 			if (!found) throw noEmail("No user with that UserIdInstore, and no emailId to create one with; nothing was created.");
+			refuseErased(found);
 			user = found;
 		} else {
 			({ user, alreadyRegistered } = await findOrRegisterUser(ctx, profileOf(input), undefined, network));
@@ -122,6 +123,9 @@ export const remindfriend = defineOperation({
 		);
 		if (!found?.referrer) throw userNotFound();
 		const { referrer, friend } = found;
+		// An erased referrer sends nothing, and an erased friend receives nothing.
+		refuseErased(referrer);
+		if (friend) refuseErased(friend);
 		if (!friend || friend.referrerUserid !== referrer.userid) {
 			throw new ApiError(404, "not_a_friend", "That user is not a friend of this referrer.", { statuscode: 0 });
 		}

@@ -4,7 +4,7 @@ import { findUserAndReferrer } from "../db/user-reads";
 import { findReferrer } from "../db/users";
 import { nowIso } from "../domain/dates";
 import { newEventId } from "../domain/ids";
-import { ApiError, userNotFound } from "../http/errors";
+import { ApiError, refuseErased, userNotFound } from "../http/errors";
 import { id, optionalEmail, optionalId } from "../http/fields";
 import { defineOperation } from "../http/operation";
 import { sendOutboxEvents, webhookEvent } from "../outbox/events";
@@ -22,6 +22,7 @@ export const applyreferrercode = defineOperation({
 		const found = await findUserAndReferrer(env.DB, app.appid, input, input.referrercode);
 		if (!found?.user) throw userNotFound();
 		const { user, referrer } = found;
+		refuseErased(user);
 		if (!referrer) throw unknownCode();
 		if (referrer.userid === user.userid) throw new ApiError(400, "own_referrer_code", "A user cannot use their own referral code.");
 		if (user.referrerUserid !== null) throw referrerAlreadySet();

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { findUserAndDistribution } from "../db/user-reads";
 import { userkeyOfRewardId } from "../domain/ledger-ids";
-import { ApiError, campaignNotFound, ledgerError, rewardNotFound, userNotFound } from "../http/errors";
+import { ApiError, campaignNotFound, ledgerError, refuseErased, rewardNotFound, userNotFound } from "../http/errors";
 import { exactAmount, id, optionalCampaignId, optionalEmail, optionalId, optionalText } from "../http/fields";
 import { defineOperation, type OperationContext } from "../http/operation";
 import { ledgerFor } from "../ledger/stub";
@@ -36,6 +36,7 @@ export const redeemrewards = defineOperation({
 		const found = await findUserAndDistribution(env.DB, app.appid, input, input.campaignid);
 		if (!found) throw userNotFound();
 		const { user, campaign } = found;
+		refuseErased(user);
 		const ledger = ledgerFor(env, app.appid, user.userkey);
 		if (input.rewarddtlids) {
 			const result = await ledger.redeemByIds(input.rewarddtlids, idempotency);
@@ -77,8 +78,11 @@ export const checkrewardstatus = defineOperation({
 	schema: z.object({ rewarddtlid: id }),
 	async handle(ctx, { rewarddtlid }) {
 		const userkey = userkeyOfRewardId(rewarddtlid);
-		const reward = userkey ? await ledgerOf(ctx, userkey).getReward(rewarddtlid) : null;
-		if (!reward) throw rewardNotFound();
+		if (!userkey) throw rewardNotFound();
+		// The ledger answers for its user: an erased user's rewards are refused there (410), with no D1 read.
+		const found = await ledgerOf(ctx, userkey).findReward(rewarddtlid);
+		if (!found.ok) throw ledgerError(found.error);
+		const { reward } = found;
 		return {
 			message: "Success",
 			rewarddtlid: reward.rewarddtlid,

@@ -8,7 +8,7 @@ import { nowIso } from "../domain/dates";
 import { newReferralCode, newUserKey } from "../domain/ids";
 import { ipHash } from "../domain/ip";
 import { shareUrl } from "../domain/share-url";
-import { ApiError, campaignNotFound, userNotFound } from "../http/errors";
+import { ApiError, campaignNotFound, refuseErased, userErased, userNotFound } from "../http/errors";
 import { id, optionalText } from "../http/fields";
 import { defineOperation, type OperationContext } from "../http/operation";
 import { type OutboxEvent, sendOutboxEvents, webhookEvent } from "../outbox/events";
@@ -141,6 +141,7 @@ function newUserView(app: App, userkey: string, campaignid: number, customdomain
 		updatedAt: now,
 		referrerCode: referrer?.referralcode ?? null,
 		customdomain,
+		erasedAt: null,
 	};
 }
 
@@ -181,7 +182,7 @@ export const register = defineOperation({
 	},
 });
 
-/** Operation 6: changes only the fields sent. An erased user is not found: its data is not collected again. */
+/** Operation 6: changes only the fields sent. An erased user is refused (410): its data is not collected again. */
 export const updateuser = defineOperation({
 	mutating: true,
 	schema: z.object({ userkey: id, ...profileFields, ...networkFields }),
@@ -189,6 +190,7 @@ export const updateuser = defineOperation({
 		const network = await networkOf(env, input);
 		const outcome = await updateProfile(env.DB, app.appid, input.userkey, profileOf(input), network);
 		if (outcome.updated) return { message: "User updated." };
+		if (outcome.erased) throw userErased();
 		if (!outcome.found) throw userNotFound();
 		if (outcome.emailTaken) throw new ApiError(409, "email_taken", "Another user of this app has that email.");
 		if (outcome.accountTaken) throw new ApiError(409, "useraccountid_taken", "Another user of this app has that useraccountid.");
@@ -196,9 +198,10 @@ export const updateuser = defineOperation({
 	},
 });
 
-/** Looks a user up or fails with 404 user_not_found. */
+/** Looks a live user up, or fails with 404 user_not_found (410 user_erased for an erased one). */
 export async function requireUser(ctx: OperationContext, ref: { userkey?: string; email?: string; useraccountid?: string }): Promise<User> {
 	const user = await findUser(ctx.env.DB, ctx.app.appid, ref);
 	if (!user) throw userNotFound();
+	refuseErased(user);
 	return user;
 }

@@ -126,17 +126,23 @@ function lookupFor(work: Work[]): BatchLookup {
 	};
 }
 
-/** The event row as delivery needs it: from the message when carried, else as read. */
+/**
+ * The event row as delivery needs it: from the message when carried, else as
+ * read. The payload is always the stored one, read with the batch: a person
+ * erased after the message was sent is redacted there (db/privacy.ts), and
+ * nothing personal may leave after an erasure (docs/fraud.md).
+ */
 function eventOf(w: Work, state: BatchState): OutboxEventRow | undefined {
 	if (!w.carried) return state.rows.get(w.eventid);
-	if (!state.delivered.has(w.eventid)) return undefined;
-	const { appid, kind, type, payload, createdAt } = w.carried;
+	const payload = state.payloads.get(w.eventid);
+	if (!state.delivered.has(w.eventid) || payload === undefined) return undefined;
+	const { appid, kind, type, createdAt } = w.carried;
 	return {
 		eventid: w.eventid,
 		appid,
 		kind,
 		type,
-		payload: JSON.stringify(payload),
+		payload,
 		created_at: createdAt,
 		enqueued_at: null,
 		delivered_at: state.delivered.get(w.eventid) ?? null,

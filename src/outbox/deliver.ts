@@ -1,4 +1,6 @@
+import { z } from "zod";
 import { webhookUrlPolicy, webhookUrlProblem } from "../domain/webhook-url";
+import { ERASED } from "../privacy/redact";
 import { type AttemptOutcome, type DeliveryTarget, PERMANENT_FAILURE } from "./deliveries";
 import { webhookBody } from "./envelope";
 import { emailPayloadSchema } from "./events";
@@ -49,6 +51,21 @@ function parsePayload(text: string): { ok: true; value: unknown } | { ok: false 
 	}
 }
 
+const redactedEmailSchema = z.object({ to: z.string(), subject: z.string(), text: z.string(), html: z.string() }).partial();
+
+/**
+ * Why an email must not be sent because an erasure redacted it (db/privacy.ts):
+ * its recipient was erased (`to` emptied), or it speaks of an erased person
+ * (a reminder naming its referrer), so what is left would say nothing. Null otherwise.
+ */
+function erasedRecipient(value: unknown): string | null {
+	const email = redactedEmailSchema.safeParse(value);
+	if (!email.success) return null;
+	const { to, subject, text, html } = email.data;
+	if (to === "") return "the recipient was erased";
+	return [subject, text, html].some((part) => part?.includes(ERASED)) ? "the email names an erased person" : null;
+}
+
 /** Delivers one outbox event once: a signed webhook POST or an email. Never throws. */
 export async function deliver(target: DeliveryTarget, env: Env, options: DeliveryOptions): Promise<AttemptResult> {
 	const { event, app } = target;
@@ -70,6 +87,8 @@ export async function deliver(target: DeliveryTarget, env: Env, options: Deliver
 			);
 		}
 		if (event.kind === "email") {
+			const gone = erasedRecipient(payload.value);
+			if (gone) return { outcome: "skipped", responseCode: null, error: gone };
 			const email = emailPayloadSchema.safeParse(payload.value);
 			if (!email.success)
 				return permanent(`invalid email payload: ${email.error.issues.map((i) => i.path.join(".") || i.message).join(", ")}`);

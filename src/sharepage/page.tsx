@@ -145,6 +145,22 @@ export function SharePage({ data, nonce }: { data: SharePageData; nonce: string 
 }
 
 /** The same page for a forged, altered, expired or unknown link: says nothing about which. */
+/** The page of an erased user: gone for good (410), saying nothing about whom it was. */
+export function GonePage({ nonce }: { nonce: string }) {
+	return (
+		<Document
+			title="Page no longer available"
+			nonce={nonce}
+			styles={css({ background: "#ffffff", foreground: "#111111", font: "system-ui, sans-serif" })}
+		>
+			<main>
+				<h1>This page is no longer available</h1>
+				<p>The referral page it showed has been removed.</p>
+			</main>
+		</Document>
+	);
+}
+
 export function ForbiddenPage({ nonce }: { nonce: string }) {
 	return (
 		<Document

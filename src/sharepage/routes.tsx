@@ -6,7 +6,7 @@ import { findUser } from "../db/users";
 import { exactOrigin } from "../domain/frame-origin";
 import { shareUrl } from "../domain/share-url";
 import { ledgerFor } from "../ledger/stub";
-import { ForbiddenPage, SharePage, type SharePageData } from "./page";
+import { ForbiddenPage, GonePage, SharePage, type SharePageData } from "./page";
 import { verifySharePage } from "./signature";
 import { fontStack, safeColor, textColorOn } from "./style";
 import { shareTargets } from "./targets";
@@ -57,6 +57,12 @@ sharePageRoutes.get("/share/:appid/:userkey", async (c) => {
 	}
 	const user = await findUser(c.env.DB, appid, { userkey });
 	if (!user) return forbidden(c);
+	// Erasure is final: a link signed before it shows nothing (docs/fraud.md).
+	if (user.erasedAt !== null) {
+		const nonce = newNonce();
+		secureHeaders(c, nonce, null);
+		return c.html(<GonePage nonce={nonce} />, 410);
+	}
 	const [campaign, balance] = await Promise.all([
 		getCampaignWithDetails(c.env.DB, appid, user.campaignid),
 		ledgerFor(c.env, appid, user.userkey).balance({}),

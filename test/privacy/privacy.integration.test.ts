@@ -54,8 +54,9 @@ async function family() {
 	return { app, ann, bob, cy, BOB, BOB_TRACES: tracesOf(BOB) };
 }
 
+// Read from the ledgers: an erased user is refused by getuserbalance (410), its balance stays all the same.
 const balances = async (app: App, ...userkeys: string[]) =>
-	Promise.all(userkeys.map(async (userkey) => (await app.api("getuserbalance", { userkey, campaignid: String(app.campaignid) })).body));
+	Promise.all(userkeys.map((userkey) => ledgerFor(env, app.appid, userkey).balance({ campaignid: app.campaignid })));
 
 async function scanD1(needles: string[]): Promise<string[]> {
 	const tables = await env.DB.prepare(
@@ -141,10 +142,16 @@ describe("erase", () => {
 		expect((await app.api("validatereferrercode", { referrercode: bob.referralcode })).status).toBe(404);
 		expect((await request(`/r/${bob.referralcode}`, { redirect: "manual" })).status).toBe(404);
 		expect((await app.api("register", { email: "dee@example.com", referrercode: bob.referralcode })).status).toBe(404);
-		expect((await app.api("getfriendsandrewards", { userkey: bob.userkey })).body.friends).toHaveLength(1);
+		const cyReferrer = await env.DB.prepare(
+			"SELECT r.userkey FROM users f JOIN users r ON r.userid = f.referrer_userid WHERE f.userkey = ?",
+		)
+			.bind(cy.userkey)
+			.first();
+		expect(cyReferrer).toEqual({ userkey: bob.userkey });
+		expect((await app.api("getfriendsandrewards", { userkey: bob.userkey })).body.errorcode).toBe("user_erased");
 		// Its data is not collected again.
 		const update = await app.api("updateuser", { userkey: bob.userkey, name: "Bob again", deviceid: "again-1" });
-		expect(update.status).toBe(404);
+		expect(update.status).toBe(410);
 		await app.api("invokeoutreach", { userkey: bob.userkey, deviceid: "again-2", ipaddress: "192.0.2.1" });
 		expect(
 			await env.DB.prepare("SELECT COUNT(*) AS n FROM user_identifiers WHERE userid = (SELECT userid FROM users WHERE userkey = ?)")

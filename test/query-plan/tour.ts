@@ -163,7 +163,18 @@ async function adminRoutes(tour: Awaited<ReturnType<typeof operations>>) {
 		}),
 		"coupon conversion",
 	);
-	await ledgerFor(env, appid, referrer.userkey).flush();
+	const referrerLedger = ledgerFor(env, appid, referrer.userkey);
+	await referrerLedger.flush();
+	// Rejected before anyone saw it, the code goes back to the pool; approved again, it is claimed again; shown, it is seen.
+	const couponReward = (await referrerLedger.listRewards()).find((r) => r.rewardtype === "Coupon");
+	for (const rewardstatus of ["Rejected", "Approved"]) {
+		ok(
+			await app.api("changerewardstatus", { rewardslist: [{ rewarddtlid: couponReward?.rewarddtlid, rewardstatus }] }),
+			`coupon reward ${rewardstatus}`,
+		);
+		await referrerLedger.flush();
+	}
+	ok(await app.api("getfriendsandrewards", { userkey: referrer.userkey }), "getfriendsandrewards showing a coupon");
 	ok(await admin("GET", `/apps/${appid}/users?q=x.com`), "search users");
 	ok(await admin("GET", `/apps/${appid}/users`), "list users");
 	ok(await admin("GET", `/apps/${appid}/users/${referrer.userkey}`), "get user");
@@ -257,7 +268,7 @@ async function rarePaths(tour: Awaited<ReturnType<typeof operations>>) {
 		const sql = state.storage.sql;
 		const event = webhookEvent(app.appid, "reward.created", { userkey: friend.userkey, email: "fr@x.com" });
 		queueWebhook(sql, event, Date.now());
-		erasePersonInLedger(sql, friend.userkey, ["fr@x.com"]);
+		erasePersonInLedger(sql, friend.userkey, ["fr@x.com"], null);
 		const failing = { batch: () => Promise.reject(new Error("D1 down")), prepare: env.DB.prepare.bind(env.DB) } as unknown as D1Database;
 		await flushOutboxOnce({
 			sql,

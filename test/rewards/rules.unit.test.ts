@@ -70,6 +70,7 @@ const user = (userkey: string, over: Partial<User> = {}): User => ({
 	updatedAt: NOW.toISOString(),
 	referrerCode: null,
 	customdomain: "",
+	erasedAt: null,
 	...over,
 });
 
