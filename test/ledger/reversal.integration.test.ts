@@ -24,7 +24,7 @@ describe("UserLedger: the reverse operation", () => {
 		const { appid, userkey, stub } = freshLedger();
 		const { rewards } = await stub.grant(appid, userkey, [grantOf({ customid: "501", key: "501:1", amount: 20, percent: true })]);
 		const id = rewards[0]!.rewarddtlid;
-		expect(await stub.prepareTransaction("tx_r1", refund("501", "a", 5_000), 15_000)).toEqual({ ok: true, state: "prepared" });
+		expect(await stub.prepareTransaction("tx_r1", refund("501", "a", 5_000), 15_000)).toMatchObject({ ok: true, state: "prepared" });
 		expect(await stub.redeemByIds([id])).toMatchObject({ ok: false, error: { code: "reward_locked" } });
 		expect(await stub.prepareTransaction("tx_r2", refund("501", "b", 5_000), 15_000)).toMatchObject({
 			ok: false,
@@ -32,7 +32,7 @@ describe("UserLedger: the reverse operation", () => {
 		});
 		expect(await stub.execute(refund("501", "b", 5_000))).toMatchObject({ ok: false, error: { code: "reward_locked" } });
 		// Another event is not held up; an event with no reward here is held up just the same.
-		expect(await stub.prepareTransaction("tx_r3", refund("999", "a", 100), 15_000)).toEqual({ ok: true, state: "prepared" });
+		expect(await stub.prepareTransaction("tx_r3", refund("999", "a", 100), 15_000)).toMatchObject({ ok: true, state: "prepared" });
 		expect(await stub.execute(refund("999", "b", 100))).toMatchObject({ ok: false, error: { code: "reward_locked" } });
 
 		expect(await stub.commitTransaction("tx_r1")).toMatchObject({ ok: true, result: { reversal: { refunded: 50, changed: true } } });
