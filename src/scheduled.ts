@@ -4,6 +4,7 @@ import { deleteOldDecisions } from "./db/decisions";
 import { purgeClickMarks } from "./db/unique-clicks";
 import { UNIQUE_CLICK_WINDOW_MS } from "./fraud/clicks";
 import { instrumentEnv } from "./instrument/d1-metrics";
+import { completeRecordedConversions } from "./operations/conversion-completion";
 import { sweepOutbox } from "./outbox/sweep";
 
 const EVERY_MINUTE = "* * * * *";
@@ -23,6 +24,12 @@ export interface ScheduledJob {
 export const JOBS: ScheduledJob[] = [
 	// Events whose enqueue failed or never ran; also run by the queue consumer, but that needs traffic.
 	{ name: "outbox-sweep", cron: EVERY_MINUTE, run: (env) => sweepOutbox(env) },
+	// Recorded conversions whose grants were not confirmed a minute later (a Worker died between the two).
+	{
+		name: "conversion-completion",
+		cron: EVERY_MINUTE,
+		run: (env, controller) => completeRecordedConversions(env, controller.scheduledTime),
+	},
 	// Idempotency keys are kept 24 h (http/idempotency-key.ts).
 	{ name: "idempotency-keys-expiry", cron: EVERY_MINUTE, run: expireIdempotencyKeys },
 	// Decisions of multi-ledger transactions are read only within a lease (seconds); a week is ample.

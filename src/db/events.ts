@@ -160,8 +160,8 @@ export async function readEventContext(db: D1Database, input: EventInput): Promi
 }
 
 /**
- * Records the event once per (app, customid) with its decision, in one D1
- * batch (a transaction): the guarded insert, the friend's move to
+ * Records the event once per (app, customid) with its decision, marked as
+ * waiting for its grants (db/event-grants.ts), in one D1 batch (a transaction): the guarded insert, the friend's move to
  * `Converted` (counted once on the referrer) and the stored event read back.
  * When another call recorded the customid first, its event and decision win.
  */
@@ -176,8 +176,8 @@ export async function insertEvent(
 	const [insert, , , read] = await db.batch([
 		db
 			.prepare(
-				`INSERT INTO conversion_events (appid, customid, userid, eventname, transactionvalue, extrainfo, campaignid, growthhack, created_at, decision)
-				 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) ON CONFLICT (appid, customid) DO NOTHING`,
+				`INSERT INTO conversion_events (appid, customid, userid, eventname, transactionvalue, extrainfo, campaignid, growthhack, created_at, decision, grants_pending)
+				 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 1) ON CONFLICT (appid, customid) DO NOTHING`,
 			)
 			.bind(
 				input.appid,

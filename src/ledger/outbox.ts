@@ -1,4 +1,5 @@
 import type { z } from "zod";
+import { grantsConfirmed } from "../db/event-grants";
 import { appHasWebhook, insertOutboxEvent } from "../db/outbox-events";
 import { type AssignedCoupon, claimCoupon, projectionStatement, releaseCoupon, sendFlushBatch } from "../db/projection";
 import { rewardCounters } from "../db/stats";
@@ -107,6 +108,11 @@ function remove(host: FlushHost, entries: LedgerOutboxEntry[]): void {
  * before the entries were removed) sends again: at least once, as the
  * consumer (which skips delivered events) and receivers (`webhook-id`) expect.
  */
+/** The customids of the `conversion.recorded` events among `events`. */
+function announcedConversions(events: OutboxEvent[]): string[] {
+	return events.flatMap((e) => (e.type === "conversion.recorded" && typeof e.payload.customid === "string" ? [e.payload.customid] : []));
+}
+
 async function deliverRecords(host: FlushHost, projections: LedgerOutboxEntry[], webhooks: LedgerOutboxEntry[]): Promise<number> {
 	const db = host.env.DB;
 	const statements: D1PreparedStatement[] = [];
@@ -127,6 +133,8 @@ async function deliverRecords(host: FlushHost, projections: LedgerOutboxEntry[],
 	const hooks = appHasWebhook(host.appid);
 	const now = new Date().toISOString();
 	for (const event of events) statements.push(insertOutboxEvent(db, event, hooks, { enqueuedAt: now }));
+	// A conversion is announced once every grant of it was confirmed: its event needs no completion (db/event-grants.ts).
+	for (const customid of announcedConversions(events)) statements.push(grantsConfirmed(db, host.appid, customid));
 	if (gone.length > 0) remove(host, gone);
 	if (statements.length === 0) return gone.length;
 	let hasHooks: boolean;

@@ -1,0 +1,35 @@
+import type { EventInput } from "./events";
+import { rowsOf } from "./rows";
+
+/**
+ * Which recorded conversions still wait for their grants (migration 0012):
+ * the event is inserted with `grants_pending = 1`, the ledger that announces
+ * it clears the mark in its outbox flush, and the scheduled completion pass
+ * (operations/conversion-completion.ts) finds what is left.
+ */
+
+/** Clears the mark of event `customid`: every grant of its decision was confirmed (put in the announcing ledger's flush batch). */
+export function grantsConfirmed(db: D1Database, appid: string, customid: string): D1PreparedStatement {
+	return db
+		.prepare("UPDATE conversion_events SET grants_pending = NULL WHERE appid = ? AND customid = ? AND grants_pending IS NOT NULL")
+		.bind(appid, customid);
+}
+
+type PendingRow = Omit<EventInput, "campaignid"> & { campaignid: number };
+
+/**
+ * Events recorded before `cutoff` whose grants were never confirmed, oldest
+ * first, at most `limit` (a range of the partial index of events in flight,
+ * which holds only these), with what recording them again needs.
+ */
+export async function eventsAwaitingGrants(db: D1Database, cutoff: string, limit: number): Promise<PendingRow[]> {
+	const result = await db
+		.prepare(
+			`SELECT e.appid, u.userkey, e.customid, e.eventname, e.transactionvalue, e.extrainfo, e.campaignid, e.growthhack
+			 FROM conversion_events e JOIN users u ON u.userid = e.userid
+			 WHERE e.grants_pending IS NOT NULL AND e.created_at < ? ORDER BY e.created_at LIMIT ?`,
+		)
+		.bind(cutoff, limit)
+		.all();
+	return rowsOf<PendingRow>(result);
+}

@@ -1,0 +1,74 @@
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { ledgerFor } from "../../src/ledger/stub";
+import { recordConversion } from "../../src/operations/conversion";
+import { COMPLETION_DELAY_MS, completeRecordedConversions } from "../../src/operations/conversion-completion";
+import { admin, createApp } from "../support/api";
+
+/**
+ * The server completes recorded conversions (issue 20 item 10): an event
+ * recorded by a call that died before its grants is granted by the
+ * scheduled pass, without a client retry.
+ */
+
+async function referral() {
+	const app = await createApp();
+	const referrer = (await app.api("register", { email: "ref@x.com" })).body;
+	const friend = (await app.api("register", { email: "fr@x.com", referrercode: referrer.referralcode })).body;
+	return { ...app, referrer: referrer.userkey as string, friend: friend.userkey as string };
+}
+
+const diedAfterRecording = (appid: string, userkey: string, customid: string) =>
+	recordConversion(env.DB, {
+		appid,
+		userkey,
+		customid,
+		eventname: "Signup",
+		transactionvalue: null,
+		extrainfo: null,
+		campaignid: null,
+		growthhack: "SaaS_Referrals",
+	});
+
+const pendingMark = (appid: string, customid: string) =>
+	env.DB.prepare("SELECT grants_pending FROM conversion_events WHERE appid = ? AND customid = ?").bind(appid, customid).first();
+
+/** A pass as the minute's cron would run it once the event is older than the delay. */
+const passAfterDelay = () => completeRecordedConversions(env, Date.now() + COMPLETION_DELAY_MS + 1_000);
+
+describe("completion of recorded conversions", () => {
+	it("grants an event whose call died after recording it, once, and clears its mark", async () => {
+		const app = await referral();
+		expect((await diedAfterRecording(app.appid, app.friend, "9001")).isNew).toBe(true);
+		expect(await pendingMark(app.appid, "9001")).toEqual({ grants_pending: 1 });
+		expect(await ledgerFor(env, app.appid, app.referrer).listRewards()).toHaveLength(0);
+		// Not before the delay: the request's own grants may still be under way.
+		expect((await completeRecordedConversions(env)).completed).toBe(0);
+
+		const report = await passAfterDelay();
+		expect(report.completed).toBeGreaterThanOrEqual(1);
+		expect(report.failed).toBe(0);
+		expect(await ledgerFor(env, app.appid, app.referrer).listRewards()).toHaveLength(1);
+		expect(await ledgerFor(env, app.appid, app.friend).listRewards()).toHaveLength(1);
+		// The announcing ledger's flush confirms the grants; later passes leave the event alone.
+		await ledgerFor(env, app.appid, app.friend).flush();
+		expect(await pendingMark(app.appid, "9001")).toEqual({ grants_pending: null });
+		await passAfterDelay();
+		expect(await ledgerFor(env, app.appid, app.referrer).listRewards()).toHaveLength(1);
+	});
+
+	it("a conversion whose grants ran is confirmed by its own flush; an erased user's event is dropped from the pass", async () => {
+		const app = await referral();
+		await app.api("registerconversionevent", { userkey: app.friend, eventname: "Signup", customid: "9002", growthhack: "SaaS_Referrals" });
+		await ledgerFor(env, app.appid, app.friend).flush();
+		expect(await pendingMark(app.appid, "9002")).toEqual({ grants_pending: null });
+
+		const other = await referral();
+		await diedAfterRecording(other.appid, other.friend, "9003");
+		expect((await admin("DELETE", `/apps/${other.appid}/users/${other.friend}`)).status).toBeLessThan(300);
+		const report = await passAfterDelay();
+		expect(report.refused).toBeGreaterThanOrEqual(1);
+		expect(await pendingMark(other.appid, "9003")).toEqual({ grants_pending: null });
+		expect(await ledgerFor(env, other.appid, other.referrer).listRewards()).toHaveLength(0);
+	});
+});
