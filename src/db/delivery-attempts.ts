@@ -11,9 +11,9 @@ import { firstRowOf, rowsOf } from "./rows";
 
 /**
  * Logs the attempts of a batch in ONE round trip (one transaction): every
- * attempt row; every event handled is marked enqueued (it reached the queue,
- * so the sweep must leave it alone), and a delivered or skipped one also
- * delivered.
+ * attempt row; every event handled is marked enqueued and attempted (it
+ * reached the queue, so the sweep must leave it alone), and a delivered or
+ * skipped one also delivered.
  */
 export async function recordAttempts(db: D1Database, records: AttemptRecord[]): Promise<void> {
 	if (records.length === 0) return;
@@ -40,7 +40,7 @@ export async function recordAttempts(db: D1Database, records: AttemptRecord[]): 
 			.bind(rows, now),
 		db
 			.prepare(
-				`UPDATE outbox_events SET enqueued_at = COALESCE(enqueued_at, ?2),
+				`UPDATE outbox_events SET enqueued_at = COALESCE(enqueued_at, ?2), attempted_at = COALESCE(attempted_at, ?2),
 				   delivered_at = CASE WHEN EXISTS (SELECT 1 FROM json_each(?1) WHERE json_extract(value, '$.eventid') = outbox_events.eventid
 				     AND json_extract(value, '$.done') = 1) THEN COALESCE(delivered_at, ?2) ELSE delivered_at END
 				 WHERE eventid IN (SELECT json_extract(value, '$.eventid') FROM json_each(?1))`,

@@ -141,9 +141,16 @@ export async function enqueueOutboxEvents(env: Env, eventids: string[]): Promise
 	// D1 binds at most 100 parameters per statement (and sendBatch takes at most 100 messages): chunks of 90.
 	for (let i = 0; i < eventids.length; i += ENQUEUE_CHUNK) {
 		const chunk = eventids.slice(i, i + ENQUEUE_CHUNK);
-		// Messages of an id only (~100 bytes): 90 of them stay far under a batch's bytes.
-		await env.OUTBOX.sendBatch(chunk.map((eventid) => ({ body: { eventid } satisfies OutboxMessage, contentType: "json" as const })));
+		await sendEventIds(env, chunk);
 		await markEnqueued(env.DB, chunk, nowIso());
+	}
+}
+
+/** Sends messages of an event id only (~100 bytes each: 90 stay far under a batch's bytes); the consumer reads each event from D1. */
+export async function sendEventIds(env: Env, eventids: string[]): Promise<void> {
+	for (let i = 0; i < eventids.length; i += ENQUEUE_CHUNK) {
+		const chunk = eventids.slice(i, i + ENQUEUE_CHUNK);
+		await env.OUTBOX.sendBatch(chunk.map((eventid) => ({ body: { eventid } satisfies OutboxMessage, contentType: "json" as const })));
 	}
 }
 
