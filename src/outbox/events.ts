@@ -2,6 +2,7 @@ import { z } from "zod";
 import { markEnqueued } from "../db/outbox-events";
 import { nowIso } from "../domain/dates";
 import { newEventId } from "../domain/ids";
+import { type LoggedAttempt, loggedAttemptSchema } from "./attempt-log";
 import { CARRIED_MESSAGE_BYTES, jsonBytes, packBatches } from "./queue-batches";
 
 /** Webhook event types the service emits (see docs/webhooks.md). */
@@ -38,6 +39,11 @@ export type OutboxEvent =
 export interface OutboxMessage {
 	eventid: string;
 	event?: CarriedEvent;
+	/**
+	 * A log note, not a delivery: an attempt already made whose record D1 could
+	 * not take at the time (attempt-log.ts); the consumer writes it and sends nothing.
+	 */
+	logged?: LoggedAttempt;
 }
 
 /** What delivery needs of an event, carried in its queue message. */
@@ -61,6 +67,7 @@ export const outboxMessageSchema = z.object({
 			createdAt: z.string().min(1),
 		})
 		.optional(),
+	logged: loggedAttemptSchema.optional(),
 });
 
 /** The queue message of an event, carrying it when the whole message stays within CARRIED_MESSAGE_BYTES (queue-batches.ts). */

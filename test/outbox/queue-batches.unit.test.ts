@@ -1,12 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { outboxMessage, webhookEvent } from "../../src/outbox/events";
-import {
-	CARRIED_MESSAGE_BYTES,
-	jsonBytes,
-	packBatches,
-	QUEUE_BATCH_BYTES,
-	QUEUE_BATCH_MESSAGES,
-} from "../../src/outbox/queue-batches";
+import { CARRIED_MESSAGE_BYTES, jsonBytes, packBatches, QUEUE_BATCH_BYTES, QUEUE_BATCH_MESSAGES } from "../../src/outbox/queue-batches";
 
 describe("queue batches within the Queues limits (issue 20 item 3)", () => {
 	it("splits by count: 250 small messages go in batches of 100, 100 and 50, in order", () => {
@@ -17,7 +11,10 @@ describe("queue batches within the Queues limits (issue 20 item 3)", () => {
 	});
 
 	it("splits by bytes: no batch of 60 KB messages passes the batch budget", () => {
-		const batches = packBatches(Array.from({ length: 20 }, (_, i) => i), () => 60_000);
+		const batches = packBatches(
+			Array.from({ length: 20 }, (_, i) => i),
+			() => 60_000,
+		);
 		expect(batches.every((b) => b.length * 60_000 <= QUEUE_BATCH_BYTES)).toBe(true);
 		expect(batches.flat()).toHaveLength(20);
 	});

@@ -3,7 +3,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import worker from "../../src/index";
 import { sweepOutbox } from "../../src/outbox/sweep";
-import { createOutboxApp, hookUrl, recordWebhook, uniqueKey, waitForReceived } from "./support";
+import { createOutboxApp, hookUrl, recordingQueue, recordWebhook, uniqueKey, waitForReceived } from "./support";
 
 /** Records `n` webhook events of a fresh app as stuck: never enqueued, five minutes old. */
 async function stuckEvents(n: number) {
@@ -43,18 +43,6 @@ describe("outbox sweep", () => {
 	});
 });
 
-/** An OUTBOX binding that records what is sent instead of queueing it. */
-function recordingQueue() {
-	const sent: string[] = [];
-	const queue = {
-		send: async (body: { eventid: string }) => void sent.push(body.eventid),
-		sendBatch: async (messages: Iterable<{ body: { eventid: string } }>) => {
-			for (const m of messages) sent.push(m.body.eventid);
-		},
-	};
-	return { sent, runEnv: { ...env, OUTBOX: queue as unknown as Queue } };
-}
-
 /** Marks an event as handed to the queue `minutesAgo` minutes ago, as a producer that sent it would have. */
 const enqueuedAgo = (eventid: string, minutesAgo: number) =>
 	env.DB.prepare("UPDATE outbox_events SET enqueued_at = ? WHERE eventid = ?")
@@ -87,7 +75,9 @@ describe("outbox sweep: events enqueued but never attempted (issue 20 item 5)", 
 		await enqueuedAgo(lost.eventid, 3);
 		await enqueuedAgo(fresh.eventid, 0.5);
 		for (const e of [attempted, delivered]) await enqueuedAgo(e.eventid, 3);
-		await env.DB.prepare("UPDATE outbox_events SET attempted_at = ? WHERE eventid = ?").bind(new Date().toISOString(), attempted.eventid).run();
+		await env.DB.prepare("UPDATE outbox_events SET attempted_at = ? WHERE eventid = ?")
+			.bind(new Date().toISOString(), attempted.eventid)
+			.run();
 		await env.DB.prepare("UPDATE outbox_events SET delivered_at = ?, attempted_at = ? WHERE eventid = ?")
 			.bind(new Date().toISOString(), new Date().toISOString(), delivered.eventid)
 			.run();
