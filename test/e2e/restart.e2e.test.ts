@@ -189,6 +189,7 @@ describe("a restart in the middle of keyed traffic (wrangler dev killed and rest
 			return events;
 		};
 		let lastSweep = 0;
+		let missing: { eventid: string; type: string; status: string }[] = [];
 		const delivered = await waitFor(
 			"every webhook delivered",
 			async () => {
@@ -198,10 +199,14 @@ describe("a restart in the middle of keyed traffic (wrangler dev killed and rest
 				}
 				const events = await everyEvent();
 				const got = new Set(receiver.received(hookKey).map((r: any) => r.headers["webhook-id"]));
-				const missing = events.filter((e) => e.status !== "delivered" || !got.has(e.eventid));
+				missing = events.filter((e) => e.status !== "delivered" || !got.has(e.eventid));
 				return missing.length === 0 ? events : undefined;
 			},
-			{ timeoutMs: restartedAt + 180_000 - Date.now(), intervalMs: 2000, context: () => second!.logs().slice(-3000) },
+			{
+				timeoutMs: restartedAt + 180_000 - Date.now(),
+				intervalMs: 2000,
+				context: () => `${missing.length} not delivered, e.g. ${JSON.stringify(missing.slice(0, 5))}\n${second!.logs().slice(-2000)}`,
+			},
 		);
 		const count = (type: string) => delivered.filter((e) => e.type === type).length;
 		expect(count("conversion.recorded")).toBe(JOBS);

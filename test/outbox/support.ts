@@ -3,7 +3,7 @@ import { env } from "cloudflare:workers";
 import { vi } from "vitest";
 import { insertOutboxEvent } from "../../src/db/outbox-events";
 import { queue } from "../../src/outbox/consumer";
-import { type EmailPayload, type OutboxEvent, type WebhookType, webhookEvent } from "../../src/outbox/events";
+import { type EmailPayload, type OutboxEvent, outboxMessageSchema, type WebhookType, webhookEvent } from "../../src/outbox/events";
 import { admin, type Credentials } from "../support/api";
 
 /** One request the real receiver (test/outbox/receiver.mjs) got. */
@@ -180,10 +180,16 @@ export function recordingDb(db: D1Database = env.DB): { db: D1Database; trips: s
 /** An OUTBOX binding that records the bodies it is given instead of queueing them; `sent` lists their event ids. */
 export function recordingQueue() {
 	const bodies: { eventid: string; logged?: unknown }[] = [];
-	const queue = {
-		send: async (body: { eventid: string }) => void bodies.push(body),
-		sendBatch: async (messages: Iterable<{ body: { eventid: string } }>) => {
-			for (const m of messages) bodies.push(m.body);
+	const metrics = { backlogCount: 0, backlogBytes: 0 };
+	const queue: Queue = {
+		metrics: async () => metrics,
+		send: async (body) => {
+			bodies.push(outboxMessageSchema.parse(body));
+			return { metadata: { metrics } };
+		},
+		sendBatch: async (messages) => {
+			for (const m of messages) bodies.push(outboxMessageSchema.parse(m.body));
+			return { metadata: { metrics } };
 		},
 	};
 	return {
@@ -191,7 +197,7 @@ export function recordingQueue() {
 		get sent() {
 			return bodies.map((b) => b.eventid);
 		},
-		runEnv: { ...env, OUTBOX: queue as unknown as Queue },
+		runEnv: { ...env, OUTBOX: queue },
 	};
 }
 
