@@ -1,9 +1,9 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { queueWebhook } from "../../src/ledger/outbox";
+import { flushOutboxOnce, queueWebhook } from "../../src/ledger/outbox";
 import { webhookEvent } from "../../src/outbox/events";
-import { waitForReceived } from "../outbox/support";
+import { recordingQueue, waitForReceived } from "../outbox/support";
 import { freshLedger, grantOf, hookedAppId } from "./support";
 
 /**
@@ -53,4 +53,45 @@ describe("UserLedger outbox within the Queues limits", () => {
 		const hugeOne = byId.get(ids[7]!);
 		expect(JSON.parse(hugeOne!.body)).toMatchObject({ type: "reward.redeemed", data: { i: 7, note: huge } });
 	}, 90_000);
+
+	it("a refused sendBatch holds back only its own entries: the others leave, and the rest go on the next pass", async () => {
+		const appid = await hookedAppId();
+		const { userkey, stub } = freshLedger(appid);
+		await stub.grant(appid, userkey, [grantOf()]);
+		await stub.flush();
+		const recording = recordingQueue();
+		let calls = 0;
+		// The second sendBatch of the pass is refused (a transient error of the queue); the others are taken.
+		const flakyQueue: Queue = {
+			...recording.runEnv.OUTBOX,
+			sendBatch: (messages, options) =>
+				++calls === 2 ? Promise.reject(new Error("queue busy")) : recording.runEnv.OUTBOX.sendBatch(messages, options),
+		};
+		const left = await runInDurableObject(stub, async (_l, state) => {
+			const sql = state.storage.sql;
+			for (let i = 0; i < 30; i++) queueWebhook(sql, webhookEvent(appid, "reward.redeemed", { userkey, i, note: "x".repeat(20_000) }), 0);
+			const host = {
+				sql,
+				transactionSync: <T>(fn: () => T) => state.storage.transactionSync(fn),
+				env: { ...env, OUTBOX: flakyQueue },
+				appid,
+				userkey,
+				assignCoupon: () => undefined,
+			};
+			await flushOutboxOnce(host);
+			const waiting = sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM outbox WHERE attempts = 1").one().n;
+			const total = sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM outbox").one().n;
+			// Due again at once, as the backoff would make them later.
+			sql.exec("UPDATE outbox SET next_attempt_at = 0");
+			await flushOutboxOnce(host);
+			return { waiting, total, after: sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM outbox").one().n };
+		});
+		// 30 messages of 20 KB: three sendBatch calls of at most 224 KB; the second one's entries waited, alone.
+		expect(calls).toBeGreaterThanOrEqual(4);
+		expect(left.waiting).toBe(left.total);
+		expect(left.total).toBeGreaterThan(0);
+		expect(left.total).toBeLessThan(30);
+		expect(left.after).toBe(0);
+		expect(new Set(recording.sent).size).toBe(30);
+	});
 });
