@@ -20,7 +20,7 @@ import { forgetCachedApp, forgetCachedKey } from "../http/auth";
 import { ApiError, badRequest, campaignNotFound } from "../http/errors";
 import { readJsonObject } from "../http/json-body";
 import { clientIp } from "../http/rate-limits";
-import { refuseBadText } from "../http/text-hygiene";
+import { refuseBadText, toLineFeeds } from "../http/text-hygiene";
 import { breakerRoutes } from "./breakers";
 import { deliveryRoutes } from "./deliveries";
 import { importRoutes } from "./import";
@@ -52,7 +52,7 @@ adminRoutes.use("*", async (c, next) => {
 });
 
 async function body<S extends z.ZodType>(request: Request, schema: S): Promise<z.output<S>> {
-	const raw = await readJsonObject(request);
+	const raw = toLineFeeds(await readJsonObject(request));
 	refuseBadText(raw);
 	return schema.parse(raw);
 }
