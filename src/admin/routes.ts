@@ -127,7 +127,14 @@ adminRoutes.patch("/apps/:appid", async (c) => {
 	const input = await body(c.req.raw, updateAppSchema);
 	requireAllowedWebhookUrl(c, input.webhookurl);
 	const appid = c.req.param("appid");
-	if (!(await updateApp(c.env.DB, appid, input))) throw new ApiError(404, "app_not_found", "No app with that appid.");
+	const { defaultcampaignid, ...fields } = input;
+	if (!(await updateApp(c.env.DB, appid, { ...fields, defaultCampaignId: defaultcampaignid }))) {
+		const app = await requireApp(c.env.DB, appid);
+		if (defaultcampaignid !== undefined) {
+			throw badRequest(`defaultcampaignid: ${defaultcampaignid} is not a campaign of app ${app.appid}.`, { fields: ["defaultcampaignid"] });
+		}
+		throw new Error("app update changed nothing for an unexplained reason");
+	}
 	forgetCachedApp(appid);
 	return c.json(appView(await requireApp(c.env.DB, appid)));
 });

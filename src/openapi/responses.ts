@@ -24,6 +24,9 @@ const reward = z.object({
 	coupondetails: z.string(),
 	couponname: z.string(),
 	campaignid: z.string(),
+	isdefault: z
+		.boolean()
+		.describe("true for the app's default campaign: the one register uses when it names none and the user has no referrer"),
 	campaignname: z.string(),
 	growthhack: z.string(),
 	friendemail: z.string(),
@@ -65,6 +68,7 @@ const campaignData = {
 	offerdescription: z.string().describe("Form-URL-encoded"),
 	campaignbgcolor: z.string(),
 	campaignstartdate: z.string().describe("e.g. Nov 21, 2026 10:05 PM (UTC)"),
+	campaignenddate: z.string().describe("When its events stop earning rewards, as campaignstartdate; empty: no end"),
 	widgetfont: z.string(),
 	lastmodifieddate: z.string().describe("yyyy-mm-dd hh:mm:ss (UTC)"),
 	socialactions: z.array(
