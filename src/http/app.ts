@@ -12,6 +12,7 @@ import { authenticate } from "./auth";
 import { d1Metrics, TOTALS_PATH } from "./d1-metrics";
 import { ApiError, errorBody } from "./errors";
 import { describeZodError } from "./fields";
+import { homeRoutes } from "./home";
 import { idempotencyKeyOf, once, REPLAYED_HEADER, requestFingerprint } from "./idempotency-key";
 import { readJsonObject } from "./json-body";
 import { clientIp, countFailedAuth, limitApp } from "./rate-limits";
@@ -27,6 +28,7 @@ app.use(d1Metrics);
 app.use(securityHeaders);
 
 app.get("/health", (c) => c.json({ success: true, message: "ok" }));
+app.route("/", homeRoutes);
 
 // The isolate's D1 round trips by source, for the bench's all-in counts; only with D1_QUERY_COUNT set.
 app.get(TOTALS_PATH, (c) => (metricsEnabled(c.env) ? c.json(d1Totals()) : c.notFound()));

@@ -189,7 +189,7 @@ export function openApiDocument(serverUrl: string) {
 					in: "header",
 					required: false,
 					description: "Any unique string (e.g. a UUID) per logical request: a retry with the same key does not repeat the change.",
-					schema: { type: "string", maxLength: 200 },
+					schema: { type: "string", minLength: 1, maxLength: 255, pattern: "^[\\x20-\\x7e]+$" },
 				},
 			},
 			securitySchemes: { adminToken: { type: "http", scheme: "bearer" } },
