@@ -18,6 +18,7 @@ import { countAdminFailure, refuseThrottledAdmin } from "../http/admin-throttle"
 import { refuseInsecureAdminToken } from "../http/admin-token";
 import { forgetCachedApp, forgetCachedKey } from "../http/auth";
 import { ApiError, badRequest, campaignNotFound } from "../http/errors";
+import { describeZodError } from "../http/fields";
 import { readJsonObject } from "../http/json-body";
 import { clientIp } from "../http/rate-limits";
 import { refuseBadText, toLineFeeds } from "../http/text-hygiene";
@@ -54,7 +55,11 @@ adminRoutes.use("*", async (c, next) => {
 async function body<S extends z.ZodType>(request: Request, schema: S): Promise<z.output<S>> {
 	const raw = toLineFeeds(await readJsonObject(request));
 	refuseBadText(raw);
-	return schema.parse(raw);
+	const parsed = schema.safeParse(raw);
+	if (parsed.success) return parsed.data;
+	// With the input, so a missing field and a wrong one are told apart (zod does not report what it got).
+	const { message, fields, errors } = describeZodError(parsed.error, raw);
+	throw new ApiError(400, "validation_failed", message, { fields, errors });
 }
 
 function appView(app: App) {

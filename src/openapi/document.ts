@@ -58,6 +58,15 @@ const errorEnvelope = {
 		message: { type: "string" },
 		errorcode: { type: "string", enum: [...ERROR_CODES] },
 		fields: { type: "array", items: { type: "string" }, description: "The request fields a validation_failed names" },
+		errors: {
+			type: "array",
+			description: "validation_failed: each failing field and what it needs",
+			items: {
+				type: "object",
+				properties: { field: { type: "string" }, message: { type: "string" } },
+				required: ["field", "message"],
+			},
+		},
 		statuscode: { type: "integer", description: "Legacy status of some operations" },
 	},
 	required: ["success", "message", "errorcode"],

@@ -7,7 +7,13 @@ import { z } from "zod";
  * sends but this file does not name fails the contract test (test/e2e/openapi-flow).
  */
 
-const ok = <T extends z.ZodRawShape>(fields: T) => z.object({ success: z.literal(true), message: z.string(), ...fields });
+/** Top-level request fields the operation does not know: ignored, listed here (absent when there are none). */
+const warnings = z
+	.array(z.object({ field: z.string(), message: z.string() }))
+	.optional()
+	.describe("Unknown request fields, ignored (absent when there are none)");
+
+const ok = <T extends z.ZodRawShape>(fields: T) => z.object({ success: z.literal(true), message: z.string(), ...fields, warnings });
 
 const reward = z.object({
 	rewarddtlid: z.string(),
