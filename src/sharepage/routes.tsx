@@ -6,6 +6,7 @@ import { findUser } from "../db/users";
 import { exactOrigin } from "../domain/frame-origin";
 import { shareUrl } from "../domain/share-url";
 import { ledgerFor } from "../ledger/stub";
+import { negotiateLang } from "./i18n";
 import { ForbiddenPage, GonePage, SharePage, type SharePageData } from "./page";
 import { verifySharePage } from "./signature";
 import { fontStack, safeColor, textColorOn } from "./style";
@@ -82,9 +83,13 @@ sharePageRoutes.get("/share/:appid/:userkey", async (c) => {
 		friends: user.friendsCount,
 		converted: user.convertedFriendsCount,
 		rewards: balance.map((b) => ({ unit: b.rewardunit, earned: b.total, pending: b.pending, available: b.approved })),
+		terms: campaign?.terms ?? "",
+		lang: negotiateLang(c.req.header("accept-language")),
 	};
 	const nonce = newNonce();
 	secureHeaders(c, nonce, frameOrigin(app));
+	// The labels follow the browser's language: a cache must keep one copy per language.
+	c.header("Vary", "Accept-Language");
 	return c.html(<SharePage data={data} nonce={nonce} />);
 });
 

@@ -4,7 +4,7 @@ import type { AddressInfo } from "node:net";
 import type { Browser, Page } from "puppeteer-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startService } from "../../scripts/dev-service.mjs";
-import { launchBrowser } from "./browser";
+import { launchBrowser, seriousAxeViolations } from "./browser";
 
 // The hosted referral page, widget.js and /docs in a real Chromium against `wrangler dev`.
 
@@ -67,6 +67,7 @@ beforeAll(async () => {
 		offerdescription: "Your friends get $10 off their first order, and you get $10 for each.",
 		campaignbgcolor: "#1d3557",
 		widgetfont: "Georgia",
+		terms: "Be nice.\r\nOne reward per friend.",
 		rewardrules: [{ rewardusertype: "Referrer", eventname: "Signup", reward: 10, rewardunit: "USD" }],
 		socialactions: [
 			{
@@ -124,7 +125,7 @@ describe("the referral page in a browser", () => {
 			const buttons = await page.$$eval("#share-buttons a", (links) =>
 				links.map((a) => ({ label: a.textContent, href: a.getAttribute("href")! })),
 			);
-			expect(buttons.map((b) => b.label)).toEqual(["Facebook", "X", "Email", "Your link"]);
+			expect(buttons.map((b) => b.label)).toEqual(["Share on Facebook", "Post on X", "Send by email", "Open your link"]);
 			expect(new URL(buttons[0]!.href).origin).toBe("https://www.facebook.com");
 			expect(new URL(buttons[0]!.href).searchParams.get("quote")).toBe(`Get $10 with ${ann.referralcode}`);
 			expect(new URL(buttons[1]!.href).searchParams.get("text")).toBe(`$10 off: ${ann.shareurl}`);
@@ -144,6 +145,45 @@ describe("the referral page in a browser", () => {
 			await page.close();
 		});
 	}
+
+	for (const scheme of ["light", "dark"] as const) {
+		it(`holds on a ${scheme} host page: visible cards, readable text, axe-clean, terms expandable`, async () => {
+			const page = await browser.newPage();
+			await page.setBypassCSP(true);
+			await page.emulateMediaFeatures([{ name: "prefers-color-scheme", value: scheme }]);
+			await page.goto(await pageUrl(), { waitUntil: "load" });
+			const card = await page.$eval(".card", (e) => ({
+				bg: getComputedStyle(e).backgroundColor,
+				border: getComputedStyle(e).borderTopWidth,
+			}));
+			expect(card.bg).toBe(scheme === "dark" ? "rgb(28, 28, 30)" : "rgb(255, 255, 255)");
+			expect(card.border).toBe("1px");
+			expect(await page.$eval("#terms", (d) => (d as HTMLDetailsElement).open)).toBe(false);
+			await page.focus("#terms summary");
+			await page.keyboard.press("Enter");
+			expect(await page.$eval("#terms", (d) => (d as HTMLDetailsElement).open)).toBe(true);
+			expect(await page.$eval("#terms .terms", (e) => e.textContent)).toBe("Be nice.\nOne reward per friend.");
+			expect(await seriousAxeViolations(page)).toEqual([]);
+			await page.screenshot({ path: new URL(`share-page-${scheme}.png`, SHOTS).pathname, fullPage: true });
+			await page.close();
+		});
+	}
+
+	it("speaks the browser's language (French here); the campaign's texts stay as written", async () => {
+		const page = await browser.newPage();
+		await page.setExtraHTTPHeaders({ "Accept-Language": "fr-FR,fr;q=0.9,en;q=0.5" });
+		await page.goto(await pageUrl(), { waitUntil: "load" });
+		expect(await page.$eval("html", (e) => e.lang)).toBe("fr");
+		expect(await page.$eval("#link-heading", (e) => e.textContent)).toBe("Votre lien de parrainage");
+		expect(await page.$$eval("#share-buttons a", (links) => links.map((a) => a.textContent))).toEqual([
+			"Partager sur Facebook",
+			"Publier sur X",
+			"Envoyer par e-mail",
+			"Ouvrir votre lien",
+		]);
+		expect(await page.$eval("#offer-title", (e) => e.textContent)).toBe("Give $10, get $10");
+		await page.close();
+	});
 
 	it("copies the link with the copy button", async () => {
 		const url = await pageUrl();

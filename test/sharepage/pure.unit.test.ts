@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { negotiateLang } from "../../src/sharepage/i18n";
 import { fontStack, safeColor, textColorOn } from "../../src/sharepage/style";
 import { fillShareMessage, shareKind, shareTargets } from "../../src/sharepage/targets";
 
@@ -58,5 +59,21 @@ describe("page styling", () => {
 	it("quotes a plain font name and drops anything that could leave the rule", () => {
 		expect(fontStack("Open Sans")).toMatch(/^"Open Sans", system-ui/);
 		for (const bad of ['Inter"', "a;b", "x}y", "<b>", ""]) expect(fontStack(bad)).toMatch(/^system-ui/);
+	});
+});
+
+describe("negotiateLang", () => {
+	it.each([
+		[null, "en"],
+		["", "en"],
+		["fr", "fr"],
+		["fr-CA", "fr"],
+		["en-US,en;q=0.9,de;q=0.8", "en"],
+		["de;q=0.5, es;q=0.9", "es"],
+		["es;q=0, fr;q=0.1", "fr"],
+		["ja, *;q=0.1", "en"],
+		["de;q=abc, fr", "fr"],
+	])("%s -> %s", (header, lang) => {
+		expect(negotiateLang(header)).toBe(lang);
 	});
 });

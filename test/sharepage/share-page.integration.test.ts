@@ -73,11 +73,12 @@ describe("the referral page", () => {
 			kind: m[2],
 			label: m[3],
 		}));
+		// Human channel names, whatever the campaign called its social actions (the spec's names are ids: "CustomLink").
 		expect(buttons.map((b) => [b.kind, b.label])).toEqual([
-			["facebook", "Facebook"],
-			["x", "Twitter"],
-			["mail", "Mail"],
-			["link", "Copy link"],
+			["facebook", "Share on Facebook"],
+			["x", "Post on X"],
+			["mail", "Send by email"],
+			["link", "Open your link"],
 		]);
 		const [facebook, x, mail, custom] = buttons.map((b) => b.href) as [string, string, string, string];
 		expect(new URL(facebook).searchParams.get("u")).toBe(ann.shareurl);
@@ -117,6 +118,38 @@ describe("the referral page", () => {
 		expect(html).toMatch(/<dd id="friends-converted">1<\/dd>/);
 		expect(html).toMatch(/<dd data-earned="USD">10<\/dd>/);
 		expect(html).toMatch(/<dd data-available="USD">6<\/dd>/);
+		expect(html).toMatch(/<dd data-pending="USD">0<\/dd>/);
+	});
+
+	it("shows a pending amount, the campaign's terms collapsed, and speaks French, German or Spanish when the browser asks", async () => {
+		const { link, ann, api } = await setup({ holddays: 30, terms: "Rule one.\nRule two & more." });
+		const friend = await api("register", { email: `hal-${crypto.randomUUID()}@example.com`, referrercode: ann.referralcode });
+		await api("registerconversionevent", {
+			userkey: friend.body.userkey,
+			eventname: "Signup",
+			customid: "601",
+			growthhack: "SaaS_Referrals",
+		});
+		const english = await request(path(link.url));
+		expect(english.headers.get("vary")).toMatch(/Accept-Language/i);
+		const html = await english.text();
+		expect(html).toMatch(/<dd data-pending="USD">10<\/dd>/);
+		expect(html).toMatch(/<dd data-available="USD">0<\/dd>/);
+		expect(html).toMatch(
+			/<details class="card" id="terms"><summary>Terms and conditions<\/summary><p class="terms">Rule one.\nRule two &amp; more.<\/p><\/details>/,
+		);
+		for (const [accept, lang, words] of [
+			["fr-CA,fr;q=0.9,en;q=0.5", "fr", "Votre lien de parrainage"],
+			["de", "de", "Dein Empfehlungslink"],
+			["it;q=1, es;q=0.8, en;q=0.7", "es", "Tu enlace para compartir"],
+			["ja, zh;q=0.9", "en", "Your share link"],
+		] as const) {
+			const page = await (await request(path(link.url), { headers: { "accept-language": accept } })).text();
+			expect(page.startsWith(`<!doctype html><html lang="${lang}">`)).toBe(true);
+			expect(page).toContain(words);
+			// The campaign's own texts stay as written.
+			expect(page).toContain("Give $10 &amp; get $10!");
+		}
 	});
 
 	it("uses the campaign colour and font, and falls back to safe values for anything else", async () => {
