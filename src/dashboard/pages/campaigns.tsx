@@ -11,6 +11,13 @@ type Values = Record<string, any>;
 
 const EMPTY_RULE: Values = { rewardusertype: "Referrer", eventname: "", reward: "", rewardunit: "USD" };
 const EMPTY_ACTION: Values = { socialactionid: "", socialactionname: "", sharemessage: "" };
+/** `rewardtype` as the rules engine reads it (rewards/rules.ts rewardTypeAllows): 1 pays the referrer, 2 the friend. */
+const REWARD_TYPES: [string, string][] = [
+	["0", "0 – none"],
+	["1", "1 – referrer only"],
+	["2", "2 – friend only"],
+	["3", "3 – both"],
+];
 const jsonText = (v: unknown) => (v === null || v === undefined || v === "" ? "" : typeof v === "string" ? v : JSON.stringify(v));
 
 function RuleFields({ rule, i }: { rule: Values; i: number }) {
@@ -124,12 +131,7 @@ function CampaignForm({ action, campaign, csrf, submit }: { action: string; camp
 					label="Reward type"
 					name="rewardtype"
 					value={String(campaign.rewardtype ?? 3)}
-					options={[
-						["0", "0 – none"],
-						["1", "1 – friend only"],
-						["2", "2 – referrer only"],
-						["3", "3 – both"],
-					]}
+					options={REWARD_TYPES}
 				/>
 			</div>
 			<h2>Review and payout</h2>
