@@ -63,17 +63,20 @@ export const registerUser = async (app: TestApp, body: Record<string, unknown>) 
 	return res.body as { userkey: string; referralcode: string };
 };
 
-let nextCustomId = 1;
+// customid is an integer: a per-file random base keeps runs of several files apart.
+let nextCustomId = 1_000_000 + Math.floor(Math.random() * 1e9);
 export async function conversion(app: TestApp, userkey: string, eventname = "Signup", extra: Record<string, unknown> = {}) {
 	const res = await app.api("registerconversionevent", {
 		userkey,
 		eventname,
-		customid: `dash-${nextCustomId++}-${crypto.randomUUID()}`,
+		customid: String(nextCustomId++),
 		growthhack: "SaaS_Referrals",
 		...extra,
 	});
 	if (!res.body.success) throw new Error(JSON.stringify(res.body));
 	return res.body;
 }
+
+export const newCustomId = () => String(nextCustomId++);
 
 export const flushLedger = (app: TestApp, userkey: string) => ledgerFor(env, app.appid, userkey).flush();
