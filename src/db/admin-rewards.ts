@@ -40,7 +40,11 @@ export interface PersonRef {
 const signalsJson = z.array(z.enum(FRAUD_SIGNALS));
 
 /** Who referred whom for one reward: a Friend reward's owner is the friend, a Referrer reward's owner the referrer. */
-export function rewardPeople(row: ProjectedRewardRow): { friend: PersonRef | null; referrer: PersonRef | null; fraudsignals: FraudSignal[] } {
+export function rewardPeople(row: ProjectedRewardRow): {
+	friend: PersonRef | null;
+	referrer: PersonRef | null;
+	fraudsignals: FraudSignal[];
+} {
 	const owner = { userkey: row.userkey, email: row.owner_email, name: row.owner_name };
 	const friendOfReferrer = row.friend_userkey ? { userkey: row.friend_userkey, email: row.friend_email, name: row.friend_name } : null;
 	const referrerOfFriend = row.owner_referrer_userkey

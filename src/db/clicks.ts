@@ -64,7 +64,7 @@ function uniqueClick(
 	return [
 		...(claim ? [claim] : []),
 		countClick(db, code, day, mark),
-		clickCounter(db, code, day, mark),
+		clickCounter(db, code, now, mark),
 		logClick(db, code, now, iphash, useragent, mark),
 	];
 }
@@ -94,7 +94,7 @@ export async function recordLinkRequest(
 	const [owner, domainApp] = await db.batch<{ landingurl: string | null }>([
 		codeOwnerLookup(db, code),
 		db.prepare("SELECT a.landingurl FROM campaigns c JOIN apps a ON a.appid = c.appid WHERE c.customdomain = ? LIMIT 1").bind(host),
-		requestCounter(db, code, day),
+		requestCounter(db, code, at.toISOString()),
 		...(click ? uniqueClick(db, { code, at, ...click }) : []),
 	]);
 	const known = owner?.results[0];

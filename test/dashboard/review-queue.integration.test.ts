@@ -43,11 +43,17 @@ describe("review queue", { timeout: 60_000 }, () => {
 		const app = await createApp();
 		const first = await suspiciousReferral(app, "a");
 		const second = await suspiciousReferral(app, "b");
-		const rejected = await follow(session, await session.post(`/dashboard/apps/${app.appid}/review`, { ids: first.ids, action: "Rejected" }));
+		const rejected = await follow(
+			session,
+			await session.post(`/dashboard/apps/${app.appid}/review`, { ids: first.ids, action: "Rejected" }),
+		);
 		expect(rejected.url.searchParams.get("ok")).toBe("Rejected 2 reward(s).");
 		for (const id of first.ids) expect(listed(rejected.html, id), id).toBe(false);
 		for (const id of second.ids) expect(listed(rejected.html, id), id).toBe(true);
-		const approved = await follow(session, await session.post(`/dashboard/apps/${app.appid}/review`, { ids: second.ids, action: "Approved" }));
+		const approved = await follow(
+			session,
+			await session.post(`/dashboard/apps/${app.appid}/review`, { ids: second.ids, action: "Approved" }),
+		);
 		expect(approved.url.searchParams.get("ok")).toBe("Approved 2 reward(s).");
 		for (const id of second.ids) expect(listed(approved.html, id), id).toBe(false);
 		const statuses = (await admin("GET", `/apps/${app.appid}/rewards`)).body.rewards.map((r: Record<string, string>) => [

@@ -1,8 +1,8 @@
 /** @jsxImportSource hono/jsx */
 import { dashboardPathOr } from "../../domain/redirect";
+import { FRAUD_SIGNALS, SIGNAL_WORDS } from "../../fraud/signals";
 import { must } from "../api";
 import { back, type Dash, flash } from "../context";
-import { FRAUD_SIGNALS, SIGNAL_WORDS } from "../../fraud/signals";
 import { Csrf, dateTime, Field, Page, Pager, Select, Status, Table, TextArea } from "../layout";
 import { loadApp } from "./apps";
 
