@@ -90,11 +90,11 @@ export async function listRewards(db: D1Database, f: RewardFilter): Promise<Proj
 			 r.redeemed, r.comment, r.friend_userkey, r.created_at, r.updated_at, r.fraudsignals,
 			 o.email AS owner_email, o.name AS owner_name, p.userkey AS owner_referrer_userkey, p.email AS owner_referrer_email,
 			 p.name AS owner_referrer_name, f.email AS friend_email, f.name AS friend_name
-			 FROM (SELECT * FROM rewards r WHERE ${where.join(" AND ")} ORDER BY r.created_at DESC, r.rewarddtlid DESC LIMIT ?) r
+			 FROM rewards r
 			 LEFT JOIN users o ON o.userkey = r.userkey
 			 LEFT JOIN users p ON p.userid = o.referrer_userid
 			 LEFT JOIN users f ON f.userkey = r.friend_userkey
-			 ORDER BY r.created_at DESC, r.rewarddtlid DESC`,
+			 WHERE ${where.join(" AND ")} ORDER BY r.created_at DESC, r.rewarddtlid DESC LIMIT ?`,
 		)
 		.bind(...args, f.limit)
 		.all<ProjectedRewardRow>();

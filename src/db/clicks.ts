@@ -90,7 +90,6 @@ export async function recordLinkRequest(
 	request: { code: string; host: string; at: Date; click: PersonClick | null },
 ): Promise<{ codeKnown: boolean; landingurl: string | null }> {
 	const { code, host, at, click } = request;
-	const day = at.toISOString().slice(0, 10);
 	const [owner, domainApp] = await db.batch<{ landingurl: string | null }>([
 		codeOwnerLookup(db, code),
 		db.prepare("SELECT a.landingurl FROM campaigns c JOIN apps a ON a.appid = c.appid WHERE c.customdomain = ? LIMIT 1").bind(host),
