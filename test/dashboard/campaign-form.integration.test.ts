@@ -133,7 +133,11 @@ describe("app settings and keys", { timeout: 30_000 }, () => {
 		const settings = { name: "Test app", landingurl: "https://shop.example.com/join" };
 		const ok = await follow(
 			session,
-			await session.post(`/dashboard/apps/${app.appid}`, { ...settings, frameorigin: "https://host.example.com/page", timezone: "Asia/Kolkata" }),
+			await session.post(`/dashboard/apps/${app.appid}`, {
+				...settings,
+				frameorigin: "https://host.example.com/page",
+				timezone: "Asia/Kolkata",
+			}),
 		);
 		expect(ok.url.searchParams.get("ok")).toBe("Settings saved.");
 		expect((await admin("GET", `/apps/${app.appid}`)).body).toMatchObject({

@@ -220,7 +220,9 @@ describe("dashboard in a browser", () => {
 	it("counts the day in the app's time zone, set in the app's settings", async () => {
 		// A zone whose date differs from UTC's right now: UTC+14 from 10:00 UTC, else UTC-11.
 		const zone = new Date().getUTCHours() >= 10 ? "Pacific/Kiritimati" : "Pacific/Pago_Pago";
-		const local = new Intl.DateTimeFormat("en-CA", { timeZone: zone, year: "numeric", month: "2-digit", day: "2-digit" }).format(new Date());
+		const local = new Intl.DateTimeFormat("en-CA", { timeZone: zone, year: "numeric", month: "2-digit", day: "2-digit" }).format(
+			new Date(),
+		);
 		expect(local).not.toBe(today());
 		await go(`/dashboard/apps/${appid}`);
 		await page.$eval("#f-timezone", (e) => {
