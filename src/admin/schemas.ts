@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { exactOrigin } from "../domain/frame-origin";
-import { canonicalZone, isTimeZone } from "../domain/time-zone";
+import { isTimeZone } from "../domain/time-zone";
 import { normalizeUnit, UNIT_EXPECTED } from "../domain/units";
 import { DEFAULT_VELOCITY_THRESHOLD, FRAUD_SIGNALS } from "../fraud/signals";
 

@@ -44,9 +44,6 @@ export function isTimeZone(name: string): boolean {
 	}
 }
 
-/** The zone's canonical spelling (`europe/paris` → `Europe/Paris`), as Intl resolves it; call only with a known zone. */
-export const canonicalZone = (name: string): string => formatter(name).resolvedOptions().timeZone;
-
 /** Minutes `zone` is ahead of UTC at the instant `t` (ms). */
 export function offsetMinutes(zone: string, t: number): number {
 	const parts: Record<string, number> = {};
