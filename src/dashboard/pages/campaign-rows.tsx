@@ -50,7 +50,7 @@ export function RuleFields({ rule, i }: { rule: Values; i: number }) {
 	const isNew = rule.ruleid === undefined && !rule.eventname;
 	return (
 		<fieldset>
-			<legend>{isNew ? "New rule" : `Rule ${i + 1}${rule.ruleid !== undefined ? ` (ruleid ${rule.ruleid})` : ""}`}</legend>
+			<legend>{isNew ? `New rule (row ${i + 1})` : `Rule ${i + 1}${rule.ruleid !== undefined ? ` (ruleid ${rule.ruleid})` : ""}`}</legend>
 			{rule.ruleid !== undefined && <input type="hidden" name={`${p}ruleid`} value={String(rule.ruleid)} />}
 			<div class="row">
 				<Select
@@ -102,7 +102,7 @@ export function ActionFields({ action, i }: { action: Values; i: number }) {
 	const isNew = !action.socialactionname;
 	return (
 		<fieldset>
-			<legend>{isNew ? "New social action" : `Social action ${i + 1}`}</legend>
+			<legend>{isNew ? `New social action (row ${i + 1})` : `Social action ${i + 1}`}</legend>
 			<div class="row">
 				<Field label="Action id" name={`${p}socialactionid`} value={action.socialactionid} />
 				<Field

@@ -41,7 +41,7 @@ function Signals({ codes }: { codes: string[] }) {
 
 const REVIEW_HEAD = ["Pick", "Friend", "Referrer", "Paid to", "Event", "Amount", "Status", "Fraud signals", "Campaign", "Created"];
 
-function ReviewRows({ appid, rewards }: { appid: string; rewards: Values[] }) {
+function ReviewRows({ appid, rewards, names }: { appid: string; rewards: Values[]; names: Map<number, string> }) {
 	return (
 		<>
 			{rewards.map((r) => (
@@ -69,7 +69,7 @@ function ReviewRows({ appid, rewards }: { appid: string; rewards: Values[] }) {
 						<Signals codes={r.fraudsignals ?? []} />
 						{r.comment && <div class="muted">{r.comment}</div>}
 					</td>
-					<td class="num">{r.campaignid}</td>
+					<td>{names.get(r.campaignid) ?? r.campaignid}</td>
 					<td>{dateTime(r.createdat)}</td>
 				</tr>
 			))}
@@ -92,6 +92,7 @@ export function registerReview(dash: Dash) {
 			c.var.api<{ campaigns: { campaignid: number; campaignname: string }[] }>("GET", `/apps/${appid}/campaigns`),
 		]);
 		const rewards = list.ok ? list.body.rewards : [];
+		const names = new Map(must(campaigns).campaigns.map((k): [number, string] => [k.campaignid, k.campaignname]));
 		const here = `/dashboard/apps/${appid}/review${new URL(c.req.url).search}`;
 		const messages = flash(c);
 		return c.html(
@@ -130,8 +131,8 @@ export function registerReview(dash: Dash) {
 							<input type="checkbox" data-select-all="ids" /> Select all on this page
 						</label>
 					</p>
-					<Table caption="Rewards waiting for review" head={REVIEW_HEAD} numeric={[5, 8]} empty={rewards.length === 0}>
-						<ReviewRows appid={appid} rewards={rewards} />
+					<Table caption="Rewards waiting for review" head={REVIEW_HEAD} numeric={[5]} empty={rewards.length === 0}>
+						<ReviewRows appid={appid} rewards={rewards} names={names} />
 					</Table>
 					<TextArea label="Comment" name="message" hint="kept on the reward, shown by checkrewardstatus" rows={2} />
 					<div class="row">
