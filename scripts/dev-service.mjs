@@ -3,6 +3,8 @@
 // first), vars passed with --var. Also reads the CPU time of the process group
 // it started (npx, wrangler, workerd), so the bench can wait for background
 // work (outbox flushes, the queue consumer) to drain between scenarios.
+// `kill()` ends it abruptly (SIGKILL) and keeps its state, and `persistTo`
+// starts another on that state: a crash and a restart, for the e2e tests.
 import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
@@ -30,12 +32,14 @@ function tail(max) {
 }
 
 /**
- * @param {{ name?: string, vars?: Record<string, string>, logLevel?: string, args?: string[], persistBase?: string }} options
- * @returns {Promise<{ base: string, adminToken: string, logs: () => string, sql: (statement: string) => void, cpuSeconds: () => number, cpuByProcess: () => Record<string, number>, stop: () => Promise<void> }>}
+ * @param {{ name?: string, vars?: Record<string, string>, logLevel?: string, args?: string[], persistBase?: string, persistTo?: string }} options
+ *   `persistTo`: the state directory of an earlier service (its `persist`), to restart on it; it is then not removed by `stop()`.
+ * @returns {Promise<{ base: string, adminToken: string, persist: string, logs: () => string, sql: (statement: string) => void, cpuSeconds: () => number, cpuByProcess: () => Record<string, number>, stop: () => Promise<void>, kill: () => Promise<void> }>}
  */
 export async function startService(options = {}) {
 	const name = options.name ?? "dev";
-	const persist = mkdtempSync(join(options.persistBase || tmpdir(), `referral-${name}-`));
+	const persist = options.persistTo ?? mkdtempSync(join(options.persistBase || tmpdir(), `referral-${name}-`));
+	const ownsState = options.persistTo === undefined;
 	const adminToken = `${name}-admin-token`;
 	const env = { ...process.env, CI: "true", WRANGLER_SEND_METRICS: "false" };
 	const migrate = spawnSync("npx", ["wrangler", "d1", "migrations", "apply", "DB", "--local", "--persist-to", persist], {
@@ -65,6 +69,16 @@ export async function startService(options = {}) {
 	child.stderr.on("data", (chunk) => output.add(chunk));
 	const exited = new Promise((resolve) => child.on("exit", resolve));
 
+	/** Ends the service as a crash would (SIGKILL to its whole group, no shutdown), keeping its state for a restart. */
+	const kill = async () => {
+		if (child.exitCode === null && child.pid) {
+			try {
+				process.kill(-child.pid, "SIGKILL");
+			} catch {}
+			await Promise.race([exited, new Promise((r) => setTimeout(r, 5000))]);
+		}
+	};
+
 	const stop = async () => {
 		if (child.exitCode === null && child.pid) {
 			try {
@@ -77,7 +91,7 @@ export async function startService(options = {}) {
 				} catch {}
 			}
 		}
-		rmSync(persist, { recursive: true, force: true });
+		if (ownsState) rmSync(persist, { recursive: true, force: true });
 	};
 
 	/** User + system CPU seconds used so far by the processes of our group (Linux /proc), in all and by process name. */
@@ -118,5 +132,5 @@ export async function startService(options = {}) {
 		});
 		if (run.status !== 0) throw new Error(`d1 execute failed:\n${run.stdout}\n${run.stderr}`);
 	};
-	return { base, adminToken, logs: output.get, sql, cpuSeconds, cpuByProcess, stop };
+	return { base, adminToken, persist, logs: output.get, sql, cpuSeconds, cpuByProcess, stop, kill };
 }

@@ -2,6 +2,7 @@ import { Hono } from "hono";
 import { z } from "zod";
 import { findApp } from "../db/apps";
 import { markNotEnqueued, resetForRedelivery } from "../db/outbox-events";
+import { nowIso } from "../domain/dates";
 import { ApiError } from "../http/errors";
 import { getDelivery, listDeliveries } from "../outbox/deliveries";
 import { enqueueOutboxEvents } from "../outbox/events";
@@ -51,7 +52,7 @@ deliveryRoutes.get("/apps/:appid/deliveries/:eventid", async (c) => {
 deliveryRoutes.post("/apps/:appid/deliveries/:eventid/redeliver", async (c) => {
 	const appid = c.req.param("appid");
 	const eventid = c.req.param("eventid");
-	if (!(await resetForRedelivery(c.env.DB, appid, eventid))) throw deliveryNotFound();
+	if (!(await resetForRedelivery(c.env.DB, appid, eventid, nowIso()))) throw deliveryNotFound();
 	let enqueued = true;
 	try {
 		await enqueueOutboxEvents(c.env, [eventid]);

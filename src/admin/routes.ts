@@ -18,9 +18,10 @@ import { countAdminFailure, refuseThrottledAdmin } from "../http/admin-throttle"
 import { refuseInsecureAdminToken } from "../http/admin-token";
 import { forgetCachedApp, forgetCachedKey } from "../http/auth";
 import { ApiError, badRequest, campaignNotFound } from "../http/errors";
+import { describeZodError } from "../http/fields";
 import { readJsonObject } from "../http/json-body";
 import { clientIp } from "../http/rate-limits";
-import { refuseBadText } from "../http/text-hygiene";
+import { refuseBadText, toLineFeeds } from "../http/text-hygiene";
 import { breakerRoutes } from "./breakers";
 import { deliveryRoutes } from "./deliveries";
 import { importRoutes } from "./import";
@@ -52,9 +53,13 @@ adminRoutes.use("*", async (c, next) => {
 });
 
 async function body<S extends z.ZodType>(request: Request, schema: S): Promise<z.output<S>> {
-	const raw = await readJsonObject(request);
+	const raw = toLineFeeds(await readJsonObject(request));
 	refuseBadText(raw);
-	return schema.parse(raw);
+	const parsed = schema.safeParse(raw);
+	if (parsed.success) return parsed.data;
+	// With the input, so a missing field and a wrong one are told apart (zod does not report what it got).
+	const { message, fields, errors } = describeZodError(parsed.error, raw);
+	throw new ApiError(400, "validation_failed", message, { fields, errors });
 }
 
 function appView(app: App) {
@@ -128,7 +133,14 @@ adminRoutes.patch("/apps/:appid", async (c) => {
 	const input = await body(c.req.raw, updateAppSchema);
 	requireAllowedWebhookUrl(c, input.webhookurl);
 	const appid = c.req.param("appid");
-	if (!(await updateApp(c.env.DB, appid, input))) throw new ApiError(404, "app_not_found", "No app with that appid.");
+	const { defaultcampaignid, ...fields } = input;
+	if (!(await updateApp(c.env.DB, appid, { ...fields, defaultCampaignId: defaultcampaignid }))) {
+		const app = await requireApp(c.env.DB, appid);
+		if (defaultcampaignid !== undefined) {
+			throw badRequest(`defaultcampaignid: ${defaultcampaignid} is not a campaign of app ${app.appid}.`, { fields: ["defaultcampaignid"] });
+		}
+		throw new Error("app update changed nothing for an unexplained reason");
+	}
 	forgetCachedApp(appid);
 	return c.json(appView(await requireApp(c.env.DB, appid)));
 });

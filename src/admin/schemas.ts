@@ -32,6 +32,8 @@ export const updateAppSchema = createAppSchema.partial().extend({
 		.nullish(),
 	/** The IANA time zone the app's analytics count days in (issue 24 item 6); checked against what Intl knows. */
 	timezone: z.string().trim().refine(isTimeZone, "must be an IANA time zone name such as Europe/Paris or UTC").optional(),
+	/** The campaign new users join when register names none and they have no referrer (must be one of the app's). */
+	defaultcampaignid: int.pipe(z.number().int().positive("must be a campaign id")).optional(),
 });
 
 const capitalized = <T extends string>(values: readonly [T, ...T[]]) =>
@@ -40,31 +42,37 @@ const capitalized = <T extends string>(values: readonly [T, ...T[]]) =>
 		.transform((v) => values.find((allowed) => allowed.toLowerCase() === v.trim().toLowerCase()) ?? v)
 		.pipe(z.enum(values));
 
-export const rewardRuleSchema = z.object({
-	/** On PATCH: the rule to update in place (docs/rewards.md, "Rule identity"); absent for a new rule. */
-	ruleid: int.pipe(z.number().int().positive()).optional(),
-	rewardusertype: capitalized(["Friend", "Referrer"]),
-	eventname: z.string().trim().min(1, "is required").max(100),
-	reward: number.pipe(z.number().nonnegative().max(1e9)),
-	rewardunit: z
-		.string()
-		.trim()
-		.min(1, "is required")
-		.transform((v, ctx) => {
-			if (v === "%") return v;
-			const unit = normalizeUnit(v);
-			if (unit === null) ctx.addIssue({ code: "custom", message: `${UNIT_EXPECTED}, or % for a percent of the transaction value` });
-			return unit ?? v;
-		}),
-	rewardfrequency: int.pipe(z.number().int().min(0).max(1e6)).default(0),
-	mintranvalue: number.pipe(z.number().nonnegative()).default(0),
-	maxrewardamount: number.pipe(z.number().nonnegative()).default(0),
-	categories: z
-		.unknown()
-		.optional()
-		.transform((v) => v ?? null),
-	inclusionsandexclusions: z.array(z.unknown()).default([]),
-});
+export const rewardRuleSchema = z
+	.object({
+		/** On PATCH: the rule to update in place (docs/rewards.md, "Rule identity"); absent for a new rule. */
+		ruleid: int.pipe(z.number().int().positive()).optional(),
+		rewardusertype: capitalized(["Friend", "Referrer"]),
+		eventname: z.string().trim().min(1, "is required").max(100),
+		reward: number.pipe(z.number().nonnegative().max(1e9)),
+		rewardunit: z
+			.string()
+			.trim()
+			.min(1, "is required")
+			.transform((v, ctx) => {
+				if (v === "%") return v;
+				const unit = normalizeUnit(v);
+				if (unit === null) ctx.addIssue({ code: "custom", message: `${UNIT_EXPECTED}, or % for a percent of the transaction value` });
+				return unit ?? v;
+			}),
+		/** Absent: 1 for a Signup rule (a friend signs up once; each extra Signup customid must not pay again), else 0 (no limit). */
+		rewardfrequency: int.pipe(z.number().int().min(0).max(1e6)).optional(),
+		mintranvalue: number.pipe(z.number().nonnegative()).default(0),
+		maxrewardamount: number.pipe(z.number().nonnegative()).default(0),
+		categories: z
+			.unknown()
+			.optional()
+			.transform((v) => v ?? null),
+		inclusionsandexclusions: z.array(z.unknown()).default([]),
+	})
+	.transform((rule) => ({
+		...rule,
+		rewardfrequency: rule.rewardfrequency ?? (rule.eventname.toLowerCase() === "signup" ? 1 : 0),
+	}));
 
 export const socialActionSchema = z.object({
 	socialactionid: z.union([z.string().trim().min(1), z.number().int()]).transform(String),
@@ -89,6 +97,13 @@ const campaignFields = {
 		.or(z.iso.date())
 		.transform((v) => new Date(v).toISOString())
 		.optional(),
+	/** The campaign's end (its events earn nothing from then on); null: no end. */
+	campaignenddate: z.iso
+		.datetime({ offset: true, error: "must be an ISO-8601 date-time" })
+		.or(z.iso.date())
+		.transform((v) => new Date(v).toISOString())
+		.nullable()
+		.default(null),
 	widgetfont: z.string().max(100).default(""),
 	customdomain: z
 		.string()

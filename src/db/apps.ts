@@ -99,7 +99,18 @@ export async function insertApp(db: D1Database, app: NewApp): Promise<void> {
 }
 
 export type AppChanges = Partial<
-	Pick<App, "name" | "landingurl" | "webhookurl" | "emailsender" | "frameorigin" | "timezone" | "privatekeyHash" | "webhookSecret">
+	Pick<
+		App,
+		| "name"
+		| "landingurl"
+		| "webhookurl"
+		| "emailsender"
+		| "frameorigin"
+		| "timezone"
+		| "privatekeyHash"
+		| "webhookSecret"
+		| "defaultCampaignId"
+	>
 >;
 
 const APP_COLUMNS: Record<keyof AppChanges, string> = {
@@ -111,15 +122,19 @@ const APP_COLUMNS: Record<keyof AppChanges, string> = {
 	timezone: "timezone",
 	privatekeyHash: "privatekey_hash",
 	webhookSecret: "webhook_secret",
+	defaultCampaignId: "default_campaignid",
 };
 
 /** Applies the given changes; returns false when the app does not exist. */
 export async function updateApp(db: D1Database, appid: string, changes: AppChanges): Promise<boolean> {
-	const entries = Object.entries(changes).filter(([, v]) => v !== undefined) as [keyof AppChanges, string | null][];
+	const entries = Object.entries(changes).filter(([, v]) => v !== undefined) as [keyof AppChanges, string | number | null][];
 	const sets = entries.map(([key]) => `${APP_COLUMNS[key]} = ?`);
+	// A default campaign must be one of the app's own: checked in the write itself, so nothing changes otherwise.
+	const guard =
+		changes.defaultCampaignId != null ? " AND EXISTS (SELECT 1 FROM campaigns WHERE campaignid = ? AND appid = apps.appid)" : "";
 	const result = await db
-		.prepare(`UPDATE apps SET ${[...sets, "updated_at = ?"].join(", ")} WHERE appid = ?`)
-		.bind(...entries.map(([, v]) => v), nowIso(), appid)
+		.prepare(`UPDATE apps SET ${[...sets, "updated_at = ?"].join(", ")} WHERE appid = ?${guard}`)
+		.bind(...entries.map(([, v]) => v), nowIso(), appid, ...(guard ? [changes.defaultCampaignId] : []))
 		.run();
 	return result.meta.changes > 0;
 }

@@ -39,6 +39,8 @@ export interface Campaign {
 	offerdescription: string;
 	campaignbgcolor: string;
 	campaignstartdate: string;
+	/** From this moment (ISO) the campaign's events earn nothing; null: it never ends. */
+	campaignenddate: string | null;
 	widgetfont: string;
 	customdomain: string;
 	rewardtype: number;
@@ -110,6 +112,7 @@ const CAMPAIGN_COLUMNS = [
 	"offerdescription",
 	"campaignbgcolor",
 	"campaignstartdate",
+	"campaignenddate",
 	"widgetfont",
 	"customdomain",
 	"rewardtype",

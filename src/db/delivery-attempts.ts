@@ -9,16 +9,9 @@ import { firstRowOf, rowsOf } from "./rows";
  * together with the event's row (outbox-events.ts).
  */
 
-/**
- * Logs the attempts of a batch in ONE round trip (one transaction): every
- * attempt row; every event handled is marked enqueued (it reached the queue,
- * so the sweep must leave it alone), and a delivered or skipped one also
- * delivered.
- */
-export async function recordAttempts(db: D1Database, records: AttemptRecord[]): Promise<void> {
-	if (records.length === 0) return;
-	const now = nowIso();
-	const rows = JSON.stringify(
+/** The attempts of a batch as one JSON parameter: `done` marks the ones that end the event's delivery. */
+function attemptsJson(records: AttemptRecord[]): string {
+	return JSON.stringify(
 		records.map((r) => ({
 			eventid: r.eventid,
 			attempt: r.attempt,
@@ -29,6 +22,32 @@ export async function recordAttempts(db: D1Database, records: AttemptRecord[]): 
 			done: r.outcome === "failed" ? 0 : 1,
 		})),
 	);
+}
+
+/**
+ * Marks every event of the batch enqueued and attempted (it reached the
+ * consumer, so the sweep must leave it alone), and a delivered or skipped one
+ * also delivered.
+ */
+function markStatement(db: D1Database, rows: string, now: string): D1PreparedStatement {
+	return db
+		.prepare(
+			`UPDATE outbox_events SET enqueued_at = COALESCE(enqueued_at, ?2), attempted_at = COALESCE(attempted_at, ?2),
+			   delivered_at = CASE WHEN EXISTS (SELECT 1 FROM json_each(?1) WHERE json_extract(value, '$.eventid') = outbox_events.eventid
+			     AND json_extract(value, '$.done') = 1) THEN COALESCE(delivered_at, ?2) ELSE delivered_at END
+			 WHERE eventid IN (SELECT json_extract(value, '$.eventid') FROM json_each(?1))`,
+		)
+		.bind(rows, now);
+}
+
+/**
+ * Logs the attempts of a batch in ONE round trip (one transaction): every
+ * attempt row, and the marks of markStatement.
+ */
+export async function recordAttempts(db: D1Database, records: AttemptRecord[]): Promise<void> {
+	if (records.length === 0) return;
+	const now = nowIso();
+	const rows = attemptsJson(records);
 	await db.batch([
 		db
 			.prepare(
@@ -38,15 +57,18 @@ export async function recordAttempts(db: D1Database, records: AttemptRecord[]): 
 				 FROM json_each(?1) ORDER BY key`,
 			)
 			.bind(rows, now),
-		db
-			.prepare(
-				`UPDATE outbox_events SET enqueued_at = COALESCE(enqueued_at, ?2),
-				   delivered_at = CASE WHEN EXISTS (SELECT 1 FROM json_each(?1) WHERE json_extract(value, '$.eventid') = outbox_events.eventid
-				     AND json_extract(value, '$.done') = 1) THEN COALESCE(delivered_at, ?2) ELSE delivered_at END
-				 WHERE eventid IN (SELECT json_extract(value, '$.eventid') FROM json_each(?1))`,
-			)
-			.bind(rows, now),
+		markStatement(db, rows, now),
 	]);
+}
+
+/**
+ * The marks of recordAttempts without the attempt rows: what the consumer
+ * writes when logging the batch failed, so that a delivered event is not
+ * taken for an unsent one and sent again by the sweep (issue 20 item 6).
+ */
+export async function markAttempted(db: D1Database, records: AttemptRecord[]): Promise<void> {
+	if (records.length === 0) return;
+	await markStatement(db, attemptsJson(records), nowIso()).run();
 }
 
 /** A `delivery_attempts` row. */

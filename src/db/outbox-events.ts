@@ -20,6 +20,8 @@ export interface OutboxEventRow {
 	created_at: string;
 	enqueued_at: string | null;
 	delivered_at: string | null;
+	/** When the consumer logged the event's first attempt; null while none was logged (migration 0011). */
+	attempted_at?: string | null;
 }
 
 /** A SQL condition with its arguments, e.g. from `attributionHappened`. */
@@ -104,11 +106,37 @@ export async function pendingEventIds(db: D1Database, cutoff: string, limit: num
 	return results.map((r) => r.eventid);
 }
 
-/** Clears `delivered_at` so the event goes out again; false when it is not that app's event. */
-export async function resetForRedelivery(db: D1Database, appid: string, eventid: string): Promise<boolean> {
+/**
+ * Claims, in one statement, up to `limit` events handed to the queue before
+ * `cutoff` that were never attempted and are not delivered (their message was
+ * lost: a queue restart, a crash), oldest first, through the
+ * `outbox_unattempted` partial index. Claiming sets `enqueued_at` to `at`, so
+ * an event is re-sent at most once per staleness window however many sweeps
+ * run at once (a statement is atomic in D1). Returns the claimed ids.
+ */
+export async function claimUnattemptedEvents(db: D1Database, cutoff: string, at: string, limit: number): Promise<string[]> {
+	const { results } = await db
+		.prepare(
+			`UPDATE outbox_events SET enqueued_at = ?1
+			 WHERE eventid IN (SELECT eventid FROM outbox_events
+			                   WHERE enqueued_at IS NOT NULL AND enqueued_at < ?2 AND attempted_at IS NULL AND delivered_at IS NULL
+			                   ORDER BY enqueued_at LIMIT ?3)
+			 RETURNING eventid`,
+		)
+		.bind(at, cutoff, limit)
+		.all<{ eventid: string }>();
+	return results.map((r) => r.eventid);
+}
+
+/**
+ * Clears `delivered_at` so the event goes out again; false when it is not that
+ * app's event. It counts as enqueued now and unattempted, so a redelivery
+ * whose message is lost is re-sent by the sweep like any other.
+ */
+export async function resetForRedelivery(db: D1Database, appid: string, eventid: string, at: string): Promise<boolean> {
 	const result = await db
-		.prepare("UPDATE outbox_events SET delivered_at = NULL WHERE eventid = ? AND appid = ?")
-		.bind(eventid, appid)
+		.prepare("UPDATE outbox_events SET delivered_at = NULL, attempted_at = NULL, enqueued_at = ? WHERE eventid = ? AND appid = ?")
+		.bind(at, eventid, appid)
 		.run();
 	return result.meta.changes > 0;
 }

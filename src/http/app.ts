@@ -12,6 +12,7 @@ import { authenticate } from "./auth";
 import { d1Metrics, TOTALS_PATH } from "./d1-metrics";
 import { ApiError, errorBody } from "./errors";
 import { describeZodError } from "./fields";
+import { homeRoutes } from "./home";
 import { idempotencyKeyOf, once, REPLAYED_HEADER, requestFingerprint } from "./idempotency-key";
 import { readJsonObject } from "./json-body";
 import { clientIp, countFailedAuth, limitApp } from "./rate-limits";
@@ -27,6 +28,7 @@ app.use(d1Metrics);
 app.use(securityHeaders);
 
 app.get("/health", (c) => c.json({ success: true, message: "ok" }));
+app.route("/", homeRoutes);
 
 // The isolate's D1 round trips by source, for the bench's all-in counts; only with D1_QUERY_COUNT set.
 app.get(TOTALS_PATH, (c) => (metricsEnabled(c.env) ? c.json(d1Totals()) : c.notFound()));
@@ -53,12 +55,13 @@ app.all("/saas/v1_0/:operation", async (c) => {
 		refuseBadText(body);
 		const parsed = operation.schema.safeParse(body);
 		if (!parsed.success) {
-			const { message, fields } = describeZodError(parsed.error);
-			throw new ApiError(400, "validation_failed", message, { fields });
+			const { message, fields, errors } = describeZodError(parsed.error, body);
+			throw new ApiError(400, "validation_failed", message, { fields, errors });
 		}
 		const ctx = { env: c.env, app: tenant, origin: new URL(c.req.url).origin, waitUntil, idempotency };
 		const { message = "Success", ...fields } = await operation.handle(ctx, parsed.data as never);
-		return { status: 200, body: { success: true, message, ...fields } };
+		const warnings = unknownFieldWarnings(operation.schema, body);
+		return { status: 200, body: { success: true, message, ...fields, ...(warnings.length > 0 ? { warnings } : {}) } };
 	};
 	if (key === null) {
 		const answer = await run();
@@ -74,6 +77,22 @@ app.all("/saas/v1_0/:operation", async (c) => {
 	});
 });
 
+/** Fields every call carries besides the operation's own. */
+const ENVELOPE_FIELDS = new Set(["apikey", "privatekey"]);
+
+/**
+ * The top-level fields the operation does not know: ignored, never refused
+ * (existing clients send extra fields), but listed in the answer's
+ * `warnings` so a misspelt field name shows at once.
+ */
+function unknownFieldWarnings(schema: z.ZodType, body: Record<string, unknown>): { field: string; message: string }[] {
+	if (!(schema instanceof z.ZodObject)) return [];
+	const known = new Set(Object.keys(schema.shape));
+	return Object.keys(body)
+		.filter((field) => !known.has(field) && !ENVELOPE_FIELDS.has(field))
+		.map((field) => ({ field, message: "unknown field: ignored" }));
+}
+
 app.route("/admin/v1", adminRoutes);
 app.route("/r", shareLinkRoutes);
 app.route("/dashboard", dashboardRoutes);
@@ -88,8 +107,8 @@ app.onError((err, c) => {
 		return c.json(errorBody(err.errorcode, err.message, err.extra), err.status);
 	}
 	if (err instanceof z.ZodError) {
-		const { message, fields } = describeZodError(err);
-		return c.json(errorBody("validation_failed", message, { fields }), 400);
+		const { message, fields, errors } = describeZodError(err);
+		return c.json(errorBody("validation_failed", message, { fields, errors }), 400);
 	}
 	console.error("unhandled error", err);
 	return c.json(errorBody("internal_error", "Internal error."), 500);

@@ -54,17 +54,43 @@ export type ErrorCode =
 
 /** An expected failure: becomes the JSON error envelope with its status. */
 export class ApiError extends Error {
+	readonly extra: Record<string, unknown>;
+
 	constructor(
 		readonly status: ContentfulStatusCode,
 		readonly errorcode: ErrorCode,
 		message: string,
-		readonly extra: Record<string, unknown> = {},
+		extra: Record<string, unknown> = {},
 		/** Response headers that go with the error (`Retry-After` of a 429). */
 		readonly headers: Record<string, string> = {},
 	) {
 		super(message);
 		this.name = "ApiError";
+		this.extra = errorcode === "validation_failed" ? withFieldErrors(message, extra) : extra;
 	}
+}
+
+/** One failing field of a 400 and what it needs. */
+export interface FieldError {
+	field: string;
+	message: string;
+}
+
+/**
+ * Every `validation_failed` answer carries `errors`, one `{field, message}`
+ * per field in `fields`, so a client can show each next to its input. When
+ * the thrower gave none, each is read from the message's `field: what it
+ * needs` parts (the form every 400 message has), else the whole message.
+ */
+export function withFieldErrors(message: string, extra: Record<string, unknown>): Record<string, unknown> {
+	if (extra.errors !== undefined || !Array.isArray(extra.fields)) return extra;
+	const parts = new Map<string, string>();
+	for (const part of message.replace(/^Invalid request\. /, "").split("; ")) {
+		const at = part.indexOf(": ");
+		if (at > 0 && !parts.has(part.slice(0, at))) parts.set(part.slice(0, at), part.slice(at + 2));
+	}
+	const errors: FieldError[] = extra.fields.map((field) => ({ field: String(field), message: parts.get(String(field)) ?? message }));
+	return { ...extra, errors };
 }
 
 /** The failure envelope every error response carries. */

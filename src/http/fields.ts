@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { ipNetwork } from "../domain/ip";
 import { MAX_AMOUNT } from "../rewards/money";
+import type { FieldError } from "./errors";
 
 /**
  * zod field types shared by the operation schemas. Requests are normalized
@@ -126,13 +127,58 @@ export const customId = z
 	.transform((v) => BigInt(v).toString());
 
 /** Turns a zod error into one message that names each bad field. */
-export function describeZodError(error: z.ZodError): { message: string; fields: string[] } {
-	const fields: string[] = [];
-	const parts = error.issues.map((issue) => {
-		const path = issue.path.map(String).join(".") || "body";
-		fields.push(path);
-		const missing = issue.code === "invalid_type" && issue.input === undefined;
-		return `${path}: ${missing ? "is required" : issue.message}`;
-	});
-	return { message: `Invalid request. ${parts.join("; ")}`, fields };
+export function describeZodError(error: z.ZodError, input?: unknown): { message: string; fields: string[]; errors: FieldError[] } {
+	const errors = error.issues.map((issue) => ({
+		field: issue.path.map(String).join(".") || "body",
+		// zod does not report the value it got: read it from the input, to tell a missing field from a wrong one.
+		message: needOf(issue, valueAt(input, issue.path), String(issue.path.at(-1) ?? "")),
+	}));
+	return {
+		message: `Invalid request. ${errors.map((e) => `${e.field}: ${e.message}`).join("; ")}`,
+		fields: errors.map((e) => e.field),
+		errors,
+	};
 }
+
+/** The value at `path` inside `input`, or undefined. */
+function valueAt(input: unknown, path: readonly PropertyKey[]): unknown {
+	let value = input;
+	for (const key of path) {
+		if (typeof value !== "object" || value === null || !Object.hasOwn(value, key)) return undefined;
+		value = (value as Record<PropertyKey, unknown>)[key];
+	}
+	return value;
+}
+
+const typeName = (value: unknown) => (value === null ? "null" : Array.isArray(value) ? "array" : typeof value);
+
+/** What a failing value needs, in words: never zod's bare "Invalid input". */
+function needOf(issue: z.core.$ZodIssue, value: unknown, field: string): string {
+	const missing = value === undefined;
+	if (issue.code === "invalid_type") return missing ? "is required" : `must be ${article(issue.expected)} (got ${typeName(value)})`;
+	if (issue.code === "invalid_union") {
+		const inner = issue.errors.flat();
+		if (missing && inner.every((i) => i.code === "invalid_type")) return "is required";
+		// A field that takes several forms (a number as text or as a number): a branch's own rule says most.
+		const specific = inner.find((i) => i.code !== "invalid_type" && i.code !== "invalid_union" && i.code !== "invalid_value");
+		if (specific) return needOf(specific, value, field);
+		const expected = [...new Set(expectedTypes(inner))];
+		if (MONEY_FIELDS.has(field))
+			return `must be a decimal number such as 19.99, or the same as text such as "19.99" (got ${typeName(value)})`;
+		if (expected.length > 0) return `must be ${expected.map(article).join(" or ")} (got ${typeName(value)})`;
+	}
+	return issue.message;
+}
+
+/** Amounts: a number, or the same as text (the spec sends them as text). */
+const MONEY_FIELDS = new Set(["transactionvalue", "amount", "refundvalue"]);
+
+/** The types a value may have, through nested unions (`null` and literals left out: they are not what a caller means to send). */
+function expectedTypes(issues: z.core.$ZodIssue[]): string[] {
+	return issues.flatMap((i) => {
+		if (i.code === "invalid_union") return expectedTypes(i.errors.flat());
+		return i.code === "invalid_type" && i.expected !== "null" ? [i.expected] : [];
+	});
+}
+
+const article = (type: string) => (/^[aeiou]/.test(type) ? `an ${type}` : `a ${type}`);

@@ -1,6 +1,9 @@
+import { toLineFeeds } from "./text-hygiene";
+
 /**
  * Request normalization shared by every operation: case-insensitive field
- * names, the spec's alternative spellings, and URL-decoding of text.
+ * names, the spec's alternative spellings, URL-decoding of text, and line
+ * breaks as LF.
  */
 
 /** Alternative spellings of the spec, mapped to the one name our schemas use. */
@@ -43,7 +46,7 @@ export function formUrlEncode(value: string): string {
 
 function normalizeValue(key: string, value: unknown): unknown {
 	if (typeof value === "string") {
-		return NOT_DECODED.has(key) ? value : decodeRequestText(value, PLUS_IS_LITERAL.has(key));
+		return NOT_DECODED.has(key) ? value : toLineFeeds(decodeRequestText(value, PLUS_IS_LITERAL.has(key)));
 	}
 	if (Array.isArray(value)) return value.map((item) => normalizeValue(key, item));
 	if (isPlainObject(value)) return normalizeFields(value);

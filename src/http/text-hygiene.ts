@@ -9,8 +9,9 @@ import { ApiError } from "./errors";
 
 /**
  * Free-text fields where a line feed is a legitimate character (messages,
- * descriptions, terms). Everywhere else LF is refused too. CR is refused in
- * every field: a line break is LF.
+ * descriptions, terms). Everywhere else LF is refused too. A line break is
+ * LF: CRLF and CR (what browsers send from a textarea, and Windows clients)
+ * are turned into LF before these checks (toLineFeeds), in every field.
  */
 export const MULTILINE_FIELDS: ReadonlySet<string> = new Set([
 	"messageforfriend",
@@ -21,6 +22,22 @@ export const MULTILINE_FIELDS: ReadonlySet<string> = new Set([
 	"sharemessage",
 	"coupondetails",
 ]);
+
+/** CRLF and lone CR as LF, in `value` and every string nested in it (a copy; other values as they are). */
+export function toLineFeeds<T>(value: T): T;
+export function toLineFeeds(value: unknown): unknown {
+	if (typeof value === "string") return value.includes("\r") ? value.replace(/\r\n?/g, "\n") : value;
+	if (Array.isArray(value)) return value.map(toLineFeeds);
+	if (typeof value === "object" && value !== null) {
+		const out: Record<string, unknown> = {};
+		// defineProperty: a key `__proto__` stays a plain field.
+		for (const [key, item] of Object.entries(value)) {
+			Object.defineProperty(out, key, { value: toLineFeeds(item), enumerable: true, writable: true, configurable: true });
+		}
+		return out;
+	}
+	return value;
+}
 
 /** Why `text` is refused in a field named `field`, or null when it is acceptable. */
 export function textProblem(field: string, text: string): string | null {

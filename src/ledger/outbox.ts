@@ -4,7 +4,7 @@ import { appHasWebhook, insertOutboxEvent } from "../db/outbox-events";
 import { type AssignedCoupon, claimCoupon, projectionStatement, releaseCoupon, sendFlushBatch } from "../db/projection";
 import { rewardCounters } from "../db/stats";
 import { rewardId } from "../domain/ledger-ids";
-import { type OutboxEvent, sendOutboxEvents } from "../outbox/events";
+import { type OutboxEvent, sendInBatches } from "../outbox/events";
 import { type CouponClaim, holdsCode } from "./coupons";
 import { erasedAt } from "./privacy";
 import type { LedgerOutboxEntry, RewardRow } from "./schema";
@@ -129,7 +129,8 @@ async function deliverRecords(host: FlushHost, projections: LedgerOutboxEntry[],
 		statements.push(rewardCounters(db, host.appid, host.userkey, row), projectionStatement(db, host.appid, host.userkey, row));
 		projected.push({ entry, version: row.version });
 	}
-	const events: OutboxEvent[] = webhooks.map((w) => payloadOf(w, webhookEventSchema));
+	const queued = webhooks.map((entry) => ({ entry, event: payloadOf(entry, webhookEventSchema) }));
+	const events: OutboxEvent[] = queued.map((q) => q.event);
 	const hooks = appHasWebhook(host.appid);
 	const now = new Date().toISOString();
 	for (const event of events) statements.push(insertOutboxEvent(db, event, hooks, { enqueuedAt: now }));
@@ -151,17 +152,22 @@ async function deliverRecords(host: FlushHost, projections: LedgerOutboxEntry[],
 		for (const { entry, version } of projected) host.sql.exec("DELETE FROM outbox WHERE id = ? AND version <= ?", entry.id, version);
 	});
 	if (webhooks.length === 0) return gone.length + projected.length;
-	if (hasHooks) {
-		try {
-			await sendOutboxEvents(host.env, events);
-		} catch (error) {
-			console.warn("ledger outbox: enqueue failed", { appid: host.appid, userkey: host.userkey, error: errorText(error) });
-			postpone(host, webhooks, error);
-			return gone.length + projected.length;
-		}
+	if (!hasHooks) {
+		remove(host, webhooks);
+		return gone.length + projected.length + webhooks.length;
 	}
-	remove(host, webhooks);
-	return gone.length + projected.length + webhooks.length;
+	// In as many sendBatch calls as the Queues limits need: the entries of a batch that went are removed, the others wait.
+	const { failed, error } = await sendInBatches(host.env, events);
+	const stays = new Set(failed.map((e) => e.eventid));
+	const sent: LedgerOutboxEntry[] = [];
+	const waiting: LedgerOutboxEntry[] = [];
+	for (const { entry, event } of queued) (stays.has(event.eventid) ? waiting : sent).push(entry);
+	remove(host, sent);
+	if (waiting.length > 0) {
+		console.warn("ledger outbox: enqueue failed", { appid: host.appid, userkey: host.userkey, error: errorText(error) });
+		postpone(host, waiting, error);
+	}
+	return gone.length + projected.length + sent.length;
 }
 
 async function runCouponClaim(host: FlushHost, entry: LedgerOutboxEntry): Promise<boolean> {

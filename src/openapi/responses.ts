@@ -7,7 +7,13 @@ import { z } from "zod";
  * sends but this file does not name fails the contract test (test/e2e/openapi-flow).
  */
 
-const ok = <T extends z.ZodRawShape>(fields: T) => z.object({ success: z.literal(true), message: z.string(), ...fields });
+/** Top-level request fields the operation does not know: ignored, listed here (absent when there are none). */
+const warnings = z
+	.array(z.object({ field: z.string(), message: z.string() }))
+	.optional()
+	.describe("Unknown request fields, ignored (absent when there are none)");
+
+const ok = <T extends z.ZodRawShape>(fields: T) => z.object({ success: z.literal(true), message: z.string(), ...fields, warnings });
 
 const reward = z.object({
 	rewarddtlid: z.string(),
@@ -24,6 +30,9 @@ const reward = z.object({
 	coupondetails: z.string(),
 	couponname: z.string(),
 	campaignid: z.string(),
+	isdefault: z
+		.boolean()
+		.describe("true for the app's default campaign: the one register uses when it names none and the user has no referrer"),
 	campaignname: z.string(),
 	growthhack: z.string(),
 	friendemail: z.string(),
@@ -65,6 +74,7 @@ const campaignData = {
 	offerdescription: z.string().describe("Form-URL-encoded"),
 	campaignbgcolor: z.string(),
 	campaignstartdate: z.string().describe("e.g. Nov 21, 2026 10:05 PM (UTC)"),
+	campaignenddate: z.string().describe("When its events stop earning rewards, as campaignstartdate; empty: no end"),
 	widgetfont: z.string(),
 	lastmodifieddate: z.string().describe("yyyy-mm-dd hh:mm:ss (UTC)"),
 	socialactions: z.array(

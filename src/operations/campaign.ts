@@ -9,15 +9,17 @@ import { formUrlEncode } from "../http/request-text";
 const campaignRequest = z.object({ campaignid: campaignId });
 
 /** The campaign as `getcampaigndata` returns it: texts form-URL-encoded, dates in the decided formats. */
-export function campaignDataResponse(campaign: CampaignWithDetails) {
+export function campaignDataResponse(campaign: CampaignWithDetails, defaultCampaignId: number | null) {
 	return {
 		appid: campaign.appid,
 		campaignid: String(campaign.campaignid),
+		isdefault: campaign.campaignid === defaultCampaignId,
 		campaignname: campaign.campaignname,
 		offertitle: formUrlEncode(campaign.offertitle),
 		offerdescription: formUrlEncode(campaign.offerdescription),
 		campaignbgcolor: campaign.campaignbgcolor,
 		campaignstartdate: formatCampaignStart(campaign.campaignstartdate),
+		campaignenddate: campaign.campaignenddate ? formatCampaignStart(campaign.campaignenddate) : "",
 		widgetfont: campaign.widgetfont,
 		lastmodifieddate: formatTimestamp(campaign.updatedAt),
 		socialactions: campaign.socialactions.map((action) => ({
@@ -53,7 +55,7 @@ export const getcampaigndata = defineOperation({
 	async handle({ env, app }, { campaignid }) {
 		const campaign = await getCampaignWithDetails(env.DB, app.appid, campaignid);
 		if (!campaign) throw campaignNotFound();
-		return campaignDataResponse(campaign);
+		return campaignDataResponse(campaign, app.defaultCampaignId);
 	},
 });
 

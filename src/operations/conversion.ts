@@ -6,7 +6,7 @@ import { ApiError, badRequest, campaignNotFound, refuseErased, userNotFound } fr
 import { amount, customId, id, MAX_MONEY, optionalCampaignId, optionalEmail, optionalId, optionalText } from "../http/fields";
 import { defineOperation } from "../http/operation";
 import { toHundredths } from "../rewards/money";
-import { isPercentRule, matchingRules, type OwnedGrant, rewardsForEvent } from "../rewards/rules";
+import { campaignClosed, isPercentRule, matchingRules, type OwnedGrant, rewardsForEvent } from "../rewards/rules";
 import { grantConversion } from "./conversion-grants";
 
 const schema = z.object({
@@ -142,7 +142,9 @@ export const registerconversionevent = defineOperation({
 
 		const created = [...friendRewards, ...referrerRewards].filter((r) => r.created).length;
 		let message = `Conversion recorded; ${created} reward(s) created.`;
-		if (!matched) {
+		const closed = campaignClosed(campaign, new Date(event.createdAt));
+		if (closed) message += ` Campaign ${campaign.campaignid} (${campaign.campaignname}) ${closed}: its events earn nothing.`;
+		else if (!matched) {
 			// A misspelt event name is the usual cause: say which names the campaign rewards.
 			const names = eventnames.length > 0 ? eventnames.join(", ") : "none";
 			message += ` No active rule of campaign ${campaign.campaignid} (${campaign.campaignname}) has the eventname ${input.eventname}; its event names: ${names}.`;

@@ -9,7 +9,7 @@ import { newReferralCode, newUserKey } from "../domain/ids";
 import { ipHash } from "../domain/ip";
 import { shareUrl } from "../domain/share-url";
 import { ApiError, campaignNotFound, refuseErased, userErased, userNotFound } from "../http/errors";
-import { id, optionalText } from "../http/fields";
+import { id, optionalCampaignId, optionalText } from "../http/fields";
 import { defineOperation, type OperationContext } from "../http/operation";
 import { type OutboxEvent, sendOutboxEvents, webhookEvent } from "../outbox/events";
 import { networkFields, profileFields, profileOf } from "./schemas";
@@ -74,17 +74,22 @@ export async function findOrRegisterUser(
 	sentProfile: Profile,
 	referrercode?: string,
 	network: Network = {},
+	askedCampaignId?: number,
 ): Promise<RegisterResult> {
 	const { env, app } = ctx;
 	for (let attempt = 0; attempt < 5; attempt++) {
 		let profile = sentProfile;
-		const context = await readRegistrationContext(env.DB, app.appid, profile, referrercode, app.defaultCampaignId, network.deviceid);
+		// The campaign asked for (it must be the app's), else the app's default: read in the same round trip.
+		const campaignAsked = askedCampaignId ?? app.defaultCampaignId;
+		const context = await readRegistrationContext(env.DB, app.appid, profile, referrercode, campaignAsked, network.deviceid);
 		if (context.existing) return { user: context.existing, alreadyRegistered: true };
 		if (context.deviceSeen) profile = { ...profile, isexistinguser: true };
 		const referrerUser = context.referrer;
 		if (referrercode && !referrerUser) throw unknownReferrerCode();
 		const defaultCampaign = context.defaultCampaign;
-		const campaignid = referrerUser?.campaignid ?? defaultCampaign?.campaignid;
+		if (askedCampaignId !== undefined && !defaultCampaign) throw campaignNotFound();
+		// A campaign named in the call wins; else a referred user joins its referrer's campaign; else the app's default.
+		const campaignid = askedCampaignId ?? referrerUser?.campaignid ?? defaultCampaign?.campaignid;
 		if (campaignid === undefined) throw campaignNotFound();
 
 		const userkey = newUserKey();
@@ -170,10 +175,16 @@ export function attributionData(ctx: OperationContext, friend: User, referrer: U
 /** Operation 5: registers a user, or returns the one already registered with that email / account id. */
 export const register = defineOperation({
 	mutating: true,
-	schema: z.object({ ...profileFields, ...networkFields, referrercode: optionalText(32) }),
+	schema: z.object({ ...profileFields, ...networkFields, referrercode: optionalText(32), campaignid: optionalCampaignId }),
 	async handle(ctx, input) {
 		const network = await networkOf(ctx.env, input);
-		const { user, alreadyRegistered } = await findOrRegisterUser(ctx, profileOf(input), input.referrercode, network);
+		const { user, alreadyRegistered } = await findOrRegisterUser(
+			ctx,
+			profileOf(input),
+			input.referrercode,
+			network,
+			input.campaignid ?? undefined,
+		);
 		return {
 			message: alreadyRegistered ? "User already registered." : "User registered.",
 			...userSummary(ctx, user),

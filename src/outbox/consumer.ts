@@ -1,7 +1,7 @@
-import { recordAttempts } from "../db/delivery-attempts";
 import { type BatchLookup, type BatchState, loadBatchState, type OutboxEventRow } from "../db/outbox-events";
 import { instrumentEnv } from "../instrument/d1-metrics";
 import { cachedDeliveryApp, rememberDeliveryApp } from "./app-settings";
+import { type LoggedAttempt, queueLogNotes, writeAttempts } from "./attempt-log";
 import { passBreaker, reportToBreaker } from "./breaker-gate";
 import { DEFAULT_WEBHOOK_TIMEOUT_MS, type DeliveryOptions, deliver } from "./deliver";
 import type { AttemptRecord } from "./deliveries";
@@ -35,6 +35,8 @@ interface Work {
 	message: Message<unknown>;
 	eventid: string;
 	carried?: CarriedEvent;
+	/** A log note (attempt-log.ts): an attempt made earlier, to be written, not a delivery to make. */
+	note?: LoggedAttempt;
 	record?: AttemptRecord;
 	/** What to do with the message once the attempts are logged. */
 	settle: () => void;
@@ -82,13 +84,9 @@ export async function queue(batch: MessageBatch<unknown>, rawEnv: Env, ctx: Exec
 	await Promise.all(work.map((w) => attempt(w, state, env, options)));
 
 	const records = work.flatMap((w) => (w.record ? [w.record] : []));
-	try {
-		await recordAttempts(env.DB, records);
-	} catch (err) {
-		// The sends happened (or not) all the same; a lost log line must not resend them.
-		for (const r of records)
-			log("error", "could not log a delivery attempt", { eventid: r.eventid, attempt: r.attempt, error: String(err) });
-	}
+	// The sends happened (or not) all the same: a lost log line must not make the sweep send a delivered event again.
+	// The marks alone are written when the log is refused; when D1 takes nothing, the records come back as log notes.
+	if (!(await writeAttempts(env.DB, records))) await queueLogNotes(env, records);
 	for (const w of work) w.settle();
 }
 
@@ -103,7 +101,12 @@ function acceptMessages(messages: readonly Message<unknown>[]): Work[] {
 			message.ack();
 			continue;
 		}
-		const { eventid, event } = parsed.data;
+		const { eventid, event, logged } = parsed.data;
+		if (logged) {
+			// Nothing to send, nothing to read: the record is written with the batch's attempts.
+			work.push({ message, eventid, note: logged, record: { eventid, ...logged }, settle: () => message.ack() });
+			continue;
+		}
 		// The same event twice in one batch: the first copy carries the delivery.
 		if (seen.has(eventid)) {
 			message.ack();
@@ -115,7 +118,8 @@ function acceptMessages(messages: readonly Message<unknown>[]): Work[] {
 	return work;
 }
 
-function lookupFor(work: Work[]): BatchLookup {
+function lookupFor(all: Work[]): BatchLookup {
+	const work = all.filter((w) => !w.note);
 	const carried = work.filter((w) => w.carried);
 	const uncachedApps = carried.map((w) => w.carried!.appid).filter((appid) => cachedDeliveryApp(appid) === undefined);
 	return {
@@ -151,6 +155,7 @@ function eventOf(w: Work, state: BatchState): OutboxEventRow | undefined {
 
 /** Decides and makes the one attempt of a message; what to do with the message is left in `w.settle`. */
 async function attempt(w: Work, state: BatchState, env: Env, options: DeliveryOptions): Promise<void> {
+	if (w.note) return;
 	const { message, eventid } = w;
 	const attemptNo = message.attempts;
 	const event = eventOf(w, state);

@@ -2,6 +2,8 @@ import { z } from "zod";
 import { markEnqueued } from "../db/outbox-events";
 import { nowIso } from "../domain/dates";
 import { newEventId } from "../domain/ids";
+import { type LoggedAttempt, loggedAttemptSchema } from "./attempt-log";
+import { CARRIED_MESSAGE_BYTES, jsonBytes, packBatches } from "./queue-batches";
 
 /** Webhook event types the service emits (see docs/webhooks.md). */
 export type WebhookType =
@@ -37,6 +39,11 @@ export type OutboxEvent =
 export interface OutboxMessage {
 	eventid: string;
 	event?: CarriedEvent;
+	/**
+	 * A log note, not a delivery: an attempt already made whose record D1 could
+	 * not take at the time (attempt-log.ts); the consumer writes it and sends nothing.
+	 */
+	logged?: LoggedAttempt;
 }
 
 /** What delivery needs of an event, carried in its queue message. */
@@ -60,12 +67,10 @@ export const outboxMessageSchema = z.object({
 			createdAt: z.string().min(1),
 		})
 		.optional(),
+	logged: loggedAttemptSchema.optional(),
 });
 
-/** Queue messages are at most 128 KB; a larger event travels by id and is read from D1. */
-const MAX_CARRIED_CHARS = 64_000;
-
-/** The queue message of an event, carrying it when it is small enough. */
+/** The queue message of an event, carrying it when the whole message stays within CARRIED_MESSAGE_BYTES (queue-batches.ts). */
 export function outboxMessage(event: OutboxEvent): OutboxMessage {
 	const carried: CarriedEvent = {
 		appid: event.appid,
@@ -74,9 +79,9 @@ export function outboxMessage(event: OutboxEvent): OutboxMessage {
 		payload: event.payload,
 		createdAt: event.createdAt,
 	};
-	return JSON.stringify(carried.payload).length <= MAX_CARRIED_CHARS
-		? { eventid: event.eventid, event: carried }
-		: { eventid: event.eventid };
+	const message: OutboxMessage = { eventid: event.eventid, event: carried };
+	// Bytes, not characters: 50,000 "€" are 150 KB of UTF-8, over a message's 128 KB.
+	return jsonBytes(message) <= CARRIED_MESSAGE_BYTES ? message : { eventid: event.eventid };
 }
 
 /** What an email event's payload must hold to be sent (checked again by the consumer). */
@@ -98,15 +103,40 @@ export function emailEvent(appid: string, type: "email.outreach" | "email.remind
 	return { eventid: newEventId(), appid, kind: "email", type, payload, createdAt: nowIso() };
 }
 
+/** What a send in several batches did: the events of the batches that failed (none: all sent) and the first error. */
+export interface SendReport {
+	failed: OutboxEvent[];
+	error: unknown;
+}
+
 /**
- * Hands events recorded in D1 to the queue, each message carrying its event.
+ * Hands events recorded in D1 to the queue, each message carrying its event
+ * (or only its id when large), in as many `sendBatch` calls as the Queues
+ * limits need (queue-batches.ts). Every batch is tried, so one refused batch
+ * does not hold the others back; the report names the events of the failed ones.
  * No D1 round trip: the consumer marks `enqueued_at` when it handles the
  * message, and the outbox sweep sends whatever was recorded but never
  * handled (the process died before this ran, or the send failed).
  */
+export async function sendInBatches(env: Env, events: OutboxEvent[]): Promise<SendReport> {
+	const report: SendReport = { failed: [], error: undefined };
+	const messages = events.map((event) => ({ event, body: outboxMessage(event) }));
+	for (const batch of packBatches(messages, (m) => jsonBytes(m.body))) {
+		try {
+			await env.OUTBOX.sendBatch(batch.map((m) => ({ body: m.body, contentType: "json" as const })));
+		} catch (error) {
+			report.failed.push(...batch.map((m) => m.event));
+			report.error ??= error;
+		}
+	}
+	return report;
+}
+
+/** sendInBatches for callers that only need to know that something failed (it throws the first error, after trying every batch). */
 export async function sendOutboxEvents(env: Env, events: OutboxEvent[]): Promise<void> {
 	if (events.length === 0) return;
-	await env.OUTBOX.sendBatch(events.map((event) => ({ body: outboxMessage(event) })));
+	const { failed, error } = await sendInBatches(env, events);
+	if (failed.length > 0) throw error;
 }
 
 /**
@@ -118,8 +148,16 @@ export async function enqueueOutboxEvents(env: Env, eventids: string[]): Promise
 	// D1 binds at most 100 parameters per statement (and sendBatch takes at most 100 messages): chunks of 90.
 	for (let i = 0; i < eventids.length; i += ENQUEUE_CHUNK) {
 		const chunk = eventids.slice(i, i + ENQUEUE_CHUNK);
-		await env.OUTBOX.sendBatch(chunk.map((eventid) => ({ body: { eventid } satisfies OutboxMessage })));
+		await sendEventIds(env, chunk);
 		await markEnqueued(env.DB, chunk, nowIso());
+	}
+}
+
+/** Sends messages of an event id only (~100 bytes each: 90 stay far under a batch's bytes); the consumer reads each event from D1. */
+export async function sendEventIds(env: Env, eventids: string[]): Promise<void> {
+	for (let i = 0; i < eventids.length; i += ENQUEUE_CHUNK) {
+		const chunk = eventids.slice(i, i + ENQUEUE_CHUNK);
+		await env.OUTBOX.sendBatch(chunk.map((eventid) => ({ body: { eventid } satisfies OutboxMessage, contentType: "json" as const })));
 	}
 }
 

@@ -28,6 +28,17 @@ export function roundToHundredths(value: number): number {
 	return hundredths === null ? value : fromHundredths(hundredths);
 }
 
+/**
+ * Why the campaign gives nothing at `now`: not started yet, or ended; null
+ * while it runs. An event outside those dates is recorded with no rewards.
+ */
+export function campaignClosed(campaign: Pick<Campaign, "campaignstartdate" | "campaignenddate">, now: Date): string | null {
+	const t = now.getTime();
+	if (campaign.campaignstartdate && Date.parse(campaign.campaignstartdate) > t) return `starts on ${campaign.campaignstartdate}`;
+	if (campaign.campaignenddate && Date.parse(campaign.campaignenddate) <= t) return `ended on ${campaign.campaignenddate}`;
+	return null;
+}
+
 /** True when the rule's reward is a percent of the transaction value. */
 export const isPercentRule = (rule: Pick<RewardRule, "rewardunit">) => rule.rewardunit.trim() === "%";
 
@@ -97,7 +108,7 @@ export function rewardsForEvent(
 	now: Date,
 	fraud?: FraudReview,
 ): OwnedGrant[] {
-	if (friend.isexistinguser || !referrer || campaign.rewardtype === 0) return [];
+	if (friend.isexistinguser || !referrer || campaign.rewardtype === 0 || campaignClosed(campaign, now)) return [];
 	const signals = fraud ?? checkSignals(friend, referrer, campaign);
 	const status = initialStatus(campaign, signals.suspicious ? signals.comment : null, now);
 	const review = { ...status, comment: commentWithSignals(status.comment, signals), fraudsignals: signals.signals };

@@ -25,7 +25,8 @@ describe("getcampaigndata", () => {
 			expect.objectContaining({
 				campaignid,
 				rewardusertype: "Friend",
-				rewardfrequency: 0,
+				// A Signup rule sent without a frequency pays once per friend (docs/rewards.md).
+				rewardfrequency: 1,
 				mintranvalue: 0,
 				maxrewardamount: 0,
 				categories: null,

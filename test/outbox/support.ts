@@ -3,7 +3,7 @@ import { env } from "cloudflare:workers";
 import { vi } from "vitest";
 import { insertOutboxEvent } from "../../src/db/outbox-events";
 import { queue } from "../../src/outbox/consumer";
-import { type EmailPayload, type OutboxEvent, type WebhookType, webhookEvent } from "../../src/outbox/events";
+import { type EmailPayload, type OutboxEvent, outboxMessageSchema, type WebhookType, webhookEvent } from "../../src/outbox/events";
 import { admin, type Credentials } from "../support/api";
 
 /** One request the real receiver (test/outbox/receiver.mjs) got. */
@@ -175,4 +175,64 @@ export function recordingDb(db: D1Database = env.DB): { db: D1Database; trips: s
 		},
 	});
 	return { db: proxy, trips };
+}
+
+/** An OUTBOX binding that records the bodies it is given instead of queueing them; `sent` lists their event ids. */
+export function recordingQueue() {
+	const bodies: { eventid: string; logged?: unknown }[] = [];
+	const metrics = { backlogCount: 0, backlogBytes: 0 };
+	const queue: Queue = {
+		metrics: async () => metrics,
+		send: async (body) => {
+			bodies.push(outboxMessageSchema.parse(body));
+			return { metadata: { metrics } };
+		},
+		sendBatch: async (messages) => {
+			for (const m of messages) bodies.push(outboxMessageSchema.parse(m.body));
+			return { metadata: { metrics } };
+		},
+	};
+	return {
+		bodies,
+		get sent() {
+			return bodies.map((b) => b.eventid);
+		},
+		runEnv: { ...env, OUTBOX: queue },
+	};
+}
+
+/**
+ * A D1 binding on which every statement whose SQL `fails` matches throws, and
+ * so does any batch holding one (a batch is one transaction: nothing of it is
+ * written), as when D1 refuses a write.
+ */
+export function faultyDb(fails: (sql: string) => boolean, db: D1Database = env.DB): D1Database {
+	const failing = new WeakSet<object>();
+	const real = new WeakMap<object, D1PreparedStatement>();
+	const refused = () => Promise.reject(new Error("D1_ERROR: injected failure"));
+	const wrap = (statement: D1PreparedStatement, sql: string): D1PreparedStatement => {
+		const proxy = new Proxy(statement, {
+			get(target, prop) {
+				if (prop === "bind") return (...values: unknown[]) => wrap(target.bind(...values), sql);
+				const value = Reflect.get(target, prop);
+				if (typeof value !== "function") return value;
+				if (fails(sql) && ["first", "run", "all", "raw"].includes(String(prop))) return refused;
+				return value.bind(target);
+			},
+		});
+		if (fails(sql)) failing.add(proxy);
+		real.set(proxy, statement);
+		return proxy;
+	};
+	return new Proxy(db, {
+		get(target, prop) {
+			if (prop === "prepare") return (sql: string) => wrap(target.prepare(sql), sql);
+			if (prop === "batch") {
+				return (statements: D1PreparedStatement[]) =>
+					statements.some((s) => failing.has(s)) ? refused() : target.batch(statements.map((s) => real.get(s) ?? s));
+			}
+			const value = Reflect.get(target, prop);
+			return typeof value === "function" ? value.bind(target) : value;
+		},
+	});
 }

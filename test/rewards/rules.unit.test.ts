@@ -1,7 +1,15 @@
 import { describe, expect, it } from "vitest";
 import type { Campaign, RewardRule } from "../../src/db/campaigns";
 import type { User } from "../../src/db/users";
-import { initialStatus, matchingRules, rewardsForEvent, rewardTypeAllows, roundToHundredths, ruleAmount } from "../../src/rewards/rules";
+import {
+	campaignClosed,
+	initialStatus,
+	matchingRules,
+	rewardsForEvent,
+	rewardTypeAllows,
+	roundToHundredths,
+	ruleAmount,
+} from "../../src/rewards/rules";
 
 const rule = (over: Partial<RewardRule> = {}): RewardRule => ({
 	ruleid: 11,
@@ -28,6 +36,7 @@ const campaign = (over: Partial<Campaign> = {}): Campaign => ({
 	offerdescription: "",
 	campaignbgcolor: "#ffffff",
 	campaignstartdate: NOW.toISOString(),
+	campaignenddate: null,
 	widgetfont: "",
 	customdomain: "",
 	rewardtype: 3,
@@ -237,5 +246,17 @@ describe("rewardsForEvent", () => {
 
 	it("passes rewardfrequency through for the ledger to enforce", () => {
 		expect(rewardsForEvent(campaign(), [rule({ rewardfrequency: 2 })], friend, referrer, signup, NOW)[0]!.grant.rewardfrequency).toBe(2);
+	});
+});
+
+describe("campaignClosed", () => {
+	it("gives nothing before the start and from the end on; runs in between and without an end", () => {
+		const at = (iso: string) => new Date(iso);
+		const dates = { campaignstartdate: "2026-12-01T00:00:00.000Z", campaignenddate: "2027-01-01T00:00:00.000Z" };
+		expect(campaignClosed(dates, at("2026-11-30T23:59:59.999Z"))).toMatch(/^starts on/);
+		expect(campaignClosed(dates, at("2026-12-01T00:00:00.000Z"))).toBeNull();
+		expect(campaignClosed(dates, at("2026-12-31T23:59:59.999Z"))).toBeNull();
+		expect(campaignClosed(dates, at("2027-01-01T00:00:00.000Z"))).toMatch(/^ended on/);
+		expect(campaignClosed({ ...dates, campaignenddate: null }, at("2099-01-01T00:00:00.000Z"))).toBeNull();
 	});
 });
