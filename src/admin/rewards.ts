@@ -1,8 +1,10 @@
 import { Hono } from "hono";
 import { z } from "zod";
-import { listRewards } from "../db/admin-rewards";
+import { listRewards, rewardPeople } from "../db/admin-rewards";
+import { userkeyOfRewardId } from "../domain/ledger-ids";
 import { badRequest } from "../http/errors";
 import { readJsonObject } from "../http/json-body";
+import { ledgerFor } from "../ledger/stub";
 import { statusChangesSchema } from "../operations/schemas";
 import { changeRewardStatuses } from "../operations/status-change";
 import { requireAppId } from "./guard";
@@ -56,11 +58,23 @@ rewardRoutes.get("/apps/:appid/rewards", async (c) => {
 	await requireAppId(c.env.DB, appid);
 	const { items, nextcursor } = page(await listRewards(c.env.DB, filter), limit, (r) => [r.created_at, r.rewarddtlid]);
 	return c.json({
-		rewards: items.map(({ created_at, updated_at, friend_userkey, ...r }) => ({
-			...r,
-			frienduserkey: friend_userkey,
-			createdat: created_at,
-			updatedat: updated_at,
+		rewards: items.map((row) => ({
+			rewarddtlid: row.rewarddtlid,
+			userkey: row.userkey,
+			campaignid: row.campaignid,
+			eventname: row.eventname,
+			usertype: row.usertype,
+			reward: row.reward,
+			rewardunit: row.rewardunit,
+			rewardtype: row.rewardtype,
+			rewardstatus: row.rewardstatus,
+			redeemed: row.redeemed,
+			comment: row.comment,
+			frienduserkey: row.friend_userkey,
+			createdat: row.created_at,
+			updatedat: row.updated_at,
+			// Who referred whom, and why the reward was flagged: what a reviewer decides on (issue 24 item 4).
+			...rewardPeople(row),
 		})),
 		nextcursor,
 	});
@@ -72,5 +86,23 @@ rewardRoutes.post("/apps/:appid/rewards/status", async (c) => {
 	const { changes } = z.object({ changes: statusChangesSchema }).parse(await readJsonObject(c.req.raw));
 	await requireAppId(c.env.DB, appid);
 	const updated = await changeRewardStatuses(c.env, appid, changes);
+	await flushProjection(c.env, appid, changes);
 	return c.json({ updated });
 });
+
+/**
+ * Waits for the changed ledgers to write their rewards into the projection,
+ * so a list read after this answer (the dashboard's redirect to the review
+ * queue) shows the new statuses instead of the ones the ledgers replaced.
+ * A flush that fails is left to the ledger's alarm: the change itself is done.
+ */
+async function flushProjection(env: Env, appid: string, changes: { rewarddtlid: string }[]): Promise<void> {
+	const owners = new Set(changes.map((change) => userkeyOfRewardId(change.rewarddtlid)).filter((k): k is string => !!k));
+	await Promise.all(
+		[...owners].map((userkey) =>
+			ledgerFor(env, appid, userkey)
+				.flush()
+				.catch((error: unknown) => console.error("admin: projection flush after a status change failed", error)),
+		),
+	);
+}

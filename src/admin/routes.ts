@@ -71,6 +71,7 @@ function appView(app: App) {
 		webhookurl: app.webhookurl,
 		emailsender: app.emailsender,
 		frameorigin: app.frameorigin,
+		timezone: app.timezone,
 		webhooksecret: app.webhookSecret,
 		defaultcampaignid: app.defaultCampaignId,
 		createdat: app.createdAt,

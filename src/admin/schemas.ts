@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { exactOrigin } from "../domain/frame-origin";
+import { isTimeZone } from "../domain/time-zone";
 import { normalizeUnit, UNIT_EXPECTED } from "../domain/units";
 import { DEFAULT_VELOCITY_THRESHOLD, FRAUD_SIGNALS } from "../fraud/signals";
 
@@ -29,6 +30,8 @@ export const updateAppSchema = createAppSchema.partial().extend({
 		.refine((v) => exactOrigin(v) !== null, "must be an exact origin (scheme, host, port) without wildcards")
 		.transform((v) => exactOrigin(v) ?? "")
 		.nullish(),
+	/** The IANA time zone the app's analytics count days in (issue 24 item 6); checked against what Intl knows. */
+	timezone: z.string().trim().refine(isTimeZone, "must be an IANA time zone name such as Europe/Paris or UTC").optional(),
 	/** The campaign new users join when register names none and they have no referrer (must be one of the app's). */
 	defaultcampaignid: int.pipe(z.number().int().positive("must be a campaign id")).optional(),
 });

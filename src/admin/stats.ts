@@ -1,16 +1,16 @@
 import { Hono } from "hono";
+import { findApp } from "../db/apps";
 import { readStats } from "../db/stats";
 import { shapeStats } from "../domain/stats";
-import { badRequest } from "../http/errors";
-import { requireAppId } from "./guard";
+import { localDay } from "../domain/time-zone";
+import { ApiError, badRequest } from "../http/errors";
 import { campaignFilter } from "./rewards";
 
-/** The app's analytics per UTC day, from the counters of migration 0006 (under /admin/v1). */
+/** The app's analytics per local day of its time zone, from the counters of migration 0013 (under /admin/v1). */
 export const statsRoutes = new Hono<{ Bindings: Env }>();
 
 const DAY = /^\d{4}-\d{2}-\d{2}$/;
 const MAX_DAYS = 731;
-const today = () => new Date().toISOString().slice(0, 10);
 const shift = (day: string, days: number) => new Date(Date.parse(`${day}T00:00:00Z`) + days * 86_400_000).toISOString().slice(0, 10);
 
 function day(raw: string | undefined, name: "from" | "to", fallback: string): string {
@@ -21,9 +21,9 @@ function day(raw: string | undefined, name: "from" | "to", fallback: string): st
 	return raw;
 }
 
-/** The range asked for: `to` defaults to today, `from` to 29 days before `to`. */
-export function statsRange(rawFrom: string | undefined, rawTo: string | undefined): { from: string; to: string } {
-	const to = day(rawTo, "to", today());
+/** The range asked for: `to` defaults to today (in `zone`), `from` to 29 days before `to`. */
+export function statsRange(rawFrom: string | undefined, rawTo: string | undefined, zone = "UTC"): { from: string; to: string } {
+	const to = day(rawTo, "to", localDay(zone, Date.now()));
 	const from = day(rawFrom, "from", shift(to, -29));
 	if (from > to) throw badRequest("from must not be after to.", { fields: ["from"] });
 	if (Date.parse(to) - Date.parse(from) > (MAX_DAYS - 1) * 86_400_000) {
@@ -34,9 +34,10 @@ export function statsRange(rawFrom: string | undefined, rawTo: string | undefine
 
 statsRoutes.get("/apps/:appid/stats", async (c) => {
 	const appid = c.req.param("appid");
-	const { from, to } = statsRange(c.req.query("from"), c.req.query("to"));
+	const app = await findApp(c.env.DB, appid);
+	if (!app) throw new ApiError(404, "app_not_found", "No app with that appid.");
+	const { from, to } = statsRange(c.req.query("from"), c.req.query("to"), app.timezone);
 	const campaignid = campaignFilter(c.req.query("campaignid"));
-	await requireAppId(c.env.DB, appid);
-	const { cells, top } = await readStats(c.env.DB, { appid, campaignid, from, to });
-	return c.json({ from, to, campaignid, ...shapeStats(cells, from, to), topreferrers: top });
+	const { cells, top } = await readStats(c.env.DB, { appid, campaignid, from, to, zone: app.timezone });
+	return c.json({ from, to, timezone: app.timezone, campaignid, ...shapeStats(cells, from, to), topreferrers: top });
 });

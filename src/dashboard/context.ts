@@ -34,5 +34,8 @@ export interface AppInfo {
 	emailsender: string | null;
 	webhooksecret: string;
 	defaultcampaignid: number | null;
+	frameorigin: string | null;
+	/** IANA time zone of the app's analytics days. */
+	timezone: string;
 	createdat: string;
 }

@@ -5,7 +5,15 @@
  * is dropped, so the blank group at the end of the form adds one when filled.
  */
 
+import { DEFAULT_VELOCITY_THRESHOLD, FRAUD_SIGNALS } from "../fraud/signals";
+
 export type FormValues = Record<string, string | File | (string | File)[]>;
+
+/** Every string value of a repeated field (checkboxes of one name). */
+const all = (form: FormValues, name: string): string[] => {
+	const value = form[name];
+	return (Array.isArray(value) ? value : [value]).filter((v): v is string => typeof v === "string");
+};
 
 const text = (form: FormValues, name: string): string => {
 	const value = form[name];
@@ -54,17 +62,37 @@ function groups(form: FormValues, prefix: string, key: string): number[] {
 	return found;
 }
 
-function json(raw: string, what: string, errors: string[]): unknown {
-	if (raw.trim() === "") return undefined;
-	try {
-		return JSON.parse(raw);
-	} catch {
-		errors.push(`${what} must be JSON.`);
-		return raw;
-	}
+/** A stored list-valued rule field as comma-separated text, or null when it is not a list of words (kept as set). */
+export function listText(value: unknown): string | null {
+	if (value === null || value === undefined || value === "") return "";
+	if (typeof value === "string" && !value.includes(",")) return value;
+	if (Array.isArray(value) && value.every((v) => typeof v === "string" && v.trim() !== "" && !v.includes(","))) return value.join(", ");
+	return null;
 }
 
-/** The campaign body of the admin API, and the errors the form itself can tell (bad JSON). */
+const words = (raw: string): string[] =>
+	raw
+		.split(",")
+		.map((w) => w.trim())
+		.filter((w) => w !== "");
+
+/** A list field back from the form: the comma-separated words, or the hidden structured value it kept (ListField). */
+function listValue(form: FormValues, name: string, what: string, errors: string[]): unknown[] | null {
+	const kept = text(form, `${name}_kept`);
+	if (kept) {
+		try {
+			const value: unknown = JSON.parse(kept);
+			return Array.isArray(value) ? value : [value];
+		} catch {
+			errors.push(`${what}: the kept value is not JSON; reload the page.`);
+			return null;
+		}
+	}
+	const list = words(text(form, name));
+	return list.length > 0 ? list : null;
+}
+
+/** The campaign body of the admin API, and the errors the form itself can tell. */
 export function campaignFromForm(form: FormValues): { body: Record<string, unknown>; errors: string[] } {
 	const errors: string[] = [];
 	const body: Record<string, unknown> = {};
@@ -74,6 +102,13 @@ export function campaignFromForm(form: FormValues): { body: Record<string, unkno
 	body.rewardtype = text(form, "rewardtype");
 	body.holddays = text(form, "holddays") || "0";
 	body.autoapprove = text(form, "autoapprove") === "on";
+	// Unticked checkboxes send nothing: the hidden `fraudsettings` tells "none ticked" from a form without the section.
+	if (text(form, "fraudsettings") === "1") {
+		const ticked = all(form, "suspicioussignals");
+		// Every signal ticked is the default (null), which also covers signals added later (docs/fraud.md).
+		body.suspicioussignals = FRAUD_SIGNALS.every((code) => ticked.includes(code)) ? null : ticked;
+		body.velocitythreshold = text(form, "velocitythreshold").trim() || String(DEFAULT_VELOCITY_THRESHOLD);
+	}
 	body.rewardrules = groups(form, "r", "eventname")
 		.filter((i) => text(form, `r${i}_eventname`).trim() !== "" && text(form, `r${i}_remove`) !== "on")
 		.map((i) => {
@@ -81,9 +116,13 @@ export function campaignFromForm(form: FormValues): { body: Record<string, unkno
 			for (const field of RULE_FIELDS) rule[field] = text(form, `r${i}_${field}`);
 			const ruleid = text(form, `r${i}_ruleid`);
 			if (ruleid) rule.ruleid = /^\d+$/.test(ruleid) ? Number(ruleid) : ruleid;
-			for (const numeric of ["rewardfrequency", "mintranvalue", "maxrewardamount"]) if (rule[numeric] === "") rule[numeric] = "0";
-			rule.categories = json(String(rule.categories), `Rule ${i + 1} categories`, errors) ?? null;
-			rule.inclusionsandexclusions = json(String(rule.inclusionsandexclusions), `Rule ${i + 1} inclusions and exclusions`, errors) ?? [];
+			for (const numeric of ["mintranvalue", "maxrewardamount"]) if (rule[numeric] === "") rule[numeric] = "0";
+			// An empty frequency takes the admin API's default for the rule.
+			if (rule.rewardfrequency === "") delete rule.rewardfrequency;
+			const categories = listValue(form, `r${i}_categories`, `Rule ${i + 1} categories`, errors);
+			rule.categories = categories;
+			rule.inclusionsandexclusions =
+				listValue(form, `r${i}_inclusionsandexclusions`, `Rule ${i + 1} inclusions and exclusions`, errors) ?? [];
 			return rule;
 		});
 	body.socialactions = groups(form, "s", "socialactionname")

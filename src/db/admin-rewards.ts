@@ -1,3 +1,7 @@
+import { z } from "zod";
+import { FRAUD_SIGNALS, type FraudSignal } from "../fraud/signals";
+import { parseStoredJson } from "./stored-json";
+
 /** Admin reads of the rewards projection (written by the ledgers' outbox). */
 
 export interface ProjectedRewardRow {
@@ -15,6 +19,42 @@ export interface ProjectedRewardRow {
 	friend_userkey: string | null;
 	created_at: string;
 	updated_at: string;
+	/** The reward's owner, and its referrer (who referred the owner), for the review queue. */
+	owner_email: string | null;
+	owner_name: string | null;
+	owner_referrer_userkey: string | null;
+	owner_referrer_email: string | null;
+	owner_referrer_name: string | null;
+	/** The friend of a referrer's reward. */
+	friend_email: string | null;
+	friend_name: string | null;
+	fraudsignals: string;
+}
+
+export interface PersonRef {
+	userkey: string;
+	email: string | null;
+	name: string | null;
+}
+
+const signalsJson = z.array(z.enum(FRAUD_SIGNALS));
+
+/** Who referred whom for one reward: a Friend reward's owner is the friend, a Referrer reward's owner the referrer. */
+export function rewardPeople(row: ProjectedRewardRow): {
+	friend: PersonRef | null;
+	referrer: PersonRef | null;
+	fraudsignals: FraudSignal[];
+} {
+	const owner = { userkey: row.userkey, email: row.owner_email, name: row.owner_name };
+	const friendOfReferrer = row.friend_userkey ? { userkey: row.friend_userkey, email: row.friend_email, name: row.friend_name } : null;
+	const referrerOfFriend = row.owner_referrer_userkey
+		? { userkey: row.owner_referrer_userkey, email: row.owner_referrer_email, name: row.owner_referrer_name }
+		: null;
+	return {
+		friend: row.usertype === "Friend" ? owner : friendOfReferrer,
+		referrer: row.usertype === "Friend" ? referrerOfFriend : owner,
+		fraudsignals: parseStoredJson("rewards", "fraudsignals", row.fraudsignals, signalsJson),
+	};
 }
 
 export interface RewardFilter {
@@ -32,23 +72,29 @@ export interface RewardFilter {
 
 /** Rewards of the app matching the filter, newest first. */
 export async function listRewards(db: D1Database, f: RewardFilter): Promise<ProjectedRewardRow[]> {
-	const where = ["appid = ?"];
+	const where = ["r.appid = ?"];
 	const args: (string | number)[] = [f.appid];
 	const add = (clause: string, ...values: (string | number)[]) => {
 		where.push(clause);
 		args.push(...values);
 	};
-	if (f.statuses.length > 0) add(`rewardstatus IN (${f.statuses.map(() => "?").join(", ")})`, ...f.statuses);
-	if (f.campaignid !== null) add("campaignid = ?", f.campaignid);
-	if (f.userkey !== null) add("userkey = ?", f.userkey);
-	if (f.from !== null) add("created_at >= ?", f.from);
-	if (f.to !== null) add("created_at < ?", f.to);
-	if (f.after !== null) add("(created_at, rewarddtlid) < (?, ?)", ...f.after);
+	if (f.statuses.length > 0) add(`r.rewardstatus IN (${f.statuses.map(() => "?").join(", ")})`, ...f.statuses);
+	if (f.campaignid !== null) add("r.campaignid = ?", f.campaignid);
+	if (f.userkey !== null) add("r.userkey = ?", f.userkey);
+	if (f.from !== null) add("r.created_at >= ?", f.from);
+	if (f.to !== null) add("r.created_at < ?", f.to);
+	if (f.after !== null) add("(r.created_at, r.rewarddtlid) < (?, ?)", ...f.after);
 	const { results } = await db
 		.prepare(
-			`SELECT rewarddtlid, userkey, campaignid, eventname, usertype, reward, rewardunit, rewardtype, rewardstatus, redeemed, comment,
-			 friend_userkey, created_at, updated_at FROM rewards WHERE ${where.join(" AND ")}
-			 ORDER BY created_at DESC, rewarddtlid DESC LIMIT ?`,
+			`SELECT r.rewarddtlid, r.userkey, r.campaignid, r.eventname, r.usertype, r.reward, r.rewardunit, r.rewardtype, r.rewardstatus,
+			 r.redeemed, r.comment, r.friend_userkey, r.created_at, r.updated_at, r.fraudsignals,
+			 o.email AS owner_email, o.name AS owner_name, p.userkey AS owner_referrer_userkey, p.email AS owner_referrer_email,
+			 p.name AS owner_referrer_name, f.email AS friend_email, f.name AS friend_name
+			 FROM rewards r
+			 LEFT JOIN users o ON o.userkey = r.userkey
+			 LEFT JOIN users p ON p.userid = o.referrer_userid
+			 LEFT JOIN users f ON f.userkey = r.friend_userkey
+			 WHERE ${where.join(" AND ")} ORDER BY r.created_at DESC, r.rewarddtlid DESC LIMIT ?`,
 		)
 		.bind(...args, f.limit)
 		.all<ProjectedRewardRow>();

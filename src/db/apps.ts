@@ -12,6 +12,8 @@ export interface App {
 	emailsender: string | null;
 	/** Origin allowed to frame the hosted referral page; null: the landing URL's origin. */
 	frameorigin: string | null;
+	/** IANA time zone of the app's analytics days (default UTC). */
+	timezone: string;
 	defaultCampaignId: number | null;
 	createdAt: string;
 	updatedAt: string;
@@ -27,6 +29,7 @@ interface AppRow {
 	webhookurl: string | null;
 	emailsender: string | null;
 	frameorigin: string | null;
+	timezone: string | null;
 	default_campaignid: number | null;
 	created_at: string;
 	updated_at: string;
@@ -42,6 +45,7 @@ const toApp = (row: AppRow): App => ({
 	webhookurl: row.webhookurl,
 	emailsender: row.emailsender,
 	frameorigin: row.frameorigin ?? null,
+	timezone: row.timezone ?? "UTC",
 	defaultCampaignId: row.default_campaignid,
 	createdAt: row.created_at,
 	updatedAt: row.updated_at,
@@ -95,7 +99,18 @@ export async function insertApp(db: D1Database, app: NewApp): Promise<void> {
 }
 
 export type AppChanges = Partial<
-	Pick<App, "name" | "landingurl" | "webhookurl" | "emailsender" | "frameorigin" | "privatekeyHash" | "webhookSecret" | "defaultCampaignId">
+	Pick<
+		App,
+		| "name"
+		| "landingurl"
+		| "webhookurl"
+		| "emailsender"
+		| "frameorigin"
+		| "timezone"
+		| "privatekeyHash"
+		| "webhookSecret"
+		| "defaultCampaignId"
+	>
 >;
 
 const APP_COLUMNS: Record<keyof AppChanges, string> = {
@@ -104,6 +119,7 @@ const APP_COLUMNS: Record<keyof AppChanges, string> = {
 	webhookurl: "webhookurl",
 	emailsender: "emailsender",
 	frameorigin: "frameorigin",
+	timezone: "timezone",
 	privatekeyHash: "privatekey_hash",
 	webhookSecret: "webhook_secret",
 	defaultCampaignId: "default_campaignid",

@@ -64,7 +64,7 @@ function uniqueClick(
 	return [
 		...(claim ? [claim] : []),
 		countClick(db, code, day, mark),
-		clickCounter(db, code, day, mark),
+		clickCounter(db, code, now, mark),
 		logClick(db, code, now, iphash, useragent, mark),
 	];
 }
@@ -90,11 +90,10 @@ export async function recordLinkRequest(
 	request: { code: string; host: string; at: Date; click: PersonClick | null },
 ): Promise<{ codeKnown: boolean; landingurl: string | null }> {
 	const { code, host, at, click } = request;
-	const day = at.toISOString().slice(0, 10);
 	const [owner, domainApp] = await db.batch<{ landingurl: string | null }>([
 		codeOwnerLookup(db, code),
 		db.prepare("SELECT a.landingurl FROM campaigns c JOIN apps a ON a.appid = c.appid WHERE c.customdomain = ? LIMIT 1").bind(host),
-		requestCounter(db, code, day),
+		requestCounter(db, code, at.toISOString()),
 		...(click ? uniqueClick(db, { code, at, ...click }) : []),
 	]);
 	const known = owner?.results[0];

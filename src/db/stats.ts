@@ -1,24 +1,30 @@
+import { localDayStart, type OffsetSegment, offsetSegments, slotOf } from "../domain/time-zone";
 import { fromHundredths } from "../rewards/money";
 import { rowsOf } from "./rows";
 import { type ClickMark, markWon } from "./unique-clicks";
 
 /**
- * Daily counters of the dashboard's analytics (migration 0006). Each hook is
- * one statement (or two) batched into the D1 transaction of the change it
+ * Counters of the dashboard's analytics, per UTC quarter hour (`stats_slots`,
+ * migration 0013, so days can be counted in the app's time zone). Each hook
+ * is one statement (or two) batched into the D1 transaction of the change it
  * counts, and guarded by that change, so a retried or refused call counts
  * nothing and a counted change is never missed.
  */
 
-const BUMP = "ON CONFLICT (appid, day, campaignid, metric, unit) DO UPDATE SET value = value + excluded.value";
+const BUMP = "ON CONFLICT (appid, slot, campaignid, metric, unit) DO UPDATE SET value = value + excluded.value";
+const INTO = "INSERT INTO stats_slots (appid, campaignid, slot, metric, unit, value)";
+
+/** SQL: the quarter-hour slot of an ISO timestamp column (as domain/time-zone.ts slotOf). */
+const slotSql = (column: string) => `substr(${column}, 1, 14) || printf('%02d', (CAST(substr(${column}, 15, 2) AS INTEGER) / 15) * 15)`;
 
 /** register / invokeoutreach: counts the user `userkey` (and its referral) only if this batch inserted it. */
 export function signupCounters(db: D1Database, userkey: string): D1PreparedStatement {
 	return db
 		.prepare(
-			`INSERT INTO stats_daily (appid, campaignid, day, metric, unit, value)
-			 SELECT appid, campaignid, substr(created_at, 1, 10), 'signups', '', 1 FROM users WHERE userkey = ?1
+			`${INTO}
+			 SELECT appid, campaignid, ${slotSql("created_at")}, 'signups', '', 1 FROM users WHERE userkey = ?1
 			 UNION ALL
-			 SELECT appid, campaignid, substr(created_at, 1, 10), 'referred_signups', '', 1 FROM users
+			 SELECT appid, campaignid, ${slotSql("created_at")}, 'referred_signups', '', 1 FROM users
 			 WHERE userkey = ?1 AND referrer_userid IS NOT NULL ${BUMP}`,
 		)
 		.bind(userkey);
@@ -28,30 +34,30 @@ export function signupCounters(db: D1Database, userkey: string): D1PreparedState
 export function lateAttributionCounter(db: D1Database, attributionId: string): D1PreparedStatement {
 	return db
 		.prepare(
-			`INSERT INTO stats_daily (appid, campaignid, day, metric, unit, value)
-			 SELECT appid, campaignid, substr(attributed_at, 1, 10), 'referred_signups', '', 1 FROM users WHERE attribution_id = ?1 ${BUMP}`,
+			`${INTO}
+			 SELECT appid, campaignid, ${slotSql("attributed_at")}, 'referred_signups', '', 1 FROM users WHERE attribution_id = ?1 ${BUMP}`,
 		)
 		.bind(attributionId);
 }
 
-/** A share-link click on `code` (UTC `day`), counted on the code owner's app and campaign when it is the client's first in the window. */
-export function clickCounter(db: D1Database, code: string, day: string, mark: ClickMark): D1PreparedStatement {
+/** A share-link click on `code` at `at` (ISO), counted on the code owner's app and campaign when it is the client's first in the window. */
+export function clickCounter(db: D1Database, code: string, at: string, mark: ClickMark): D1PreparedStatement {
 	return db
 		.prepare(
-			`INSERT INTO stats_daily (appid, campaignid, day, metric, unit, value)
+			`${INTO}
 			 SELECT appid, campaignid, ?2, 'clicks', '', 1 FROM users WHERE referralcode = ?1 AND ${markWon("?3", "?4")} ${BUMP}`,
 		)
-		.bind(code, day, mark.clientkey, mark.token);
+		.bind(code, slotOf(at), mark.clientkey, mark.token);
 }
 
 /** Any share-link request on `code` (bots, HEAD and repeats included): the raw `requests` next to the unique `clicks`. */
-export function requestCounter(db: D1Database, code: string, day: string): D1PreparedStatement {
+export function requestCounter(db: D1Database, code: string, at: string): D1PreparedStatement {
 	return db
 		.prepare(
-			`INSERT INTO stats_daily (appid, campaignid, day, metric, unit, value)
+			`${INTO}
 			 SELECT appid, campaignid, ?2, 'requests', '', 1 FROM users WHERE referralcode = ?1 ${BUMP}`,
 		)
-		.bind(code, day);
+		.bind(code, slotOf(at));
 }
 
 /** A friend's move to Converted, only when the conversion `conversionId` happened in this batch. */
@@ -59,8 +65,8 @@ export function conversionCounters(db: D1Database, conversionId: string): D1Prep
 	return [
 		db
 			.prepare(
-				`INSERT INTO stats_daily (appid, campaignid, day, metric, unit, value)
-				 SELECT appid, campaignid, substr(updated_at, 1, 10), 'conversions', '', 1 FROM users WHERE conversion_id = ?1 ${BUMP}`,
+				`${INTO}
+				 SELECT appid, campaignid, ${slotSql("updated_at")}, 'conversions', '', 1 FROM users WHERE conversion_id = ?1 ${BUMP}`,
 			)
 			.bind(conversionId),
 		db
@@ -79,38 +85,49 @@ export interface ProjectedReward {
 	campaignid: number;
 	rewardunit: string;
 	amount: number;
+	/** What refunds took back (reversal.ts). */
+	reversed: number;
+	status: string;
 	redeemed: number;
 	version: number;
 	created_at: string;
 	updated_at: string;
 }
 
+/** What a reward has earned: its amount less what was reversed, nothing once Rejected (a full reversal rejects it too). */
+const earned = (row: ProjectedReward) => (row.status === "Rejected" ? 0 : fromHundredths(row.amount - row.reversed));
+
 /**
  * Batched just BEFORE the reward's projection upsert: counts the reward when
- * the projection does not hold it yet, and the redeemed amount it gained
- * since the projected version. A replayed or stale flush counts nothing.
+ * the projection does not hold it yet; moves the earned amount (on the
+ * reward's creation slot) by what changed since the projected version, so a
+ * rejection or a refund takes it back out; and counts the redeemed amount it
+ * gained. A replayed or stale flush counts nothing.
  */
 export function rewardCounters(db: D1Database, appid: string, userkey: string, row: ProjectedReward): D1PreparedStatement {
 	const rewarddtlid = `${userkey}-${row.seq}`;
 	const isNew = "NOT EXISTS (SELECT 1 FROM rewards WHERE rewarddtlid = ?1)";
-	const gained = "(?7 - COALESCE((SELECT redeemed FROM rewards WHERE rewarddtlid = ?1), 0))";
+	const newer = "?9 > COALESCE((SELECT version FROM rewards WHERE rewarddtlid = ?1), -1)";
+	// The projection stores the reward's worth after refunds (db/projection.ts), so what it counted as earned is readable there.
+	const gainedEarned =
+		"(?6 - COALESCE((SELECT CASE WHEN rewardstatus = 'Rejected' THEN 0 ELSE reward END FROM rewards WHERE rewarddtlid = ?1), 0))";
+	const gainedRedeemed = "(?7 - COALESCE((SELECT redeemed FROM rewards WHERE rewarddtlid = ?1), 0))";
 	return db
 		.prepare(
-			`INSERT INTO stats_daily (appid, campaignid, day, metric, unit, value)
+			`${INTO}
 			 SELECT ?2, ?3, ?4, 'rewards_created', '', 1 WHERE ${isNew}
-			 UNION ALL SELECT ?2, ?3, ?4, 'reward_amount', ?5, ?6 WHERE ${isNew}
-			 UNION ALL SELECT ?2, ?3, ?8, 'redeemed', ?5, ${gained}
-			 WHERE ${gained} <> 0 AND ?9 > COALESCE((SELECT version FROM rewards WHERE rewarddtlid = ?1), -1) ${BUMP}`,
+			 UNION ALL SELECT ?2, ?3, ?4, 'reward_amount', ?5, ${gainedEarned} WHERE ${gainedEarned} <> 0 AND ${newer}
+			 UNION ALL SELECT ?2, ?3, ?8, 'redeemed', ?5, ${gainedRedeemed} WHERE ${gainedRedeemed} <> 0 AND ${newer} ${BUMP}`,
 		)
 		.bind(
 			rewarddtlid,
 			appid,
 			row.campaignid,
-			row.created_at.slice(0, 10),
+			slotOf(row.created_at),
 			row.rewardunit,
-			fromHundredths(row.amount),
+			earned(row),
 			fromHundredths(row.redeemed),
-			row.updated_at.slice(0, 10),
+			slotOf(row.updated_at),
 			row.version,
 		);
 }
@@ -118,13 +135,16 @@ export function rewardCounters(db: D1Database, appid: string, userkey: string, r
 export interface StatsQuery {
 	appid: string;
 	campaignid: number | null;
-	/** Inclusive UTC days, YYYY-MM-DD. */
+	/** Inclusive local days, YYYY-MM-DD, of the IANA time zone `zone`. */
 	from: string;
 	to: string;
+	zone: string;
 }
 
 export interface StatsCell {
+	/** The local day of the app's zone. */
 	day: string;
+	campaignid: number;
 	metric: string;
 	unit: string;
 	value: number;
@@ -138,16 +158,43 @@ export interface TopReferrer {
 	conversions: number;
 }
 
-/** The counters of a range and its top referrers: one D1 round trip, two indexed range reads. */
+const utcDay = (t: number) => new Date(t).toISOString().slice(0, 10);
+
+/**
+ * The counters of a range of local days, per day and campaign, and its top
+ * referrers: one D1 round trip, two indexed range reads. Each slot becomes
+ * its local day in SQL, by the offset of the segment it falls in (a CASE of
+ * a few branches: one per daylight-saving change in the range). Top
+ * referrers are counted per UTC day (stats_referrer_daily): the UTC days the
+ * range overlaps.
+ */
 export async function readStats(db: D1Database, q: StatsQuery): Promise<{ cells: StatsCell[]; top: TopReferrer[] }> {
+	const start = localDayStart(q.zone, q.from);
+	const end = localDayStart(q.zone, utcDay(Date.parse(`${q.to}T00:00:00Z`) + 86_400_000));
+	const segments = offsetSegments(q.zone, start, end);
+	const args: (string | number | null)[] = [
+		q.appid,
+		slotOf(new Date(start).toISOString()),
+		slotOf(new Date(end).toISOString()),
+		q.campaignid,
+	];
+	const param = (value: string) => {
+		args.push(value);
+		return `?${args.length}`;
+	};
+	const localDay = (segment: OffsetSegment) => `substr(datetime(slot || ':00', ${param(`${segment.offsetMinutes} minutes`)}), 1, 10)`;
+	const [first, ...later] = segments;
+	const branches = later.reverse().map((segment) => `WHEN slot >= ${param(segment.from)} THEN ${localDay(segment)}`);
+	const day =
+		branches.length > 0 ? `CASE ${branches.join(" ")} ELSE ${first ? localDay(first) : "NULL"} END` : first ? localDay(first) : "NULL";
 	const [cells, top] = await db.batch([
 		db
 			.prepare(
-				`SELECT day, metric, unit, SUM(value) AS value FROM stats_daily
-				 WHERE appid = ?1 AND day >= ?2 AND day <= ?3 AND (?4 IS NULL OR campaignid = ?4)
-				 GROUP BY day, metric, unit ORDER BY day`,
+				`SELECT ${day} AS day, campaignid, metric, unit, SUM(value) AS value FROM stats_slots
+				 WHERE appid = ?1 AND slot >= ?2 AND slot < ?3 AND (?4 IS NULL OR campaignid = ?4)
+				 GROUP BY 1, campaignid, metric, unit ORDER BY 1`,
 			)
-			.bind(q.appid, q.from, q.to, q.campaignid),
+			.bind(...args),
 		db
 			.prepare(
 				`SELECT u.userkey, u.email, u.name, u.referralcode, t.conversions FROM (
@@ -156,7 +203,7 @@ export async function readStats(db: D1Database, q: StatsQuery): Promise<{ cells:
 				   GROUP BY referrer_userid ORDER BY conversions DESC, referrer_userid LIMIT 10
 				 ) t JOIN users u ON u.userid = t.referrer_userid ORDER BY t.conversions DESC, u.userid`,
 			)
-			.bind(q.appid, q.from, q.to, q.campaignid),
+			.bind(q.appid, utcDay(start), utcDay(end - 1), q.campaignid),
 	]);
 	return {
 		cells: rowsOf<StatsCell>(cells),

@@ -2,6 +2,8 @@
 
 export interface Cell {
 	day: string;
+	/** Absent in cells summed over campaigns. */
+	campaignid?: number;
 	metric: string;
 	unit: string;
 	value: number;
@@ -15,7 +17,7 @@ export interface DayStats {
 	referredsignups: number;
 	conversions: number;
 	rewardscreated: number;
-	/** Reward amount created, per unit. */
+	/** Reward amount earned, per unit: rejected rewards and refunded amounts are not counted (db/stats.ts). */
 	rewardamount: Record<string, number>;
 	/** Amount redeemed, per unit. */
 	redeemed: Record<string, number>;
@@ -69,6 +71,21 @@ function add(into: DayStats, cell: Cell): void {
 	}
 }
 
+/** A funnel step's rate: the share of the previous step that made it, null when the previous step is empty. */
+const rate = (part: number, whole: number) => (whole > 0 ? Math.round((part / whole) * 1000) / 1000 : null);
+
+/** Clicks → referred sign-ups → conversions, with the rate of each step. */
+export function funnelOf(d: Pick<DayStats, "clicks" | "referredsignups" | "conversions">) {
+	return {
+		clicks: d.clicks,
+		signups: d.referredsignups,
+		conversions: d.conversions,
+		signuprate: rate(d.referredsignups, d.clicks),
+		conversionrate: rate(d.conversions, d.referredsignups),
+		clickconversionrate: rate(d.conversions, d.clicks),
+	};
+}
+
 /**
  * One row per day of the range (zeros where nothing happened), the totals,
  * the referred share of signups (null without signups), and the raw
@@ -80,7 +97,15 @@ export function shapeStats(cells: Cell[], from: string, to: string) {
 	const byDay = new Map(range.map((day) => [day, emptyDay(day)]));
 	const requests = new Map(range.map((day) => [day, 0]));
 	const totals = emptyDay("total");
+	const perCampaign = new Map<number, DayStats>();
+	const units = new Set<string>();
 	for (const cell of cells) {
+		if (cell.metric === "reward_amount" || cell.metric === "redeemed") units.add(cell.unit);
+		if (cell.campaignid !== undefined && byDay.has(cell.day)) {
+			const campaign = perCampaign.get(cell.campaignid) ?? emptyDay("total");
+			perCampaign.set(cell.campaignid, campaign);
+			add(campaign, cell);
+		}
 		const day = byDay.get(cell.day);
 		if (!day) continue;
 		if (cell.metric === "requests") requests.set(cell.day, (requests.get(cell.day) ?? 0) + cell.value);
@@ -94,5 +119,11 @@ export function shapeStats(cells: Cell[], from: string, to: string) {
 		totals: totalNumbers,
 		referredshare: totals.signups > 0 ? round2(totals.referredsignups / totals.signups) : null,
 		requests: { total: requestDays.reduce((sum, d) => sum + d.requests, 0), days: requestDays },
+		/** Every unit with an amount in the range, sorted: one column each in tables and the CSV. */
+		units: [...units].sort(),
+		funnel: funnelOf(totals),
+		campaigns: [...perCampaign]
+			.sort(([a], [b]) => a - b)
+			.map(([campaignid, c]) => ({ campaignid, ...funnelOf(c), rewardamount: c.rewardamount })),
 	};
 }

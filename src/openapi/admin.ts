@@ -190,7 +190,7 @@ export const adminApi: AdminRoute[] = [
 	{
 		method: "get",
 		path: "/apps/{appid}/rewards",
-		summary: "Rewards across the app, newest first (from the D1 projection)",
+		summary: "Rewards across the app, newest first (from the D1 projection), with friend, referrer and fraud signals",
 		query: {
 			...page,
 			status: z.string().optional(),
@@ -213,7 +213,8 @@ export const adminApi: AdminRoute[] = [
 	{
 		method: "get",
 		path: "/apps/{appid}/stats",
-		summary: "Per-day unique clicks, signups, conversions, rewards and redemptions, totals, top referrers, and raw share-link requests",
+		summary:
+			"Per local day of the app's timezone: unique clicks, signups, conversions, rewards, amounts earned (rejected and refunded left out) and redeemed per unit, totals, the funnel per campaign, top referrers, and raw share-link requests",
 		query: { campaignid: z.number().int().optional(), from: z.string().optional(), to: z.string().optional() },
 		status: 200,
 		response: z.looseObject({ from: z.string(), to: z.string() }),

@@ -122,7 +122,8 @@ describe("dashboard pages", { timeout: 30_000 }, () => {
 		const csv = await fetchPage(`${base}/analytics.csv`, { headers: { cookie } });
 		expect(csv.headers.get("content-type")).toContain("text/csv");
 		const lines = (await csv.text()).trim().split("\r\n");
-		expect(lines[0]).toBe("day,clicks,signups,referred_signups,conversions,rewards_created,reward_amount,redeemed");
+		// No reward yet, so no currency column (one reward_amount_<unit> and redeemed_<unit> column per unit with amounts).
+		expect(lines[0]).toBe("day,clicks,signups,referred_signups,conversions,rewards_created");
 		expect(lines.at(-1)).toMatch(new RegExp(`^${new Date().toISOString().slice(0, 10)},0,2,1,`));
 		expect((await fetchPage(`/dashboard/apps/app_missing`, { headers: { cookie } })).status).toBe(404);
 		expect((await fetchPage("/dashboard/static/app.css")).headers.get("content-type")).toContain("text/css");
@@ -223,8 +224,10 @@ describe("dashboard pages", { timeout: 30_000 }, () => {
 	it("shows the private key once at app creation", async () => {
 		const { cookie, csrf } = await signIn();
 		const res = await post("/dashboard/apps", cookie, { _csrf: csrf, name: "From the browser", landingurl: "https://x.example.com" });
-		expect(res.status).toBe(201);
-		const html = await res.text();
+		// Post/redirect/get: the keys page is a GET, shown once (test/dashboard/campaign-form.integration.test.ts covers the reload).
+		expect(res.status).toBe(303);
+		const keys = await fetchPage(res.headers.get("location") ?? "", { headers: { cookie: `${cookie}; ${cookieOf(res, "dash_secret")}` } });
+		const html = await keys.text();
 		const key = /data-testid="privatekey">([^<]+)</.exec(html)?.[1];
 		expect(key).toBeTruthy();
 		const { apps } = (await admin("GET", "/apps")).body;

@@ -1,8 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { niceMax, points } from "../../src/dashboard/chart";
-import { campaignFromForm, couponsFromText, csvCell, splitCsvLine } from "../../src/dashboard/forms";
+import { campaignFromForm, couponsFromText, csvCell, listText, splitCsvLine } from "../../src/dashboard/forms";
 import { statsCsv } from "../../src/dashboard/pages/analytics";
 import { daysBetween, shapeStats } from "../../src/domain/stats";
+import { FRAUD_SIGNALS } from "../../src/fraud/signals";
 
 describe("campaignFromForm", () => {
 	it("maps numbered rule and action groups, drops blank and removed ones, keeps rule ids", () => {
@@ -15,7 +16,7 @@ describe("campaignFromForm", () => {
 			r0_eventname: "Signup",
 			r0_reward: "10",
 			r0_rewardfrequency: "",
-			r0_categories: '{"a":1}',
+			r0_categories: "shoes, hats ,",
 			r0_inclusionsandexclusions: "",
 			r1_eventname: "Gone",
 			r1_remove: "on",
@@ -27,16 +28,34 @@ describe("campaignFromForm", () => {
 		expect(errors).toEqual([]);
 		expect(body).toMatchObject({ campaignname: "C", holddays: "0", autoapprove: true, campaignstartdate: "2026-03-01T10:00:00Z" });
 		expect(body.rewardrules).toEqual([
-			expect.objectContaining({ ruleid: 7, eventname: "Signup", rewardfrequency: "0", categories: { a: 1 }, inclusionsandexclusions: [] }),
+			expect.objectContaining({ ruleid: 7, eventname: "Signup", categories: ["shoes", "hats"], inclusionsandexclusions: [] }),
 		]);
 		expect(body.socialactions).toEqual([expect.objectContaining({ socialactionname: "Mail", displayorder: "0" })]);
 		expect(campaignFromForm({ campaignname: "C" }).body.autoapprove).toBe(false);
 	});
 
-	it("reports JSON it cannot read", () => {
-		expect(campaignFromForm({ r0_eventname: "x", r0_inclusionsandexclusions: "[oops" }).errors).toEqual([
-			"Rule 1 inclusions and exclusions must be JSON.",
-		]);
+	it("leaves an empty frequency to the admin API's default", () => {
+		const { body } = campaignFromForm({ r0_eventname: "Signup", r0_rewardfrequency: "" });
+		expect(body.rewardrules).toEqual([expect.not.objectContaining({ rewardfrequency: expect.anything() })]);
+	});
+
+	it("keeps a structured list value it does not edit, and shows lists of words as text", () => {
+		const kept = [{ sku: "A-1", exclude: true }];
+		const { body, errors } = campaignFromForm({ r0_eventname: "x", r0_inclusionsandexclusions_kept: JSON.stringify(kept) });
+		expect(errors).toEqual([]);
+		expect(body.rewardrules).toEqual([expect.objectContaining({ inclusionsandexclusions: kept, categories: null })]);
+		expect(listText(["a", "b"])).toBe("a, b");
+		expect(listText(null)).toBe("");
+		expect(listText(kept)).toBeNull();
+		expect(listText(["a,b"])).toBeNull();
+	});
+
+	it("reads the fraud settings: ticked signals, all of them as the default, the velocity threshold", () => {
+		const some = campaignFromForm({ fraudsettings: "1", suspicioussignals: ["same_ip", "velocity"], velocitythreshold: "5" }).body;
+		expect(some).toMatchObject({ suspicioussignals: ["same_ip", "velocity"], velocitythreshold: "5" });
+		expect(campaignFromForm({ fraudsettings: "1" }).body.suspicioussignals).toEqual([]);
+		expect(campaignFromForm({ fraudsettings: "1", suspicioussignals: [...FRAUD_SIGNALS] }).body.suspicioussignals).toBeNull();
+		expect(campaignFromForm({}).body).not.toHaveProperty("suspicioussignals");
 	});
 });
 
@@ -76,7 +95,17 @@ describe("stats shaping", () => {
 		expect(stats.totals).toMatchObject({ signups: 4, referredsignups: 1, rewardamount: { USD: 0.3 } });
 		expect(stats.referredshare).toBe(0.25);
 		expect(shapeStats([], "2026-01-01", "2026-01-01").referredshare).toBeNull();
-		expect(statsCsv(stats).split("\r\n")[3]).toBe("2026-03-01,0,0,0,0,0,0.3 USD,");
+		const cells = [
+			{ day: "2026-03-01", metric: "reward_amount", unit: "EUR", value: 2 },
+			{ day: "2026-03-01", metric: "reward_amount", unit: "USD", value: 0.3 },
+			{ day: "2026-02-28", metric: "redeemed", unit: "USD", value: 1 },
+		];
+		const csv = statsCsv(shapeStats(cells, "2026-02-27", "2026-03-01")).split("\r\n");
+		expect(csv[0]).toBe(
+			"day,clicks,signups,referred_signups,conversions,rewards_created,reward_amount_EUR,reward_amount_USD,redeemed_EUR,redeemed_USD",
+		);
+		expect(csv[2]).toBe("2026-02-28,0,0,0,0,0,0,0,0,1");
+		expect(csv[3]).toBe("2026-03-01,0,0,0,0,0,2,0.3,0,0");
 	});
 });
 

@@ -48,6 +48,13 @@ async function waitFor<T>(what: string, probe: () => Promise<T | undefined | nul
 	}
 }
 
+/** An admin API read with the service's admin token. */
+async function admin(path: string) {
+	const res = await fetch(`${service.base}/admin/v1${path}`, { headers: { authorization: `Bearer ${service.adminToken}` } });
+	expect(res.status).toBe(200);
+	return (await res.json()) as Record<string, any>;
+}
+
 const go = async (path: string) => {
 	const res = await page.goto(`${service.base}${path}`, { waitUntil: "domcontentloaded" });
 	return res?.status() ?? 0;
@@ -75,6 +82,7 @@ describe("dashboard in a browser", () => {
 	let appid = "";
 	const keys = { apikey: "", privatekey: "" };
 	let rewardId = "";
+	let friendKey = "";
 
 	it("refuses a wrong token, then signs in with the admin token", async () => {
 		expect(await go("/dashboard")).toBe(200); // redirected to the sign-in form
@@ -103,18 +111,38 @@ describe("dashboard in a browser", () => {
 		visited.push(["app", `/dashboard/apps/${appid}`]);
 	});
 
-	it("creates a campaign with a rule through the form", async () => {
+	it("creates a campaign with two rules, a fraud setting and reward type 'referrer only' through the form", async () => {
 		await go(`/dashboard/apps/${appid}/campaigns/new`);
 		visited.push(["campaign-new", `/dashboard/apps/${appid}/campaigns/new`]);
 		await page.type("#f-campaignname", "Give $10");
 		await page.type("#f-terms", "Be nice.");
 		await page.type("#f-r0_eventname", "Signup");
 		await page.type("#f-r0_reward", "10");
+		// A second rule in the same save: the form offers several blank rows.
+		await page.select("#f-r1_rewardusertype", "Friend");
+		await page.type("#f-r1_eventname", "Signup");
+		await page.type("#f-r1_reward", "5");
+		// Velocity only flags from now on; the shared phone below still holds the reward for review.
+		await page.click("input[name=suspicioussignals][value=velocity]");
+		// The option is picked by its label, as an operator would; the test then checks what was stored.
+		const referrerOnly = await page.$$eval("#f-rewardtype option", (options) =>
+			options.filter((o) => o.textContent?.includes("referrer only")).map((o) => (o as HTMLOptionElement).value),
+		);
+		expect(referrerOnly).toHaveLength(1);
+		await page.select("#f-rewardtype", referrerOnly[0] as string);
 		await submit("form.grid button[type=submit]");
 		expect(await page.$eval("[role=status]", (e) => e.textContent)).toContain("Campaign created");
 		const campaignPath = new URL(page.url()).pathname;
 		expect(campaignPath).toMatch(/\/campaigns\/\d+$/);
 		expect(await page.$eval("#f-r0_eventname", (e) => (e as HTMLInputElement).value)).toBe("Signup");
+		expect(await page.$eval("#f-r1_eventname", (e) => (e as HTMLInputElement).value)).toBe("Signup");
+		expect(await page.$eval("#f-rewardtype option:checked", (e) => e.textContent)).toContain("referrer only");
+		const stored = await admin(campaignPath.replace("/dashboard", ""));
+		// The stored value the rules engine reads (rewards/rules.ts rewardTypeAllows): 1 pays the referrer only.
+		expect(stored).toMatchObject({ rewardtype: 1, velocitythreshold: 20 });
+		expect(stored.suspicioussignals).not.toContain("velocity");
+		expect(stored.suspicioussignals).toContain("same_phone");
+		expect(stored.rewardrules.map((r: { rewardusertype: string }) => r.rewardusertype)).toEqual(["Referrer", "Friend"]);
 		visited.push(["campaign-edit", campaignPath], ["campaigns", `/dashboard/apps/${appid}/campaigns`]);
 	});
 
@@ -153,12 +181,25 @@ describe("dashboard in a browser", () => {
 		});
 		const row = await page.$eval(`input[value="${rewardId}"]`, (e) => e.closest("tr")?.textContent ?? "");
 		expect(row).toContain("Suspicious");
-		await page.click(`input[value="${rewardId}"]`);
+		// Who referred whom: the friend's email beside the referrer's, and why the reward is held.
+		expect(row).toContain("ann.twin@example.com");
+		expect(row).toContain("ann@example.com");
+		expect(row).toContain("same_phone");
+		// Reward type 1 (referrer only): the friend's rule paid nothing.
+		expect((await api("checkrewardstatus", { ...creds, rewarddtlid: `${friend.userkey}-1` })).success).toBe(false);
+		// Keyboard: the row's checkbox is reached and ticked with the space bar.
+		await page.focus(`input[value="${rewardId}"]`);
+		await page.keyboard.press("Space");
+		expect(await page.$eval(`input[value="${rewardId}"]`, (e) => (e as HTMLInputElement).checked)).toBe(true);
 		await page.type("#f-message", "Same household, checked by phone");
 		await submit("button[value=Approved]");
 		expect(await page.$eval("[role=status]", (e) => e.textContent)).toContain("Approved 1 reward(s)");
+		// Post/redirect/get to a fresh queue: the approved reward is gone from it at once.
+		expect(new URL(page.url()).pathname).toBe(review);
+		expect(await page.$(`input[name=ids][value="${rewardId}"]`)).toBeNull();
 		const status = await api("checkrewardstatus", { ...creds, rewarddtlid: rewardId });
 		expect(status).toMatchObject({ rewardstatus: "Approved", comment: "Same household, checked by phone" });
+		friendKey = friend.userkey;
 	});
 
 	it("shows the day's signups in analytics", async () => {
@@ -174,6 +215,38 @@ describe("dashboard in a browser", () => {
 		expect(await page.evaluate(() => document.activeElement?.textContent?.trim())).toBe("Skip to content");
 		await page.keyboard.press("Enter");
 		expect(new URL(page.url()).hash).toBe("#main");
+	});
+
+	it("counts the day in the app's time zone, set in the app's settings", async () => {
+		// A zone whose date differs from UTC's right now: UTC+14 from 10:00 UTC, else UTC-11.
+		const zone = new Date().getUTCHours() >= 10 ? "Pacific/Kiritimati" : "Pacific/Pago_Pago";
+		const local = new Intl.DateTimeFormat("en-CA", { timeZone: zone, year: "numeric", month: "2-digit", day: "2-digit" }).format(
+			new Date(),
+		);
+		expect(local).not.toBe(today());
+		await go(`/dashboard/apps/${appid}`);
+		await page.$eval("#f-timezone", (e) => {
+			(e as HTMLInputElement).value = "";
+		});
+		await page.type("#f-timezone", zone);
+		await submit("form[aria-labelledby=settings] button[type=submit]");
+		expect(await page.$eval("[role=status]", (e) => e.textContent)).toContain("Settings saved");
+		const creds = { apikey: keys.apikey, privatekey: keys.privatekey };
+		const purchase = await api("registerconversionevent", {
+			...creds,
+			userkey: friendKey,
+			eventname: "Purchase",
+			customid: "3",
+			transactionvalue: "20",
+			growthhack: "SaaS_Referrals",
+		});
+		expect(purchase.success).toBe(true);
+		await go(`/dashboard/apps/${appid}/analytics`);
+		expect(await page.$eval("[data-testid=timezone]", (e) => e.textContent)).toContain(zone);
+		const row = await page.$eval(`tr[data-day="${local}"]`, (tr) => [...tr.querySelectorAll("td")].map((td) => td.textContent));
+		// Day, unique clicks, signups, referred, conversions: today's sign-ups and the conversion on the local day.
+		expect(row.slice(0, 5)).toEqual([local, "0", "2", "1", "1"]);
+		expect(await page.$eval('tr[data-funnel="all"]', (tr) => tr.textContent)).toContain("100%");
 	});
 
 	it("answers 403 to a form POST without the CSRF token", async () => {

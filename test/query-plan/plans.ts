@@ -36,6 +36,7 @@ export const GROWING_TABLES: Record<Engine, readonly string[]> = {
 		"link_click_log",
 		"privacy_log",
 		"stats_daily",
+		"stats_slots",
 		"stats_referrer_daily",
 		"admin_sessions",
 		"link_click_seen",

@@ -5,7 +5,11 @@ import { csvCell } from "../forms";
 import { Field, Page, Select, Table } from "../layout";
 import { loadApp } from "./apps";
 
-/** Analytics: clicks → signups → conversions → rewards per day, as a chart and a table, top referrers, CSV export. */
+/**
+ * Analytics: clicks → signups → conversions → rewards per local day of the
+ * app's time zone, as a chart and a table, the funnel per campaign, top
+ * referrers, CSV export. Amounts are per currency, one column each.
+ */
 
 type Values = Record<string, any>;
 
@@ -23,9 +27,21 @@ function statsQuery(c: DashContext): URLSearchParams {
 	return qs;
 }
 
-/** The stats as CSV, one row per day (amounts as "10 USD; 3 EUR"). */
+const percent = (r: number | null) => (r === null ? "–" : `${Math.round(r * 1000) / 10}%`);
+
+/** The stats as CSV, one row per local day; amounts one column per currency (`reward_amount_USD`, `redeemed_EUR`). */
 export function statsCsv(stats: Values): string {
-	const head = ["day", "clicks", "signups", "referred_signups", "conversions", "rewards_created", "reward_amount", "redeemed"];
+	const unitList: string[] = stats.units ?? [];
+	const head = [
+		"day",
+		"clicks",
+		"signups",
+		"referred_signups",
+		"conversions",
+		"rewards_created",
+		...unitList.map((u) => `reward_amount_${u}`),
+		...unitList.map((u) => `redeemed_${u}`),
+	];
 	const rows = stats.days.map((d: Values) =>
 		[
 			d.day,
@@ -34,13 +50,42 @@ export function statsCsv(stats: Values): string {
 			d.referredsignups,
 			d.conversions,
 			d.rewardscreated,
-			units(d.rewardamount).replace(/, /g, "; "),
-			units(d.redeemed).replace(/, /g, "; "),
+			...unitList.map((u) => d.rewardamount[u] ?? 0),
+			...unitList.map((u) => d.redeemed[u] ?? 0),
 		]
 			.map(csvCell)
 			.join(","),
 	);
 	return `${[head.join(","), ...rows].join("\r\n")}\r\n`;
+}
+
+/** Clicks → referred sign-ups → conversions with their rates, per campaign and for the whole range. */
+function Funnel({ stats, names }: { stats: Values; names: Map<number, string> }) {
+	const rows: Values[] = [...stats.campaigns, { ...stats.funnel, campaignid: null }];
+	return (
+		<>
+			<h2 id="funnel-table">
+				Funnel, {stats.from} to {stats.to}
+			</h2>
+			<Table
+				caption="Funnel per campaign: clicks, referred sign-ups, conversions and rates"
+				head={["Campaign", "Unique clicks", "Referred sign-ups", "Sign-up rate", "Conversions", "Conversion rate", "Clicks to conversions"]}
+				numeric={[1, 2, 3, 4, 5, 6]}
+			>
+				{rows.map((r) => (
+					<tr data-funnel={r.campaignid ?? "all"}>
+						<td>{r.campaignid === null ? <strong>All campaigns</strong> : (names.get(r.campaignid) ?? `Campaign ${r.campaignid}`)}</td>
+						<td class="num">{r.clicks}</td>
+						<td class="num">{r.signups}</td>
+						<td class="num">{percent(r.signuprate)}</td>
+						<td class="num">{r.conversions}</td>
+						<td class="num">{percent(r.conversionrate)}</td>
+						<td class="num">{percent(r.clickconversionrate)}</td>
+					</tr>
+				))}
+			</Table>
+		</>
+	);
 }
 
 export function registerAnalytics(dash: Dash) {
@@ -54,6 +99,10 @@ export function registerAnalytics(dash: Dash) {
 		]);
 		const stats: Values | null = res.ok ? res.body : null;
 		const days: Values[] = stats?.days ?? [];
+		const unitList: string[] = stats?.units ?? [];
+		const names = new Map<number, string>(
+			(campaigns.ok ? campaigns.body.campaigns : []).map((k): [number, string] => [k.campaignid, k.campaignname]),
+		);
 		const requestsOn = new Map<string, number>((stats?.requests.days ?? []).map((d: Values) => [d.day, d.requests]));
 		return c.html(
 			<Page
@@ -65,6 +114,10 @@ export function registerAnalytics(dash: Dash) {
 				{...flash(c)}
 				error={res.ok ? null : res.error}
 			>
+				<p data-testid="timezone">
+					Days are counted in <strong>{app.timezone}</strong> (<a href={`/dashboard/apps/${appid}#settings`}>change the app's time zone</a>
+					). Earned amounts leave out rejected rewards and refunded amounts.
+				</p>
 				<form method="get" class="row" aria-label="Range and campaign">
 					<Select
 						label="Campaign"
@@ -105,7 +158,7 @@ export function registerAnalytics(dash: Dash) {
 							</div>
 							<div class="card">
 								Rewards<b>{stats.totals.rewardscreated}</b>
-								{units(stats.totals.rewardamount)}
+								{units(stats.totals.rewardamount) && `earned ${units(stats.totals.rewardamount)}`}
 							</div>
 							<div class="card">
 								Redeemed<b>{units(stats.totals.redeemed) || "0"}</b>
@@ -127,6 +180,7 @@ export function registerAnalytics(dash: Dash) {
 								Export CSV
 							</a>
 						</p>
+						<Funnel stats={stats} names={names} />
 						<h2>Top referrers</h2>
 						<Table
 							caption="Top referrers"
@@ -144,11 +198,21 @@ export function registerAnalytics(dash: Dash) {
 								</tr>
 							))}
 						</Table>
-						<h2>Per day</h2>
+						<h2>Per day ({stats.timezone})</h2>
 						<Table
-							caption="Per day"
-							head={["Day", "Unique clicks", "Signups", "Referred", "Conversions", "Rewards", "Amount", "Redeemed", "Link requests"]}
-							numeric={[1, 2, 3, 4, 5, 8]}
+							caption={`Per day, ${stats.timezone}`}
+							head={[
+								"Day",
+								"Unique clicks",
+								"Signups",
+								"Referred",
+								"Conversions",
+								"Rewards",
+								...unitList.map((u) => `Earned ${u}`),
+								...unitList.map((u) => `Redeemed ${u}`),
+								"Link requests",
+							]}
+							numeric={Array.from({ length: 6 + unitList.length * 2 }, (_, i) => i + 1)}
 						>
 							{[...days].reverse().map((d) => (
 								<tr data-day={d.day}>
@@ -156,10 +220,18 @@ export function registerAnalytics(dash: Dash) {
 									<td class="num">{d.clicks}</td>
 									<td class="num">{d.signups}</td>
 									<td class="num">{d.referredsignups}</td>
-									<td class="num">{d.conversions}</td>
+									<td class="num" data-testid="conversions">
+										{d.conversions}
+									</td>
 									<td class="num">{d.rewardscreated}</td>
-									<td>{units(d.rewardamount)}</td>
-									<td>{units(d.redeemed)}</td>
+									{unitList.map((u) => (
+										<td class="num" data-unit={u}>
+											{d.rewardamount[u] ?? 0}
+										</td>
+									))}
+									{unitList.map((u) => (
+										<td class="num">{d.redeemed[u] ?? 0}</td>
+									))}
 									<td class="num">{requestsOn.get(d.day) ?? 0}</td>
 								</tr>
 							))}

@@ -2,6 +2,7 @@
 import { must } from "../api";
 import { type AppInfo, back, type Dash, type DashContext, field, flash } from "../context";
 import { Csrf, dateTime, Field, Page, Table } from "../layout";
+import { putSecrets, takeSecrets } from "../secret-flash";
 
 /** Apps: list, create, settings, keys (the private key shown once), rotations. */
 
@@ -9,13 +10,34 @@ export async function loadApp(c: DashContext, appid: string): Promise<AppInfo> {
 	return must(await c.var.api<AppInfo>("GET", `/apps/${encodeURIComponent(appid)}`));
 }
 
-function appForm(form: Record<string, unknown>) {
+/** The app body of the admin API; settings (PATCH) also carry the frame origin and the time zone. */
+function appForm(form: Record<string, unknown>, settings = false) {
 	const out: Record<string, string | null> = {};
-	for (const name of ["name", "landingurl", "webhookurl", "emailsender"]) {
+	const names = ["name", "landingurl", "webhookurl", "emailsender", ...(settings ? ["frameorigin"] : [])];
+	if (settings) out.timezone = field(form, "timezone").trim() || "UTC";
+	for (const name of names) {
 		const value = field(form, name).trim();
 		out[name] = name === "name" ? value : value || null;
 	}
 	return out;
+}
+
+/** The app's IANA time zone (analytics days); the datalist offers the zones the runtime knows, any valid name is taken. */
+function TimeZoneField({ value }: { value: string }) {
+	const zones = typeof Intl.supportedValuesOf === "function" ? Intl.supportedValuesOf("timeZone") : [];
+	return (
+		<div>
+			<label for="f-timezone">
+				Time zone <span class="hint">(IANA name such as Europe/Paris; analytics count days in it)</span>
+			</label>
+			<input id="f-timezone" name="timezone" value={value} list="timezones" autocomplete="off" required />
+			<datalist id="timezones">
+				{["UTC", ...zones].map((zone) => (
+					<option value={zone} />
+				))}
+			</datalist>
+		</div>
+	);
 }
 
 function Secrets(props: { title: string; appid: string; apikey?: string; privatekey?: string; webhooksecret?: string }) {
@@ -79,12 +101,9 @@ export function registerApps(dash: Dash) {
 	dash.post("/apps", async (c) => {
 		const res = await c.var.api("POST", "/apps", appForm(await c.req.parseBody()));
 		if (!res.ok) return back(c, "/dashboard#new-app", { error: res.error });
-		return c.html(
-			<Page title="App created" csrf={c.var.session.csrf} ok="The app was created.">
-				<Secrets title="Its keys" {...res.body} />
-			</Page>,
-			201,
-		);
+		// Post/redirect/get: the keys are shown once by the page redirected to, so a reload creates no second app.
+		await putSecrets(c, c.var.session.id, { kind: "created", ...res.body });
+		return back(c, `/dashboard/apps/${res.body.appid}/keys`, { ok: "The app was created." });
 	});
 
 	dash.get("/apps/:appid", async (c) => {
@@ -129,6 +148,14 @@ export function registerApps(dash: Dash) {
 					<Field label="Landing URL" name="landingurl" type="url" value={app.landingurl} />
 					<Field label="Webhook URL" name="webhookurl" type="url" value={app.webhookurl} />
 					<Field label="Email sender" name="emailsender" type="email" value={app.emailsender} />
+					<Field
+						label="Frame origin"
+						name="frameorigin"
+						type="url"
+						value={app.frameorigin}
+						hint="the site allowed to frame the referral page, e.g. https://shop.example.com; empty: the landing URL's"
+					/>
+					<TimeZoneField value={app.timezone} />
 					<div>
 						<button type="submit">Save settings</button>
 					</div>
@@ -139,7 +166,7 @@ export function registerApps(dash: Dash) {
 
 	dash.post("/apps/:appid", async (c) => {
 		const appid = c.req.param("appid");
-		const res = await c.var.api("PATCH", `/apps/${encodeURIComponent(appid)}`, appForm(await c.req.parseBody()));
+		const res = await c.var.api("PATCH", `/apps/${encodeURIComponent(appid)}`, appForm(await c.req.parseBody(), true));
 		return back(c, `/dashboard/apps/${appid}`, res.ok ? { ok: "Settings saved." } : { error: res.error });
 	});
 
@@ -147,9 +174,30 @@ export function registerApps(dash: Dash) {
 		const appid = c.req.param("appid");
 		const res = await c.var.api("POST", `/apps/${encodeURIComponent(appid)}/rotate-privatekey`);
 		if (!res.ok) return back(c, `/dashboard/apps/${appid}`, { error: res.error });
+		// Post/redirect/get: reloading the page that shows the new key must not rotate it again.
+		await putSecrets(c, c.var.session.id, { kind: "rotated", appid, privatekey: res.body.privatekey });
+		return back(c, `/dashboard/apps/${appid}/keys`, { ok: "Private key rotated. The old private key no longer works." });
+	});
+
+	/** The one-time page of new secrets; a second look (a reload) finds the flash used up. */
+	dash.get("/apps/:appid/keys", async (c) => {
+		const appid = c.req.param("appid");
+		const secrets = await takeSecrets(c, c.var.session.id, appid);
+		if (!secrets) {
+			return back(c, `/dashboard/apps/${appid}`, {
+				error: "New keys are shown only once, right after they are made. Rotate the private key again if it was not copied.",
+			});
+		}
+		const created = secrets.kind === "created";
 		return c.html(
-			<Page title="Private key rotated" appid={appid} tab="overview" csrf={c.var.session.csrf} ok="The old private key no longer works.">
-				<Secrets title="The new private key" appid={appid} privatekey={res.body.privatekey} />
+			<Page
+				title={created ? "App created" : "Private key rotated"}
+				appid={created ? undefined : appid}
+				tab="overview"
+				csrf={c.var.session.csrf}
+				{...flash(c)}
+			>
+				<Secrets title={created ? "Its keys" : "The new private key"} {...secrets} />
 			</Page>,
 		);
 	});

@@ -4,111 +4,22 @@ import { back, type Dash, type DashContext, field, flash } from "../context";
 import { campaignFromForm, couponsFromText } from "../forms";
 import { Csrf, Field, Page, Select, Table, TextArea } from "../layout";
 import { loadApp } from "./apps";
+import { ActionFields, FraudFields, RuleFields, withBlankActions, withBlankRules } from "./campaign-rows";
 
 /** Campaigns: list, create, edit every field the admin API has, coupon pool upload. */
 
 type Values = Record<string, any>;
 
-const EMPTY_RULE: Values = { rewardusertype: "Referrer", eventname: "", reward: "", rewardunit: "USD" };
-const EMPTY_ACTION: Values = { socialactionid: "", socialactionname: "", sharemessage: "" };
-const jsonText = (v: unknown) => (v === null || v === undefined || v === "" ? "" : typeof v === "string" ? v : JSON.stringify(v));
-
-function RuleFields({ rule, i }: { rule: Values; i: number }) {
-	const p = `r${i}_`;
-	const isNew = !rule.eventname;
-	return (
-		<fieldset>
-			<legend>{isNew ? "Add a rule" : `Rule ${i + 1}${rule.ruleid !== undefined ? ` (ruleid ${rule.ruleid})` : ""}`}</legend>
-			{rule.ruleid !== undefined && <input type="hidden" name={`${p}ruleid`} value={String(rule.ruleid)} />}
-			<div class="row">
-				<Select
-					label="Who is rewarded"
-					name={`${p}rewardusertype`}
-					value={rule.rewardusertype}
-					options={[
-						["Referrer", "Referrer"],
-						["Friend", "Friend"],
-					]}
-				/>
-				<Field label="Event name" name={`${p}eventname`} value={rule.eventname} hint={isNew ? "leave empty to add none" : undefined} />
-				<Field label="Reward" name={`${p}reward`} value={rule.reward} attrs={{ inputmode: "decimal" }} />
-				<Field label="Unit" name={`${p}rewardunit`} value={rule.rewardunit} hint="USD, POINTS or %" />
-			</div>
-			<div class="row">
-				<Field
-					label="Frequency"
-					name={`${p}rewardfrequency`}
-					value={rule.rewardfrequency ?? 0}
-					hint="0 = unlimited"
-					attrs={{ inputmode: "numeric" }}
-				/>
-				<Field label="Min. transaction" name={`${p}mintranvalue`} value={rule.mintranvalue ?? 0} attrs={{ inputmode: "decimal" }} />
-				<Field
-					label="Max. reward"
-					name={`${p}maxrewardamount`}
-					value={rule.maxrewardamount ?? 0}
-					hint="0 = no cap"
-					attrs={{ inputmode: "decimal" }}
-				/>
-			</div>
-			<div class="row">
-				<Field label="Categories" name={`${p}categories`} value={jsonText(rule.categories)} hint="JSON, optional" />
-				<Field
-					label="Inclusions and exclusions"
-					name={`${p}inclusionsandexclusions`}
-					value={jsonText(rule.inclusionsandexclusions)}
-					hint="JSON list"
-				/>
-			</div>
-			{!isNew && (
-				<label>
-					<input type="checkbox" name={`${p}remove`} /> Remove this rule
-				</label>
-			)}
-		</fieldset>
-	);
-}
-
-function ActionFields({ action, i }: { action: Values; i: number }) {
-	const p = `s${i}_`;
-	const isNew = !action.socialactionname;
-	return (
-		<fieldset>
-			<legend>{isNew ? "Add a social action" : `Social action ${i + 1}`}</legend>
-			<div class="row">
-				<Field label="Action id" name={`${p}socialactionid`} value={action.socialactionid} />
-				<Field
-					label="Name"
-					name={`${p}socialactionname`}
-					value={action.socialactionname}
-					hint={isNew ? "leave empty to add none" : undefined}
-				/>
-				<Field label="Display order" name={`${p}displayorder`} value={action.displayorder ?? 0} attrs={{ inputmode: "numeric" }} />
-				<Field label="Message type" name={`${p}sharemessagetype`} value={action.sharemessagetype ?? 0} attrs={{ inputmode: "numeric" }} />
-			</div>
-			<TextArea
-				label="Share message"
-				name={`${p}sharemessage`}
-				value={action.sharemessage}
-				rows={2}
-				hint="SHARE_URL and SHARE_CODE are filled in"
-			/>
-			<div class="row">
-				<Field label="Share title" name={`${p}sharetitle`} value={action.sharetitle} />
-				<Field label="Share image URL" name={`${p}shareimageurl`} value={action.shareimageurl} />
-			</div>
-			{!isNew && (
-				<label>
-					<input type="checkbox" name={`${p}remove`} /> Remove this social action
-				</label>
-			)}
-		</fieldset>
-	);
-}
-
+/** `rewardtype` as the rules engine reads it (rewards/rules.ts rewardTypeAllows): 1 pays the referrer, 2 the friend. */
+const REWARD_TYPES: [string, string][] = [
+	["0", "0 – none"],
+	["1", "1 – referrer only"],
+	["2", "2 – friend only"],
+	["3", "3 – both"],
+];
 function CampaignForm({ action, campaign, csrf, submit }: { action: string; campaign: Values; csrf: string; submit: string }) {
-	const rules: Values[] = [...(campaign.rewardrules ?? []), EMPTY_RULE];
-	const actions: Values[] = [...(campaign.socialactions ?? []), EMPTY_ACTION];
+	const rules = withBlankRules(campaign.rewardrules);
+	const actions = withBlankActions(campaign.socialactions);
 	const start = typeof campaign.campaignstartdate === "string" ? campaign.campaignstartdate.slice(0, 16) : "";
 	return (
 		<form class="grid" method="post" action={action}>
@@ -120,17 +31,7 @@ function CampaignForm({ action, campaign, csrf, submit }: { action: string; camp
 			<TextArea label="Terms" name="terms" value={campaign.terms} rows={5} />
 			<div class="two">
 				<Field label="Start (UTC)" name="campaignstartdate" type="datetime-local" value={start} />
-				<Select
-					label="Reward type"
-					name="rewardtype"
-					value={String(campaign.rewardtype ?? 3)}
-					options={[
-						["0", "0 – none"],
-						["1", "1 – friend only"],
-						["2", "2 – referrer only"],
-						["3", "3 – both"],
-					]}
-				/>
+				<Select label="Reward type" name="rewardtype" value={String(campaign.rewardtype ?? 3)} options={REWARD_TYPES} />
 			</div>
 			<h2>Review and payout</h2>
 			<div class="two">
@@ -148,6 +49,7 @@ function CampaignForm({ action, campaign, csrf, submit }: { action: string; camp
 			<label>
 				<input type="checkbox" name="autoapprove" checked={campaign.autoapprove !== false} /> Approve rewards automatically (after the hold)
 			</label>
+			<FraudFields campaign={campaign} />
 			<div class="two">
 				<Field label="Growth hack" name="growthhack" value={campaign.growthhack ?? "SaaS_Referrals"} />
 				<Field label="Currency of % rewards" name="currency" value={campaign.currency ?? "USD"} />
@@ -159,6 +61,7 @@ function CampaignForm({ action, campaign, csrf, submit }: { action: string; camp
 			</div>
 			<Field label="Custom share domain" name="customdomain" value={campaign.customdomain} hint="e.g. refer.example.com" />
 			<h2>Reward rules</h2>
+			<p class="muted">Edit a rule in place, tick Retire to end it, or fill in as many of the new rows as you need.</p>
 			{rules.map((rule, i) => (
 				<RuleFields rule={rule} i={i} />
 			))}
@@ -183,6 +86,10 @@ async function renderEdit(c: DashContext, appid: string, campaign: Values, messa
 		<Page title={`Campaign: ${campaign.campaignname}`} appid={appid} appname={app.name} tab="campaigns" csrf={csrf} {...messages}>
 			<p>
 				campaignid <code>{campaign.campaignid}</code> · <a href={campaignsPath(appid)}>All campaigns</a>
+			</p>
+			<p>
+				The referral page may be framed by <code data-testid="frameorigin">{app.frameorigin ?? "the landing URL's origin"}</code> (
+				<a href={`/dashboard/apps/${appid}#settings`}>change the app's frame origin</a>).
 			</p>
 			<CampaignForm action={base} campaign={campaign} csrf={csrf} submit="Save campaign" />
 			<h2 id="coupons">Coupon pool</h2>
@@ -255,7 +162,7 @@ export function registerCampaigns(dash: Dash) {
 
 	dash.post("/apps/:appid/campaigns", async (c) => {
 		const appid = c.req.param("appid");
-		const { body, errors } = campaignFromForm(await c.req.parseBody());
+		const { body, errors } = campaignFromForm(await c.req.parseBody({ all: true }));
 		const res = errors.length ? null : await c.var.api("POST", `/apps/${appid}/campaigns`, body);
 		if (res?.ok) return back(c, `${campaignsPath(appid)}/${res.body.campaignid}`, { ok: "Campaign created." });
 		const app = await loadApp(c, appid);
@@ -283,7 +190,7 @@ export function registerCampaigns(dash: Dash) {
 	dash.post("/apps/:appid/campaigns/:campaignid", async (c) => {
 		const appid = c.req.param("appid");
 		const path = `/apps/${appid}/campaigns/${encodeURIComponent(c.req.param("campaignid"))}`;
-		const { body, errors } = campaignFromForm(await c.req.parseBody());
+		const { body, errors } = campaignFromForm(await c.req.parseBody({ all: true }));
 		const res = errors.length ? null : await c.var.api("PATCH", path, body);
 		if (res?.ok) return back(c, `/dashboard${path}`, { ok: "Campaign saved." });
 		const stored = must(await c.var.api<Values>("GET", path));

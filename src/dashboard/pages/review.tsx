@@ -1,10 +1,81 @@
 /** @jsxImportSource hono/jsx */
 import { dashboardPathOr } from "../../domain/redirect";
+import { FRAUD_SIGNALS, SIGNAL_WORDS } from "../../fraud/signals";
 import { must } from "../api";
 import { back, type Dash, flash } from "../context";
-import { Csrf, Field, Page, Pager, Select, Table, TextArea } from "../layout";
+import { Csrf, dateTime, Field, Page, Pager, Select, Status, Table, TextArea } from "../layout";
 import { loadApp } from "./apps";
-import { REWARD_HEAD, RewardRows } from "./users";
+
+type Person = { userkey: string; email: string | null; name: string | null } | null;
+type Values = Record<string, any>;
+
+/** A person of the queue: email and name, linked to the user page (a reward without a known referrer shows a dash). */
+function PersonCell({ appid, person }: { appid: string; person: Person }) {
+	if (!person) return <td class="muted">—</td>;
+	return (
+		<td>
+			<a href={`/dashboard/apps/${appid}/users/${person.userkey}`}>{person.email ?? person.userkey}</a>
+			{person.name && <div class="muted">{person.name}</div>}
+		</td>
+	);
+}
+
+/** What a signal code means, in words; a code this deploy does not know shows only its code. */
+function signalWords(code: string): string {
+	for (const known of FRAUD_SIGNALS) if (known === code) return SIGNAL_WORDS[known];
+	return "";
+}
+
+function Signals({ codes }: { codes: string[] }) {
+	if (codes.length === 0) return <span class="muted">none</span>;
+	return (
+		<ul class="signals">
+			{codes.map((code) => (
+				<li>
+					<code>{code}</code>: {signalWords(code)}
+				</li>
+			))}
+		</ul>
+	);
+}
+
+const REVIEW_HEAD = ["Pick", "Friend", "Referrer", "Paid to", "Event", "Amount", "Status", "Fraud signals", "Campaign", "Created"];
+
+function ReviewRows({ appid, rewards, names }: { appid: string; rewards: Values[]; names: Map<number, string> }) {
+	return (
+		<>
+			{rewards.map((r) => (
+				<tr data-reward={r.rewarddtlid}>
+					<td>
+						<input
+							type="checkbox"
+							name="ids"
+							value={r.rewarddtlid}
+							id={`pick-${r.rewarddtlid}`}
+							aria-label={`Select the ${r.usertype.toLowerCase()} reward of ${r.friend?.email ?? r.userkey} (${r.rewarddtlid})`}
+						/>
+					</td>
+					<PersonCell appid={appid} person={r.friend} />
+					<PersonCell appid={appid} person={r.referrer} />
+					<td>{r.usertype}</td>
+					<td>{r.eventname}</td>
+					<td class="num">
+						{r.reward} {r.rewardunit}
+					</td>
+					<td>
+						<Status value={r.rewardstatus} />
+					</td>
+					<td>
+						<Signals codes={r.fraudsignals ?? []} />
+						{r.comment && <div class="muted">{r.comment}</div>}
+					</td>
+					<td>{names.get(r.campaignid) ?? r.campaignid}</td>
+					<td>{dateTime(r.createdat)}</td>
+				</tr>
+			))}
+		</>
+	);
+}
 
 /** Review queue: rewards UnderReview and Suspicious across the app; approve or reject one or many with a comment. */
 
@@ -21,6 +92,7 @@ export function registerReview(dash: Dash) {
 			c.var.api<{ campaigns: { campaignid: number; campaignname: string }[] }>("GET", `/apps/${appid}/campaigns`),
 		]);
 		const rewards = list.ok ? list.body.rewards : [];
+		const names = new Map(must(campaigns).campaigns.map((k): [number, string] => [k.campaignid, k.campaignname]));
 		const here = `/dashboard/apps/${appid}/review${new URL(c.req.url).search}`;
 		const messages = flash(c);
 		return c.html(
@@ -59,8 +131,8 @@ export function registerReview(dash: Dash) {
 							<input type="checkbox" data-select-all="ids" /> Select all on this page
 						</label>
 					</p>
-					<Table caption="Rewards waiting for review" head={["Pick", ...REWARD_HEAD]} numeric={[3, 6]} empty={rewards.length === 0}>
-						<RewardRows appid={appid} rewards={rewards} select />
+					<Table caption="Rewards waiting for review" head={REVIEW_HEAD} numeric={[5]} empty={rewards.length === 0}>
+						<ReviewRows appid={appid} rewards={rewards} names={names} />
 					</Table>
 					<TextArea label="Comment" name="message" hint="kept on the reward, shown by checkrewardstatus" rows={2} />
 					<div class="row">

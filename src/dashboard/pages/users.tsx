@@ -157,8 +157,8 @@ export function registerUsers(dash: Dash) {
 				<h2>Balance</h2>
 				<Table
 					caption="Balance"
-					head={["Unit", "Campaign", "Pending", "Approved", "Claimed", "Total"]}
-					numeric={[2, 3, 4, 5]}
+					head={["Unit", "Campaign", "Pending", "Approved", "Claimed", "Total", "Owed (clawbacks)"]}
+					numeric={[2, 3, 4, 5, 6]}
 					empty={balances.length === 0}
 				>
 					{balances.map((b) => (
@@ -169,6 +169,10 @@ export function registerUsers(dash: Dash) {
 							<td class="num">{b.approved}</td>
 							<td class="num">{b.claimed}</td>
 							<td class="num">{b.total}</td>
+							{/* Refunded rewards already spent: owed back, outside the total (ledger/clawbacks.ts). */}
+							<td class="num" data-testid="owed">
+								{b.owed ?? 0}
+							</td>
 						</tr>
 					))}
 				</Table>
