@@ -6,7 +6,7 @@ import { localDay } from "../domain/time-zone";
 import { ApiError, badRequest } from "../http/errors";
 import { campaignFilter } from "./rewards";
 
-/** The app's analytics per local day of its time zone, from the counters of migration 0013 (under /admin/v1). */
+/** The app's analytics per local day of its time zone, from the counters of migration 0014 (under /admin/v1). */
 export const statsRoutes = new Hono<{ Bindings: Env }>();
 
 const DAY = /^\d{4}-\d{2}-\d{2}$/;

@@ -5,7 +5,7 @@ import { type ClickMark, markWon } from "./unique-clicks";
 
 /**
  * Counters of the dashboard's analytics, per UTC quarter hour (`stats_slots`,
- * migration 0013, so days can be counted in the app's time zone). Each hook
+ * migration 0014, so days can be counted in the app's time zone). Each hook
  * is one statement (or two) batched into the D1 transaction of the change it
  * counts, and guarded by that change, so a retried or refused call counts
  * nothing and a counted change is never missed.

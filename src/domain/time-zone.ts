@@ -1,6 +1,6 @@
 /**
  * Local days of an app's IANA time zone over UTC quarter-hour slots (the
- * analytics counters, migration 0013). Every zone's offset from UTC is a
+ * analytics counters, migration 0014). Every zone's offset from UTC is a
  * whole number of quarter hours, so a local day is an exact run of slots.
  * Pure: Intl knows the zones and their daylight-saving rules.
  */
