@@ -30,9 +30,6 @@ const reward = z.object({
 	coupondetails: z.string(),
 	couponname: z.string(),
 	campaignid: z.string(),
-	isdefault: z
-		.boolean()
-		.describe("true for the app's default campaign: the one register uses when it names none and the user has no referrer"),
 	campaignname: z.string(),
 	growthhack: z.string(),
 	friendemail: z.string(),
@@ -69,6 +66,9 @@ const balanceRecord = z.object({
 const campaignData = {
 	appid: z.string(),
 	campaignid: z.string(),
+	isdefault: z
+		.boolean()
+		.describe("true for the app's default campaign: the one register uses when it names none and the user has no referrer"),
 	campaignname: z.string(),
 	offertitle: z.string().describe("Form-URL-encoded"),
 	offerdescription: z.string().describe("Form-URL-encoded"),

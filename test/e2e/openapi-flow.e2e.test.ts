@@ -54,7 +54,7 @@ describe("the served OpenAPI document", () => {
 		delete lying.paths["/saas/v1_0/registerconversionevent"].post.responses["200"].content["application/json"].schema.properties.duplicate;
 		const honest = contractChecker(doc);
 		const liar = contractChecker(lying);
-		const body = { success: true, message: "Conversion recorded; 1 reward(s) created.", duplicate: false };
+		const body = { success: true, message: "Conversion recorded; 1 reward(s) created.", duplicate: false, rewardscreated: 1 };
 		honest.check("/saas/v1_0/registerconversionevent", "post", 200, body);
 		expect(() => liar.check("/saas/v1_0/registerconversionevent", "post", 200, body)).toThrow(/does not match the document/);
 		expect(() => honest.check("/saas/v1_0/register", "post", 418, {})).toThrow(/does not list/);
