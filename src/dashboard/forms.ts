@@ -99,6 +99,11 @@ export function campaignFromForm(form: FormValues): { body: Record<string, unkno
 	for (const field of CAMPAIGN_TEXT_FIELDS) body[field] = text(form, field);
 	const start = text(form, "campaignstartdate").trim();
 	if (start) body.campaignstartdate = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}$/.test(start) ? `${start}:00Z` : start;
+	// The form always has the field: empty means no end (null), so an end can also be removed.
+	if (form.campaignenddate !== undefined) {
+		const end = text(form, "campaignenddate").trim();
+		body.campaignenddate = end === "" ? null : /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}$/.test(end) ? `${end}:00Z` : end;
+	}
 	body.rewardtype = text(form, "rewardtype");
 	body.holddays = text(form, "holddays") || "0";
 	body.autoapprove = text(form, "autoapprove") === "on";

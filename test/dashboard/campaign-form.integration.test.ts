@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { rewardTypeAllows } from "../../src/rewards/rules";
-import { admin, call, createApp } from "../support/api";
+import { admin, call, campaignBody, createApp } from "../support/api";
 import { BASE, fetchPage, follow, signIn } from "../support/dashboard";
 
 /** The options of the select named `name`: [value, label, selected]. */
@@ -183,5 +183,25 @@ describe("app settings and keys", { timeout: 30_000 }, () => {
 		const works = await call("getuserbalance", { apikey: app.apikey, privatekey: key, userkey: "nobody" });
 		expect(works.body.errorcode).not.toBe("unauthorized");
 		expect((await call("getuserbalance", { apikey: app.apikey, privatekey: app.privatekey, userkey: "nobody" })).status).toBe(401);
+	});
+});
+
+describe("the default campaign and the campaign's end, from the dashboard", () => {
+	it("makes a campaign the default (register then uses it) and ends a campaign; an empty end removes it", async () => {
+		const app = await createApp();
+		const second = (await admin("POST", `/apps/${app.appid}/campaigns`, campaignBody({ campaignname: "Winter" }))).body.campaignid;
+		const session = await signIn();
+		const page = `/dashboard/apps/${app.appid}/campaigns/${second}`;
+		expect(await (await session.get(page)).text()).toContain("Make this the default campaign");
+		const made = await follow(session, await session.post(`${page}/default`, {}));
+		expect(made.html).toContain("This is now the default campaign.");
+		expect(made.html).toContain('data-testid="default-campaign"');
+		expect((await app.api("register", { email: "new@x.com" })).body.saascampaignid).toBe(String(second));
+
+		const form = (end: string) => ({ ...FORM_BASE, campaignname: "Winter", rewardtype: "3", campaignenddate: end });
+		expect((await session.post(page, form("2026-01-01T00:00"))).status).toBe(303);
+		expect((await admin("GET", `/apps/${app.appid}/campaigns/${second}`)).body.campaignenddate).toBe("2026-01-01T00:00:00.000Z");
+		expect((await session.post(page, form(""))).status).toBe(303);
+		expect((await admin("GET", `/apps/${app.appid}/campaigns/${second}`)).body.campaignenddate).toBeNull();
 	});
 });

@@ -1,15 +1,13 @@
-import { mkdirSync, readFileSync } from "node:fs";
-import { createRequire } from "node:module";
+import { mkdirSync } from "node:fs";
 import type { Browser, Page } from "puppeteer-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startService } from "../../scripts/dev-service.mjs";
-import { launchBrowser } from "./browser";
+import { launchBrowser, seriousAxeViolations } from "./browser";
 
 // The dashboard in a real browser (Chromium from @sparticuz/chromium) against
 // `wrangler dev`: the whole review flow, CSRF and sign-in checks, axe-core on
 // every page, and screenshots at laptop and phone widths in screenshots/.
 
-const AXE = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
 const SHOTS = new URL("../../screenshots/", import.meta.url).pathname;
 const today = () => new Date().toISOString().slice(0, 10);
 
@@ -64,19 +62,6 @@ async function submit(selector: string) {
 	await Promise.all([page.waitForNavigation({ waitUntil: "domcontentloaded" }), page.click(selector)]);
 }
 
-/** Serious or critical axe-core violations of the current page. */
-async function axeViolations(): Promise<string[]> {
-	await page.evaluate(AXE);
-	const result = (await page.evaluate(() => (globalThis as any).axe.run(document, { resultTypes: ["violations"] }))) as {
-		violations: { id: string; impact: string; nodes: { target: string[] }[] }[];
-		passes: unknown[];
-	};
-	expect(result.passes.length).toBeGreaterThan(0); // axe really ran
-	return result.violations
-		.filter((v) => v.impact === "serious" || v.impact === "critical")
-		.map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(" ")).join(", ")}`);
-}
-
 describe("dashboard in a browser", () => {
 	const visited: [string, string][] = [];
 	let appid = "";
@@ -111,11 +96,19 @@ describe("dashboard in a browser", () => {
 		visited.push(["app", `/dashboard/apps/${appid}`]);
 	});
 
-	it("creates a campaign with two rules, a fraud setting and reward type 'referrer only' through the form", async () => {
+	it("creates a campaign with two rules, a fraud setting and reward type 'referrer only' through the form, and makes it the default", async () => {
+		// The app's first campaign (made through the API) is its default; the new one must be made the default to go live.
+		const first = await fetch(`${service.base}/admin/v1/apps/${appid}/campaigns`, {
+			method: "POST",
+			headers: { authorization: `Bearer ${service.adminToken}`, "content-type": "application/json" },
+			body: JSON.stringify({ campaignname: "Launch", rewardrules: [] }),
+		});
+		expect(first.status).toBe(201);
 		await go(`/dashboard/apps/${appid}/campaigns/new`);
 		visited.push(["campaign-new", `/dashboard/apps/${appid}/campaigns/new`]);
 		await page.type("#f-campaignname", "Give $10");
-		await page.type("#f-terms", "Be nice.");
+		// Enter in a text area: the browser sends the line break as CRLF, which the service stores as LF.
+		await page.type("#f-terms", "Be nice.\nOne reward per friend.");
 		await page.type("#f-r0_eventname", "Signup");
 		await page.type("#f-r0_reward", "10");
 		// A second rule in the same save: the form offers several blank rows.
@@ -143,6 +136,11 @@ describe("dashboard in a browser", () => {
 		expect(stored.suspicioussignals).not.toContain("velocity");
 		expect(stored.suspicioussignals).toContain("same_phone");
 		expect(stored.rewardrules.map((r: { rewardusertype: string }) => r.rewardusertype)).toEqual(["Referrer", "Friend"]);
+		expect(stored.terms).toBe("Be nice.\nOne reward per friend.");
+		await submit("form[action$='/default'] button[type=submit]");
+		expect(await page.$eval("[role=status]", (e) => e.textContent)).toContain("This is now the default campaign");
+		expect(await page.$eval("[data-testid=default-campaign]", (e) => e.textContent)).toContain("default campaign");
+		expect((await admin(`/apps/${appid}`)).defaultcampaignid).toBe(stored.campaignid);
 		visited.push(["campaign-edit", campaignPath], ["campaigns", `/dashboard/apps/${appid}/campaigns`]);
 	});
 
@@ -157,6 +155,9 @@ describe("dashboard in a browser", () => {
 			referrercode: referrer.referralcode,
 		});
 		expect(friend.success).toBe(true);
+		// Both joined the campaign made the default in the dashboard, not the app's first one.
+		const defaultId = (await admin(`/apps/${appid}`)).defaultcampaignid;
+		expect([referrer.saascampaignid, friend.saascampaignid]).toEqual([String(defaultId), String(defaultId)]);
 		const event = await api("registerconversionevent", {
 			...creds,
 			userkey: friend.userkey,
@@ -281,7 +282,7 @@ describe("dashboard in a browser", () => {
 			for (const [name, path] of visited) {
 				if (name === "login") await page.deleteCookie({ name: "dash_session", url: service.base });
 				expect(await go(path), path).toBe(200);
-				if (width === 1280) problems.push(...(await axeViolations()).map((v) => `${name}: ${v}`));
+				if (width === 1280) problems.push(...(await seriousAxeViolations(page)).map((v) => `${name}: ${v}`));
 				await page.screenshot({ path: `${SHOTS}dashboard-${name}-${width}.png`, fullPage: true });
 				if (name === "login") {
 					await page.type("#f-token", service.adminToken);

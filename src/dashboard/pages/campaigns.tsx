@@ -21,6 +21,7 @@ function CampaignForm({ action, campaign, csrf, submit }: { action: string; camp
 	const rules = withBlankRules(campaign.rewardrules);
 	const actions = withBlankActions(campaign.socialactions);
 	const start = typeof campaign.campaignstartdate === "string" ? campaign.campaignstartdate.slice(0, 16) : "";
+	const end = typeof campaign.campaignenddate === "string" ? campaign.campaignenddate.slice(0, 16) : "";
 	return (
 		<form class="grid" method="post" action={action}>
 			<Csrf token={csrf} />
@@ -31,8 +32,15 @@ function CampaignForm({ action, campaign, csrf, submit }: { action: string; camp
 			<TextArea label="Terms" name="terms" value={campaign.terms} rows={5} />
 			<div class="two">
 				<Field label="Start (UTC)" name="campaignstartdate" type="datetime-local" value={start} />
-				<Select label="Reward type" name="rewardtype" value={String(campaign.rewardtype ?? 3)} options={REWARD_TYPES} />
+				<Field
+					label="End (UTC)"
+					name="campaignenddate"
+					type="datetime-local"
+					value={end}
+					hint="empty: no end; events after it earn nothing"
+				/>
 			</div>
+			<Select label="Reward type" name="rewardtype" value={String(campaign.rewardtype ?? 3)} options={REWARD_TYPES} />
 			<h2>Review and payout</h2>
 			<div class="two">
 				<Field label="Hold days" name="holddays" type="number" value={campaign.holddays ?? 0} attrs={{ min: 0, max: 365 }} />
@@ -87,6 +95,15 @@ async function renderEdit(c: DashContext, appid: string, campaign: Values, messa
 			<p>
 				campaignid <code>{campaign.campaignid}</code> · <a href={campaignsPath(appid)}>All campaigns</a>
 			</p>
+			{campaign.campaignid === app.defaultcampaignid ? (
+				<p data-testid="default-campaign">This is the app's default campaign: new users without a referrer join it.</p>
+			) : (
+				<form method="post" action={`${base}/default`}>
+					<Csrf token={csrf} />
+					<button type="submit">Make this the default campaign</button>{" "}
+					<span class="hint">new users without a referrer or a campaignid join the default campaign</span>
+				</form>
+			)}
 			<p>
 				The referral page may be framed by <code data-testid="frameorigin">{app.frameorigin ?? "the landing URL's origin"}</code> (
 				<a href={`/dashboard/apps/${appid}#settings`}>change the app's frame origin</a>).
@@ -195,6 +212,17 @@ export function registerCampaigns(dash: Dash) {
 		if (res?.ok) return back(c, `/dashboard${path}`, { ok: "Campaign saved." });
 		const stored = must(await c.var.api<Values>("GET", path));
 		return c.html(await renderEdit(c, appid, { ...stored, ...body }, { error: res?.error ?? errors.join(" ") }), 400);
+	});
+
+	dash.post("/apps/:appid/campaigns/:campaignid/default", async (c) => {
+		const appid = c.req.param("appid");
+		const campaignid = c.req.param("campaignid");
+		const res = await c.var.api("PATCH", `/apps/${appid}`, { defaultcampaignid: campaignid });
+		return back(
+			c,
+			`${campaignsPath(appid)}/${encodeURIComponent(campaignid)}`,
+			res.ok ? { ok: "This is now the default campaign." } : { error: res.error },
+		);
 	});
 
 	dash.post("/apps/:appid/campaigns/:campaignid/coupons", async (c) => {
