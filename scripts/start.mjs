@@ -5,6 +5,7 @@
 import { spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { DEMO_APP, DEMO_CAMPAIGN } from "./demo-app.mjs";
 
 const PORT = Number(process.env.PORT ?? 8787);
 const BASE = `http://127.0.0.1:${PORT}`;
@@ -83,24 +84,9 @@ async function ensureDemo() {
 		const demo = JSON.parse(readFileSync(DEMO_FILE, "utf8"));
 		if ((await adminCall("GET", `/apps/${demo.appid}`)).status === 200) return demo;
 	}
-	const app = await adminCall("POST", "/apps", { name: "Demo shop", landingurl: "https://example.com/join" });
+	const app = await adminCall("POST", "/apps", DEMO_APP);
 	if (app.status !== 201) throw new Error(`demo app: ${JSON.stringify(app.body)}`);
-	const campaign = await adminCall("POST", `/apps/${app.body.appid}/campaigns`, {
-		campaignname: "Give $10, get $10",
-		offertitle: "Give $10, get $10",
-		offerdescription: "Invite a friend: you both get $10 in store credit when they sign up.",
-		terms: "Credits are issued when your friend signs up & expire after 12 months.",
-		rewardtype: 3,
-		rewardrules: [
-			{ rewardusertype: "Referrer", eventname: "Signup", reward: 10, rewardunit: "USD" },
-			{ rewardusertype: "Friend", eventname: "Signup", reward: 10, rewardunit: "USD" },
-			{ rewardusertype: "Referrer", eventname: "Transaction", reward: 5, rewardunit: "%", maxrewardamount: 50, mintranvalue: 20 },
-		],
-		socialactions: [
-			{ socialactionid: "5", socialactionname: "Mail", sharemessage: "Join me and get $10: SHARE_URL (code SHARE_CODE)", displayorder: 1 },
-			{ socialactionid: "14", socialactionname: "CustomLink", sharemessage: "SHARE_URL", displayorder: 2 },
-		],
-	});
+	const campaign = await adminCall("POST", `/apps/${app.body.appid}/campaigns`, DEMO_CAMPAIGN);
 	if (campaign.status !== 201) throw new Error(`demo campaign: ${JSON.stringify(campaign.body)}`);
 	const demo = { ...app.body, campaignid: campaign.body.campaignid };
 	mkdirSync(".wrangler", { recursive: true });
