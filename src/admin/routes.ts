@@ -1,5 +1,6 @@
 import { type Context, Hono } from "hono";
 import { z } from "zod";
+import { findAdminToken, type Role } from "../db/admin-tokens";
 import { type App, findApp, insertApp, listApps, updateApp } from "../db/apps";
 import { listCampaignsWithDetails } from "../db/campaign-list";
 import {
@@ -27,16 +28,22 @@ import { deliveryRoutes } from "./deliveries";
 import { importRoutes } from "./import";
 import { privacyRoutes } from "./privacy";
 import { rewardRoutes } from "./rewards";
+import { authorizeToken } from "./rights";
 import { addCouponsSchema, createAppSchema, createCampaignSchema, updateAppSchema, updateCampaignSchema } from "./schemas";
 import { statsRoutes } from "./stats";
+import { createTokenSchema, registerTokenRoutes, tokenRoutes } from "./tokens";
 import { userRoutes } from "./users";
 import { requireAllowedWebhookUrl } from "./webhook-policy";
 
 /**
  * The admin API (the dashboard's back end), under /admin/v1, authenticated by
- * `Authorization: Bearer <ADMIN_TOKEN>`.
+ * `Authorization: Bearer <ADMIN_TOKEN>` (the superuser) or an app-scoped
+ * token with a role (tokens.ts, rights.ts).
  */
 export const adminRoutes = new Hono<{ Bindings: Env }>();
+
+/** The role of the app-scoped token a request came with (absent: the superuser). */
+const tokenRoles = new WeakMap<Request, Role>();
 
 adminRoutes.use("*", async (c, next) => {
 	// A deployment with a guessable token serves nothing; a client over its failed sign-ins is refused before the compare.
@@ -45,10 +52,15 @@ adminRoutes.use("*", async (c, next) => {
 	refuseThrottledAdmin(ip);
 	const token = c.env.ADMIN_TOKEN;
 	const presented = c.req.header("authorization")?.match(/^Bearer\s+(.+)$/i)?.[1] ?? "";
-	if (!token || !constantTimeEqual(presented, token)) {
+	if (token && constantTimeEqual(presented, token)) return next();
+	// An app-scoped token (tokens.ts): found by its hash, then held to its app and its role's rights (rights.ts).
+	const scoped = presented.startsWith("adm_") ? await findAdminToken(c.env.DB, await sha256Hex(presented)) : null;
+	if (!scoped) {
 		await countAdminFailure(c.env, ip);
 		throw new ApiError(401, "unauthorized", "A valid admin bearer token is required.");
 	}
+	authorizeToken(scoped, c.req.method, c.req.path.replace(/^\/admin\/v1(?=\/)/, ""));
+	tokenRoles.set(c.req.raw, scoped.role);
 	await next();
 });
 
@@ -127,7 +139,12 @@ adminRoutes.get("/apps", async (c) => {
 	return c.json({ apps: apps.map(appView), nextcursor: apps.length === limit ? apps[apps.length - 1]!.appid : null });
 });
 
-adminRoutes.get("/apps/:appid", async (c) => c.json(appView(await requireApp(c.env.DB, c.req.param("appid")))));
+adminRoutes.get("/apps/:appid", async (c) => {
+	const view = appView(await requireApp(c.env.DB, c.req.param("appid")));
+	// The webhook secret signs what the app trusts: only an owner (or the superuser) reads it.
+	const role = tokenRoles.get(c.req.raw);
+	return c.json(role === undefined || role === "owner" ? view : { ...view, webhooksecret: null });
+});
 
 adminRoutes.patch("/apps/:appid", async (c) => {
 	const input = await body(c.req.raw, updateAppSchema);
@@ -228,3 +245,5 @@ adminRoutes.route("/", rewardRoutes);
 adminRoutes.route("/", statsRoutes);
 adminRoutes.route("/", privacyRoutes);
 adminRoutes.route("/", importRoutes);
+registerTokenRoutes((request) => body(request, createTokenSchema));
+adminRoutes.route("/", tokenRoutes);

@@ -47,3 +47,6 @@ export function newWebhookSecret(): string {
 }
 /** A multi-ledger transaction id (see coordination/ledger-transaction.ts). */
 export const newTransactionId = () => `tx_${randomString(24, LOWER_ALNUM)}`;
+export const newTokenId = () => `tok_${randomString(16, LOWER_ALNUM)}`;
+/** An app-scoped admin token: 43 random characters after its prefix, shown once, stored as a hash. */
+export const newAdminToken = () => `adm_${randomString(43, LOWER_ALNUM)}`;

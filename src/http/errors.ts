@@ -50,6 +50,7 @@ export type ErrorCode =
 	| "refund_exceeds_transaction"
 	| "refundid_reused"
 	| "customid_conflict"
+	| "forbidden"
 	| "internal_error";
 
 /** An expected failure: becomes the JSON error envelope with its status. */

@@ -50,6 +50,7 @@ export const ERROR_CODES = [
 	"refund_exceeds_transaction",
 	"refundid_reused",
 	"customid_conflict",
+	"forbidden",
 	"internal_error",
 ] as const satisfies readonly ErrorCode[];
 

@@ -40,6 +40,7 @@ export const GROWING_TABLES: Record<Engine, readonly string[]> = {
 		"stats_referrer_daily",
 		"admin_sessions",
 		"link_click_seen",
+		"admin_tokens",
 	],
 	ledger: ["rewards", "balances", "outbox", "ledger_transactions", "reward_locks", "idempotency_keys", "refunds", "clawbacks"],
 };

@@ -133,6 +133,12 @@ async function adminRoutes(tour: Awaited<ReturnType<typeof operations>>) {
 	const { appid, campaignid } = app;
 	ok(await admin("GET", "/apps"), "list apps");
 	ok(await admin("GET", `/apps/${appid}`), "get app");
+	// An app-scoped token: created, used (found by its hash), listed, revoked.
+	const token = ok(await admin("POST", `/apps/${appid}/tokens`, { name: "plan", role: "viewer" }), "create token").body;
+	const scoped = await request(`/admin/v1/apps/${appid}`, { headers: { authorization: `Bearer ${token.token}` } });
+	if (scoped.status !== 200) throw new Error(`scoped token: ${scoped.status}`);
+	ok(await admin("GET", `/apps/${appid}/tokens`), "list tokens");
+	ok(await admin("DELETE", `/apps/${appid}/tokens/${token.tokenid}`), "revoke token");
 	ok(await admin("PATCH", `/apps/${appid}`, { name: "Plan app" }), "patch app");
 	ok(await admin("GET", `/apps/${appid}/campaigns`), "list campaigns");
 	const campaign = ok(await admin("GET", `/apps/${appid}/campaigns/${campaignid}`), "get campaign").body;

@@ -1,0 +1,100 @@
+import { ROLES, type Role } from "../db/admin-tokens";
+import { ApiError } from "../http/errors";
+
+/**
+ * Who may call which admin route (docs/operators.md). Roles, from least to
+ * most: viewer reads; reviewer also changes reward statuses and redelivers
+ * webhooks; manager also edits campaigns, coupons and imports; owner also
+ * changes the app's settings, keys, tokens, and erases and exports people.
+ * `superuser` is the deployment's ADMIN_TOKEN alone (apps across the
+ * deployment). Every admin route must have a line here: the rights test
+ * (test/admin/rights.integration.test.ts) enumerates the routes and fails on
+ * one without a rule.
+ */
+export type Needed = Role | "superuser";
+
+export const RIGHTS: Readonly<Record<string, Needed>> = {
+	"POST /apps": "superuser",
+	"GET /apps": "superuser",
+	"GET /apps/:appid": "viewer",
+	"PATCH /apps/:appid": "owner",
+	"POST /apps/:appid/rotate-privatekey": "owner",
+	"POST /apps/:appid/rotate-webhooksecret": "owner",
+	"POST /apps/:appid/campaigns": "manager",
+	"GET /apps/:appid/campaigns": "viewer",
+	"GET /apps/:appid/campaigns/:campaignid": "viewer",
+	"PATCH /apps/:appid/campaigns/:campaignid": "manager",
+	"POST /apps/:appid/campaigns/:campaignid/coupons": "manager",
+	"GET /apps/:appid/deliveries": "viewer",
+	"GET /apps/:appid/deliveries/:eventid": "viewer",
+	"POST /apps/:appid/deliveries/:eventid/redeliver": "reviewer",
+	"GET /apps/:appid/webhook-breaker": "viewer",
+	"POST /apps/:appid/webhook-breaker/reset": "reviewer",
+	"GET /apps/:appid/users": "viewer",
+	"GET /apps/:appid/users/:userkey": "viewer",
+	"GET /apps/:appid/users/:userkey/friends": "viewer",
+	"GET /apps/:appid/users/:userkey/export": "owner",
+	"DELETE /apps/:appid/users/:userkey": "owner",
+	"GET /apps/:appid/rewards": "viewer",
+	"POST /apps/:appid/rewards/status": "reviewer",
+	"GET /apps/:appid/stats": "viewer",
+	"POST /apps/:appid/:action{users:import}": "manager",
+	"POST /apps/:appid/tokens": "owner",
+	"GET /apps/:appid/tokens": "owner",
+	"DELETE /apps/:appid/tokens/:tokenid": "owner",
+};
+
+/** A route pattern as Hono writes it, as a regular expression with its parameters' names. */
+function compile(pattern: string): { regex: RegExp; names: string[] } {
+	const names: string[] = [];
+	const source = pattern
+		.split("/")
+		.map((part) => {
+			const param = /^:(\w+)(?:\{(.+)\})?$/.exec(part);
+			if (!param) return part.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+			names.push(param[1] ?? "");
+			return param[2] ? `(${param[2]})` : "([^/]+)";
+		})
+		.join("/");
+	return { regex: new RegExp(`^${source}$`), names };
+}
+
+const COMPILED = Object.entries(RIGHTS).map(([key, needed]) => {
+	const [method = "", pattern = ""] = key.split(" ");
+	return { method, needed, ...compile(pattern) };
+});
+
+/** The rule of a request to `path` (relative to /admin/v1), with its app id; null for a path no rule names. */
+export function ruleFor(method: string, path: string): { needed: Needed; appid: string | null } | null {
+	const verb = method === "HEAD" ? "GET" : method;
+	for (const rule of COMPILED) {
+		if (rule.method !== verb) continue;
+		const match = rule.regex.exec(path);
+		if (!match) continue;
+		const at = rule.names.indexOf("appid");
+		return { needed: rule.needed, appid: at === -1 ? null : decodeURIComponent(match[at + 1] ?? "") };
+	}
+	return null;
+}
+
+export const roleAtLeast = (role: Role, needed: Role) => ROLES.indexOf(role) >= ROLES.indexOf(needed);
+
+/**
+ * Lets an app-scoped token through, or refuses: another app's routes (or a
+ * path no rule names) are 404 as for an unknown app, so a token learns
+ * nothing of other apps; a route beyond its role is 403 `forbidden` naming
+ * the role needed.
+ */
+export function authorizeToken(token: { appid: string; role: Role }, method: string, path: string): void {
+	const rule = ruleFor(method, path);
+	if (rule?.needed === "superuser") {
+		throw new ApiError(403, "forbidden", "This route needs the deployment's admin token (superuser).", { needed: "superuser" });
+	}
+	if (!rule || rule.appid !== token.appid) throw new ApiError(404, "app_not_found", "No app with that appid.");
+	if (!roleAtLeast(token.role, rule.needed)) {
+		throw new ApiError(403, "forbidden", `This route needs the ${rule.needed} role; this token is a ${token.role}.`, {
+			needed: rule.needed,
+			role: token.role,
+		});
+	}
+}

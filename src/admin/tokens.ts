@@ -1,0 +1,52 @@
+import { Hono } from "hono";
+import { z } from "zod";
+import { insertAdminToken, listAdminTokens, ROLES, revokeAdminToken } from "../db/admin-tokens";
+import { sha256Hex } from "../domain/crypto";
+import { newAdminToken, newTokenId } from "../domain/ids";
+import { ApiError } from "../http/errors";
+import { requireAppId } from "./guard";
+
+/**
+ * App-scoped admin tokens (docs/operators.md): `POST` shows the token once
+ * (only its SHA-256 is stored), `GET` lists them without secrets, `DELETE`
+ * revokes at once. Who may call these is in rights.ts (owner).
+ */
+export const tokenRoutes = new Hono<{ Bindings: Env }>();
+
+export const createTokenSchema = z.object({
+	name: z.string().trim().min(1, "is required").max(100),
+	role: z.enum(ROLES, { error: `must be one of ${ROLES.join(", ")}` }),
+});
+
+const view = (t: { tokenid: string; name: string; role: string; created_at: string; revoked_at: string | null }) => ({
+	tokenid: t.tokenid,
+	name: t.name,
+	role: t.role,
+	createdat: t.created_at,
+	revokedat: t.revoked_at,
+});
+
+/** Registered by routes.ts with its body parser, so validation errors look like every other admin route's. */
+export function registerTokenRoutes(parse: (request: Request) => Promise<z.output<typeof createTokenSchema>>) {
+	tokenRoutes.post("/apps/:appid/tokens", async (c) => {
+		const appid = c.req.param("appid");
+		const input = await parse(c.req.raw);
+		await requireAppId(c.env.DB, appid);
+		const token = newAdminToken();
+		const row = await insertAdminToken(c.env.DB, { tokenid: newTokenId(), appid, ...input, tokenHash: await sha256Hex(token) });
+		return c.json({ ...view(row), token }, 201);
+	});
+
+	tokenRoutes.get("/apps/:appid/tokens", async (c) => {
+		const appid = c.req.param("appid");
+		await requireAppId(c.env.DB, appid);
+		return c.json({ tokens: (await listAdminTokens(c.env.DB, appid)).map(view) });
+	});
+
+	tokenRoutes.delete("/apps/:appid/tokens/:tokenid", async (c) => {
+		if (!(await revokeAdminToken(c.env.DB, c.req.param("appid"), c.req.param("tokenid")))) {
+			throw new ApiError(404, "not_found", "No live token with that tokenid in this app.");
+		}
+		return c.json({ revoked: true });
+	});
+}
