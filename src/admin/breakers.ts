@@ -3,6 +3,7 @@ import { findApp } from "../db/apps";
 import { readBreaker, resetBreaker } from "../db/breakers";
 import { ApiError } from "../http/errors";
 import { breakerView, stateFor } from "../outbox/breaker";
+import { auditEntry } from "./principal";
 
 /**
  * The circuit breaker of an app's webhook endpoint (admin API, under
@@ -26,6 +27,10 @@ breakerRoutes.get("/apps/:appid/webhook-breaker", async (c) => {
 breakerRoutes.post("/apps/:appid/webhook-breaker/reset", async (c) => {
 	const app = await findApp(c.env.DB, c.req.param("appid"));
 	if (!app) throw new ApiError(404, "app_not_found", "No app with that appid.");
-	await resetBreaker(c.env.DB, app.appid);
+	await resetBreaker(
+		c.env.DB,
+		app.appid,
+		auditEntry(c, app.appid, { action: "webhook_breaker.reset", targetType: "app", targetId: app.appid }),
+	);
 	return c.json(await webhookBreakerOf(c.env.DB, app.appid, app.webhookurl));
 });

@@ -7,6 +7,7 @@ import { ApiError } from "../http/errors";
 import { getDelivery, listDeliveries } from "../outbox/deliveries";
 import { enqueueOutboxEvents } from "../outbox/events";
 import { webhookBreakerOf } from "./breakers";
+import { auditEntry } from "./principal";
 
 /**
  * Delivery log of an app's webhooks and emails (admin API, under /admin/v1;
@@ -52,7 +53,8 @@ deliveryRoutes.get("/apps/:appid/deliveries/:eventid", async (c) => {
 deliveryRoutes.post("/apps/:appid/deliveries/:eventid/redeliver", async (c) => {
 	const appid = c.req.param("appid");
 	const eventid = c.req.param("eventid");
-	if (!(await resetForRedelivery(c.env.DB, appid, eventid, nowIso()))) throw deliveryNotFound();
+	const audit = auditEntry(c, appid, { action: "delivery.redeliver", targetType: "delivery", targetId: eventid });
+	if (!(await resetForRedelivery(c.env.DB, appid, eventid, nowIso(), audit))) throw deliveryNotFound();
 	let enqueued = true;
 	try {
 		await enqueueOutboxEvents(c.env, [eventid]);

@@ -7,6 +7,7 @@ import { ApiError } from "../http/errors";
 import { optionalEmail, optionalId } from "../http/fields";
 import { readJsonObject } from "../http/json-body";
 import { profileFields, profileOf } from "../operations/schemas";
+import { auditEntry } from "./principal";
 
 /**
  * Bulk import of users (admin API, under /admin/v1): up to 1,000 users per
@@ -151,7 +152,17 @@ importRoutes.post("/apps/:appid/:action{users:import}", async (c) => {
 			throw new ApiError(status, "import_rejected", `${planned.length} user(s) refused; nothing was imported.`, { errors: planned });
 		}
 		try {
-			await insertImportedUsers(c.env.DB, app.appid, planned.rows);
+			await insertImportedUsers(
+				c.env.DB,
+				app.appid,
+				planned.rows,
+				auditEntry(c, app.appid, {
+					action: "users.import",
+					targetType: "app",
+					targetId: app.appid,
+					changes: { users: { before: null, after: planned.rows.length } },
+				}),
+			);
 		} catch (error) {
 			if (!String(error).includes("UNIQUE")) throw error;
 			continue;

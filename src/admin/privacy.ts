@@ -1,10 +1,11 @@
-import { Hono } from "hono";
+import { type Context, Hono } from "hono";
 import { findApp } from "../db/apps";
 import { erasePersonInD1, findPerson, logPrivacyAction, type PersonRecord, personActivity, privacyLog } from "../db/privacy";
 import { nowIso } from "../domain/dates";
 import { ApiError, userNotFound } from "../http/errors";
 import { ledgerFor } from "../ledger/stub";
 import { erasableValues } from "../privacy/redact";
+import { auditEntry, authOf } from "./principal";
 
 /**
  * Privacy operations on one person (admin API, under /admin/v1; mounted on
@@ -22,7 +23,8 @@ async function requirePerson(db: D1Database, appid: string, userkey: string): Pr
 	return person;
 }
 
-const actorOf = (header: string | undefined) => header?.trim().slice(0, 200) || "admin";
+/** Who asked: the `X-Admin-Actor` header when sent (older dashboards), else the request's authenticated actor. */
+const actorOf = (c: Context, header: string | undefined) => header?.trim().slice(0, 200) || authOf(c).actor.name;
 
 /**
  * Erases the person: personal fields in D1, in its own ledger and in its
@@ -47,7 +49,8 @@ privacyRoutes.delete("/apps/:appid/users/:userkey", async (c) => {
 	const ledgers = [user.userkey, ...(person.referrerUserkey ? [person.referrerUserkey] : [])];
 	await Promise.all(ledgers.map((owner) => ledgerFor(c.env, appid, owner).erasePerson(user.userkey, values)));
 	const at = nowIso();
-	await erasePersonInD1(c.env.DB, person, values, { actor: actorOf(c.req.header("x-admin-actor")), at });
+	const audit = auditEntry(c, appid, { action: "user.erase", targetType: "user", targetId: user.userkey });
+	await erasePersonInD1(c.env.DB, person, values, { actor: actorOf(c, c.req.header("x-admin-actor")), at }, audit);
 	return c.json({ userkey: user.userkey, erased: true, alreadyerased: person.erasedAt !== null, erasedat: person.erasedAt ?? at });
 });
 
@@ -69,7 +72,7 @@ privacyRoutes.get("/apps/:appid/users/:userkey/export", async (c) => {
 			: [],
 	]);
 	const at = nowIso();
-	await logPrivacyAction(c.env.DB, appid, user.userkey, "export", { actor: actorOf(c.req.header("x-admin-actor")), at });
+	await logPrivacyAction(c.env.DB, appid, user.userkey, "export", { actor: actorOf(c, c.req.header("x-admin-actor")), at });
 	return c.json({
 		exportedat: at,
 		appid,

@@ -1,6 +1,7 @@
 import { Hono } from "hono";
 import { z } from "zod";
 import { listRewards, rewardPeople } from "../db/admin-rewards";
+import { newAuditEntryId } from "../db/audit";
 import { userkeyOfRewardId } from "../domain/ledger-ids";
 import { badRequest } from "../http/errors";
 import { readJsonObject } from "../http/json-body";
@@ -9,6 +10,7 @@ import { statusChangesSchema } from "../operations/schemas";
 import { changeRewardStatuses } from "../operations/status-change";
 import { requireAppId } from "./guard";
 import { page, pageRequest } from "./paging";
+import { authOf } from "./principal";
 
 /** Admin reads of the rewards projection and the status change (under /admin/v1). */
 export const rewardRoutes = new Hono<{ Bindings: Env }>();
@@ -85,7 +87,7 @@ rewardRoutes.post("/apps/:appid/rewards/status", async (c) => {
 	const appid = c.req.param("appid");
 	const { changes } = z.object({ changes: statusChangesSchema }).parse(await readJsonObject(c.req.raw));
 	await requireAppId(c.env.DB, appid);
-	const updated = await changeRewardStatuses(c.env, appid, changes);
+	const updated = await changeRewardStatuses(c.env, appid, changes, { entryid: newAuditEntryId(), actor: authOf(c).actor });
 	await flushProjection(c.env, appid, changes);
 	return c.json({ updated });
 });

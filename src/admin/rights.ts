@@ -1,5 +1,7 @@
 import { ROLES, type Role } from "../db/admin-tokens";
+import { membershipOf } from "../db/members";
 import { ApiError } from "../http/errors";
+import type { RequestAuth } from "./principal";
 
 /**
  * Who may call which admin route (docs/operators.md). Roles, from least to
@@ -42,6 +44,11 @@ export const RIGHTS: Readonly<Record<string, Needed>> = {
 	"POST /apps/:appid/tokens": "owner",
 	"GET /apps/:appid/tokens": "owner",
 	"DELETE /apps/:appid/tokens/:tokenid": "owner",
+	"POST /apps/:appid/members": "owner",
+	"GET /apps/:appid/members": "owner",
+	"PATCH /apps/:appid/members/:memberid": "owner",
+	"DELETE /apps/:appid/members/:memberid": "owner",
+	"GET /apps/:appid/audit": "viewer",
 };
 
 /** A route pattern as Hono writes it, as a regular expression with its parameters' names. */
@@ -97,4 +104,23 @@ export function authorizeToken(token: { appid: string; role: Role }, method: str
 			role: token.role,
 		});
 	}
+}
+
+/**
+ * A member signed in to the dashboard: their role in the route's app decides,
+ * as for a token of that role; an app they are not a member of is 404.
+ */
+export async function authorizeMember(
+	db: D1Database,
+	personid: string,
+	method: string,
+	path: string,
+	iphash: string | null,
+): Promise<RequestAuth> {
+	const rule = ruleFor(method, path);
+	const membership = rule?.appid ? await membershipOf(db, rule.appid, personid) : null;
+	if (rule?.needed !== "superuser" && (!rule?.appid || !membership)) throw new ApiError(404, "app_not_found", "No app with that appid.");
+	const role = membership?.role ?? "viewer";
+	authorizeToken({ appid: rule?.appid ?? "", role }, method, path);
+	return { actor: { type: "member", id: membership?.memberid ?? null, name: membership?.email ?? "", iphash }, role };
 }

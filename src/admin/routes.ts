@@ -1,6 +1,6 @@
 import { type Context, Hono } from "hono";
 import { z } from "zod";
-import { findAdminToken, type Role } from "../db/admin-tokens";
+import { findAdminToken } from "../db/admin-tokens";
 import { type App, findApp, insertApp, listApps, updateApp } from "../db/apps";
 import { listCampaignsWithDetails } from "../db/campaign-list";
 import {
@@ -19,16 +19,17 @@ import { countAdminFailure, refuseThrottledAdmin } from "../http/admin-throttle"
 import { refuseInsecureAdminToken } from "../http/admin-token";
 import { forgetCachedApp, forgetCachedKey } from "../http/auth";
 import { ApiError, badRequest, campaignNotFound } from "../http/errors";
-import { describeZodError } from "../http/fields";
-import { readJsonObject } from "../http/json-body";
 import { clientIp } from "../http/rate-limits";
-import { refuseBadText, toLineFeeds } from "../http/text-hygiene";
+import { auditRoutes } from "./audit";
+import { body } from "./body";
 import { breakerRoutes } from "./breakers";
 import { deliveryRoutes } from "./deliveries";
 import { importRoutes } from "./import";
+import { memberRoutes } from "./members";
+import { auditEntry, authOf, clientIpHash, diff, settle, signedInPersonOf } from "./principal";
 import { privacyRoutes } from "./privacy";
 import { rewardRoutes } from "./rewards";
-import { authorizeToken } from "./rights";
+import { authorizeMember, authorizeToken } from "./rights";
 import { addCouponsSchema, createAppSchema, createCampaignSchema, updateAppSchema, updateCampaignSchema } from "./schemas";
 import { statsRoutes } from "./stats";
 import { createTokenSchema, registerTokenRoutes, tokenRoutes } from "./tokens";
@@ -42,37 +43,37 @@ import { requireAllowedWebhookUrl } from "./webhook-policy";
  */
 export const adminRoutes = new Hono<{ Bindings: Env }>();
 
-/** The role of the app-scoped token a request came with (absent: the superuser). */
-const tokenRoles = new WeakMap<Request, Role>();
-
 adminRoutes.use("*", async (c, next) => {
 	// A deployment with a guessable token serves nothing; a client over its failed sign-ins is refused before the compare.
 	refuseInsecureAdminToken(c.env);
+	const path = c.req.path.replace(/^\/admin\/v1(?=\/)/, "");
+	// The dashboard's own in-process requests: it checked the session already (dashboard/session.ts).
+	const person = signedInPersonOf(c.req.raw);
+	if (person) {
+		const iphash = await clientIpHash(c.env, person.ip);
+		if (person.personid === null) settle(c.req.raw, { actor: { type: "superuser", id: null, name: "superuser", iphash } });
+		else settle(c.req.raw, await authorizeMember(c.env.DB, person.personid, c.req.method, path, iphash));
+		return next();
+	}
 	const ip = clientIp(c.req.raw);
 	refuseThrottledAdmin(ip);
 	const token = c.env.ADMIN_TOKEN;
 	const presented = c.req.header("authorization")?.match(/^Bearer\s+(.+)$/i)?.[1] ?? "";
-	if (token && constantTimeEqual(presented, token)) return next();
+	if (token && constantTimeEqual(presented, token)) {
+		settle(c.req.raw, { actor: { type: "superuser", id: null, name: "superuser", iphash: await clientIpHash(c.env, ip) } });
+		return next();
+	}
 	// An app-scoped token (tokens.ts): found by its hash, then held to its app and its role's rights (rights.ts).
 	const scoped = presented.startsWith("adm_") ? await findAdminToken(c.env.DB, await sha256Hex(presented)) : null;
 	if (!scoped) {
 		await countAdminFailure(c.env, ip);
 		throw new ApiError(401, "unauthorized", "A valid admin bearer token is required.");
 	}
-	authorizeToken(scoped, c.req.method, c.req.path.replace(/^\/admin\/v1(?=\/)/, ""));
-	tokenRoles.set(c.req.raw, scoped.role);
+	authorizeToken(scoped, c.req.method, path);
+	const actor = { type: "token" as const, id: scoped.tokenid, name: scoped.name, iphash: await clientIpHash(c.env, ip) };
+	settle(c.req.raw, { actor, role: scoped.role });
 	await next();
 });
-
-async function body<S extends z.ZodType>(request: Request, schema: S): Promise<z.output<S>> {
-	const raw = toLineFeeds(await readJsonObject(request));
-	refuseBadText(raw);
-	const parsed = schema.safeParse(raw);
-	if (parsed.success) return parsed.data;
-	// With the input, so a missing field and a wrong one are told apart (zod does not report what it got).
-	const { message, fields, errors } = describeZodError(parsed.error, raw);
-	throw new ApiError(400, "validation_failed", message, { fields, errors });
-}
 
 function appView(app: App) {
 	return {
@@ -97,6 +98,9 @@ async function requireApp(db: D1Database, appid: string): Promise<App> {
 	return app;
 }
 
+/** A secret's change, recorded without its values. */
+const SECRET_CHANGED = (field: string) => ({ [field]: { before: "(secret)", after: "(secret)" } });
+
 function requireCampaignId(raw: string): number {
 	if (!/^\d{1,15}$/.test(raw)) throw campaignNotFound();
 	return Number(raw);
@@ -111,14 +115,19 @@ adminRoutes.post("/apps", async (c) => {
 		apikey: newApiKey(),
 		webhookSecret: newWebhookSecret(),
 	};
-	await insertApp(c.env.DB, {
-		...created,
+	const fields = {
 		name: input.name,
-		privatekeyHash: await sha256Hex(privatekey),
 		landingurl: input.landingurl ?? null,
 		webhookurl: input.webhookurl ?? null,
 		emailsender: input.emailsender ?? null,
+	};
+	const audit = auditEntry(c, created.appid, {
+		action: "app.create",
+		targetType: "app",
+		targetId: created.appid,
+		changes: diff({}, { ...fields, apikey: created.apikey }),
 	});
+	await insertApp(c.env.DB, { ...created, ...fields, privatekeyHash: await sha256Hex(privatekey) }, audit);
 	forgetCachedKey(created.apikey);
 	return c.json({ appid: created.appid, apikey: created.apikey, privatekey, webhooksecret: created.webhookSecret }, 201);
 });
@@ -142,7 +151,7 @@ adminRoutes.get("/apps", async (c) => {
 adminRoutes.get("/apps/:appid", async (c) => {
 	const view = appView(await requireApp(c.env.DB, c.req.param("appid")));
 	// The webhook secret signs what the app trusts: only an owner (or the superuser) reads it.
-	const role = tokenRoles.get(c.req.raw);
+	const { role } = authOf(c);
 	return c.json(role === undefined || role === "owner" ? view : { ...view, webhooksecret: null });
 });
 
@@ -151,7 +160,9 @@ adminRoutes.patch("/apps/:appid", async (c) => {
 	requireAllowedWebhookUrl(c, input.webhookurl);
 	const appid = c.req.param("appid");
 	const { defaultcampaignid, ...fields } = input;
-	if (!(await updateApp(c.env.DB, appid, { ...fields, defaultCampaignId: defaultcampaignid }))) {
+	const before = await requireApp(c.env.DB, appid);
+	const audit = auditEntry(c, appid, { action: "app.update", targetType: "app", targetId: appid, changes: diff(appView(before), input) });
+	if (!(await updateApp(c.env.DB, appid, { ...fields, defaultCampaignId: defaultcampaignid }, audit))) {
 		const app = await requireApp(c.env.DB, appid);
 		if (defaultcampaignid !== undefined) {
 			throw badRequest(`defaultcampaignid: ${defaultcampaignid} is not a campaign of app ${app.appid}.`, { fields: ["defaultcampaignid"] });
@@ -166,7 +177,13 @@ adminRoutes.patch("/apps/:appid", async (c) => {
 adminRoutes.post("/apps/:appid/rotate-privatekey", async (c) => {
 	const appid = c.req.param("appid");
 	const privatekey = newPrivateKey();
-	if (!(await updateApp(c.env.DB, appid, { privatekeyHash: await sha256Hex(privatekey) }))) {
+	const audit = auditEntry(c, appid, {
+		action: "app.rotate_privatekey",
+		targetType: "app",
+		targetId: appid,
+		changes: SECRET_CHANGED("privatekey"),
+	});
+	if (!(await updateApp(c.env.DB, appid, { privatekeyHash: await sha256Hex(privatekey) }, audit))) {
 		throw new ApiError(404, "app_not_found", "No app with that appid.");
 	}
 	forgetCachedApp(appid);
@@ -176,7 +193,13 @@ adminRoutes.post("/apps/:appid/rotate-privatekey", async (c) => {
 adminRoutes.post("/apps/:appid/rotate-webhooksecret", async (c) => {
 	const appid = c.req.param("appid");
 	const webhooksecret = newWebhookSecret();
-	if (!(await updateApp(c.env.DB, appid, { webhookSecret: webhooksecret }))) {
+	const audit = auditEntry(c, appid, {
+		action: "app.rotate_webhooksecret",
+		targetType: "app",
+		targetId: appid,
+		changes: SECRET_CHANGED("webhooksecret"),
+	});
+	if (!(await updateApp(c.env.DB, appid, { webhookSecret: webhooksecret }, audit))) {
 		throw new ApiError(404, "app_not_found", "No app with that appid.");
 	}
 	forgetCachedApp(appid);
@@ -191,13 +214,15 @@ function campaignView(campaign: Campaign) {
 adminRoutes.post("/apps/:appid/campaigns", async (c) => {
 	const app = await requireApp(c.env.DB, c.req.param("appid"));
 	const { rewardrules, socialactions, campaignstartdate, ...fields } = await body(c.req.raw, createCampaignSchema);
-	const campaignid = await insertCampaign(
-		c.env.DB,
-		app.appid,
-		{ ...fields, campaignstartdate: campaignstartdate ?? nowIso() },
-		rewardrules,
-		socialactions,
-	);
+	const values = { ...fields, campaignstartdate: campaignstartdate ?? nowIso() };
+	// The new campaign's id is read inside the batch that creates it (db/campaigns.ts).
+	const audit = auditEntry(c, app.appid, {
+		action: "campaign.create",
+		targetType: "campaign",
+		targetId: null,
+		changes: diff({}, { ...values, rewardrules, socialactions }),
+	});
+	const campaignid = await insertCampaign(c.env.DB, app.appid, values, rewardrules, socialactions, audit);
 	forgetCachedApp(app.appid);
 	return c.json({ campaignid }, 201);
 });
@@ -222,8 +247,17 @@ adminRoutes.get("/apps/:appid/campaigns/:campaignid", async (c) => {
 adminRoutes.patch("/apps/:appid/campaigns/:campaignid", async (c) => {
 	const appid = c.req.param("appid");
 	const campaignid = requireCampaignId(c.req.param("campaignid"));
-	const { rewardrules, socialactions, ...fields } = await body(c.req.raw, updateCampaignSchema);
-	const updated = await updateCampaign(c.env.DB, appid, campaignid, fields, rewardrules, socialactions);
+	const input = await body(c.req.raw, updateCampaignSchema);
+	const { rewardrules, socialactions, ...fields } = input;
+	const before = await getCampaignWithDetails(c.env.DB, appid, campaignid);
+	if (!before) throw campaignNotFound();
+	const audit = auditEntry(c, appid, {
+		action: "campaign.update",
+		targetType: "campaign",
+		targetId: String(campaignid),
+		changes: diff(campaignView(before), input),
+	});
+	const updated = await updateCampaign(c.env.DB, appid, campaignid, fields, rewardrules, socialactions, audit);
 	if (!updated.ok && updated.reason === "campaign_not_found") throw campaignNotFound();
 	if (!updated.ok) throw badRequest(`rewardrules: no active rule ${updated.ruleid} in this campaign.`, { fields: ["rewardrules"] });
 	const campaign = await getCampaignWithDetails(c.env.DB, appid, campaignid);
@@ -235,7 +269,13 @@ adminRoutes.post("/apps/:appid/campaigns/:campaignid/coupons", async (c) => {
 	const campaign = await getCampaign(c.env.DB, appid, requireCampaignId(c.req.param("campaignid")));
 	if (!campaign) throw campaignNotFound();
 	const { coupons } = await body(c.req.raw, addCouponsSchema);
-	const added = await addCoupons(c.env.DB, campaign.campaignid, coupons);
+	const audit = auditEntry(c, appid, {
+		action: "campaign.coupons_add",
+		targetType: "campaign",
+		targetId: String(campaign.campaignid),
+		changes: { couponssubmitted: { before: null, after: coupons.length } },
+	});
+	const added = await addCoupons(c.env.DB, campaign.campaignid, coupons, audit);
 	return c.json({ added, skipped: coupons.length - added, couponsavailable: await countFreeCoupons(c.env.DB, campaign.campaignid) }, 201);
 });
 adminRoutes.route("/", deliveryRoutes);
@@ -247,3 +287,5 @@ adminRoutes.route("/", privacyRoutes);
 adminRoutes.route("/", importRoutes);
 registerTokenRoutes((request) => body(request, createTokenSchema));
 adminRoutes.route("/", tokenRoutes);
+adminRoutes.route("/", memberRoutes);
+adminRoutes.route("/", auditRoutes);

@@ -5,6 +5,7 @@ import { sha256Hex } from "../domain/crypto";
 import { newAdminToken, newTokenId } from "../domain/ids";
 import { ApiError } from "../http/errors";
 import { requireAppId } from "./guard";
+import { auditEntry } from "./principal";
 
 /**
  * App-scoped admin tokens (docs/operators.md): `POST` shows the token once
@@ -33,7 +34,14 @@ export function registerTokenRoutes(parse: (request: Request) => Promise<z.outpu
 		const input = await parse(c.req.raw);
 		await requireAppId(c.env.DB, appid);
 		const token = newAdminToken();
-		const row = await insertAdminToken(c.env.DB, { tokenid: newTokenId(), appid, ...input, tokenHash: await sha256Hex(token) });
+		const tokenid = newTokenId();
+		const audit = auditEntry(c, appid, {
+			action: "token.create",
+			targetType: "token",
+			targetId: tokenid,
+			changes: { name: { before: null, after: input.name }, role: { before: null, after: input.role } },
+		});
+		const row = await insertAdminToken(c.env.DB, { tokenid, appid, ...input, tokenHash: await sha256Hex(token) }, audit);
 		return c.json({ ...view(row), token }, 201);
 	});
 
@@ -44,7 +52,9 @@ export function registerTokenRoutes(parse: (request: Request) => Promise<z.outpu
 	});
 
 	tokenRoutes.delete("/apps/:appid/tokens/:tokenid", async (c) => {
-		if (!(await revokeAdminToken(c.env.DB, c.req.param("appid"), c.req.param("tokenid")))) {
+		const { appid, tokenid } = c.req.param();
+		const audit = auditEntry(c, appid, { action: "token.revoke", targetType: "token", targetId: tokenid });
+		if (!(await revokeAdminToken(c.env.DB, appid, tokenid, audit))) {
 			throw new ApiError(404, "not_found", "No live token with that tokenid in this app.");
 		}
 		return c.json({ revoked: true });

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { nowIso } from "../domain/dates";
+import { type AuditEntry, runAudited } from "./audit";
 import { rowsOf } from "./rows";
 
 /** App-scoped admin tokens (migration 0015): the row without its secret, which only exists as a hash. */
@@ -19,12 +20,13 @@ export type AdminToken = z.output<typeof tokenRow>;
 export async function insertAdminToken(
 	db: D1Database,
 	token: { tokenid: string; appid: string; name: string; role: Role; tokenHash: string },
+	audit: AuditEntry,
 ): Promise<AdminToken> {
 	const createdAt = nowIso();
-	await db
+	const insert = db
 		.prepare("INSERT INTO admin_tokens (tokenid, appid, name, role, token_hash, created_at) VALUES (?, ?, ?, ?, ?, ?)")
-		.bind(token.tokenid, token.appid, token.name, token.role, token.tokenHash, createdAt)
-		.run();
+		.bind(token.tokenid, token.appid, token.name, token.role, token.tokenHash, createdAt);
+	await runAudited(db, insert, audit);
 	return { tokenid: token.tokenid, appid: token.appid, name: token.name, role: token.role, created_at: createdAt, revoked_at: null };
 }
 
@@ -47,10 +49,10 @@ export async function listAdminTokens(db: D1Database, appid: string, limit = 200
 }
 
 /** Revokes at once; false when the app has no such live token. */
-export async function revokeAdminToken(db: D1Database, appid: string, tokenid: string): Promise<boolean> {
-	const result = await db
+export async function revokeAdminToken(db: D1Database, appid: string, tokenid: string, audit: AuditEntry): Promise<boolean> {
+	const revoke = db
 		.prepare("UPDATE admin_tokens SET revoked_at = ? WHERE tokenid = ? AND appid = ? AND revoked_at IS NULL")
-		.bind(nowIso(), tokenid, appid)
-		.run();
+		.bind(nowIso(), tokenid, appid);
+	const result = await runAudited(db, revoke, audit);
 	return result.meta.changes > 0;
 }

@@ -1,4 +1,5 @@
 import { nowIso } from "../domain/dates";
+import { type AuditEntry, runAudited } from "./audit";
 
 /** An app (tenant) as the service uses it; never carries the private key. */
 export interface App {
@@ -87,15 +88,26 @@ export interface NewApp {
 	emailsender: string | null;
 }
 
-export async function insertApp(db: D1Database, app: NewApp): Promise<void> {
+export async function insertApp(db: D1Database, app: NewApp, audit: AuditEntry): Promise<void> {
 	const now = nowIso();
-	await db
+	const insert = db
 		.prepare(
 			`INSERT INTO apps (appid, name, apikey, privatekey_hash, webhook_secret, landingurl, webhookurl, emailsender, created_at, updated_at)
 			 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		)
-		.bind(app.appid, app.name, app.apikey, app.privatekeyHash, app.webhookSecret, app.landingurl, app.webhookurl, app.emailsender, now, now)
-		.run();
+		.bind(
+			app.appid,
+			app.name,
+			app.apikey,
+			app.privatekeyHash,
+			app.webhookSecret,
+			app.landingurl,
+			app.webhookurl,
+			app.emailsender,
+			now,
+			now,
+		);
+	await runAudited(db, insert, audit);
 }
 
 export type AppChanges = Partial<
@@ -125,16 +137,16 @@ const APP_COLUMNS: Record<keyof AppChanges, string> = {
 	defaultCampaignId: "default_campaignid",
 };
 
-/** Applies the given changes; returns false when the app does not exist. */
-export async function updateApp(db: D1Database, appid: string, changes: AppChanges): Promise<boolean> {
+/** Applies the given changes with their audit entry; returns false when the app does not exist (nothing is recorded then). */
+export async function updateApp(db: D1Database, appid: string, changes: AppChanges, audit: AuditEntry): Promise<boolean> {
 	const entries = Object.entries(changes).filter(([, v]) => v !== undefined) as [keyof AppChanges, string | number | null][];
 	const sets = entries.map(([key]) => `${APP_COLUMNS[key]} = ?`);
 	// A default campaign must be one of the app's own: checked in the write itself, so nothing changes otherwise.
 	const guard =
 		changes.defaultCampaignId != null ? " AND EXISTS (SELECT 1 FROM campaigns WHERE campaignid = ? AND appid = apps.appid)" : "";
-	const result = await db
+	const update = db
 		.prepare(`UPDATE apps SET ${[...sets, "updated_at = ?"].join(", ")} WHERE appid = ?${guard}`)
-		.bind(...entries.map(([, v]) => v), nowIso(), appid, ...(guard ? [changes.defaultCampaignId] : []))
-		.run();
+		.bind(...entries.map(([, v]) => v), nowIso(), appid, ...(guard ? [changes.defaultCampaignId] : []));
+	const result = await runAudited(db, update, audit);
 	return result.meta.changes > 0;
 }

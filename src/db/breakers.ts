@@ -1,5 +1,6 @@
 import { nowIso } from "../domain/dates";
 import type { BreakerState } from "../outbox/breaker";
+import { type AuditEntry, runAudited } from "./audit";
 import { rowsOf } from "./rows";
 
 /** A `webhook_breakers` row (migrations/0003_webhook_breakers.sql). */
@@ -78,7 +79,7 @@ export async function writeBreaker(db: D1Database, appid: string, next: BreakerS
 }
 
 /** Closes an app's breaker (admin reset); false when it had none. */
-export async function resetBreaker(db: D1Database, appid: string): Promise<boolean> {
-	const result = await db.prepare("DELETE FROM webhook_breakers WHERE appid = ?").bind(appid).run();
+export async function resetBreaker(db: D1Database, appid: string, audit: AuditEntry): Promise<boolean> {
+	const result = await runAudited(db, db.prepare("DELETE FROM webhook_breakers WHERE appid = ?").bind(appid), audit);
 	return result.meta.changes > 0;
 }

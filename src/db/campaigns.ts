@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { nowIso } from "../domain/dates";
 import { FRAUD_SIGNALS, type FraudSignal } from "../fraud/signals";
+import { type AuditEntry, auditStatement } from "./audit";
 import { firstRowOf, rowsOf } from "./rows";
 import { parseStoredJson } from "./stored-json";
 
@@ -195,6 +196,7 @@ export async function insertCampaign(
 	fields: CampaignFields,
 	rules: RuleFields[],
 	actions: SocialActionFields[],
+	audit: AuditEntry,
 ): Promise<number> {
 	const now = nowIso();
 	const results = await db.batch([
@@ -207,6 +209,7 @@ export async function insertCampaign(
 		...ruleInserts(db, NEWEST_CAMPAIGN, [appid], rules),
 		...socialActionInserts(db, NEWEST_CAMPAIGN, [appid], actions),
 		db.prepare(`UPDATE apps SET default_campaignid = COALESCE(default_campaignid, ${NEWEST_CAMPAIGN}) WHERE appid = ?`).bind(appid, appid),
+		auditStatement(db, audit, { targetIdSql: { sql: NEWEST_CAMPAIGN, args: [appid] } }),
 		db.prepare(`SELECT ${NEWEST_CAMPAIGN} AS campaignid`).bind(appid),
 	]);
 	const last = firstRowOf<{ campaignid: number }>(results.at(-1));
@@ -235,8 +238,9 @@ export async function updateCampaign(
 	appid: string,
 	campaignid: number,
 	fields: Partial<CampaignFields>,
-	rules?: RuleUpdate[],
-	actions?: SocialActionFields[],
+	rules: RuleUpdate[] | undefined,
+	actions: SocialActionFields[] | undefined,
+	audit: AuditEntry,
 ): Promise<UpdateOutcome> {
 	const now = nowIso();
 	const columns = CAMPAIGN_COLUMNS.filter((c) => fields[c] !== undefined);
@@ -275,6 +279,7 @@ export async function updateCampaign(
 		statements.push(db.prepare("DELETE FROM social_actions WHERE campaignid = ?").bind(campaignid));
 		statements.push(...socialActionInserts(db, "?", [campaignid], actions));
 	}
+	statements.push(auditStatement(db, audit));
 	await db.batch(statements);
 	return { ok: true };
 }
@@ -329,9 +334,9 @@ export interface CouponInput {
 }
 
 /** Adds codes to the campaign's pool; codes already in the pool are skipped. Returns how many were added. */
-export async function addCoupons(db: D1Database, campaignid: number, coupons: CouponInput[]): Promise<number> {
-	const results = await db.batch(
-		coupons.map((c) =>
+export async function addCoupons(db: D1Database, campaignid: number, coupons: CouponInput[], audit: AuditEntry): Promise<number> {
+	const results = await db.batch([
+		...coupons.map((c) =>
 			db
 				.prepare(
 					`INSERT INTO coupons (campaignid, coupon, couponname, coupondetails, couponimage) VALUES (?, ?, ?, ?, ?)
@@ -339,7 +344,8 @@ export async function addCoupons(db: D1Database, campaignid: number, coupons: Co
 				)
 				.bind(campaignid, c.coupon, c.couponname, c.coupondetails, c.couponimage),
 		),
-	);
+		auditStatement(db, audit),
+	]);
 	return results.reduce((sum, r) => sum + r.meta.changes, 0);
 }
 

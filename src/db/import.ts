@@ -1,4 +1,5 @@
 import { nowIso } from "../domain/dates";
+import { type AuditEntry, auditStatement } from "./audit";
 import { firstRowOf, rowsOf } from "./rows";
 import { PROFILE_FIELDS, type Profile, type User } from "./users";
 
@@ -63,7 +64,7 @@ export interface ImportRow {
  * second statement (an INSERT ... SELECT does not see its own rows); the
  * referrers' friend counters move by the number of friends each gained.
  */
-export async function insertImportedUsers(db: D1Database, appid: string, rows: ImportRow[]): Promise<void> {
+export async function insertImportedUsers(db: D1Database, appid: string, rows: ImportRow[], audit: AuditEntry): Promise<void> {
 	const now = nowIso();
 	const json = JSON.stringify(
 		rows.map((r) => ({
@@ -110,5 +111,6 @@ export async function insertImportedUsers(db: D1Database, appid: string, rows: I
 				    OR userkey IN (SELECT ${field("key")} FROM json_each(?1))`,
 			)
 			.bind(counts),
+		auditStatement(db, audit),
 	]);
 }

@@ -1,6 +1,7 @@
 import type { BreakerState } from "../outbox/breaker";
 import type { DeliveryApp } from "../outbox/deliveries";
 import type { OutboxEvent } from "../outbox/events";
+import { type AuditEntry, runAudited } from "./audit";
 import { breakersByApp, breakersLookup } from "./breakers";
 import { rowsOf } from "./rows";
 
@@ -133,11 +134,11 @@ export async function claimUnattemptedEvents(db: D1Database, cutoff: string, at:
  * app's event. It counts as enqueued now and unattempted, so a redelivery
  * whose message is lost is re-sent by the sweep like any other.
  */
-export async function resetForRedelivery(db: D1Database, appid: string, eventid: string, at: string): Promise<boolean> {
-	const result = await db
+export async function resetForRedelivery(db: D1Database, appid: string, eventid: string, at: string, audit: AuditEntry): Promise<boolean> {
+	const reset = db
 		.prepare("UPDATE outbox_events SET delivered_at = NULL, attempted_at = NULL, enqueued_at = ? WHERE eventid = ? AND appid = ?")
-		.bind(at, eventid, appid)
-		.run();
+		.bind(at, eventid, appid);
+	const result = await runAudited(db, reset, audit);
 	return result.meta.changes > 0;
 }
 

@@ -1,4 +1,5 @@
 import { redactJson } from "../privacy/redact";
+import { type AuditEntry, auditStatement } from "./audit";
 import { firstRowOf, rowsOf } from "./rows";
 import { toUser, USER_VIEW, type User, type UserRow } from "./users";
 
@@ -74,6 +75,7 @@ export async function erasePersonInD1(
 	person: PersonRecord,
 	values: string[],
 	log: { actor: string; at: string },
+	audit: AuditEntry,
 ): Promise<void> {
 	const { user } = person;
 	// Payloads that mention the person: by userkey (its own events) or by one of its values (other users' events).
@@ -119,6 +121,7 @@ export async function erasePersonInD1(
 		db.prepare("DELETE FROM link_click_seen WHERE referralcode = ?").bind(user.referralcode),
 		db.prepare("UPDATE conversion_events SET extrainfo = NULL WHERE userid = ? AND extrainfo IS NOT NULL").bind(user.userid),
 		privacyLogInsert(db, user.appid, user.userkey, "erase", log),
+		auditStatement(db, audit),
 	]);
 }
 

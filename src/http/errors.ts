@@ -51,6 +51,7 @@ export type ErrorCode =
 	| "refundid_reused"
 	| "customid_conflict"
 	| "forbidden"
+	| "member_exists"
 	| "internal_error";
 
 /** An expected failure: becomes the JSON error envelope with its status. */

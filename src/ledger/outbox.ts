@@ -1,4 +1,5 @@
 import type { z } from "zod";
+import { auditEntrySchema, auditStatement } from "../db/audit";
 import { grantsConfirmed } from "../db/event-grants";
 import { appHasWebhook, insertOutboxEvent } from "../db/outbox-events";
 import { type AssignedCoupon, claimCoupon, projectionStatement, releaseCoupon, sendFlushBatch } from "../db/projection";
@@ -113,9 +114,15 @@ function announcedConversions(events: OutboxEvent[]): string[] {
 	return events.flatMap((e) => (e.type === "conversion.recorded" && typeof e.payload.customid === "string" ? [e.payload.customid] : []));
 }
 
-async function deliverRecords(host: FlushHost, projections: LedgerOutboxEntry[], webhooks: LedgerOutboxEntry[]): Promise<number> {
+async function deliverRecords(
+	host: FlushHost,
+	projections: LedgerOutboxEntry[],
+	webhooks: LedgerOutboxEntry[],
+	audits: LedgerOutboxEntry[],
+): Promise<number> {
 	const db = host.env.DB;
-	const statements: D1PreparedStatement[] = [];
+	// Audit entries (audit.ts) ride in the same batch; their entryid makes a replay add nothing.
+	const statements: D1PreparedStatement[] = audits.map((entry) => auditStatement(db, payloadOf(entry, auditEntrySchema)));
 	const projected: { entry: LedgerOutboxEntry; version: number }[] = [];
 	const gone: LedgerOutboxEntry[] = [];
 	for (const entry of projections) {
@@ -144,17 +151,18 @@ async function deliverRecords(host: FlushHost, projections: LedgerOutboxEntry[],
 		hasHooks = await sendFlushBatch(db, statements, events.length > 0 ? hooks : null);
 	} catch (error) {
 		console.warn("ledger outbox: D1 write failed", { appid: host.appid, userkey: host.userkey, error: errorText(error) });
-		postpone(host, [...projections.filter((p) => !gone.includes(p)), ...webhooks], error);
+		postpone(host, [...projections.filter((p) => !gone.includes(p)), ...webhooks, ...audits], error);
 		return gone.length;
 	}
+	remove(host, audits);
 	host.transactionSync(() => {
 		// A change committed while the batch was in flight raised the entry's version: keep it for the next pass.
 		for (const { entry, version } of projected) host.sql.exec("DELETE FROM outbox WHERE id = ? AND version <= ?", entry.id, version);
 	});
-	if (webhooks.length === 0) return gone.length + projected.length;
+	if (webhooks.length === 0) return gone.length + projected.length + audits.length;
 	if (!hasHooks) {
 		remove(host, webhooks);
-		return gone.length + projected.length + webhooks.length;
+		return gone.length + projected.length + audits.length + webhooks.length;
 	}
 	// In as many sendBatch calls as the Queues limits need: the entries of a batch that went are removed, the others wait.
 	const { failed, error } = await sendInBatches(host.env, events);
@@ -167,7 +175,7 @@ async function deliverRecords(host: FlushHost, projections: LedgerOutboxEntry[],
 		console.warn("ledger outbox: enqueue failed", { appid: host.appid, userkey: host.userkey, error: errorText(error) });
 		postpone(host, waiting, error);
 	}
-	return gone.length + projected.length + sent.length;
+	return gone.length + projected.length + audits.length + sent.length;
 }
 
 async function runCouponClaim(host: FlushHost, entry: LedgerOutboxEntry): Promise<boolean> {
@@ -240,6 +248,7 @@ export async function flushOutboxOnce(host: FlushHost): Promise<FlushReport> {
 		host,
 		entries.filter((e) => e.kind === "projection"),
 		entries.filter((e) => e.kind === "webhook"),
+		entries.filter((e) => e.kind === "audit"),
 	);
 	const pending = host.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM outbox").one().n;
 	return { done, pending };

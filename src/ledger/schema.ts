@@ -233,7 +233,7 @@ export type ClawbackRow = {
 /** An entry of the ledger's own outbox table (not D1's outbox_events): a projection, webhook, coupon claim or release waiting to leave the object. */
 export type LedgerOutboxEntry = {
 	id: number;
-	kind: "projection" | "webhook" | "coupon" | "coupon_release";
+	kind: "projection" | "webhook" | "coupon" | "coupon_release" | "audit";
 	ref: string;
 	payload: string;
 	version: number;

@@ -2,6 +2,7 @@ import { z } from "zod";
 import { parseStoredJson } from "../db/stored-json";
 import { FRAUD_SIGNALS } from "../fraud/signals";
 import type { OutboxEvent, WebhookType } from "../outbox/events";
+import { type LedgerAudit, ledgerAuditSchema } from "./audit";
 import type { CouponClaim } from "./coupons";
 import type { ReversalOutcome, ReverseOperation } from "./reversal";
 import type { LedgerOperation, LedgerOperationResult } from "./transaction-kinds";
@@ -125,10 +126,11 @@ export const reverseOperationSchema = z.object({
 	refundvalue: z.number().nullable(),
 	transactionvalue: z.number().nullable(),
 	reason: z.string().nullable(),
-}) satisfies z.ZodType<ReverseOperation>;
+	audit: ledgerAuditSchema.optional(),
+}) satisfies z.ZodType<ReverseOperation & { audit?: LedgerAudit }>;
 
 export const ledgerOperationSchema = z.discriminatedUnion("kind", [
-	z.object({ kind: z.literal("status"), changes: z.array(statusChangeSchema) }),
+	z.object({ kind: z.literal("status"), changes: z.array(statusChangeSchema), audit: ledgerAuditSchema.optional() }),
 	reverseOperationSchema,
 ]) satisfies z.ZodType<LedgerOperation>;
 

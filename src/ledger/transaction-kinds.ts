@@ -1,4 +1,5 @@
 import { seqOfRewardId } from "../domain/ledger-ids";
+import { type LedgerAudit, queueRewardAudits, rewardsBefore } from "./audit";
 import type { TxContext } from "./mutations";
 import { Refused } from "./refused";
 import { applyReversal, eventRewardIds, type ReversalOutcome, type ReverseOperation } from "./reversal";
@@ -16,7 +17,10 @@ import type { LedgerReward, StatusChange } from "./types";
  * failure; prepare runs it as a dry run, so it must check everything commit
  * depends on.
  */
-export type LedgerOperation = { kind: "status"; changes: StatusChange[] } | ReverseOperation;
+export type LedgerOperation = ({ kind: "status"; changes: StatusChange[] } | ReverseOperation) & {
+	/** Who asks: each reward it changes gets an audit entry in the same transaction (audit.ts). */
+	audit?: LedgerAudit;
+};
 
 /** What a ledger operation answers. */
 export interface LedgerOperationResult {
@@ -53,7 +57,12 @@ export const TRANSACTION_KINDS: Kinds = {
 export function applyOperation(tx: TxContext, operation: LedgerOperation, ownTxid?: string): LedgerOperationResult {
 	const kind = TRANSACTION_KINDS[operation.kind] as TransactionKind<LedgerOperation>;
 	if (!kind) throw new Refused({ code: "invalid_operation", message: `unknown ledger operation ${operation.kind}` });
-	return kind.apply(tx, operation, ownTxid);
+	const before = operation.audit ? rewardsBefore(tx, lockedSeqs(tx.sql, tx.userkey, operation)) : null;
+	const result = kind.apply(tx, operation, ownTxid);
+	if (operation.audit && before) {
+		queueRewardAudits(tx, operation.audit, operation.kind === "status" ? "reward.status" : "reward.reverse", before, result.rewards);
+	}
+	return result;
 }
 
 /** The rewards `operation` locks, as sequence numbers of this ledger; ids of other ledgers are left to apply's refusal. */

@@ -2,6 +2,7 @@ import { DurableObject } from "cloudflare:workers";
 import { ledgerName, parseLedgerName } from "../domain/ledger-ids";
 import { instrumentEnv } from "../instrument/d1-metrics";
 import { toHundredths } from "../rewards/money";
+import { auditRedemption, type LedgerAudit } from "./audit";
 import { listClawbacks } from "./clawbacks";
 import { grantWithReferrer, type ReferrerSide } from "./conversion-grant";
 import { FlushSchedule } from "./flush-schedule";
@@ -190,15 +191,15 @@ export class UserLedger extends DurableObject<Env> {
 	// ---- redemption ----------------------------------------------------------------------------
 
 	/** Redeems `amount` from the user's approved wallet rewards, oldest first; more than is available is refused whole. */
-	redeemByAmount(request: RedeemByAmount): LedgerResult<Redemption> {
+	redeemByAmount(request: RedeemByAmount, audit?: LedgerAudit): LedgerResult<Redemption> {
 		const amount = toHundredths(request.amount);
 		if (amount === null || amount <= 0) return { ok: false, error: { code: "invalid_amount", message: "amount must be a number above 0" } };
-		return this.writer.attempt((tx) => redeemAmount(tx, request, amount));
+		return this.writer.attempt((tx) => auditRedemption(tx, audit, request.idempotency?.key, redeemAmount(tx, request, amount)));
 	}
 
 	/** Redeems the whole remaining amount of each reward; all must be this user's approved wallet rewards, else none is redeemed. */
-	redeemByIds(ids: string[], idempotency?: LedgerIdempotency): LedgerResult<Redemption> {
-		return this.writer.attempt((tx) => redeemRewards(tx, ids, idempotency));
+	redeemByIds(ids: string[], idempotency?: LedgerIdempotency, audit?: LedgerAudit): LedgerResult<Redemption> {
+		return this.writer.attempt((tx) => auditRedemption(tx, audit, idempotency?.key, redeemRewards(tx, ids, idempotency)));
 	}
 
 	// ---- alarm and outbox ----------------------------------------------------------------------

@@ -51,6 +51,7 @@ export const ERROR_CODES = [
 	"refundid_reused",
 	"customid_conflict",
 	"forbidden",
+	"member_exists",
 	"internal_error",
 ] as const satisfies readonly ErrorCode[];
 

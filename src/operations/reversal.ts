@@ -5,7 +5,9 @@ import { allOf, appHasWebhook, insertOutboxEvent } from "../db/outbox-events";
 import { ApiError, ledgerError } from "../http/errors";
 import { customId, exactAmount, optionalText } from "../http/fields";
 import { defineOperation, type OperationContext } from "../http/operation";
-import type { ReversalOutcome, ReverseOperation } from "../ledger/reversal";
+import { appKeyAudit } from "../ledger/audit";
+import type { ReversalOutcome } from "../ledger/reversal";
+import type { LedgerOperation } from "../ledger/transaction-kinds";
 import { type OutboxEvent, sendOutboxEvents, webhookEvent } from "../outbox/events";
 import { fromHundredths, toHundredths } from "../rewards/money";
 
@@ -106,13 +108,14 @@ export const reverseconversionevent = defineOperation({
 		}
 		const refundvalue = input.refundvalue === undefined ? null : toHundredths(input.refundvalue);
 		const transactionvalue = event.transactionvalue === null ? null : toHundredths(event.transactionvalue);
-		const operation: ReverseOperation = {
+		const operation: LedgerOperation = {
 			kind: "reverse",
 			customid: event.customid,
 			refundid: refundIdOf(input, ctx),
 			refundvalue,
 			transactionvalue,
 			reason: input.reason ?? null,
+			audit: appKeyAudit(ctx.app.apikey),
 		};
 		const userkeys = [
 			event.friendUserkey,

@@ -4,6 +4,7 @@ import { userkeyOfRewardId } from "../domain/ledger-ids";
 import { ApiError, campaignNotFound, ledgerError, refuseErased, rewardNotFound, userNotFound } from "../http/errors";
 import { exactAmount, id, optionalCampaignId, optionalEmail, optionalId, optionalText } from "../http/fields";
 import { defineOperation, type OperationContext } from "../http/operation";
+import { appKeyAudit } from "../ledger/audit";
 import { ledgerFor } from "../ledger/stub";
 import { statusChangesSchema } from "./schemas";
 import { changeRewardStatuses } from "./status-change";
@@ -39,7 +40,7 @@ export const redeemrewards = defineOperation({
 		refuseErased(user);
 		const ledger = ledgerFor(env, app.appid, user.userkey);
 		if (input.rewarddtlids) {
-			const result = await ledger.redeemByIds(input.rewarddtlids, idempotency);
+			const result = await ledger.redeemByIds(input.rewarddtlids, idempotency, appKeyAudit(app.apikey));
 			if (!result.ok) throw ledgerError(result.error);
 			return { message: `Redeemed ${result.redeemed}.`, redeemed: result.redeemed };
 		}
@@ -49,13 +50,16 @@ export const redeemrewards = defineOperation({
 				throw new ApiError(400, "coupon_distribution", "This campaign distributes coupons; they are not redeemed by amount.");
 			}
 		}
-		const result = await ledger.redeemByAmount({
-			amount: input.amount ?? 0,
-			campaignid: input.campaignid,
-			growthhack: input.growthhack,
-			rewardunit: input.rewardunit,
-			idempotency,
-		});
+		const result = await ledger.redeemByAmount(
+			{
+				amount: input.amount ?? 0,
+				campaignid: input.campaignid,
+				growthhack: input.growthhack,
+				rewardunit: input.rewardunit,
+				idempotency,
+			},
+			appKeyAudit(app.apikey),
+		);
 		if (!result.ok) throw ledgerError(result.error);
 		return { message: `Redeemed ${result.redeemed}.`, redeemed: result.redeemed };
 	},
@@ -66,7 +70,7 @@ export const changerewardstatus = defineOperation({
 	mutating: true,
 	schema: z.object({ rewardslist: statusChangesSchema }),
 	async handle(ctx, { rewardslist }) {
-		const count = await changeRewardStatuses(ctx.env, ctx.app.appid, rewardslist);
+		const count = await changeRewardStatuses(ctx.env, ctx.app.appid, rewardslist, appKeyAudit(ctx.app.apikey));
 		return { message: `Updated ${count} reward(s).` };
 	},
 });

@@ -2,6 +2,7 @@ import type { z } from "zod";
 import { runAcrossLedgers } from "../coordination/ledger-transaction";
 import { userkeyOfRewardId } from "../domain/ledger-ids";
 import { ledgerError, rewardNotFound } from "../http/errors";
+import type { LedgerAudit } from "../ledger/audit";
 import type { StatusChange } from "../ledger/types";
 import type { statusChangesSchema } from "./schemas";
 
@@ -27,9 +28,17 @@ function byLedger(changes: StatusChange[]): Map<string, StatusChange[]> {
  * concerned (coordination/ledger-transaction.ts), so a redemption running at
  * the same moment can never leave it half applied.
  */
-export async function changeRewardStatuses(env: Env, appid: string, entries: z.output<typeof statusChangesSchema>): Promise<number> {
+export async function changeRewardStatuses(
+	env: Env,
+	appid: string,
+	entries: z.output<typeof statusChangesSchema>,
+	audit: LedgerAudit,
+): Promise<number> {
 	const changes = entries.map((e) => ({ rewarddtlid: e.rewarddtlid, status: e.rewardstatus, message: e.message ?? null }));
-	const parts = [...byLedger(changes)].map(([userkey, list]) => ({ userkey, operation: { kind: "status" as const, changes: list } }));
+	const parts = [...byLedger(changes)].map(([userkey, list]) => ({
+		userkey,
+		operation: { kind: "status" as const, changes: list, audit },
+	}));
 	const result = await runAcrossLedgers(env, appid, parts);
 	if (!result.ok) throw ledgerError(result.error);
 	return changes.length;

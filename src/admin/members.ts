@@ -1,0 +1,108 @@
+import { Hono } from "hono";
+import { z } from "zod";
+import { ROLES } from "../db/admin-tokens";
+import { deleteMember, findMember, insertMember, listMembers, type Member, updateMemberRole } from "../db/members";
+import { sha256Hex } from "../domain/crypto";
+import { randomString } from "../domain/ids";
+import { ApiError } from "../http/errors";
+import { body } from "./body";
+import { requireAppId } from "./guard";
+import { auditEntry, signedInPersonOf } from "./principal";
+
+/**
+ * Members of an app (docs/operators.md): an owner adds a person by email with
+ * a role; the answer carries an invitation URL (valid 7 days, one use) that
+ * lets them choose a password and signs them in. Who may call these is in
+ * rights.ts (owner).
+ */
+export const memberRoutes = new Hono<{ Bindings: Env }>();
+
+export const INVITATION_TTL_MS = 7 * 24 * 60 * 60 * 1000;
+const ALNUM = "0123456789abcdefghijklmnopqrstuvwxyz";
+const roleField = z.enum(ROLES, { error: `must be one of ${ROLES.join(", ")}` });
+
+export const createMemberSchema = z.object({
+	email: z
+		.string()
+		.trim()
+		.toLowerCase()
+		.pipe(z.email({ error: "must be an email address" }).max(254)),
+	role: roleField,
+});
+export const updateMemberSchema = z.object({ role: roleField });
+
+const view = (m: Member) => ({
+	memberid: m.memberid,
+	email: m.email,
+	role: m.role,
+	// "invited" until the person has chosen a password.
+	state: m.active ? "active" : "invited",
+	createdat: m.created_at,
+});
+
+const memberNotFound = () => new ApiError(404, "not_found", "No member with that memberid in this app.");
+
+memberRoutes.post("/apps/:appid/members", async (c) => {
+	const appid = c.req.param("appid");
+	const input = await body(c.req.raw, createMemberSchema);
+	await requireAppId(c.env.DB, appid);
+	const token = `inv_${randomString(43, ALNUM)}`;
+	const memberid = `mem_${randomString(16, ALNUM)}`;
+	const audit = auditEntry(c, appid, {
+		action: "member.add",
+		targetType: "member",
+		targetId: memberid,
+		changes: { email: { before: null, after: input.email }, role: { before: null, after: input.role } },
+	});
+	const outcome = await insertMember(
+		c.env.DB,
+		{
+			...input,
+			appid,
+			memberid,
+			personid: `per_${randomString(16, ALNUM)}`,
+			tokenHash: await sha256Hex(token),
+			expiresAt: Date.now() + INVITATION_TTL_MS,
+		},
+		audit,
+	);
+	if (!outcome.ok) throw new ApiError(409, "member_exists", `${input.email} is already a member of this app.`, { fields: ["email"] });
+	// The dashboard's own origin when it asks (its in-process request has none of its own).
+	const origin = signedInPersonOf(c.req.raw)?.origin ?? new URL(c.req.url).origin;
+	return c.json({ ...view(outcome.member), invitationurl: `${origin}/dashboard/invitations/${token}` }, 201);
+});
+
+memberRoutes.get("/apps/:appid/members", async (c) => {
+	const appid = c.req.param("appid");
+	await requireAppId(c.env.DB, appid);
+	return c.json({ members: (await listMembers(c.env.DB, appid)).map(view) });
+});
+
+memberRoutes.patch("/apps/:appid/members/:memberid", async (c) => {
+	const { appid, memberid } = c.req.param();
+	const { role } = await body(c.req.raw, updateMemberSchema);
+	const before = await findMember(c.env.DB, appid, memberid);
+	if (!before) throw memberNotFound();
+	const audit = auditEntry(c, appid, {
+		action: "member.role",
+		targetType: "member",
+		targetId: memberid,
+		changes: { email: { before: before.email, after: before.email }, role: { before: before.role, after: role } },
+	});
+	if (!(await updateMemberRole(c.env.DB, appid, memberid, role, audit))) throw memberNotFound();
+	return c.json(view({ ...before, role }));
+});
+
+memberRoutes.delete("/apps/:appid/members/:memberid", async (c) => {
+	const { appid, memberid } = c.req.param();
+	const before = await findMember(c.env.DB, appid, memberid);
+	if (!before) throw memberNotFound();
+	const audit = auditEntry(c, appid, {
+		action: "member.remove",
+		targetType: "member",
+		targetId: memberid,
+		changes: { email: { before: before.email, after: null }, role: { before: before.role, after: null } },
+	});
+	if (!(await deleteMember(c.env.DB, appid, memberid, audit))) throw memberNotFound();
+	return c.json({ removed: true });
+});
