@@ -1,9 +1,11 @@
 import type { Context } from "hono";
 import { Hono } from "hono";
 import { z } from "zod";
+import { actingAs } from "../admin/principal";
 import { adminRoutes } from "../admin/routes";
 import { ApiError, errorBody } from "../http/errors";
 import { describeZodError } from "../http/fields";
+import { clientIp } from "../http/rate-limits";
 
 /**
  * The dashboard is a client of the admin JSON API: every page reads and
@@ -28,21 +30,29 @@ export interface ApiResult<T> {
 
 export type Api = <T = any>(method: string, path: string, body?: unknown) => Promise<ApiResult<T>>;
 
-export function apiFor(c: Context<any>): Api {
+/**
+ * The admin API as the signed-in person: the superuser, or a member held to
+ * their role in each app (admin/rights.ts). The request is marked in
+ * process (admin/principal.ts), so no secret travels and no HTTP client can
+ * claim to be the dashboard.
+ */
+export function apiFor(c: Context<any>, personid: string | null): Api {
+	const person = { personid, ip: clientIp(c.req.raw), origin: new URL(c.req.url).origin };
 	return async (method, path, body) => {
 		const request = new Request(`http://dashboard.internal/admin/v1${path}`, {
 			method,
-			headers: { authorization: `Bearer ${c.env.ADMIN_TOKEN}`, "content-type": "application/json" },
+			headers: { "content-type": "application/json" },
 			body: body === undefined ? undefined : JSON.stringify(body),
 		});
+		actingAs(request, person);
 		const res = await admin.fetch(request, c.env, c.executionCtx);
 		const json = (await res.json()) as any;
 		return { ok: res.ok, status: res.status, body: json, error: res.ok ? "" : String(json?.message ?? `HTTP ${res.status}`) };
 	};
 }
 
-/** Reads a result or throws it as the page's error (404s become the not-found page). */
+/** Reads a result or throws it as the page's error (404s become the not-found page, 403s the refused page). */
 export function must<T>(result: ApiResult<T>): T {
-	if (!result.ok) throw new ApiError(result.status as 400, "not_found", result.error);
+	if (!result.ok) throw new ApiError(result.status as 400, result.status === 403 ? "forbidden" : "not_found", result.error);
 	return result.body;
 }

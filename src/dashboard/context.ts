@@ -32,7 +32,8 @@ export interface AppInfo {
 	landingurl: string | null;
 	webhookurl: string | null;
 	emailsender: string | null;
-	webhooksecret: string;
+	/** null unless the viewer is an owner (or the superuser). */
+	webhooksecret: string | null;
 	defaultcampaignid: number | null;
 	frameorigin: string | null;
 	/** IANA time zone of the app's analytics days. */

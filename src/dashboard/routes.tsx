@@ -6,11 +6,14 @@ import { clientIp, RETRY_AFTER_SECONDS } from "../http/rate-limits";
 import { apiFor } from "./api";
 import type { DashEnv } from "./context";
 import { Csrf, Field, Page } from "./layout";
+import { registerMemberSignIn } from "./members";
 import { registerAnalytics } from "./pages/analytics";
 import { registerApps } from "./pages/apps";
+import { registerAudit } from "./pages/audit";
 import { registerCampaigns } from "./pages/campaigns";
 import { registerDeliveries } from "./pages/deliveries";
 import { registerReview } from "./pages/review";
+import { registerTeam } from "./pages/team";
 import { registerUsers } from "./pages/users";
 import { SCRIPT } from "./script";
 import { checkLoginCsrf, endSession, loginCsrf, readSession, startSession } from "./session";
@@ -46,7 +49,17 @@ dashboardRoutes.use("*", async (c, next) => {
 
 const loginPage = (csrf: string, error?: string) => (
 	<Page title="Sign in" error={error}>
-		<form class="grid login" method="post" action="/dashboard/login">
+		<form class="grid login" method="post" action="/dashboard/login/member" aria-labelledby="member-sign-in">
+			<h2 id="member-sign-in">Members</h2>
+			<Csrf token={csrf} />
+			<Field label="Email" name="email" type="email" required attrs={{ autocomplete: "username" }} />
+			<Field label="Password" name="password" type="password" required attrs={{ autocomplete: "current-password" }} />
+			<div>
+				<button type="submit">Sign in as a member</button>
+			</div>
+		</form>
+		<form class="grid login" method="post" action="/dashboard/login" aria-labelledby="token-sign-in">
+			<h2 id="token-sign-in">Set-up</h2>
 			<Csrf token={csrf} />
 			<p>Sign in with the service's admin token (ADMIN_TOKEN). `npm start` prints it for local use.</p>
 			<Field label="Admin token" name="token" type="password" required attrs={{ autocomplete: "current-password" }} />
@@ -73,9 +86,11 @@ dashboardRoutes.post("/login", async (c) => {
 		return c.html(loginPage(await loginCsrf(c), "Too many failed sign-ins from this address. Wait 10 seconds."), 429);
 	}
 	if (outcome === "wrong") return c.html(loginPage(await loginCsrf(c), "That token is not the admin token."), 401);
-	await startSession(c);
+	await startSession(c, null);
 	return c.redirect("/dashboard", 303);
 });
+
+registerMemberSignIn(dashboardRoutes, loginPage);
 
 // Everything below needs a session; every POST needs its CSRF token.
 dashboardRoutes.use("*", async (c, next) => {
@@ -91,7 +106,7 @@ dashboardRoutes.use("*", async (c, next) => {
 		}
 	}
 	c.set("session", session);
-	c.set("api", apiFor(c));
+	c.set("api", apiFor(c, session.personid));
 	await next();
 });
 
@@ -106,12 +121,15 @@ registerUsers(dashboardRoutes);
 registerReview(dashboardRoutes);
 registerDeliveries(dashboardRoutes);
 registerAnalytics(dashboardRoutes);
+registerAudit(dashboardRoutes);
+registerTeam(dashboardRoutes);
 
 dashboardRoutes.notFound((c) => c.html(<Page title="Not found" error="No such page." />, 404));
 
 dashboardRoutes.onError((err, c) => {
 	const status = (err as { status?: number }).status;
 	if (status === 404) return c.html(<Page title="Not found" error={err.message} />, 404);
+	if (status === 403) return c.html(<Page title="Not allowed" error={err.message} />, 403);
 	console.error("dashboard error", err);
 	return c.html(<Page title="Something went wrong" error="The page could not be shown. Try again." />, 500);
 });

@@ -56,6 +56,8 @@ const cookieOptions = (c: Context, maxAgeSeconds: number) =>
 export interface Session {
 	id: string;
 	csrf: string;
+	/** The signed-in member's person; null for the superuser (the admin token). */
+	personid: string | null;
 }
 
 /** The signed-in session, or null (unsigned, expired, or signed under another token). */
@@ -67,14 +69,16 @@ export async function readSession(c: Context<any>): Promise<Session | null> {
 	if (!expiry || !id || !signature || !/^\d+$/.test(expiry) || Number(expiry) < Date.now()) return null;
 	if (!constantTimeEqual(signature, await mac(token, `session:${expiry}.${id}`))) return null;
 	// Signed under the current token, and not signed out: the D1 row is read only for a cookie that passed the MAC.
-	if (!(await adminSessionLive(c.env.DB, await sha256Hex(id), Date.now()))) return null;
-	return { id, csrf: await mac(token, `csrf:${id}`) };
+	const live = await adminSessionLive(c.env.DB, await sha256Hex(id), Date.now());
+	if (!live) return null;
+	return { id, csrf: await mac(token, `csrf:${id}`), personid: live.personid };
 }
 
-export async function startSession(c: Context<any>): Promise<void> {
+/** Signs in the superuser (`personid` null) or a member. */
+export async function startSession(c: Context<any>, personid: string | null): Promise<void> {
 	const expiry = Date.now() + SESSION_TTL_MS;
 	const id = randomId();
-	await insertAdminSession(c.env.DB, await sha256Hex(id), expiry);
+	await insertAdminSession(c.env.DB, await sha256Hex(id), expiry, personid);
 	const signature = await mac(c.env.ADMIN_TOKEN, `session:${expiry}.${id}`);
 	setCookie(c, SESSION_COOKIE, `${expiry}.${id}.${signature}`, cookieOptions(c, SESSION_TTL_MS / 1000));
 	deleteCookie(c, LOGIN_COOKIE, { path: "/dashboard" });

@@ -5,17 +5,18 @@
  * signed out since.
  */
 
-export async function insertAdminSession(db: D1Database, idhash: string, expiresAt: number): Promise<void> {
-	await db.prepare("INSERT INTO admin_sessions (idhash, expires_at) VALUES (?, ?)").bind(idhash, expiresAt).run();
+/** A session of the superuser (`personid` null) or of a member (migration 0016). */
+export async function insertAdminSession(db: D1Database, idhash: string, expiresAt: number, personid: string | null): Promise<void> {
+	await db.prepare("INSERT INTO admin_sessions (idhash, expires_at, personid) VALUES (?, ?, ?)").bind(idhash, expiresAt, personid).run();
 }
 
-/** True while the session exists and has not expired at `now` (epoch ms). One primary-key read. */
-export async function adminSessionLive(db: D1Database, idhash: string, now: number): Promise<boolean> {
+/** The live session's person (null: the superuser's), or undefined when it is gone or expired at `now` (epoch ms). One primary-key read. */
+export async function adminSessionLive(db: D1Database, idhash: string, now: number): Promise<{ personid: string | null } | undefined> {
 	const row = await db
-		.prepare("SELECT 1 AS live FROM admin_sessions WHERE idhash = ? AND expires_at > ?")
+		.prepare("SELECT personid FROM admin_sessions WHERE idhash = ? AND expires_at > ?")
 		.bind(idhash, now)
-		.first<{ live: number }>();
-	return row !== null;
+		.first<{ personid: string | null }>();
+	return row ?? undefined;
 }
 
 /** Signs the session out: its cookie is refused from now on. */

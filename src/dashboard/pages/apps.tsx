@@ -1,4 +1,7 @@
 /** @jsxImportSource hono/jsx */
+
+import { appsOfPerson } from "../../db/members";
+import { ApiError } from "../../http/errors";
 import { must } from "../api";
 import { type AppInfo, back, type Dash, type DashContext, field, flash } from "../context";
 import { Csrf, dateTime, Field, Page, Table } from "../layout";
@@ -66,8 +69,80 @@ function Secrets(props: { title: string; appid: string; apikey?: string; private
 	);
 }
 
+/** What only an owner (or the superuser) sees of an app: the webhook secret, key rotations and the settings. */
+function OwnerSections({ app, csrf }: { app: AppInfo; csrf: string }) {
+	const base = `/dashboard/apps/${app.appid}`;
+	return (
+		<>
+			<details>
+				<summary>Show the webhook signing secret</summary>
+				<p class="secret">{app.webhooksecret}</p>
+			</details>
+			<div class="row">
+				<form method="post" action={`${base}/rotate-privatekey`} data-confirm="The current private key stops working. Continue?">
+					<Csrf token={csrf} />
+					<button type="submit" class="danger">
+						Rotate private key
+					</button>
+				</form>
+				<form method="post" action={`${base}/rotate-webhooksecret`} data-confirm="Receivers must switch to the new secret. Continue?">
+					<Csrf token={csrf} />
+					<button type="submit" class="secondary">
+						Rotate webhook secret
+					</button>
+				</form>
+			</div>
+			<h2 id="settings">Settings</h2>
+			<form class="grid" method="post" action={base} aria-labelledby="settings">
+				<Csrf token={csrf} />
+				<Field label="Name" name="name" value={app.name} required />
+				<Field label="Landing URL" name="landingurl" type="url" value={app.landingurl} />
+				<Field label="Webhook URL" name="webhookurl" type="url" value={app.webhookurl} />
+				<Field label="Email sender" name="emailsender" type="email" value={app.emailsender} />
+				<Field
+					label="Frame origin"
+					name="frameorigin"
+					type="url"
+					value={app.frameorigin}
+					hint="the site allowed to frame the referral page, e.g. https://shop.example.com; empty: the landing URL's"
+				/>
+				<TimeZoneField value={app.timezone} />
+				<div>
+					<button type="submit">Save settings</button>
+				</div>
+			</form>
+		</>
+	);
+}
+
+function MemberHome(props: {
+	csrf: string;
+	apps: { appid: string; name: string; role: string }[];
+	ok: string | null;
+	error: string | null;
+}) {
+	return (
+		<Page title="Your apps" csrf={props.csrf} ok={props.ok} error={props.error}>
+			<Table caption="Your apps" head={["Name", "appid", "Your role"]} empty={props.apps.length === 0}>
+				{props.apps.map((app) => (
+					<tr>
+						<td>
+							<a href={`/dashboard/apps/${app.appid}`}>{app.name}</a>
+						</td>
+						<td class="mono">{app.appid}</td>
+						<td>{app.role}</td>
+					</tr>
+				))}
+			</Table>
+		</Page>
+	);
+}
+
 export function registerApps(dash: Dash) {
 	dash.get("/", async (c) => {
+		const { personid } = c.var.session;
+		// A member sees the apps they are a member of, with their role; only the superuser lists and creates apps.
+		if (personid) return c.html(<MemberHome csrf={c.var.session.csrf} apps={await appsOfPerson(c.env.DB, personid)} {...flash(c)} />);
 		const { apps } = must(await c.var.api<{ apps: AppInfo[] }>("GET", "/apps"));
 		return c.html(
 			<Page title="Apps" csrf={c.var.session.csrf} {...flash(c)}>
@@ -108,8 +183,9 @@ export function registerApps(dash: Dash) {
 
 	dash.get("/apps/:appid", async (c) => {
 		const app = await loadApp(c, c.req.param("appid"));
-		const base = `/dashboard/apps/${app.appid}`;
 		const csrf = c.var.session.csrf;
+		// The webhook secret comes back only to an owner (or the superuser): the settings and keys are theirs alone.
+		const owner = app.webhooksecret !== null;
 		return c.html(
 			<Page title={app.name} appid={app.appid} appname={app.name} tab="overview" csrf={csrf} {...flash(c)}>
 				<h2>Keys</h2>
@@ -123,43 +199,7 @@ export function registerApps(dash: Dash) {
 					<dt>Default campaign</dt>
 					<dd>{app.defaultcampaignid ?? "none yet"}</dd>
 				</dl>
-				<details>
-					<summary>Show the webhook signing secret</summary>
-					<p class="secret">{app.webhooksecret}</p>
-				</details>
-				<div class="row">
-					<form method="post" action={`${base}/rotate-privatekey`} data-confirm="The current private key stops working. Continue?">
-						<Csrf token={csrf} />
-						<button type="submit" class="danger">
-							Rotate private key
-						</button>
-					</form>
-					<form method="post" action={`${base}/rotate-webhooksecret`} data-confirm="Receivers must switch to the new secret. Continue?">
-						<Csrf token={csrf} />
-						<button type="submit" class="secondary">
-							Rotate webhook secret
-						</button>
-					</form>
-				</div>
-				<h2 id="settings">Settings</h2>
-				<form class="grid" method="post" action={base} aria-labelledby="settings">
-					<Csrf token={csrf} />
-					<Field label="Name" name="name" value={app.name} required />
-					<Field label="Landing URL" name="landingurl" type="url" value={app.landingurl} />
-					<Field label="Webhook URL" name="webhookurl" type="url" value={app.webhookurl} />
-					<Field label="Email sender" name="emailsender" type="email" value={app.emailsender} />
-					<Field
-						label="Frame origin"
-						name="frameorigin"
-						type="url"
-						value={app.frameorigin}
-						hint="the site allowed to frame the referral page, e.g. https://shop.example.com; empty: the landing URL's"
-					/>
-					<TimeZoneField value={app.timezone} />
-					<div>
-						<button type="submit">Save settings</button>
-					</div>
-				</form>
+				{owner && <OwnerSections app={app} csrf={csrf} />}
 			</Page>,
 		);
 	});
@@ -182,6 +222,8 @@ export function registerApps(dash: Dash) {
 	/** The one-time page of new secrets; a second look (a reload) finds the flash used up. */
 	dash.get("/apps/:appid/keys", async (c) => {
 		const appid = c.req.param("appid");
+		// New keys are an owner's: anyone else is refused, as the admin API refuses them the rotation.
+		if ((await loadApp(c, appid)).webhooksecret === null) throw new ApiError(403, "forbidden", "The app's keys are for its owners.");
 		const secrets = await takeSecrets(c, c.var.session.id, appid);
 		if (!secrets) {
 			return back(c, `/dashboard/apps/${appid}`, {

@@ -40,7 +40,11 @@ export function RewardRows({ appid, rewards, select }: { appid: string; rewards:
 							<input type="checkbox" name="ids" value={r.rewarddtlid} id={`pick-${r.rewarddtlid}`} aria-label={`Select ${r.rewarddtlid}`} />
 						</td>
 					)}
-					<td class="mono">{r.rewarddtlid}</td>
+					<td class="mono">
+						<a href={`/dashboard/apps/${appid}/rewards/${encodeURIComponent(r.rewarddtlid)}`} title="Who changed this reward">
+							{r.rewarddtlid}
+						</a>
+					</td>
 					<td>
 						<Status value={r.rewardstatus} />
 					</td>
