@@ -1,3 +1,4 @@
+import { AUDIT_RETENTION_DAYS, purgeOldAudit } from "./db/audit";
 import { purgeOldClicks } from "./db/clicks";
 import { deleteExpiredKeys } from "./db/idempotency-replies";
 import { DELIVERED_RETENTION_DAYS, deleteDeliveredEvents } from "./db/outbox-retention";
@@ -67,6 +68,12 @@ export const expireIdempotencyKeys = (env: Env, controller: ScheduledController,
 /** Per-click rows older than 30 days (CLICK_RETENTION_DAYS; the daily counts stay), through link_click_log_time. */
 export const purgeClickLog = (env: Env, controller: ScheduledController, budgetMs = DAILY_BUDGET_MS) =>
 	drain("purge-old-clicks", (limit) => purgeOldClicks(env.DB, new Date(controller.scheduledTime), limit), { budgetMs });
+
+/** Audit entries older than AUDIT_RETENTION_DAYS (docs/operators.md), oldest first through audit_at. */
+export const purgeOldAuditEntries = (env: Env, controller: ScheduledController, budgetMs = DAILY_BUDGET_MS) =>
+	drain("purge-old-audit", (limit) => purgeOldAudit(env.DB, daysBefore(controller.scheduledTime, AUDIT_RETENTION_DAYS), limit), {
+		budgetMs,
+	});
 
 /** Outbox events delivered more than DELIVERED_RETENTION_DAYS ago, with their attempts, through outbox_delivered (counted in events). */
 export const purgeDeliveredEvents = (env: Env, controller: ScheduledController, budgetMs = DAILY_BUDGET_MS) =>

@@ -1,4 +1,4 @@
-import { expireIdempotencyKeys, purgeClickLog, purgeDeliveredEvents } from "./cleanup";
+import { expireIdempotencyKeys, purgeClickLog, purgeDeliveredEvents, purgeOldAuditEntries } from "./cleanup";
 import { purgeExpiredAdminSessions } from "./db/admin-sessions";
 import { deleteOldDecisions } from "./db/decisions";
 import { purgeClickMarks } from "./db/unique-clicks";
@@ -54,6 +54,7 @@ export const JOBS: ScheduledJob[] = [
 	},
 	// Delivered webhooks and emails, with their attempts, 30 days after delivery (db/outbox-retention.ts).
 	{ name: "purge-delivered-events", cron: DAILY, run: purgeDeliveredEvents },
+	{ name: "purge-old-audit", cron: DAILY, run: purgeOldAuditEntries },
 ];
 
 export async function scheduled(controller: ScheduledController, env: Env, _ctx: ExecutionContext): Promise<void> {

@@ -43,6 +43,10 @@ export const auditEntrySchema = z.object({
 });
 export type AuditEntry = z.output<typeof auditEntrySchema>;
 
+/** Who asks for a ledger change, and the id its entries derive theirs from (ledger/audit.ts: one per reward). */
+export const ledgerAuditSchema = z.object({ entryid: z.string(), actor: auditActorSchema });
+export type LedgerAudit = z.output<typeof ledgerAuditSchema>;
+
 export const newAuditEntryId = () => `aud_${randomString(24, "0123456789abcdefghijklmnopqrstuvwxyz")}`;
 
 /**
@@ -173,6 +177,9 @@ export async function listAudit(db: D1Database, filter: AuditFilter): Promise<Au
 		.all();
 	return rowsOf<unknown>(result).map(record);
 }
+
+/** How long audit entries are kept: two years, the span auditors of payment records commonly ask for. */
+export const AUDIT_RETENTION_DAYS = 730;
 
 /** Deletes entries older than `before` (ISO), at most `limit`, oldest first through audit_at. Returns how many. */
 export async function purgeOldAudit(db: D1Database, before: string, limit: number): Promise<number> {

@@ -346,7 +346,8 @@ export async function addCoupons(db: D1Database, campaignid: number, coupons: Co
 		),
 		auditStatement(db, audit),
 	]);
-	return results.reduce((sum, r) => sum + r.meta.changes, 0);
+	// The last result is the audit entry's.
+	return results.slice(0, coupons.length).reduce((sum, r) => sum + r.meta.changes, 0);
 }
 
 /** Free codes left in the campaign's pool. */

@@ -135,14 +135,6 @@ export async function findPersonByEmail(db: D1Database, email: string): Promise<
 	return row ? personRow.parse(row) : null;
 }
 
-export async function findPerson(db: D1Database, personid: string): Promise<Person | null> {
-	const row = await db
-		.prepare("SELECT personid, email, password_hash, password_salt, password_iterations FROM people WHERE personid = ?")
-		.bind(personid)
-		.first();
-	return row ? personRow.parse(row) : null;
-}
-
 const invitationRow = personRow.extend({ memberid: z.string(), appid: z.string(), appname: z.string() });
 export type Invitation = z.output<typeof invitationRow>;
 

@@ -1,5 +1,4 @@
-import { z } from "zod";
-import { type AuditChanges, type AuditEntry, auditActorSchema, newAuditEntryId } from "../db/audit";
+import { type AuditChanges, type AuditEntry, type LedgerAudit, newAuditEntryId } from "../db/audit";
 import { rewardId } from "../domain/ledger-ids";
 import type { TxContext } from "./mutations";
 import { toLedgerReward } from "./rows";
@@ -14,9 +13,7 @@ import type { LedgerReward, Redemption } from "./types";
  * `entryid`, so a replayed flush adds nothing.
  */
 
-/** Who asks for a ledger change, and the id its entries derive theirs from (one per reward). */
-export const ledgerAuditSchema = z.object({ entryid: z.string(), actor: auditActorSchema });
-export type LedgerAudit = z.output<typeof ledgerAuditSchema>;
+export type { LedgerAudit };
 
 /** The audited fields of rewards, by rewarddtlid, before a change. */
 export function rewardsBefore(tx: TxContext, seqs: number[]): Map<string, LedgerReward> {

@@ -1,8 +1,8 @@
 import { z } from "zod";
+import { type LedgerAudit, ledgerAuditSchema } from "../db/audit";
 import { parseStoredJson } from "../db/stored-json";
 import { FRAUD_SIGNALS } from "../fraud/signals";
 import type { OutboxEvent, WebhookType } from "../outbox/events";
-import { type LedgerAudit, ledgerAuditSchema } from "./audit";
 import type { CouponClaim } from "./coupons";
 import type { ReversalOutcome, ReverseOperation } from "./reversal";
 import type { LedgerOperation, LedgerOperationResult } from "./transaction-kinds";

@@ -1,9 +1,8 @@
 import { z } from "zod";
 import { importSchema } from "../admin/import";
 import { addCouponsSchema, createAppSchema, createCampaignSchema, updateAppSchema, updateCampaignSchema } from "../admin/schemas";
-import { createTokenSchema } from "../admin/tokens";
-import { ROLES } from "../db/admin-tokens";
 import { statusChangesSchema } from "../operations/schemas";
+import { accessApi } from "./admin-access";
 
 /**
  * The admin API (/admin/v1) for the OpenAPI document. Hono routes carry no
@@ -29,20 +28,13 @@ const app = z.looseObject({
 	webhookurl: z.string().nullable(),
 	emailsender: z.string().nullable(),
 	frameorigin: z.string().nullable().describe("Origin allowed to frame the referral page; null: the landing URL's origin"),
-	webhooksecret: z.string(),
+	webhooksecret: z.string().nullable().describe("null unless the caller is an owner or the superuser"),
 	defaultcampaignid: z.number().nullable(),
 	createdat: z.string(),
 	updatedat: z.string(),
 });
 
 const campaign = z.looseObject({ campaignid: z.number(), appid: z.string(), campaignname: z.string() });
-const tokenView = z.object({
-	tokenid: z.string(),
-	name: z.string(),
-	role: z.enum(ROLES),
-	createdat: z.string(),
-	revokedat: z.string().nullable(),
-});
 const page = { limit: z.number().int().min(1).max(200).default(50), cursor: z.string().optional() };
 const nextcursor = z.string().nullable().describe("Cursor of the next page; null on the last page");
 const adminUser = z.looseObject({ userkey: z.string(), email: z.string().nullable(), referralcode: z.string() });
@@ -228,26 +220,5 @@ export const adminApi: AdminRoute[] = [
 		status: 200,
 		response: z.looseObject({ from: z.string(), to: z.string() }),
 	},
-	{
-		method: "post",
-		path: "/apps/{appid}/tokens",
-		summary: "Create an app-scoped admin token with a role (owner); the token is shown only here",
-		body: createTokenSchema,
-		status: 201,
-		response: tokenView.extend({ token: z.string() }),
-	},
-	{
-		method: "get",
-		path: "/apps/{appid}/tokens",
-		summary: "The app's admin tokens, newest first, without secrets (owner)",
-		status: 200,
-		response: z.object({ tokens: z.array(tokenView) }),
-	},
-	{
-		method: "delete",
-		path: "/apps/{appid}/tokens/{tokenid}",
-		summary: "Revoke a token at once (owner)",
-		status: 200,
-		response: z.object({ revoked: z.boolean() }),
-	},
+	...accessApi,
 ];

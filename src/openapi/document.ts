@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { ruleFor } from "../admin/rights";
 import { operations } from "../operations";
 import { type AdminRoute, adminApi } from "./admin";
 import { ERROR_CODES } from "./error-codes";
@@ -128,6 +129,13 @@ function publicPaths(): Record<string, unknown> {
 	return paths;
 }
 
+/** The least role a route needs (admin/rights.ts), from a sample path of its OpenAPI form. */
+function neededRole(route: AdminRoute): string {
+	const rule = ruleFor(route.method.toUpperCase(), route.path.replace(/\{(\w+)\}/g, "x"));
+	if (!rule) throw new Error(`admin route without a rule in rights.ts: ${route.method} ${route.path}`);
+	return rule.needed;
+}
+
 function adminOperation(route: AdminRoute): Record<string, unknown> {
 	const pathParams = [...route.path.matchAll(/\{(\w+)\}/g)].map((m) => ({
 		name: m[1],
@@ -149,6 +157,8 @@ function adminOperation(route: AdminRoute): Record<string, unknown> {
 			.replace(/^_|_$/g, "")}`,
 		tags: ["Admin"],
 		summary: route.summary,
+		description: `Needs the ${neededRole(route)} role (docs/operators.md).`,
+		"x-required-role": neededRole(route),
 		security: [{ adminToken: [] }],
 		...(parameters.length ? { parameters } : {}),
 		...(route.body
@@ -158,6 +168,7 @@ function adminOperation(route: AdminRoute): Record<string, unknown> {
 			[String(route.status)]: { description: "Success", content: { "application/json": { schema: jsonSchema(route.response, "output") } } },
 			"400": errorResponse("Invalid body or parameter"),
 			"401": errorResponse("Missing or wrong admin token"),
+			"403": errorResponse("The caller's role is below the one this route needs (forbidden, with needed and role)"),
 			"404": errorResponse("No such app, campaign or delivery"),
 			"429": errorResponse("Too many failed admin sign-ins from this address (rate_limited; see Retry-After)"),
 			"503": errorResponse("A deployment whose ADMIN_TOKEN is shorter than 32 characters or a documented default (admin_token_insecure)"),

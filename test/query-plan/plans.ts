@@ -41,6 +41,10 @@ export const GROWING_TABLES: Record<Engine, readonly string[]> = {
 		"admin_sessions",
 		"link_click_seen",
 		"admin_tokens",
+		"people",
+		"members",
+		"member_invitations",
+		"audit_log",
 	],
 	ledger: ["rewards", "balances", "outbox", "ledger_transactions", "reward_locks", "idempotency_keys", "refunds", "clawbacks"],
 };

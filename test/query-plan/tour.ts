@@ -10,6 +10,7 @@ import { ledgerFor } from "../../src/ledger/stub";
 import { webhookEvent } from "../../src/outbox/events";
 import { hookUrl, recordWebhook, runBatch, setAnswers, uniqueKey } from "../outbox/support";
 import { ADMIN_TOKEN, admin, createApp, request } from "../support/api";
+import { membersTour } from "./tour-members";
 
 /**
  * A scripted tour of the service: every public operation, admin route and
@@ -315,6 +316,7 @@ async function oldLedger() {
 export async function tour(): Promise<void> {
 	const state = await operations();
 	await adminRoutes(state);
+	await membersTour(state.app.appid);
 	await rarePaths(state);
 	await oldLedger();
 	await scheduledJobs();

@@ -1,0 +1,107 @@
+import { z } from "zod";
+import { createMemberSchema, updateMemberSchema } from "../admin/members";
+import { createTokenSchema } from "../admin/tokens";
+import { ROLES } from "../db/admin-tokens";
+import { ACTOR_TYPES } from "../db/audit";
+import type { AdminRoute } from "./admin";
+
+/** The admin API's access routes (docs/operators.md): tokens, members and the audit log. */
+
+const tokenView = z.object({
+	tokenid: z.string(),
+	name: z.string(),
+	role: z.enum(ROLES),
+	createdat: z.string(),
+	revokedat: z.string().nullable(),
+});
+const memberView = z.object({
+	memberid: z.string(),
+	email: z.string(),
+	role: z.enum(ROLES),
+	state: z.enum(["invited", "active"]).describe("invited until the person chose a password"),
+	createdat: z.string(),
+});
+const auditEntry = z.object({
+	seq: z.number(),
+	entryid: z.string(),
+	at: z.string(),
+	actortype: z.enum(ACTOR_TYPES),
+	actorid: z.string().nullable().describe("memberid, tokenid or apikey; null for the superuser"),
+	actor: z.string().describe("The member's email, the token's name, the apikey, or superuser"),
+	action: z.string().describe("e.g. app.update, campaign.update, reward.status, reward.reverse, balance.redeem, member.add"),
+	targettype: z.string(),
+	targetid: z.string().nullable(),
+	changes: z
+		.record(z.string(), z.object({ before: z.unknown(), after: z.unknown() }))
+		.describe("Secrets never: a rotated key shows (secret)"),
+});
+
+export const accessApi: AdminRoute[] = [
+	{
+		method: "post",
+		path: "/apps/{appid}/tokens",
+		summary: "Create an app-scoped admin token with a role (owner); the token is shown only here",
+		body: createTokenSchema,
+		status: 201,
+		response: tokenView.extend({ token: z.string() }),
+	},
+	{
+		method: "get",
+		path: "/apps/{appid}/tokens",
+		summary: "The app's admin tokens, newest first, without secrets (owner)",
+		status: 200,
+		response: z.object({ tokens: z.array(tokenView) }),
+	},
+	{
+		method: "delete",
+		path: "/apps/{appid}/tokens/{tokenid}",
+		summary: "Revoke a token at once (owner)",
+		status: 200,
+		response: z.object({ revoked: z.boolean() }),
+	},
+	{
+		method: "post",
+		path: "/apps/{appid}/members",
+		summary: "Add a member with a role (owner); answers the invitation URL (valid 7 days, one use), shown only here",
+		body: createMemberSchema,
+		status: 201,
+		response: memberView.extend({ invitationurl: z.string() }),
+	},
+	{
+		method: "get",
+		path: "/apps/{appid}/members",
+		summary: "The app's members, oldest first (owner)",
+		status: 200,
+		response: z.object({ members: z.array(memberView) }),
+	},
+	{
+		method: "patch",
+		path: "/apps/{appid}/members/{memberid}",
+		summary: "Change a member's role (owner)",
+		body: updateMemberSchema,
+		status: 200,
+		response: memberView,
+	},
+	{
+		method: "delete",
+		path: "/apps/{appid}/members/{memberid}",
+		summary: "Remove a member and end their dashboard sessions (owner)",
+		status: 200,
+		response: z.object({ removed: z.boolean() }),
+	},
+	{
+		method: "get",
+		path: "/apps/{appid}/audit",
+		summary: "The audit log, newest first: every change through the admin API and the dashboard, and the public API's money decisions",
+		query: {
+			limit: z.number().int().min(1).max(200).default(50),
+			cursor: z.string().optional(),
+			action: z.string().optional(),
+			actor: z.string().optional(),
+			targettype: z.string().optional(),
+			targetid: z.string().optional(),
+		},
+		status: 200,
+		response: z.object({ entries: z.array(auditEntry), nextcursor: z.string().nullable() }),
+	},
+];

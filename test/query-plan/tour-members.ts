@@ -1,0 +1,59 @@
+import { exports } from "cloudflare:workers";
+import { admin } from "../support/api";
+
+/**
+ * The query-plan tour of issue 22's members: invited, listed, the invitation
+ * page read and accepted, a member's sign-in, home and app page, a role change,
+ * the audit log under each filter, and the removal.
+ */
+
+const page = (path: string, init: RequestInit = {}) =>
+	exports.default.fetch(new Request(`http://service.test${path}`, { redirect: "manual", ...init }));
+const cookieOf = (res: Response, name: string) =>
+	res.headers
+		.getSetCookie()
+		.find((c) => c.startsWith(`${name}=`))
+		?.split(";")[0] ?? "";
+const csrfOf = (html: string) => /name="_csrf" value="([^"]+)"/.exec(html)?.[1] ?? "";
+
+function ok<T extends { status: number; body: unknown }>(res: T, what: string): T {
+	if (res.status < 200 || res.status >= 300) throw new Error(`${what}: ${res.status} ${JSON.stringify(res.body)}`);
+	return res;
+}
+
+export async function membersTour(appid: string): Promise<void> {
+	const email = `plan-${Date.now()}@example.com`;
+	const member = ok(await admin("POST", `/apps/${appid}/members`, { email, role: "reviewer" }), "invite").body;
+	ok(await admin("GET", `/apps/${appid}/members`), "list members");
+	const path = new URL(member.invitationurl).pathname;
+	const invitation = await page(path);
+	const password = "correct horse battery";
+	const accepted = await page(path, {
+		method: "POST",
+		headers: { cookie: cookieOf(invitation, "dash_login") },
+		body: new URLSearchParams({ _csrf: csrfOf(await invitation.text()), password, password2: password }),
+	});
+	if (accepted.status !== 303) throw new Error(`accept invitation: ${accepted.status}`);
+	const login = await page("/dashboard/login");
+	const signedIn = await page("/dashboard/login/member", {
+		method: "POST",
+		headers: { cookie: cookieOf(login, "dash_login") },
+		body: new URLSearchParams({ _csrf: csrfOf(await login.text()), email, password }),
+	});
+	const cookie = cookieOf(signedIn, "dash_session");
+	if (!cookie) throw new Error(`member sign-in: ${signedIn.status}`);
+	for (const path of ["/dashboard", `/dashboard/apps/${appid}`, `/dashboard/apps/${appid}/audit`]) {
+		const res = await page(path, { headers: { cookie } });
+		if (res.status !== 200) throw new Error(`${path} as a member: ${res.status}`);
+	}
+	ok(await admin("PATCH", `/apps/${appid}/members/${member.memberid}`, { role: "viewer" }), "change role");
+	for (const query of [
+		"",
+		"?action=member.role",
+		`?actor=${encodeURIComponent("superuser")}`,
+		`?targettype=member&targetid=${member.memberid}`,
+	]) {
+		ok(await admin("GET", `/apps/${appid}/audit${query}`), `audit ${query}`);
+	}
+	ok(await admin("DELETE", `/apps/${appid}/members/${member.memberid}`), "remove member");
+}
