@@ -1,7 +1,12 @@
+import { env } from "cloudflare:workers";
+import { Hono } from "hono";
 import { describe, expect, it } from "vitest";
+import { actingAs } from "../../src/admin/principal";
 import { RIGHTS, roleAtLeast } from "../../src/admin/rights";
 import { adminRoutes } from "../../src/admin/routes";
 import { ROLES, type Role } from "../../src/db/admin-tokens";
+import { findPersonByEmail } from "../../src/db/members";
+import { ApiError, errorBody } from "../../src/http/errors";
 import { admin, createApp, request } from "../support/api";
 
 /**
@@ -26,7 +31,35 @@ const SAMPLE_PARAMS: Record<string, string> = {
 	userkey: "u0000000000000000000",
 	eventid: "evt_none",
 	tokenid: "tok_none",
+	memberid: "mem_none",
 };
+
+/** The admin API as the dashboard calls it for a signed-in member (in process: admin/principal.ts). */
+const inProcess = new Hono<{ Bindings: Env }>().route("/admin/v1", adminRoutes);
+inProcess.onError((err, c) =>
+	err instanceof ApiError ? c.json(errorBody(err.errorcode, err.message, err.extra), err.status) : c.json({ message: String(err) }, 500),
+);
+async function callAsPerson(method: string, path: string, personid: string) {
+	const request = new Request(`http://dashboard.internal/admin/v1${path}`, {
+		method,
+		headers: { "content-type": "application/json" },
+		...(method === "GET" || method === "DELETE" ? {} : { body: "{}" }),
+	});
+	actingAs(request, { personid, ip: "203.0.113.9", origin: "http://service.test" });
+	const res = await inProcess.fetch(request, env);
+	return { status: res.status, body: (await res.json()) as Record<string, any> };
+}
+
+/** A member of every role in `appid`, each a person of their own, by role: their personids. */
+async function membersFor(appid: string): Promise<Record<Role, string>> {
+	const out: Partial<Record<Role, string>> = {};
+	for (const role of ROLES) {
+		const email = `${role}-${crypto.randomUUID()}@example.com`;
+		expect((await admin("POST", `/apps/${appid}/members`, { email, role })).status).toBe(201);
+		out[role] = (await findPersonByEmail(env.DB, email))!.personid;
+	}
+	return out as Record<Role, string>;
+}
 
 async function call(method: string, path: string, token: string) {
 	const res = await request(`/admin/v1${path}`, {
@@ -68,6 +101,29 @@ describe("admin rights", { timeout: 120_000 }, () => {
 					? res.status !== 401 && res.status !== 403
 					: res.status === 403 && res.body.errorcode === "forbidden" && res.body.needed === needed;
 				if (!ok) wrong.push(`${route} as ${role}: ${res.status} ${JSON.stringify(res.body).slice(0, 120)}`);
+			}
+		}
+		expect(wrong).toEqual([]);
+	});
+
+	it("every route x every role of a member signed in to the dashboard: the same table; other apps are 404", async () => {
+		const [app, other] = [await createApp(), await createApp()];
+		const people = await membersFor(app.appid);
+		const wrong: string[] = [];
+		for (const route of routes()) {
+			const [method = "", pattern = ""] = route.split(" ");
+			const needed = RIGHTS[route]!;
+			for (const role of ROLES) {
+				const res = await callAsPerson(method, concrete(pattern, app.appid), people[role]);
+				const allowed = needed !== "superuser" && roleAtLeast(role, needed);
+				const ok = allowed
+					? res.status !== 401 && res.status !== 403
+					: res.status === 403 && res.body.errorcode === "forbidden" && res.body.needed === needed;
+				if (!ok) wrong.push(`${route} as member ${role}: ${res.status} ${JSON.stringify(res.body).slice(0, 120)}`);
+				if (pattern.includes(":appid")) {
+					const crossing = await callAsPerson(method, concrete(pattern, other.appid), people[role]);
+					if (crossing.status !== 404) wrong.push(`${route} of another app as member ${role}: ${crossing.status}`);
+				}
 			}
 		}
 		expect(wrong).toEqual([]);
