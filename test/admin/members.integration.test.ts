@@ -125,7 +125,12 @@ describe("members", () => {
 		expect(overview).not.toContain("whsec_");
 		expect((await get(`/dashboard/apps/${mine.appid}/keys`)).status).toBe(403);
 		expect((await get(`/dashboard/apps/${mine.appid}/team`)).status).toBe(403);
-		expect((await get(`/dashboard/apps/${mine.appid}/review`)).status).toBe(200);
+		expect(await (await get(`/dashboard/apps/${mine.appid}/review`)).text()).toContain("Approve selected");
+		// A role change holds from the next request: a viewer's queue has no actions, and the API refuses the change.
+		expect((await admin("PATCH", `/apps/${mine.appid}/members/${member.memberid}`, { role: "viewer" })).status).toBe(200);
+		const asViewer = await (await get(`/dashboard/apps/${mine.appid}/review`)).text();
+		expect(asViewer).not.toContain("Approve selected");
+		expect(asViewer).toContain("reads only");
 		expect((await admin("DELETE", `/apps/${mine.appid}/members/${member.memberid}`)).status).toBe(200);
 		const after = await get(`/dashboard/apps/${mine.appid}/review`);
 		expect(after.status).toBe(303);

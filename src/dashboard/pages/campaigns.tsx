@@ -3,6 +3,7 @@ import { must } from "../api";
 import { back, type Dash, type DashContext, field, flash } from "../context";
 import { campaignFromForm, couponsFromText } from "../forms";
 import { Csrf, Field, Page, Select, Table, TextArea } from "../layout";
+import { mayAct, READ_ONLY_NOTE, roleIn } from "../role";
 import { loadApp } from "./apps";
 import { ActionFields, FraudFields, RuleFields, withBlankActions, withBlankRules } from "./campaign-rows";
 
@@ -17,7 +18,8 @@ const REWARD_TYPES: [string, string][] = [
 	["2", "2 – friend only"],
 	["3", "3 – both"],
 ];
-function CampaignForm({ action, campaign, csrf, submit }: { action: string; campaign: Values; csrf: string; submit: string }) {
+/** The campaign's fields; `submit` null (a role below manager) shows them without a way to save. */
+function CampaignForm({ action, campaign, csrf, submit }: { action: string; campaign: Values; csrf: string; submit: string | null }) {
 	const rules = withBlankRules(campaign.rewardrules);
 	const actions = withBlankActions(campaign.socialactions);
 	const start = typeof campaign.campaignstartdate === "string" ? campaign.campaignstartdate.slice(0, 16) : "";
@@ -77,9 +79,7 @@ function CampaignForm({ action, campaign, csrf, submit }: { action: string; camp
 			{actions.map((a, i) => (
 				<ActionFields action={a} i={i} />
 			))}
-			<div>
-				<button type="submit">{submit}</button>
-			</div>
+			<div>{submit ? <button type="submit">{submit}</button> : <p class="muted">{READ_ONLY_NOTE}</p>}</div>
 		</form>
 	);
 }
@@ -90,6 +90,7 @@ async function renderEdit(c: DashContext, appid: string, campaign: Values, messa
 	const app = await loadApp(c, appid);
 	const base = `${campaignsPath(appid)}/${campaign.campaignid}`;
 	const csrf = c.var.session.csrf;
+	const manager = mayAct(await roleIn(c, appid), "manager");
 	return (
 		<Page title={`Campaign: ${campaign.campaignname}`} appid={appid} appname={app.name} tab="campaigns" csrf={csrf} {...messages}>
 			<p>
@@ -98,34 +99,38 @@ async function renderEdit(c: DashContext, appid: string, campaign: Values, messa
 			{campaign.campaignid === app.defaultcampaignid ? (
 				<p data-testid="default-campaign">This is the app's default campaign: new users without a referrer join it.</p>
 			) : (
-				<form method="post" action={`${base}/default`}>
-					<Csrf token={csrf} />
-					<button type="submit">Make this the default campaign</button>{" "}
-					<span class="hint">new users without a referrer or a campaignid join the default campaign</span>
-				</form>
+				manager && (
+					<form method="post" action={`${base}/default`}>
+						<Csrf token={csrf} />
+						<button type="submit">Make this the default campaign</button>{" "}
+						<span class="hint">new users without a referrer or a campaignid join the default campaign</span>
+					</form>
+				)
 			)}
 			<p>
 				The referral page may be framed by <code data-testid="frameorigin">{app.frameorigin ?? "the landing URL's origin"}</code> (
 				<a href={`/dashboard/apps/${appid}#settings`}>change the app's frame origin</a>).
 			</p>
-			<CampaignForm action={base} campaign={campaign} csrf={csrf} submit="Save campaign" />
+			<CampaignForm action={base} campaign={campaign} csrf={csrf} submit={manager ? "Save campaign" : null} />
 			<h2 id="coupons">Coupon pool</h2>
 			<p>
 				<strong data-testid="couponsavailable">{campaign.couponsavailable ?? 0}</strong> code(s) left.
 			</p>
-			<form class="grid" method="post" action={`${base}/coupons`} enctype="multipart/form-data" aria-labelledby="coupons">
-				<Csrf token={csrf} />
-				<TextArea label="Codes" name="codes" hint="one per line" rows={4} />
-				<div>
-					<label for="f-csv">
-						Or a CSV file <span class="hint">(first column the code; optional name and details columns)</span>
-					</label>
-					<input id="f-csv" type="file" name="csv" accept=".csv,text/csv,text/plain" />
-				</div>
-				<div>
-					<button type="submit">Add codes</button>
-				</div>
-			</form>
+			{manager && (
+				<form class="grid" method="post" action={`${base}/coupons`} enctype="multipart/form-data" aria-labelledby="coupons">
+					<Csrf token={csrf} />
+					<TextArea label="Codes" name="codes" hint="one per line" rows={4} />
+					<div>
+						<label for="f-csv">
+							Or a CSV file <span class="hint">(first column the code; optional name and details columns)</span>
+						</label>
+						<input id="f-csv" type="file" name="csv" accept=".csv,text/csv,text/plain" />
+					</div>
+					<div>
+						<button type="submit">Add codes</button>
+					</div>
+				</form>
+			)}
 		</Page>
 	);
 }
@@ -137,11 +142,13 @@ export function registerCampaigns(dash: Dash) {
 		const { campaigns } = must(await c.var.api<{ campaigns: Values[] }>("GET", `/apps/${appid}/campaigns`));
 		return c.html(
 			<Page title="Campaigns" appid={appid} appname={app.name} tab="campaigns" csrf={c.var.session.csrf} {...flash(c)}>
-				<p>
-					<a class="button" href={`${campaignsPath(appid)}/new`}>
-						New campaign
-					</a>
-				</p>
+				{mayAct(await roleIn(c, appid), "manager") && (
+					<p>
+						<a class="button" href={`${campaignsPath(appid)}/new`}>
+							New campaign
+						</a>
+					</p>
+				)}
 				<Table
 					caption="Campaigns"
 					head={["Name", "campaignid", "Rules", "Distribution", "Hold days", "Auto-approve", "Coupons left"]}

@@ -2,6 +2,7 @@
 import { must } from "../api";
 import { back, type Dash, flash } from "../context";
 import { Csrf, dateTime, Page, Status, Table } from "../layout";
+import { mayAct, roleIn } from "../role";
 import { loadApp } from "./apps";
 
 /** Deliveries: the webhook and email log with attempts, and redeliver. */
@@ -66,10 +67,12 @@ export function registerDeliveries(dash: Dash) {
 					<dt>Delivered</dt>
 					<dd>{dateTime(d.deliveredat) || "—"}</dd>
 				</dl>
-				<form method="post" action={`/dashboard/apps/${appid}/deliveries/${encodeURIComponent(d.eventid)}/redeliver`}>
-					<Csrf token={c.var.session.csrf} />
-					<button type="submit">Redeliver</button>
-				</form>
+				{mayAct(await roleIn(c, appid), "reviewer") && (
+					<form method="post" action={`/dashboard/apps/${appid}/deliveries/${encodeURIComponent(d.eventid)}/redeliver`}>
+						<Csrf token={c.var.session.csrf} />
+						<button type="submit">Redeliver</button>
+					</form>
+				)}
 				<h2>Attempts</h2>
 				<Table
 					caption="Attempts"

@@ -4,6 +4,7 @@ import { FRAUD_SIGNALS, SIGNAL_WORDS } from "../../fraud/signals";
 import { must } from "../api";
 import { back, type Dash, flash } from "../context";
 import { Csrf, dateTime, Field, Page, Pager, Select, Status, Table, TextArea } from "../layout";
+import { mayAct, READ_ONLY_NOTE, roleIn } from "../role";
 import { loadApp } from "./apps";
 
 type Person = { userkey: string; email: string | null; name: string | null } | null;
@@ -79,6 +80,27 @@ function ReviewRows({ appid, rewards, names }: { appid: string; rewards: Values[
 
 /** Review queue: rewards UnderReview and Suspicious across the app; approve or reject one or many with a comment. */
 
+/** Approve and reject, with the comment kept on the rewards: a reviewer's (or higher) actions. */
+function ReviewActions() {
+	return (
+		<>
+			<TextArea label="Comment" name="message" hint="kept on the reward, shown by checkrewardstatus" rows={2} />
+			<div class="row">
+				<div style="flex:0 0 auto">
+					<button type="submit" name="action" value="Approved">
+						Approve selected
+					</button>
+				</div>
+				<div style="flex:0 0 auto">
+					<button type="submit" name="action" value="Rejected" class="danger">
+						Reject selected
+					</button>
+				</div>
+			</div>
+		</>
+	);
+}
+
 export function registerReview(dash: Dash) {
 	dash.get("/apps/:appid/review", async (c) => {
 		const appid = c.req.param("appid");
@@ -92,6 +114,7 @@ export function registerReview(dash: Dash) {
 			c.var.api<{ campaigns: { campaignid: number; campaignname: string }[] }>("GET", `/apps/${appid}/campaigns`),
 		]);
 		const rewards = list.ok ? list.body.rewards : [];
+		const reviewer = mayAct(await roleIn(c, appid), "reviewer");
 		const names = new Map(must(campaigns).campaigns.map((k): [number, string] => [k.campaignid, k.campaignname]));
 		const here = `/dashboard/apps/${appid}/review${new URL(c.req.url).search}`;
 		const messages = flash(c);
@@ -134,19 +157,7 @@ export function registerReview(dash: Dash) {
 					<Table caption="Rewards waiting for review" head={REVIEW_HEAD} numeric={[5]} empty={rewards.length === 0}>
 						<ReviewRows appid={appid} rewards={rewards} names={names} />
 					</Table>
-					<TextArea label="Comment" name="message" hint="kept on the reward, shown by checkrewardstatus" rows={2} />
-					<div class="row">
-						<div style="flex:0 0 auto">
-							<button type="submit" name="action" value="Approved">
-								Approve selected
-							</button>
-						</div>
-						<div style="flex:0 0 auto">
-							<button type="submit" name="action" value="Rejected" class="danger">
-								Reject selected
-							</button>
-						</div>
-					</div>
+					{reviewer ? <ReviewActions /> : <p class="muted">{READ_ONLY_NOTE}</p>}
 				</form>
 				<Pager url={c.req.url} next={list.ok ? list.body.nextcursor : null} />
 			</Page>,
