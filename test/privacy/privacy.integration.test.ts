@@ -162,7 +162,7 @@ describe("erase", () => {
 		const log = await env.DB.prepare("SELECT action, actor FROM privacy_log WHERE userkey = ? ORDER BY logid").bind(bob.userkey).all();
 		expect(log.results).toEqual([
 			{ action: "erase", actor: "dpo@shop" },
-			{ action: "erase", actor: "admin" },
+			{ action: "erase", actor: "superuser" },
 		]);
 		const exported = (await admin("GET", `/apps/${app.appid}/users/${bob.userkey}/export`)).body;
 		expect(exported.user).toMatchObject({ email: null, name: null, phone: null, erasedat: expect.any(String) });
