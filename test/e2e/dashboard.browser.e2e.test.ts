@@ -58,6 +58,9 @@ const go = async (path: string) => {
 	return res?.status() ?? 0;
 };
 
+/** The sign-in form of the admin token (the page's first form is the members'). */
+const TOKEN_SIGN_IN = "form[action='/dashboard/login'] button[type=submit]";
+
 async function submit(selector: string) {
 	await Promise.all([page.waitForNavigation({ waitUntil: "domcontentloaded" }), page.click(selector)]);
 }
@@ -74,11 +77,11 @@ describe("dashboard in a browser", () => {
 		expect(page.url()).toContain("/dashboard/login");
 		visited.push(["login", "/dashboard/login"]);
 		await page.type("#f-token", "wrong-token");
-		await submit("button[type=submit]");
+		await submit(TOKEN_SIGN_IN);
 		expect(await page.$eval("[role=alert]", (e) => e.textContent)).toContain("not the admin token");
 		expect(page.url()).toContain("/dashboard/login");
 		await page.type("#f-token", service.adminToken);
-		await submit("button[type=submit]");
+		await submit(TOKEN_SIGN_IN);
 		expect(new URL(page.url()).pathname).toBe("/dashboard");
 		const cookies = await browser.cookies();
 		expect(cookies.find((c) => c.name === "dash_session")).toMatchObject({ httpOnly: true, sameSite: "Strict" });
@@ -286,7 +289,7 @@ describe("dashboard in a browser", () => {
 				await page.screenshot({ path: `${SHOTS}dashboard-${name}-${width}.png`, fullPage: true });
 				if (name === "login") {
 					await page.type("#f-token", service.adminToken);
-					await submit("button[type=submit]");
+					await submit(TOKEN_SIGN_IN);
 				}
 			}
 		}
