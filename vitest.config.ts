@@ -16,6 +16,7 @@ export default defineConfig(async () => {
 						// The test receiver listens on 127.0.0.1 (see .dev.vars.example; never set in wrangler.toml).
 						ALLOW_LOOPBACK_WEBHOOKS: "1",
 						IP_HASH_KEY: "test-ip-hash-key",
+						SECRETS_KEY: "test-secrets-key",
 						TEST_MIGRATIONS: migrations,
 						WEBHOOK_RECEIVER_URL: inject("webhookReceiverUrl"),
 						WEBHOOK_TIMEOUT_MS: "1000",

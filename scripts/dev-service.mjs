@@ -56,6 +56,7 @@ export async function startService(options = {}) {
 		ENVIRONMENT: "development",
 		ALLOW_LOOPBACK_WEBHOOKS: "1",
 		IP_HASH_KEY: `${name}-ip-hash-key`,
+		SECRETS_KEY: `${name}-secrets-key`,
 		...options.vars,
 	};
 	const args = ["wrangler", "dev", "--ip", "127.0.0.1", "--port", String(port), "--persist-to", persist];

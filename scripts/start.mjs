@@ -35,6 +35,7 @@ if (!existsSync(".dev.vars")) {
 	// Lines a .dev.vars from an older example lacks: without IP_HASH_KEY calls with an ipaddress fail, without ENVIRONMENT the admin API is refused.
 	for (const [name, fallback] of [
 		["IP_HASH_KEY", "IP_HASH_KEY=dev-ip-hash-key-change-me"],
+		["SECRETS_KEY", "SECRETS_KEY=dev-secrets-key-change-me"],
 		["ENVIRONMENT", "ENVIRONMENT=development"],
 	]) {
 		if (new RegExp(`^${name}=`, "m").test(vars)) continue;

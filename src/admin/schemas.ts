@@ -113,7 +113,7 @@ const campaignFields = {
 		.default(""),
 	rewardtype: int.pipe(z.number().int().min(0).max(3, "must be 0, 1, 2 or 3")).default(3),
 	terms: z.string().max(50_000).default(""),
-	distribution: z.enum(["InstoreCredits", "Coupon"]).default("InstoreCredits"),
+	distribution: z.enum(["InstoreCredits", "Coupon", "Stripe"]).default("InstoreCredits"),
 	holddays: int.pipe(z.number().int().min(0).max(365)).default(0),
 	autoapprove: z.boolean().default(true),
 	growthhack: z.string().trim().min(1).max(100).default("SaaS_Referrals"),

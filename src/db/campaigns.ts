@@ -5,7 +5,7 @@ import { type AuditEntry, auditStatement } from "./audit";
 import { firstRowOf, rowsOf } from "./rows";
 import { parseStoredJson } from "./stored-json";
 
-export type Distribution = "InstoreCredits" | "Coupon";
+export type Distribution = "InstoreCredits" | "Coupon" | "Stripe";
 
 export interface RewardRule {
 	ruleid: number;

@@ -76,7 +76,7 @@ const decisionJson = z.array(
 			usertype: z.enum(["Friend", "Referrer"]),
 			amount: z.number(),
 			rewardunit: z.string(),
-			rewardtype: z.enum(["InstoreCredits", "Coupon"]),
+			rewardtype: z.enum(["InstoreCredits", "Coupon", "Stripe"]),
 			campaignid: z.number(),
 			campaignname: z.string(),
 			growthhack: z.string(),

@@ -52,6 +52,7 @@ export type ErrorCode =
 	| "customid_conflict"
 	| "forbidden"
 	| "member_exists"
+	| "not_wallet_distribution"
 	| "internal_error";
 
 /** An expected failure: becomes the JSON error envelope with its status. */
@@ -129,6 +130,8 @@ export function ledgerError(error: LedgerError): ApiError {
 			return new ApiError(409, "insufficient_balance", `Cannot redeem more than the approved balance (${error.approved}).`, {
 				approved: error.approved,
 			});
+		case "not_wallet_distribution":
+			return new ApiError(400, "not_wallet_distribution", `${error.rewarddtlid}: ${error.message}.`, { rewarddtlid: error.rewarddtlid });
 		case "reward_not_redeemable":
 			return new ApiError(409, "reward_not_redeemable", `${error.rewarddtlid}: ${error.message}`, { rewarddtlid: error.rewarddtlid });
 		case "invalid_amount":

@@ -5,6 +5,7 @@ import { bucketDelta, contribution, isZeroDelta } from "./balance";
 import { type BalanceKey, owedOf, payClawbacks, restOf, rowsWithOwed, settlingRewards } from "./clawbacks";
 import { couponTransition, markCouponsSeen } from "./coupons";
 import { queueProjection, queueWebhook } from "./outbox";
+import { payoutTransition, startPayout } from "./payouts";
 import { Refused } from "./refused";
 import { toView } from "./rows";
 import type { RewardRow } from "./schema";
@@ -129,7 +130,7 @@ export function insertReward(ctx: TxContext, grant: RewardGrant, amount: number)
 	report(ctx, row, "reward.created", {});
 	settleIfOwed(ctx, row);
 	couponTransition(ctx, null, row);
-	return row;
+	return startPayout(ctx, row);
 }
 
 /** The fields of a reward a change may touch. */
@@ -147,6 +148,8 @@ export type RewardPatch = Partial<
 		| "couponname"
 		| "coupondetails"
 		| "couponimage"
+		| "payoutid"
+		| "payout_state"
 	>
 >;
 
@@ -171,10 +174,11 @@ export function updateReward(ctx: TxContext, before: RewardRow, patch: RewardPat
  */
 export function writeReward(ctx: TxContext, before: RewardRow, patch: RewardPatch, event?: RewardEvent): RewardRow {
 	const changed: RewardRow = { ...before, ...patch, version: before.version + 1, updated_at: iso(ctx.nowMs) };
-	const after: RewardRow = { ...changed, ...couponTransition(ctx, before, changed) };
+	const coupon: RewardRow = { ...changed, ...couponTransition(ctx, before, changed) };
+	const after: RewardRow = { ...coupon, ...payoutTransition(ctx, before, coupon) };
 	ctx.sql.exec(
 		`UPDATE rewards SET status = ?, redeemed = ?, reversed = ?, settled = ?, comment = ?, hold_until = ?, rewarded_at = ?, coupon = ?,
-		   couponname = ?, coupondetails = ?, couponimage = ?, updated_at = ?, version = ? WHERE seq = ?`,
+		   couponname = ?, coupondetails = ?, couponimage = ?, updated_at = ?, version = ?, payoutid = ?, payout_state = ? WHERE seq = ?`,
 		after.status,
 		after.redeemed,
 		after.reversed,
@@ -188,6 +192,8 @@ export function writeReward(ctx: TxContext, before: RewardRow, patch: RewardPatc
 		after.couponimage,
 		after.updated_at,
 		after.version,
+		after.payoutid,
+		after.payout_state,
 		after.seq,
 	);
 	applyBalance(ctx.sql, before, after);

@@ -7,6 +7,7 @@ import { rewardCounters } from "../db/stats";
 import { rewardId } from "../domain/ledger-ids";
 import { type OutboxEvent, sendInBatches } from "../outbox/events";
 import { type CouponClaim, holdsCode } from "./coupons";
+import { payoutMessages } from "./payouts";
 import { erasedAt } from "./privacy";
 import type { LedgerOutboxEntry, RewardRow } from "./schema";
 import { couponClaimSchema, projectionPayloadSchema, readLedgerJson, webhookEventSchema } from "./stored-json";
@@ -226,6 +227,20 @@ async function runCouponRelease(host: FlushHost, entry: LedgerOutboxEntry): Prom
 
 const isCouponEntry = (e: LedgerOutboxEntry) => e.kind === "coupon" || e.kind === "coupon_release";
 
+/** Hands payout entries (payouts.ts) to the Stripe queue; removed once sent, postponed when the queue refuses. */
+async function sendPayouts(host: FlushHost, entries: LedgerOutboxEntry[]): Promise<number> {
+	if (entries.length === 0) return 0;
+	try {
+		await host.env.STRIPE_WORK.sendBatch(payoutMessages(host.appid, host.userkey, entries).map((body) => ({ body })));
+	} catch (error) {
+		console.warn("ledger outbox: payout enqueue failed", { appid: host.appid, userkey: host.userkey, error: errorText(error) });
+		postpone(host, entries, error);
+		return 0;
+	}
+	remove(host, entries);
+	return entries.length;
+}
+
 /**
  * One pass over the entries that are due: coupon claims and releases first,
  * one at a time in the order they were queued (they produce projection
@@ -242,6 +257,10 @@ export async function flushOutboxOnce(host: FlushHost): Promise<FlushReport> {
 	for (const entry of coupons) {
 		if (await (entry.kind === "coupon" ? runCouponClaim(host, entry) : runCouponRelease(host, entry))) done++;
 	}
+	done += await sendPayouts(
+		host,
+		entries.filter((e) => e.kind === "payout"),
+	);
 	// Claims queue projections: read again only when there were any.
 	if (coupons.length > 0) entries = due().filter((e) => !isCouponEntry(e));
 	done += await deliverRecords(

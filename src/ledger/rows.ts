@@ -35,6 +35,7 @@ export function toView(userkey: string, row: RewardRow): RewardView {
 		fraudsignals: readLedgerJson("rewards", "fraudsignals", row.fraudsignals ?? "[]", fraudSignalsSchema),
 		reversed: row.reversed > 0,
 		reversedamount: formatAmount(row.reversed),
+		payoutid: row.payoutid ?? "",
 	};
 }
 

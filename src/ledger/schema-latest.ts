@@ -11,7 +11,7 @@
  * then new ledgers are migrated step by step (the versions differ).
  */
 export const LEDGER_SCHEMA = {
-	version: 5,
+	version: 6,
 	script: `
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE rewards (
@@ -47,13 +47,16 @@ CREATE TABLE rewards (
 	reversed INTEGER NOT NULL DEFAULT 0,
 	settled INTEGER NOT NULL DEFAULT 0,
 	percent INTEGER,
-	coupon_seen_at TEXT
+	coupon_seen_at TEXT,
+	payoutid TEXT,
+	payout_state TEXT
 );
 CREATE INDEX rewards_friend ON rewards(friend_userkey, seq);
 CREATE INDEX rewards_rule_friend ON rewards(ruleid, friend_userkey);
 CREATE INDEX rewards_hold ON rewards(hold_until) WHERE hold_until IS NOT NULL;
 CREATE INDEX rewards_wallet ON rewards(seq) WHERE status = 'Approved' AND rewardtype = 'InstoreCredits';
 CREATE INDEX rewards_customid ON rewards(customid);
+CREATE INDEX rewards_payout_due ON rewards(seq) WHERE status = 'Approved' AND rewardtype = 'Stripe' AND payoutid IS NULL;
 CREATE TABLE balances (
 	rewardunit TEXT NOT NULL,
 	growthhack TEXT NOT NULL,

@@ -148,6 +148,14 @@ export const LEDGER_MIGRATIONS: readonly (readonly string[])[] = [
 	// 5: `coupon_seen_at`: when a reward's coupon code was first shown outside the service (a public read
 	// or a webhook). A code not seen yet goes back to the pool if its reward stops being approved (coupons.ts).
 	[`ALTER TABLE rewards ADD COLUMN coupon_seen_at TEXT`],
+	// 6: Stripe payouts (payouts.ts): the balance transaction that paid the reward, and where its payout
+	// stands (`pending`, `waiting_customer`, `failed`, `paid`; NULL for a reward that is not paid into Stripe).
+	// The index finds the approved Stripe rewards still to pay (a new paymentcustomerid, a retry).
+	[
+		`ALTER TABLE rewards ADD COLUMN payoutid TEXT`,
+		`ALTER TABLE rewards ADD COLUMN payout_state TEXT`,
+		`CREATE INDEX rewards_payout_due ON rewards(seq) WHERE status = 'Approved' AND rewardtype = 'Stripe' AND payoutid IS NULL`,
+	],
 ];
 
 /**
@@ -194,7 +202,13 @@ export type RewardRow = {
 	percent: number | null;
 	/** When the coupon code was first shown outside the service (ISO), or null: never (coupons.ts). */
 	coupon_seen_at: string | null;
+	/** The Stripe balance transaction that paid the reward (payouts.ts), or null. */
+	payoutid: string | null;
+	/** Where a Stripe payout stands: pending, waiting_customer, failed, paid; null for other rewards. */
+	payout_state: PayoutState | null;
 };
+
+export type PayoutState = "pending" | "waiting_customer" | "failed" | "paid";
 
 /** A refund applied to an event in this ledger. Amounts in hundredths. */
 export type RefundRow = {
@@ -233,7 +247,7 @@ export type ClawbackRow = {
 /** An entry of the ledger's own outbox table (not D1's outbox_events): a projection, webhook, coupon claim or release waiting to leave the object. */
 export type LedgerOutboxEntry = {
 	id: number;
-	kind: "projection" | "webhook" | "coupon" | "coupon_release" | "audit";
+	kind: "projection" | "webhook" | "coupon" | "coupon_release" | "audit" | "payout";
 	ref: string;
 	payload: string;
 	version: number;

@@ -44,7 +44,7 @@ export const ledgerRewardSchema = z.looseObject({
 	reward: z.string(),
 	rewardunit: z.string(),
 	rewardedon: z.string(),
-	rewardtype: z.enum(["InstoreCredits", "Coupon"]),
+	rewardtype: z.enum(["InstoreCredits", "Coupon", "Stripe"]),
 	usertype: z.enum(["Friend", "Referrer"]),
 	coupon: z.string(),
 	couponimage: z.string(),
@@ -59,6 +59,8 @@ export const ledgerRewardSchema = z.looseObject({
 	fraudsignals: fraudSignalsSchema,
 	reversed: z.boolean(),
 	reversedamount: z.string(),
+	// Results stored before Stripe payouts existed have none.
+	payoutid: z.string().default(""),
 	key: z.string(),
 	friendUserkey: z.string(),
 	amount: z.number(),
@@ -160,6 +162,7 @@ const WEBHOOK_TYPES = [
 	"conversion.reversed",
 	"reward.reversed",
 	"reward.clawback_paid",
+	"reward.payout_failed",
 ] as const satisfies readonly WebhookType[];
 const everyWebhookType: Exclude<WebhookType, (typeof WEBHOOK_TYPES)[number]> extends never ? true : false = true;
 void everyWebhookType;

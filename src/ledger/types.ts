@@ -74,6 +74,8 @@ export interface RewardView {
 	reversed: boolean;
 	/** The part refunds took back; `reward` is what is left of it. */
 	reversedamount: string;
+	/** The Stripe balance transaction that paid a Stripe reward (docs/stripe.md); "" when none. */
+	payoutid: string;
 }
 
 /** A reward with the ledger's bookkeeping, for internal callers. */
@@ -128,6 +130,7 @@ export type LedgerError =
 	| { code: "invalid_status_transition"; rewarddtlid: string; message: string }
 	| { code: "insufficient_balance"; message: string; approved: number }
 	| { code: "reward_not_redeemable"; rewarddtlid: string; message: string }
+	| { code: "not_wallet_distribution"; rewarddtlid: string; message: string }
 	| { code: "invalid_amount"; message: string }
 	| { code: "reward_locked"; rewarddtlid: string; message: string }
 	| { code: "rewardunit_required"; rewardunits: string[]; message: string }

@@ -7,7 +7,9 @@ import { listClawbacks } from "./clawbacks";
 import { grantWithReferrer, type ReferrerSide } from "./conversion-grant";
 import { FlushSchedule } from "./flush-schedule";
 import { grantRewards } from "./grant";
-import { rewardRowById } from "./mutations";
+import { rewardRow, rewardRowById } from "./mutations";
+import { type PayoutOutcome, recordPayoutOutcome, retryDuePayouts } from "./payout-outcome";
+import { type PayoutOrder, payoutOrderOf } from "./payouts";
 import { erasedAt, erasePersonInLedger } from "./privacy";
 import { balances, listRewards, rewardsForFriends } from "./reads";
 import { redeemAmount, redeemRewards } from "./redemption";
@@ -200,6 +202,27 @@ export class UserLedger extends DurableObject<Env> {
 	/** Redeems the whole remaining amount of each reward; all must be this user's approved wallet rewards, else none is redeemed. */
 	redeemByIds(ids: string[], idempotency?: LedgerIdempotency, audit?: LedgerAudit): LedgerResult<Redemption> {
 		return this.writer.attempt((tx) => auditRedemption(tx, audit, idempotency?.key, redeemRewards(tx, ids, idempotency)));
+	}
+
+	// ---- Stripe payouts (payouts.ts, payout-outcome.ts) ----------------------------------------
+
+	/** What the Stripe consumer needs to pay reward `seq`, or null when there is no such reward. */
+	payoutOrder(seq: number): PayoutOrder | null {
+		if (!this.writer.hasSchema()) return null;
+		const row = rewardRow(this.ctx.storage.sql, seq);
+		return row ? payoutOrderOf(this.identity.userkey, row) : null;
+	}
+
+	/** Records what Stripe answered for the payout of reward `seq`. */
+	recordPayout(seq: number, outcome: PayoutOutcome): LedgerResult<{ order: PayoutOrder | null }> {
+		if (!this.writer.hasSchema()) return { ok: true, order: null };
+		return this.writer.attempt((tx) => ({ order: recordPayoutOutcome(tx, seq, outcome) }));
+	}
+
+	/** Queues the payout of every approved Stripe reward still unpaid (a paymentcustomerid was set, or a retry). */
+	retryPayouts(): LedgerResult<{ queued: number }> {
+		if (!this.writer.hasSchema()) return { ok: true, queued: 0 };
+		return this.writer.attempt((tx) => retryDuePayouts(tx));
 	}
 
 	// ---- alarm and outbox ----------------------------------------------------------------------

@@ -52,6 +52,7 @@ export const ERROR_CODES = [
 	"customid_conflict",
 	"forbidden",
 	"member_exists",
+	"not_wallet_distribution",
 	"internal_error",
 ] as const satisfies readonly ErrorCode[];
 

@@ -23,7 +23,7 @@ const reward = z.object({
 	reward: z.string().describe("Amount, as text"),
 	rewardunit: z.string(),
 	rewardedon: z.string().describe("d-Mon-yyyy"),
-	rewardtype: z.enum(["InstoreCredits", "Coupon"]),
+	rewardtype: z.enum(["InstoreCredits", "Coupon", "Stripe"]),
 	usertype: z.enum(["Friend", "Referrer"]),
 	coupon: z.string(),
 	couponimage: z.string(),
@@ -38,6 +38,7 @@ const reward = z.object({
 	fraudsignals: z.array(z.string()).describe("Fraud signal codes recorded when the reward was created (docs/fraud.md)"),
 	reversed: z.boolean().describe("True once a refund took back part or all of the reward"),
 	reversedamount: z.string().describe("What refunds took back; `reward` is what is left"),
+	payoutid: z.string().describe("Stripe rewards: the customer balance transaction that paid it (docs/stripe.md); empty otherwise"),
 });
 
 const buckets = {
@@ -158,6 +159,7 @@ export const operationResponses: Record<string, z.ZodType> = {
 		rewardstatus: reward.shape.rewardstatus,
 		comment: z.string(),
 		fraudsignals: reward.shape.fraudsignals,
+		payoutid: reward.shape.payoutid,
 		statuscode: z.literal(1),
 	}),
 	invokeoutreach: ok({

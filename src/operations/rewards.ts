@@ -46,6 +46,9 @@ export const redeemrewards = defineOperation({
 		}
 		if (input.campaignid !== undefined) {
 			if (!campaign) throw campaignNotFound();
+			if (campaign.distribution === "Stripe") {
+				throw new ApiError(400, "not_wallet_distribution", "This campaign pays its rewards into Stripe; they are not redeemed.");
+			}
 			if (campaign.distribution === "Coupon") {
 				throw new ApiError(400, "coupon_distribution", "This campaign distributes coupons; they are not redeemed by amount.");
 			}
@@ -93,6 +96,7 @@ export const checkrewardstatus = defineOperation({
 			rewardstatus: reward.rewardstatus,
 			comment: reward.comment,
 			fraudsignals: reward.fraudsignals,
+			payoutid: reward.payoutid,
 			statuscode: 1,
 		};
 	},

@@ -15,7 +15,8 @@ export type WebhookType =
 	| "reward.redeemed"
 	| "conversion.reversed"
 	| "reward.reversed"
-	| "reward.clawback_paid";
+	| "reward.clawback_paid"
+	| "reward.payout_failed";
 
 /** An email to send: rendered when recorded, so a retry sends the same text. */
 export interface EmailPayload {
