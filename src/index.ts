@@ -1,4 +1,5 @@
 import { app } from "./http/app";
+import { stripeQueue } from "./integrations/stripe/consumer";
 import { UserLedger } from "./ledger/user-ledger";
 import { queue } from "./outbox/consumer";
 import { scheduled } from "./scheduled";
@@ -7,6 +8,7 @@ export { UserLedger };
 
 export default {
 	fetch: app.fetch,
-	queue,
+	// Two queues: emails and webhooks (outbox/consumer.ts), and Stripe work (integrations/stripe/consumer.ts).
+	queue: (batch, env, ctx) => (batch.queue.startsWith("referral-stripe") ? stripeQueue(batch, env, ctx) : queue(batch, env, ctx)),
 	scheduled,
 } satisfies ExportedHandler<Env>;

@@ -49,6 +49,7 @@ export const RIGHTS: Readonly<Record<string, Needed>> = {
 	"PATCH /apps/:appid/members/:memberid": "owner",
 	"DELETE /apps/:appid/members/:memberid": "owner",
 	"GET /apps/:appid/audit": "viewer",
+	"POST /apps/:appid/users/:userkey/payouts/retry": "reviewer",
 };
 
 /** A route pattern as Hono writes it, as a regular expression with its parameters' names. */

@@ -32,6 +32,7 @@ import { rewardRoutes } from "./rewards";
 import { authorizeMember, authorizeToken } from "./rights";
 import { addCouponsSchema, createAppSchema, createCampaignSchema, updateAppSchema, updateCampaignSchema } from "./schemas";
 import { statsRoutes } from "./stats";
+import { applyStripeSettings, checkStripeSettings, stripeRoutes, stripeView } from "./stripe";
 import { createTokenSchema, registerTokenRoutes, tokenRoutes } from "./tokens";
 import { userRoutes } from "./users";
 import { requireAllowedWebhookUrl } from "./webhook-policy";
@@ -152,25 +153,35 @@ adminRoutes.get("/apps/:appid", async (c) => {
 	const view = appView(await requireApp(c.env.DB, c.req.param("appid")));
 	// The webhook secret signs what the app trusts: only an owner (or the superuser) reads it.
 	const { role } = authOf(c);
-	return c.json(role === undefined || role === "owner" ? view : { ...view, webhooksecret: null });
+	const stripe = await stripeView(c, view.appid);
+	return c.json(role === undefined || role === "owner" ? { ...view, stripe } : { ...view, webhooksecret: null, stripe });
 });
 
 adminRoutes.patch("/apps/:appid", async (c) => {
 	const input = await body(c.req.raw, updateAppSchema);
 	requireAllowedWebhookUrl(c, input.webhookurl);
 	const appid = c.req.param("appid");
-	const { defaultcampaignid, ...fields } = input;
+	const { defaultcampaignid, stripe, ...fields } = input;
+	checkStripeSettings(c, stripe);
 	const before = await requireApp(c.env.DB, appid);
-	const audit = auditEntry(c, appid, { action: "app.update", targetType: "app", targetId: appid, changes: diff(appView(before), input) });
-	if (!(await updateApp(c.env.DB, appid, { ...fields, defaultCampaignId: defaultcampaignid }, audit))) {
+	const audit = auditEntry(c, appid, {
+		action: "app.update",
+		targetType: "app",
+		targetId: appid,
+		changes: diff(appView(before), { ...fields, defaultcampaignid }),
+	});
+	// A call that only connects Stripe changes no column of the app (and records no empty app.update).
+	const onlyStripe = stripe !== undefined && Object.keys(audit.changes).length === 0;
+	if (!onlyStripe && !(await updateApp(c.env.DB, appid, { ...fields, defaultCampaignId: defaultcampaignid }, audit))) {
 		const app = await requireApp(c.env.DB, appid);
 		if (defaultcampaignid !== undefined) {
 			throw badRequest(`defaultcampaignid: ${defaultcampaignid} is not a campaign of app ${app.appid}.`, { fields: ["defaultcampaignid"] });
 		}
 		throw new Error("app update changed nothing for an unexplained reason");
 	}
+	if (stripe !== undefined) await applyStripeSettings(c, appid, stripe);
 	forgetCachedApp(appid);
-	return c.json(appView(await requireApp(c.env.DB, appid)));
+	return c.json({ ...appView(await requireApp(c.env.DB, appid)), stripe: await stripeView(c, appid) });
 });
 
 /** Issues a new private key; the old one stops working (other isolates: within the auth cache TTL). */
@@ -289,3 +300,4 @@ registerTokenRoutes((request) => body(request, createTokenSchema));
 adminRoutes.route("/", tokenRoutes);
 adminRoutes.route("/", memberRoutes);
 adminRoutes.route("/", auditRoutes);
+adminRoutes.route("/", stripeRoutes);

@@ -24,7 +24,24 @@ export const createAppSchema = z.object({
 	emailsender: z.email("must be an email address").nullish(),
 });
 
+/** An app's Stripe connection (docs/stripe.md); null disconnects. */
+export const stripeSettingsSchema = z
+	.object({
+		secretkey: z
+			.string()
+			.trim()
+			.regex(/^(sk|rk)_(test|live)_[A-Za-z0-9]{8,}$/, "must be a Stripe secret or restricted key (sk_test_..., sk_live_..., rk_...)"),
+		webhooksecret: z
+			.string()
+			.trim()
+			.regex(/^whsec_[A-Za-z0-9+/=]{8,}$/, "must be the endpoint's signing secret (whsec_...)"),
+		eventname: z.string().trim().min(1, "must not be empty").max(100).default("Transaction"),
+		apiurl: z.url({ protocol: /^https?$/, error: "must be an http(s) URL" }).nullish(),
+	})
+	.nullable();
+
 export const updateAppSchema = createAppSchema.partial().extend({
+	stripe: stripeSettingsSchema.optional(),
 	/** Who may frame the hosted referral page; stored as an exact origin (no wildcard); null resets to the landing URL's origin. */
 	frameorigin: url
 		.refine((v) => exactOrigin(v) !== null, "must be an exact origin (scheme, host, port) without wildcards")

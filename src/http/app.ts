@@ -4,6 +4,7 @@ import { z } from "zod";
 import { adminRoutes } from "../admin/routes";
 import { dashboardRoutes } from "../dashboard/routes";
 import { d1Totals, metricsEnabled } from "../instrument/d1-metrics";
+import { stripeWebhookRoutes } from "../integrations/stripe/webhook";
 import { openApiRoutes } from "../openapi/routes";
 import { operations } from "../operations";
 import { shareLinkRoutes } from "../operations/share-link";
@@ -94,6 +95,7 @@ function unknownFieldWarnings(schema: z.ZodType, body: Record<string, unknown>):
 }
 
 app.route("/admin/v1", adminRoutes);
+app.route("/", stripeWebhookRoutes);
 app.route("/r", shareLinkRoutes);
 app.route("/dashboard", dashboardRoutes);
 app.route("/", sharePageRoutes);

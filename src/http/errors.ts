@@ -53,6 +53,7 @@ export type ErrorCode =
 	| "forbidden"
 	| "member_exists"
 	| "not_wallet_distribution"
+	| "invalid_signature"
 	| "internal_error";
 
 /** An expected failure: becomes the JSON error envelope with its status. */

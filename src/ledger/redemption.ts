@@ -78,7 +78,11 @@ export function redeemRewards(tx: TxContext, ids: string[], idempotency?: Ledger
 			assertUnlocked(tx.sql, tx.userkey, row.seq);
 			if (row.rewardtype === "Stripe") {
 				// Paid into the customer's Stripe balance by the service itself (payouts.ts): never redeemed by the product.
-				throw new Refused({ code: "not_wallet_distribution", rewarddtlid: id, message: "Stripe rewards are paid into Stripe, not redeemed" });
+				throw new Refused({
+					code: "not_wallet_distribution",
+					rewarddtlid: id,
+					message: "Stripe rewards are paid into Stripe, not redeemed",
+				});
 			}
 			if (row.rewardtype !== "InstoreCredits" || row.status !== "Approved" || restOf(row) <= 0) {
 				throw new Refused({

@@ -39,6 +39,13 @@ const auditEntry = z.object({
 export const accessApi: AdminRoute[] = [
 	{
 		method: "post",
+		path: "/apps/{appid}/users/{userkey}/payouts/retry",
+		summary: "Pay again the user's approved Stripe rewards still unpaid (after Stripe refused, or the customer was fixed in Stripe)",
+		status: 202,
+		response: z.object({ userkey: z.string(), queued: z.number() }),
+	},
+	{
+		method: "post",
 		path: "/apps/{appid}/tokens",
 		summary: "Create an app-scoped admin token with a role (owner); the token is shown only here",
 		body: createTokenSchema,

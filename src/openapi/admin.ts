@@ -30,6 +30,15 @@ const app = z.looseObject({
 	frameorigin: z.string().nullable().describe("Origin allowed to frame the referral page; null: the landing URL's origin"),
 	webhooksecret: z.string().nullable().describe("null unless the caller is an owner or the superuser"),
 	defaultcampaignid: z.number().nullable(),
+	stripe: z
+		.looseObject({
+			connected: z.boolean(),
+			secretkeylast4: z.string().optional(),
+			eventname: z.string().optional(),
+			webhookurl: z.string().describe("The address to paste into Stripe's dashboard as the webhook endpoint"),
+		})
+		.optional()
+		.describe("The app's Stripe connection, never its secrets (docs/stripe.md); on the single app's view"),
 	createdat: z.string(),
 	updatedat: z.string(),
 });

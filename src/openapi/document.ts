@@ -185,6 +185,41 @@ function adminPaths(): Record<string, Record<string, unknown>> {
 	return paths;
 }
 
+/** The endpoint Stripe sends an app's events to (docs/stripe.md). */
+const integrationPaths = () => ({
+	"/integrations/stripe/{appid}": {
+		post: {
+			operationId: "integrations_stripe_webhook",
+			tags: ["Integrations"],
+			summary:
+				"Stripe events of a connected app: invoice.paid and checkout.session.completed become conversions, charge.refunded reverses them",
+			description:
+				"Authenticated by the Stripe-Signature header (HMAC-SHA256 of `{t}.{payload}` with the app's webhook secret, 5 minutes of tolerance). Handled events are queued; every other type is answered 200 and counted.",
+			parameters: [
+				{ name: "appid", in: "path", required: true, schema: { type: "string" } },
+				{ name: "Stripe-Signature", in: "header", required: true, schema: { type: "string" } },
+			],
+			requestBody: { required: true, content: { "application/json": { schema: { type: "object", description: "A Stripe event" } } } },
+			responses: {
+				"200": {
+					description: "Received",
+					content: {
+						"application/json": {
+							schema: {
+								type: "object",
+								properties: { received: { const: true }, handled: { type: "boolean" } },
+								required: ["received", "handled"],
+							},
+						},
+					},
+				},
+				"400": errorResponse("A bad or stale Stripe-Signature (invalid_signature): nothing changed"),
+				"404": errorResponse("No app with that appid is connected to Stripe"),
+			},
+		},
+	},
+});
+
 /** The whole document; `serverUrl` is where this service answers. */
 export function openApiDocument(serverUrl: string) {
 	return {
@@ -199,8 +234,9 @@ export function openApiDocument(serverUrl: string) {
 		tags: [
 			{ name: "Operations", description: "The public API, called from your back end" },
 			{ name: "Admin", description: "Apps, campaigns, coupons and deliveries" },
+			{ name: "Integrations", description: "Endpoints other services call: Stripe's events" },
 		],
-		paths: { ...publicPaths(), ...adminPaths() },
+		paths: { ...publicPaths(), ...adminPaths(), ...integrationPaths() },
 		components: {
 			schemas: { Error: errorEnvelope },
 			parameters: {

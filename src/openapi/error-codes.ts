@@ -53,6 +53,7 @@ export const ERROR_CODES = [
 	"forbidden",
 	"member_exists",
 	"not_wallet_distribution",
+	"invalid_signature",
 	"internal_error",
 ] as const satisfies readonly ErrorCode[];
 

@@ -11,6 +11,7 @@ import { shareUrl } from "../domain/share-url";
 import { ApiError, campaignNotFound, refuseErased, userErased, userNotFound } from "../http/errors";
 import { id, optionalCampaignId, optionalText } from "../http/fields";
 import { defineOperation, type OperationContext } from "../http/operation";
+import { ledgerFor } from "../ledger/stub";
 import { type OutboxEvent, sendOutboxEvents, webhookEvent } from "../outbox/events";
 import { networkFields, profileFields, profileOf } from "./schemas";
 
@@ -197,9 +198,14 @@ export const register = defineOperation({
 export const updateuser = defineOperation({
 	mutating: true,
 	schema: z.object({ userkey: id, ...profileFields, ...networkFields }),
-	async handle({ env, app }, input) {
+	async handle({ env, app, waitUntil }, input) {
 		const network = await networkOf(env, input);
 		const outcome = await updateProfile(env.DB, app.appid, input.userkey, profileOf(input), network);
+		if (outcome.updated && input.paymentcustomerid) {
+			// Stripe rewards that waited for a customer id are paid now (through the Stripe queue, not on this request).
+			const retry = ledgerFor(env, app.appid, input.userkey).retryPayouts();
+			waitUntil(retry.catch((error: unknown) => console.error("updateuser: payout retry failed", error)));
+		}
 		if (outcome.updated) return { message: "User updated." };
 		if (outcome.erased) throw userErased();
 		if (!outcome.found) throw userNotFound();

@@ -1,0 +1,51 @@
+import Stripe from "stripe";
+import { findStripeConfig } from "../../db/stripe";
+import { open } from "../../domain/secret-box";
+
+/**
+ * An app's Stripe connection (docs/stripe.md): its keys opened from their
+ * sealed form (domain/secret-box.ts) and a client of the official `stripe`
+ * package on the Workers fetch client, pointed at the app's `apiurl` when it
+ * has one (tests and Stripe-compatible proxies).
+ */
+export interface StripeConnection {
+	stripe: Stripe;
+	webhookSecret: string;
+	eventname: string;
+}
+
+/** A client for `secretKey`: no retries of its own, so a failure goes back to the queue, which retries under the same key. */
+export function stripeClient(secretKey: string, apiurl: string | null): Stripe {
+	const url = apiurl ? new URL(apiurl) : null;
+	const protocol = url?.protocol === "http:" ? "http" : "https";
+	return new Stripe(secretKey, {
+		httpClient: Stripe.createFetchHttpClient(),
+		maxNetworkRetries: 0,
+		timeout: 10_000,
+		...(url ? { host: url.hostname, port: url.port || (protocol === "http" ? "80" : "443"), protocol } : {}),
+	});
+}
+
+export async function stripeConnection(env: Env, appid: string): Promise<StripeConnection | null> {
+	const row = await findStripeConfig(env.DB, appid);
+	if (!row) return null;
+	const [secretKey, webhookSecret] = await Promise.all([
+		open(env.SECRETS_KEY, `stripe-secretkey:${appid}`, row.secretkey_box),
+		open(env.SECRETS_KEY, `stripe-webhooksecret:${appid}`, row.webhooksecret_box),
+	]);
+	return { stripe: stripeClient(secretKey, row.apiurl), webhookSecret, eventname: row.eventname };
+}
+
+/** The address to paste into Stripe's dashboard as the webhook endpoint. */
+export const stripeWebhookUrl = (origin: string, appid: string) => `${origin}/integrations/stripe/${encodeURIComponent(appid)}`;
+
+/**
+ * True for an answer of Stripe that a retry would not change (a 4xx other
+ * than 409 "idempotent request in progress" and 429 "rate limited"); false
+ * for network errors and 5xx, which the queue retries.
+ */
+export function refusedByStripe(error: unknown): error is Stripe.errors.StripeError {
+	if (!(error instanceof Stripe.errors.StripeError)) return false;
+	const status = error.statusCode ?? 0;
+	return status >= 400 && status < 500 && status !== 409 && status !== 429;
+}
