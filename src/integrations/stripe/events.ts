@@ -49,28 +49,44 @@ export type StripeEventMessage = z.output<typeof stripeEventMessageSchema>["stri
 /** The event types the service maps; any other is answered 200 and counted. */
 export const HANDLED_TYPES = ["invoice.paid", "checkout.session.completed", "charge.refunded"] as const;
 
-/** A payment: the conversion's customid (the invoice's id when there is one, so a checkout and its invoice make one conversion). */
+/**
+ * A payment: its `externalid` is the Stripe object the conversion stands for,
+ * the invoice's id when there is one, so a checkout and its invoice make one
+ * conversion, else the checkout session's.
+ */
 export function paymentOf(type: string, o: StripeObject) {
 	if (type === "invoice.paid" && (o.amount_paid ?? 0) > 0) {
-		return {
-			customid: o.id,
-			amount: o.amount_paid ?? 0,
-			links: { invoice: o.id, payment_intent: o.payment_intent, charge: o.charge, checkout_session: null },
-		};
+		const links = { invoice: o.id, payment_intent: o.payment_intent, charge: o.charge, checkout_session: null };
+		return { externalid: o.id, amount: o.amount_paid ?? 0, links };
 	}
 	if (type === "checkout.session.completed" && o.payment_status === "paid" && (o.amount_total ?? 0) > 0) {
 		const links = { invoice: o.invoice, payment_intent: o.payment_intent, charge: null, checkout_session: o.id };
-		return { customid: o.invoice ?? o.id, amount: o.amount_total ?? 0, links };
+		return { externalid: o.invoice ?? o.id, amount: o.amount_total ?? 0, links };
 	}
 	return null;
+}
+
+/**
+ * The conversion's `customid` for a Stripe object: the contract's customids
+ * are integers, so it is derived from the object's id (the first 56 bits of
+ * SHA-256 of app and id, at most 17 digits): the same object always gives the
+ * same customid, which is what makes a redelivered event a duplicate.
+ */
+export async function stripeCustomId(appid: string, externalid: string): Promise<string> {
+	const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(`stripe:${appid}:${externalid}`)));
+	const hex = [...digest.slice(0, 7)].map((b) => b.toString(16).padStart(2, "0")).join("");
+	return BigInt(`0x${hex}`).toString();
 }
 
 function operationContext(env: Env, app: NonNullable<Awaited<ReturnType<typeof findApp>>>, waitUntil: (p: Promise<unknown>) => void) {
 	return { env, app, origin: "", waitUntil } satisfies OperationContext;
 }
 
-/** A refusal of the operation that a retry would not change (a 4xx): counted and acked. */
-const refusal = (error: unknown) => (error instanceof ApiError && error.status < 500 ? error.errorcode : null);
+/** A refusal of the operation that a retry would not change (a 4xx, or input it does not take): counted and acked. */
+function refusal(error: unknown): string | null {
+	if (error instanceof ApiError && error.status < 500) return error.errorcode;
+	return error instanceof z.ZodError ? "validation_failed" : null;
+}
 
 export async function runStripeEvent(env: Env, work: StripeEventMessage, waitUntil: (p: Promise<unknown>) => void): Promise<Settle> {
 	const app = await findApp(env.DB, work.appid);
@@ -87,15 +103,18 @@ export async function runStripeEvent(env: Env, work: StripeEventMessage, waitUnt
 		if (!user || user.erased_at) return await count("unknown_customer");
 		const currency = work.object.currency ?? "usd";
 		const campaign = await getCampaign(env.DB, app.appid, user.campaignid);
+		const customid = await stripeCustomId(app.appid, payment.externalid);
 		const input = registerconversionevent.schema.parse({
 			userkey: user.userkey,
 			eventname: connection.eventname,
-			customid: payment.customid,
+			customid,
 			transactionvalue: minorToUnits(payment.amount, currency),
+			// The event keeps the Stripe object it stands for (docs/stripe.md).
+			extrainfo: JSON.stringify({ stripe: { externalid: payment.externalid } }),
 			growthhack: campaign?.growthhack ?? "SaaS_Referrals",
 		});
 		const result = await registerconversionevent.handle(ctx, input);
-		await saveStripeLink(env.DB, app.appid, { customid: payment.customid, ...payment.links, currency, amount_minor: payment.amount });
+		await saveStripeLink(env.DB, app.appid, { customid, ...payment.links, currency, amount_minor: payment.amount });
 		return await count(result.duplicate ? "duplicate" : "converted");
 	} catch (error) {
 		const code = refusal(error);
