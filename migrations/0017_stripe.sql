@@ -44,3 +44,7 @@ CREATE TABLE stripe_event_counts (
 	n INTEGER NOT NULL,
 	PRIMARY KEY (appid, outcome)
 ) WITHOUT ROWID;
+
+-- The rewards projection shows where a Stripe reward's payout stands (the dashboard's user page).
+ALTER TABLE rewards ADD COLUMN payoutid TEXT;
+ALTER TABLE rewards ADD COLUMN payout_state TEXT;

@@ -72,6 +72,8 @@ rewardRoutes.get("/apps/:appid/rewards", async (c) => {
 			rewardstatus: row.rewardstatus,
 			redeemed: row.redeemed,
 			comment: row.comment,
+			payoutid: row.payoutid,
+			payoutstate: row.payout_state,
 			frienduserkey: row.friend_userkey,
 			createdat: row.created_at,
 			updatedat: row.updated_at,

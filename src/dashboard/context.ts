@@ -38,5 +38,7 @@ export interface AppInfo {
 	frameorigin: string | null;
 	/** IANA time zone of the app's analytics days. */
 	timezone: string;
+	/** The Stripe connection, never its secrets (docs/stripe.md). */
+	stripe?: { connected: boolean; secretkeylast4?: string; eventname?: string; webhookurl: string; events?: Record<string, number> };
 	createdat: string;
 }

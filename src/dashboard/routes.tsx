@@ -13,6 +13,7 @@ import { registerAudit } from "./pages/audit";
 import { registerCampaigns } from "./pages/campaigns";
 import { registerDeliveries } from "./pages/deliveries";
 import { registerReview } from "./pages/review";
+import { registerStripe } from "./pages/stripe";
 import { registerTeam } from "./pages/team";
 import { registerUsers } from "./pages/users";
 import { SCRIPT } from "./script";
@@ -123,6 +124,7 @@ registerDeliveries(dashboardRoutes);
 registerAnalytics(dashboardRoutes);
 registerAudit(dashboardRoutes);
 registerTeam(dashboardRoutes);
+registerStripe(dashboardRoutes);
 
 dashboardRoutes.notFound((c) => c.html(<Page title="Not found" error="No such page." />, 404));
 

@@ -29,6 +29,9 @@ export interface ProjectedRewardRow {
 	friend_email: string | null;
 	friend_name: string | null;
 	fraudsignals: string;
+	/** A Stripe reward's payout (docs/stripe.md): the balance transaction, and pending / waiting_customer / failed / paid. */
+	payoutid: string | null;
+	payout_state: string | null;
 }
 
 export interface PersonRef {
@@ -87,7 +90,7 @@ export async function listRewards(db: D1Database, f: RewardFilter): Promise<Proj
 	const { results } = await db
 		.prepare(
 			`SELECT r.rewarddtlid, r.userkey, r.campaignid, r.eventname, r.usertype, r.reward, r.rewardunit, r.rewardtype, r.rewardstatus,
-			 r.redeemed, r.comment, r.friend_userkey, r.created_at, r.updated_at, r.fraudsignals,
+			 r.redeemed, r.comment, r.friend_userkey, r.created_at, r.updated_at, r.fraudsignals, r.payoutid, r.payout_state,
 			 o.email AS owner_email, o.name AS owner_name, p.userkey AS owner_referrer_userkey, p.email AS owner_referrer_email,
 			 p.name AS owner_referrer_name, f.email AS friend_email, f.name AS friend_name
 			 FROM rewards r

@@ -29,6 +29,8 @@ export interface ProjectedRewardRow {
 	version: number;
 	/** JSON array of fraud signal codes, stored as it is. */
 	fraudsignals: string;
+	payoutid: string | null;
+	payout_state: string | null;
 }
 
 /** The versioned upsert of one reward into D1's read projection; an older version never overwrites a newer one. */
@@ -36,10 +38,11 @@ export function projectionStatement(db: D1Database, appid: string, userkey: stri
 	return db
 		.prepare(
 			`INSERT INTO rewards (rewarddtlid, appid, userkey, campaignid, eventname, usertype, reward, rewardunit, rewardtype,
-			   rewardstatus, redeemed, comment, friend_userkey, created_at, updated_at, version, fraudsignals)
-			 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			   rewardstatus, redeemed, comment, friend_userkey, created_at, updated_at, version, fraudsignals, payoutid, payout_state)
+			 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			 ON CONFLICT (rewarddtlid) DO UPDATE SET reward = excluded.reward, rewardstatus = excluded.rewardstatus, redeemed = excluded.redeemed,
-			   comment = excluded.comment, updated_at = excluded.updated_at, version = excluded.version
+			   comment = excluded.comment, updated_at = excluded.updated_at, version = excluded.version, payoutid = excluded.payoutid,
+			   payout_state = excluded.payout_state
 			 WHERE excluded.version > rewards.version`,
 		)
 		.bind(
@@ -61,6 +64,8 @@ export function projectionStatement(db: D1Database, appid: string, userkey: stri
 			row.updated_at,
 			row.version,
 			row.fraudsignals ?? "[]",
+			row.payoutid ?? null,
+			row.payout_state ?? null,
 		);
 }
 

@@ -16,7 +16,7 @@ export const WAITING_COMMENT = "Waiting for a paymentcustomerid: paid into Strip
 
 export function recordPayoutOutcome(tx: TxContext, seq: number, outcome: PayoutOutcome): PayoutOrder | null {
 	const row = rewardRow(tx.sql, seq);
-	if (!row || row.rewardtype !== "Stripe" || row.payoutid !== null) return row ? payoutOrderOf(tx.userkey, row) : null;
+	if (row?.rewardtype !== "Stripe" || row.payoutid !== null) return row ? payoutOrderOf(tx.userkey, row) : null;
 	let after = row;
 	if ("paid" in outcome) {
 		// Paid is paid: the id is kept even if the reward's status moved on while the payout was under way.

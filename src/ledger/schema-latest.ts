@@ -127,6 +127,6 @@ CREATE TABLE clawbacks (
 	updated_at TEXT NOT NULL
 );
 CREATE INDEX clawbacks_open ON clawbacks(rewardunit, growthhack, campaignid, id) WHERE paid < amount;
-INSERT INTO meta (key, value) VALUES ('schema_version', '5');
+INSERT INTO meta (key, value) VALUES ('schema_version', '6');
 `,
 } as const;

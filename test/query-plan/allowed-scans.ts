@@ -62,4 +62,10 @@ export const ALLOWED_SCANS: readonly AllowedScan[] = [
 		table: "rewards",
 		bound: "the user's approved wallet rewards (rewards_wallet), read to settle clawbacks after a refund only",
 	},
+	{
+		file: "src/ledger/payouts.ts",
+		sql: "rewardtype = 'Stripe' AND payoutid IS NULL ORDER BY seq LIMIT 500",
+		table: "rewards",
+		bound: "the partial index rewards_payout_due holds only the user's approved Stripe rewards not paid yet (LIMIT 500); read on a retry",
+	},
 ];

@@ -45,6 +45,9 @@ export const GROWING_TABLES: Record<Engine, readonly string[]> = {
 		"members",
 		"member_invitations",
 		"audit_log",
+		"app_stripe",
+		"stripe_links",
+		"stripe_event_counts",
 	],
 	ledger: ["rewards", "balances", "outbox", "ledger_transactions", "reward_locks", "idempotency_keys", "refunds", "clawbacks"],
 };

@@ -11,6 +11,7 @@ import { webhookEvent } from "../../src/outbox/events";
 import { hookUrl, recordWebhook, runBatch, setAnswers, uniqueKey } from "../outbox/support";
 import { ADMIN_TOKEN, admin, createApp, request } from "../support/api";
 import { membersTour } from "./tour-members";
+import { stripeTour } from "./tour-stripe";
 
 /**
  * A scripted tour of the service: every public operation, admin route and
@@ -317,6 +318,7 @@ export async function tour(): Promise<void> {
 	const state = await operations();
 	await adminRoutes(state);
 	await membersTour(state.app.appid);
+	await stripeTour(request);
 	await rarePaths(state);
 	await oldLedger();
 	await scheduledJobs();

@@ -6,6 +6,7 @@ import { must } from "../api";
 import { type AppInfo, back, type Dash, type DashContext, field, flash } from "../context";
 import { Csrf, dateTime, Field, Page, Table } from "../layout";
 import { putSecrets, takeSecrets } from "../secret-flash";
+import { StripeSection } from "./stripe";
 
 /** Apps: list, create, settings, keys (the private key shown once), rotations. */
 
@@ -111,6 +112,7 @@ function OwnerSections({ app, csrf }: { app: AppInfo; csrf: string }) {
 					<button type="submit">Save settings</button>
 				</div>
 			</form>
+			<StripeSection app={app} csrf={csrf} />
 		</>
 	);
 }

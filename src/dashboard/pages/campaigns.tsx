@@ -53,6 +53,7 @@ function CampaignForm({ action, campaign, csrf, submit }: { action: string; camp
 					options={[
 						["InstoreCredits", "In-store credits"],
 						["Coupon", "Coupons from the pool"],
+						["Stripe", "Paid into Stripe (customer balance credit)"],
 					]}
 				/>
 			</div>

@@ -1,7 +1,8 @@
 /** @jsxImportSource hono/jsx */
 import { must } from "../api";
-import { type Dash, flash } from "../context";
-import { dateTime, Page, Pager, Status, Table } from "../layout";
+import { back, type Dash, flash } from "../context";
+import { Csrf, dateTime, Page, Pager, Status, Table } from "../layout";
+import { mayAct, roleIn } from "../role";
 import { loadApp } from "./apps";
 
 /** Users: search, and a user page (profile, referrer, balance, clicks, friends and rewards, both paged). */
@@ -47,6 +48,11 @@ export function RewardRows({ appid, rewards, select }: { appid: string; rewards:
 					</td>
 					<td>
 						<Status value={r.rewardstatus} />
+						{r.rewardtype === "Stripe" && (
+							<div class="hint" data-testid="payout">
+								{payoutWords(r)}
+							</div>
+						)}
 					</td>
 					<td class="num">
 						{r.reward} {r.rewardunit}
@@ -66,9 +72,29 @@ export function RewardRows({ appid, rewards, select }: { appid: string; rewards:
 	);
 }
 
+/** Where a Stripe reward's payout stands (docs/stripe.md), in words. */
+export function payoutWords(r: Values): string {
+	if (r.payoutid) return `paid into Stripe: ${r.payoutid}`;
+	if (r.payoutstate === "waiting_customer") return "waiting for a paymentcustomerid";
+	if (r.payoutstate === "failed") return "Stripe refused the payout (see the comment)";
+	if (r.payoutstate === "pending") return "payout under way";
+	return "paid into Stripe once approved";
+}
+
 export const REWARD_HEAD = ["Reward", "Status", "Amount", "For", "User", "Campaign", "Comment", "Created"];
 
+/** A Stripe reward the retry would pay: approved, not paid, its payout refused or waiting. */
+const unpaid = (r: Values) => r.rewardtype === "Stripe" && r.rewardstatus === "Approved" && !r.payoutid && r.payoutstate !== "pending";
+
 export function registerUsers(dash: Dash) {
+	dash.post("/apps/:appid/users/:userkey/payouts/retry", async (c) => {
+		const appid = c.req.param("appid");
+		const userkey = encodeURIComponent(c.req.param("userkey"));
+		const res = await c.var.api("POST", `/apps/${appid}/users/${userkey}/payouts/retry`);
+		const message = res.ok ? { ok: `Payout of ${res.body.queued} reward(s) queued.` } : { error: res.error };
+		return back(c, `/dashboard/apps/${appid}/users/${userkey}`, message);
+	});
+
 	dash.get("/apps/:appid/users", async (c) => {
 		const appid = c.req.param("appid");
 		const app = await loadApp(c, appid);
@@ -121,7 +147,14 @@ export function registerUsers(dash: Dash) {
 			unit.growthhacks.flatMap((g: Values) => g.campaigns.map((k: Values) => ({ ...k, rewardunit: unit.rewardunit }))),
 		);
 		return c.html(
-			<Page title={u.email ?? u.useraccountid ?? u.userkey} appid={appid} appname={app.name} tab="users" csrf={c.var.session.csrf}>
+			<Page
+				title={u.email ?? u.useraccountid ?? u.userkey}
+				appid={appid}
+				appname={app.name}
+				tab="users"
+				csrf={c.var.session.csrf}
+				{...flash(c)}
+			>
 				<h2>Profile</h2>
 				<dl class="props">
 					<dt>userkey</dt>
@@ -184,6 +217,13 @@ export function registerUsers(dash: Dash) {
 				<Table caption="Rewards" head={REWARD_HEAD} numeric={[2, 5]} empty={!rewards.ok || rewards.body.rewards.length === 0}>
 					<RewardRows appid={appid} rewards={rewards.ok ? rewards.body.rewards : []} />
 				</Table>
+				{rewards.ok && rewards.body.rewards.some(unpaid) && mayAct(await roleIn(c, appid), "reviewer") && (
+					<form method="post" action={`/dashboard/apps/${appid}/users/${userkey}/payouts/retry`}>
+						<Csrf token={c.var.session.csrf} />
+						<button type="submit">Retry the Stripe payouts</button>{" "}
+						<span class="hint">after fixing the customer in Stripe or setting a paymentcustomerid</span>
+					</form>
+				)}
 				<Pager url={c.req.url} param="rcursor" next={rewards.ok ? rewards.body.nextcursor : null} label="More rewards →" />
 				<h2>
 					Friends ({u.friends}, {u.converted} converted)

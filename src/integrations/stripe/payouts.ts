@@ -23,7 +23,7 @@ export async function runPayout(env: Env, work: PayoutMessage["payout"]): Promis
 	const { appid, userkey, seq } = work;
 	const ledger = ledgerFor(env, appid, userkey);
 	const order = await ledger.payoutOrder(seq);
-	if (!order || order.rewardtype !== "Stripe") return "ack";
+	if (order?.rewardtype !== "Stripe") return "ack";
 	if (work.kind === "credit" && (order.status !== "Approved" || order.payoutid)) return "ack";
 	if (work.kind === "debit" && !order.payoutid) return "ack";
 	const connection = await stripeConnection(env, appid);

@@ -1,0 +1,73 @@
+import { env } from "cloudflare:workers";
+import { runStripeEvent } from "../../src/integrations/stripe/events";
+import { runPayout } from "../../src/integrations/stripe/payouts";
+import { ledgerFor } from "../../src/ledger/stub";
+import { admin, createApp } from "../support/api";
+
+/**
+ * The query-plan tour of issue 23: an app connected to Stripe (its view,
+ * its event counts), a signed event at the endpoint, a payment and a refund
+ * mapped by the consumer's code, a payout of an approved Stripe reward and a
+ * retry, and the disconnection. Stripe's API is the test receiver here: only
+ * the statements matter, not what Stripe answers.
+ */
+
+async function signature(secret: string, payload: string): Promise<string> {
+	const t = Math.floor(Date.now() / 1000);
+	const key = await crypto.subtle.importKey("raw", new TextEncoder().encode(secret), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
+	const mac = new Uint8Array(await crypto.subtle.sign("HMAC", key, new TextEncoder().encode(`${t}.${payload}`)));
+	return `t=${t},v1=${[...mac].map((b) => b.toString(16).padStart(2, "0")).join("")}`;
+}
+
+export async function stripeTour(request: (path: string, init?: RequestInit) => Promise<Response>): Promise<void> {
+	const app = await createApp({
+		distribution: "Stripe",
+		rewardrules: [{ rewardusertype: "Referrer", eventname: "Transaction", reward: 10, rewardunit: "%" }],
+	});
+	const webhooksecret = "whsec_planTourSecret0000";
+	const connect = { secretkey: "sk_test_planTour0000", webhooksecret, apiurl: `${env.WEBHOOK_RECEIVER_URL}/stripe-plan` };
+	if ((await admin("PATCH", `/apps/${app.appid}`, { stripe: connect })).status !== 200) throw new Error("stripe connect");
+	await admin("GET", `/apps/${app.appid}`);
+	const referrer = (await app.api("register", { email: "plan.ref@x.com", paymentcustomerid: "cus_plan_ref" })).body;
+	const friend = (
+		await app.api("register", { email: "plan.fr@x.com", paymentcustomerid: "cus_plan_fr", referrercode: referrer.referralcode })
+	).body;
+	const payload = JSON.stringify({ id: "evt_plan", object: "event", type: "customer.created", data: { object: { id: "cus_x" } } });
+	const res = await request(`/integrations/stripe/${app.appid}`, {
+		method: "POST",
+		headers: { "stripe-signature": await signature(webhooksecret, payload) },
+		body: payload,
+	});
+	if (res.status !== 200) throw new Error(`stripe endpoint: ${res.status}`);
+	const waitUntil = () => undefined;
+	const object = {
+		id: "in_plan",
+		customer: "cus_plan_fr",
+		currency: "usd",
+		amount_paid: 5000,
+		charge: "ch_plan",
+		payment_intent: "pi_plan",
+		invoice: null,
+	};
+	await runStripeEvent(env, { appid: app.appid, eventid: "evt_plan_1", type: "invoice.paid", object }, waitUntil);
+	const refund = {
+		id: "ch_plan",
+		customer: "cus_plan_fr",
+		currency: "usd",
+		amount: 5000,
+		amount_refunded: 1000,
+		payment_intent: "pi_plan",
+		invoice: null,
+		charge: null,
+	};
+	await runStripeEvent(env, { appid: app.appid, eventid: "evt_plan_2", type: "charge.refunded", object: refund }, waitUntil);
+	const ledger = ledgerFor(env, app.appid, referrer.userkey);
+	await ledger.flush();
+	await runPayout(env, { appid: app.appid, userkey: referrer.userkey, seq: 1, kind: "credit" }).catch(() => "retry");
+	await ledger.recordPayout(1, { waiting: true });
+	await admin("POST", `/apps/${app.appid}/users/${referrer.userkey}/payouts/retry`);
+	await ledger.recordPayout(1, { paid: "cbtxn_plan" });
+	await ledger.flush();
+	await app.api("updateuser", { userkey: friend.userkey, paymentcustomerid: "cus_plan_fr2" });
+	await admin("PATCH", `/apps/${app.appid}`, { stripe: null });
+}
