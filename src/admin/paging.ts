@@ -45,3 +45,13 @@ export function page<T>(rows: T[], limit: number, keyOf: (row: T) => unknown[]):
 	const last = items.at(-1);
 	return { items, nextcursor: rows.length > limit && last ? encodeCursor(keyOf(last)) : null };
 }
+
+/** Admin lists are paged: `limit` (1 to 200, default 50) and `cursor` (the previous page's `nextcursor`). */
+const pageQuery = z.object({
+	limit: z.coerce.number().int().min(1).max(200).default(50),
+	cursor: z.string().max(200).optional(),
+});
+
+export function pageOf(c: Context<{ Bindings: Env }>) {
+	return pageQuery.parse({ limit: c.req.query("limit") ?? undefined, cursor: c.req.query("cursor") || undefined });
+}

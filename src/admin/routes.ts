@@ -1,36 +1,27 @@
-import { type Context, Hono } from "hono";
-import { z } from "zod";
+import { Hono } from "hono";
 import { findAdminToken } from "../db/admin-tokens";
-import { type App, findApp, insertApp, listApps, updateApp } from "../db/apps";
-import { listCampaignsWithDetails } from "../db/campaign-list";
-import {
-	addCoupons,
-	type Campaign,
-	countFreeCoupons,
-	getCampaign,
-	getCampaignWithDetails,
-	insertCampaign,
-	updateCampaign,
-} from "../db/campaigns";
+import { type App, insertApp, listApps, updateApp } from "../db/apps";
 import { constantTimeEqual, sha256Hex } from "../domain/crypto";
-import { nowIso } from "../domain/dates";
 import { newApiKey, newAppId, newPrivateKey, newWebhookSecret } from "../domain/ids";
 import { countAdminFailure, refuseThrottledAdmin } from "../http/admin-throttle";
 import { refuseInsecureAdminToken } from "../http/admin-token";
 import { forgetCachedApp, forgetCachedKey } from "../http/auth";
-import { ApiError, badRequest, campaignNotFound } from "../http/errors";
+import { ApiError, badRequest } from "../http/errors";
 import { clientIp } from "../http/rate-limits";
 import { auditRoutes } from "./audit";
 import { body } from "./body";
 import { breakerRoutes } from "./breakers";
+import { campaignRoutes } from "./campaigns";
 import { deliveryRoutes } from "./deliveries";
+import { requireApp } from "./guard";
 import { importRoutes } from "./import";
 import { memberRoutes } from "./members";
+import { pageOf } from "./paging";
 import { auditEntry, authOf, clientIpHash, diff, settle, signedInPersonOf } from "./principal";
 import { privacyRoutes } from "./privacy";
 import { rewardRoutes } from "./rewards";
 import { authorizeMember, authorizeToken } from "./rights";
-import { addCouponsSchema, createAppSchema, createCampaignSchema, updateAppSchema, updateCampaignSchema } from "./schemas";
+import { createAppSchema, updateAppSchema } from "./schemas";
 import { statsRoutes } from "./stats";
 import { applyStripeSettings, checkStripeSettings, stripeRoutes, stripeView } from "./stripe";
 import { createTokenSchema, registerTokenRoutes, tokenRoutes } from "./tokens";
@@ -93,19 +84,8 @@ function appView(app: App) {
 	};
 }
 
-async function requireApp(db: D1Database, appid: string): Promise<App> {
-	const app = await findApp(db, appid);
-	if (!app) throw new ApiError(404, "app_not_found", "No app with that appid.");
-	return app;
-}
-
 /** A secret's change, recorded without its values. */
 const SECRET_CHANGED = (field: string) => ({ [field]: { before: "(secret)", after: "(secret)" } });
-
-function requireCampaignId(raw: string): number {
-	if (!/^\d{1,15}$/.test(raw)) throw campaignNotFound();
-	return Number(raw);
-}
 
 adminRoutes.post("/apps", async (c) => {
 	const input = await body(c.req.raw, createAppSchema);
@@ -132,16 +112,6 @@ adminRoutes.post("/apps", async (c) => {
 	forgetCachedKey(created.apikey);
 	return c.json({ appid: created.appid, apikey: created.apikey, privatekey, webhooksecret: created.webhookSecret }, 201);
 });
-
-/** Admin lists are paged: `limit` (1 to 200, default 50) and `cursor` (the previous page's `nextcursor`). */
-const pageQuery = z.object({
-	limit: z.coerce.number().int().min(1).max(200).default(50),
-	cursor: z.string().max(200).optional(),
-});
-
-function pageOf(c: Context<{ Bindings: Env }>) {
-	return pageQuery.parse({ limit: c.req.query("limit") ?? undefined, cursor: c.req.query("cursor") || undefined });
-}
 
 adminRoutes.get("/apps", async (c) => {
 	const { limit, cursor } = pageOf(c);
@@ -217,78 +187,7 @@ adminRoutes.post("/apps/:appid/rotate-webhooksecret", async (c) => {
 	return c.json({ appid, webhooksecret });
 });
 
-function campaignView(campaign: Campaign) {
-	const { createdAt, updatedAt, autoapprove, ...rest } = campaign;
-	return { ...rest, autoapprove, createdat: createdAt, updatedat: updatedAt };
-}
-
-adminRoutes.post("/apps/:appid/campaigns", async (c) => {
-	const app = await requireApp(c.env.DB, c.req.param("appid"));
-	const { rewardrules, socialactions, campaignstartdate, ...fields } = await body(c.req.raw, createCampaignSchema);
-	const values = { ...fields, campaignstartdate: campaignstartdate ?? nowIso() };
-	// The new campaign's id is read inside the batch that creates it (db/campaigns.ts).
-	const audit = auditEntry(c, app.appid, {
-		action: "campaign.create",
-		targetType: "campaign",
-		targetId: null,
-		changes: diff({}, { ...values, rewardrules, socialactions }),
-	});
-	const campaignid = await insertCampaign(c.env.DB, app.appid, values, rewardrules, socialactions, audit);
-	forgetCachedApp(app.appid);
-	return c.json({ campaignid }, 201);
-});
-
-adminRoutes.get("/apps/:appid/campaigns", async (c) => {
-	const app = await requireApp(c.env.DB, c.req.param("appid"));
-	const { limit, cursor } = pageOf(c);
-	const campaigns = await listCampaignsWithDetails(c.env.DB, app.appid, limit, /^\d{1,15}$/.test(cursor ?? "") ? Number(cursor) : 0);
-	return c.json({
-		campaigns: campaigns.map(campaignView),
-		nextcursor: campaigns.length === limit ? String(campaigns[campaigns.length - 1]!.campaignid) : null,
-	});
-});
-
-adminRoutes.get("/apps/:appid/campaigns/:campaignid", async (c) => {
-	const campaign = await getCampaignWithDetails(c.env.DB, c.req.param("appid"), requireCampaignId(c.req.param("campaignid")));
-	if (!campaign) throw campaignNotFound();
-	const couponsavailable = await countFreeCoupons(c.env.DB, campaign.campaignid);
-	return c.json({ ...campaignView(campaign), couponsavailable });
-});
-
-adminRoutes.patch("/apps/:appid/campaigns/:campaignid", async (c) => {
-	const appid = c.req.param("appid");
-	const campaignid = requireCampaignId(c.req.param("campaignid"));
-	const input = await body(c.req.raw, updateCampaignSchema);
-	const { rewardrules, socialactions, ...fields } = input;
-	const before = await getCampaignWithDetails(c.env.DB, appid, campaignid);
-	if (!before) throw campaignNotFound();
-	const audit = auditEntry(c, appid, {
-		action: "campaign.update",
-		targetType: "campaign",
-		targetId: String(campaignid),
-		changes: diff(campaignView(before), input),
-	});
-	const updated = await updateCampaign(c.env.DB, appid, campaignid, fields, rewardrules, socialactions, audit);
-	if (!updated.ok && updated.reason === "campaign_not_found") throw campaignNotFound();
-	if (!updated.ok) throw badRequest(`rewardrules: no active rule ${updated.ruleid} in this campaign.`, { fields: ["rewardrules"] });
-	const campaign = await getCampaignWithDetails(c.env.DB, appid, campaignid);
-	return c.json(campaign ? campaignView(campaign) : null);
-});
-
-adminRoutes.post("/apps/:appid/campaigns/:campaignid/coupons", async (c) => {
-	const appid = c.req.param("appid");
-	const campaign = await getCampaign(c.env.DB, appid, requireCampaignId(c.req.param("campaignid")));
-	if (!campaign) throw campaignNotFound();
-	const { coupons } = await body(c.req.raw, addCouponsSchema);
-	const audit = auditEntry(c, appid, {
-		action: "campaign.coupons_add",
-		targetType: "campaign",
-		targetId: String(campaign.campaignid),
-		changes: { couponssubmitted: { before: null, after: coupons.length } },
-	});
-	const added = await addCoupons(c.env.DB, campaign.campaignid, coupons, audit);
-	return c.json({ added, skipped: coupons.length - added, couponsavailable: await countFreeCoupons(c.env.DB, campaign.campaignid) }, 201);
-});
+adminRoutes.route("/", campaignRoutes);
 adminRoutes.route("/", deliveryRoutes);
 adminRoutes.route("/", breakerRoutes);
 adminRoutes.route("/", userRoutes);
