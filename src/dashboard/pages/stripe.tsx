@@ -13,7 +13,7 @@ export function StripeSection({ app, csrf }: { app: AppInfo; csrf: string }) {
 			<h2 id="stripe">Stripe</h2>
 			<p>
 				{stripe?.connected
-					? `Connected with the key ending ${stripe.secretkeylast4}; payments become "${stripe.eventname}" conversions.`
+					? `Connected with the key ending ${stripe.secretkeylast4}; payments become ${stripe.eventname} conversions.`
 					: "Not connected. Rewards of Stripe campaigns wait until it is (docs/stripe.md)."}
 			</p>
 			<dl class="props">

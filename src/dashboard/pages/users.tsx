@@ -76,7 +76,7 @@ export function RewardRows({ appid, rewards, select }: { appid: string; rewards:
 export function payoutWords(r: Values): string {
 	if (r.payoutid) return `paid into Stripe: ${r.payoutid}`;
 	if (r.payoutstate === "waiting_customer") return "waiting for a paymentcustomerid";
-	if (r.payoutstate === "failed") return "Stripe refused the payout (see the comment)";
+	if (r.payoutstate === "failed") return "payout failed (the comment says why)";
 	if (r.payoutstate === "pending") return "payout under way";
 	return "paid into Stripe once approved";
 }
