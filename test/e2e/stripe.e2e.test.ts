@@ -2,6 +2,7 @@ import Stripe from "stripe";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startService } from "../../scripts/dev-service.mjs";
 import { type FakeStripe, startFakeStripe } from "./fake-stripe";
+import { serviceClient } from "./service-client";
 import { waitFor } from "./wait";
 
 // Issue 23 end to end against `wrangler dev`: a connected app's Stripe events
@@ -55,23 +56,9 @@ afterAll(async () => {
 	await fake?.close();
 });
 
-async function admin(method: string, path: string, body?: unknown) {
-	const res = await fetch(`${service.base}/admin/v1${path}`, {
-		method,
-		headers: { authorization: `Bearer ${service.adminToken}`, "content-type": "application/json" },
-		...(body === undefined ? {} : { body: JSON.stringify(body) }),
-	});
-	return { status: res.status, body: (await res.json()) as Record<string, any> };
-}
-
-async function api(operation: string, body: Record<string, unknown>) {
-	const res = await fetch(`${service.base}/saas/v1_0/${operation}`, {
-		method: "POST",
-		headers: { "content-type": "application/json" },
-		body: JSON.stringify({ ...creds, ...body }),
-	});
-	return { status: res.status, body: (await res.json()) as Record<string, any> };
-}
+const client = serviceClient(() => service);
+const admin = client.admin;
+const api = (operation: string, body: Record<string, unknown>) => client.api(operation, { ...creds, ...body });
 
 /** Sends a Stripe event to the app's endpoint, signed with `secret` as Stripe's libraries sign. */
 async function deliver(event: Record<string, unknown>, secret = WEBHOOK_SECRET) {

@@ -2,6 +2,8 @@ import type { Browser, Page } from "puppeteer-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startService } from "../../scripts/dev-service.mjs";
 import { launchBrowser, seriousAxeViolations } from "./browser";
+import { serviceClient } from "./service-client";
+import { waitFor } from "./wait";
 
 // Issue 22 in a real browser against `wrangler dev`: an owner invites a
 // reviewer from the Team page; the reviewer accepts, signs in with email and
@@ -10,6 +12,7 @@ import { launchBrowser, seriousAxeViolations } from "./browser";
 // reviewer's email and the status before and after.
 
 let service: Awaited<ReturnType<typeof startService>>;
+const WAIT = { timeoutMs: 30_000, context: () => service.logs().slice(-2000) };
 let browser: Browser;
 
 beforeAll(async () => {
@@ -21,23 +24,9 @@ afterAll(async () => {
 	await service?.stop();
 });
 
-async function adminCall(method: string, path: string, body?: unknown) {
-	const res = await fetch(`${service.base}/admin/v1${path}`, {
-		method,
-		headers: { authorization: `Bearer ${service.adminToken}`, "content-type": "application/json" },
-		...(body === undefined ? {} : { body: JSON.stringify(body) }),
-	});
-	return { status: res.status, body: (await res.json()) as Record<string, any> };
-}
-
-async function api(operation: string, body: Record<string, unknown>) {
-	const res = await fetch(`${service.base}/saas/v1_0/${operation}`, {
-		method: "POST",
-		headers: { "content-type": "application/json" },
-		body: JSON.stringify(body),
-	});
-	return (await res.json()) as Record<string, any>;
-}
+const client = serviceClient(() => service);
+const adminCall = client.admin;
+const api = async (operation: string, body: Record<string, unknown>) => (await client.api(operation, body)).body;
 
 async function signOut(page: Page) {
 	await submit(page, "form[action='/dashboard/logout'] button");
@@ -64,16 +53,6 @@ async function acceptInvitation(page: Page, url: string, password: string) {
 	await page.type("#f-password", password);
 	await page.type("#f-password2", password);
 	await submit(page, "button[type=submit]");
-}
-
-async function waitFor<T>(what: string, probe: () => Promise<T | undefined | null | false>, timeoutMs = 30_000): Promise<T> {
-	const deadline = Date.now() + timeoutMs;
-	for (;;) {
-		const value = await probe();
-		if (value) return value;
-		if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}\n${service.logs().slice(-2000)}`);
-		await new Promise((r) => setTimeout(r, 250));
-	}
 }
 
 describe("team members in a browser", () => {
@@ -135,10 +114,14 @@ describe("team members in a browser", () => {
 		const rewardId = `${referrer.userkey}-1`;
 		expect((await api("checkrewardstatus", { ...creds, rewarddtlid: rewardId })).rewardstatus).toBe("Suspicious");
 		const review = `/dashboard/apps/${appid}/review`;
-		await waitFor("the reward in the review queue", async () => {
-			await go(reviewer, review);
-			return reviewer.$(`input[name=ids][value="${rewardId}"]`);
-		});
+		await waitFor(
+			"the reward in the review queue",
+			async () => {
+				await go(reviewer, review);
+				return (await reviewer.$(`input[name=ids][value="${rewardId}"]`)) ?? undefined;
+			},
+			WAIT,
+		);
 		await reviewer.click(`input[value="${rewardId}"]`);
 		await submit(reviewer, "button[value=Approved]");
 		expect(await reviewer.$eval("[role=status]", (e) => e.textContent)).toContain("Approved 1 reward(s)");
@@ -152,11 +135,15 @@ describe("team members in a browser", () => {
 		await go(reviewer, "/dashboard");
 		await signOut(reviewer);
 		await signIn(ownerPage, "olga.owner@example.com", "owner password 123");
-		const row = await waitFor("the approval in the audit log", async () => {
-			await go(ownerPage, `/dashboard/apps/${appid}/audit?action=reward.status`);
-			const rows = await ownerPage.$$eval("tbody tr", (trs) => trs.map((tr) => tr.textContent ?? ""));
-			return rows.find((text) => text.includes(rewardId));
-		});
+		const row = await waitFor(
+			"the approval in the audit log",
+			async () => {
+				await go(ownerPage, `/dashboard/apps/${appid}/audit?action=reward.status`);
+				const rows = await ownerPage.$$eval("tbody tr", (trs) => trs.map((tr) => tr.textContent ?? ""));
+				return rows.find((text) => text.includes(rewardId));
+			},
+			WAIT,
+		);
 		expect(row).toContain("rita.reviewer@example.com");
 		expect(row).toContain("rewardstatus: Suspicious → Approved");
 		expect(await seriousAxeViolations(ownerPage)).toEqual([]);

@@ -1,25 +1,11 @@
-import { exports } from "cloudflare:workers";
 import { admin } from "../support/api";
+import { cookieOf, csrfOf, ok, page } from "./tour-http";
 
 /**
  * The query-plan tour of issue 22's members: invited, listed, the invitation
  * page read and accepted, a member's sign-in, home and app page, a role change,
  * the audit log under each filter, and the removal.
  */
-
-const page = (path: string, init: RequestInit = {}) =>
-	exports.default.fetch(new Request(`http://service.test${path}`, { redirect: "manual", ...init }));
-const cookieOf = (res: Response, name: string) =>
-	res.headers
-		.getSetCookie()
-		.find((c) => c.startsWith(`${name}=`))
-		?.split(";")[0] ?? "";
-const csrfOf = (html: string) => /name="_csrf" value="([^"]+)"/.exec(html)?.[1] ?? "";
-
-function ok<T extends { status: number; body: unknown }>(res: T, what: string): T {
-	if (res.status < 200 || res.status >= 300) throw new Error(`${what}: ${res.status} ${JSON.stringify(res.body)}`);
-	return res;
-}
 
 export async function membersTour(appid: string): Promise<void> {
 	const email = `plan-${Date.now()}@example.com`;

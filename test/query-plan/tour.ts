@@ -1,5 +1,5 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
-import { env, exports } from "cloudflare:workers";
+import { env } from "cloudflare:workers";
 import { releaseKey } from "../../src/db/idempotency-replies";
 import { markNotEnqueued } from "../../src/db/outbox-events";
 import { migrateLedger } from "../../src/ledger/migrate";
@@ -10,6 +10,7 @@ import { ledgerFor } from "../../src/ledger/stub";
 import { webhookEvent } from "../../src/outbox/events";
 import { hookUrl, recordWebhook, runBatch, setAnswers, uniqueKey } from "../outbox/support";
 import { ADMIN_TOKEN, admin, createApp, request } from "../support/api";
+import { cookieOf, csrfOf, ok, page } from "./tour-http";
 import { membersTour } from "./tour-members";
 import { stripeTour } from "./tour-stripe";
 
@@ -24,12 +25,6 @@ const GROWTH = "SaaS_Referrals";
 const CHROME = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36";
 let customSeq = 1;
 const nextCustomId = () => String(7_000_000 + customSeq++);
-
-/** Asserts a 2xx answer (a tour step that fails would leave its statements unsent, unnoticed). */
-function ok<T extends { status: number; body: unknown }>(res: T, what: string): T {
-	if (res.status < 200 || res.status >= 300) throw new Error(`${what}: ${res.status} ${JSON.stringify(res.body)}`);
-	return res;
-}
 
 const raw = (path: string, init: RequestInit & { json?: unknown; key?: string } = {}) =>
 	request(path, {
@@ -230,15 +225,6 @@ function couponCampaign() {
 		rewardrules: [{ rewardusertype: "Referrer", eventname: "Signup", reward: 1, rewardunit: "USD" }],
 	};
 }
-
-const page = (path: string, init: RequestInit = {}) =>
-	exports.default.fetch(new Request(`http://service.test${path}`, { redirect: "manual", ...init }));
-const cookieOf = (res: Response, name: string) =>
-	res.headers
-		.getSetCookie()
-		.find((c) => c.startsWith(`${name}=`))
-		?.split(";")[0] ?? "";
-const csrfOf = (html: string) => /name="_csrf" value="([^"]+)"/.exec(html)?.[1] ?? "";
 
 async function dashboardSession() {
 	const login = await page("/dashboard/login");
