@@ -20,13 +20,16 @@ export const stripeWebhookRoutes = new Hono<{ Bindings: Env }>();
 const MAX_BODY_BYTES = 512 * 1024;
 const TOLERANCE_SECONDS = 300;
 const crypto = Stripe.createSubtleCryptoProvider();
+const tooLarge = () => new ApiError(413, "payload_too_large", "The body is larger than a Stripe event.");
 
 stripeWebhookRoutes.post("/integrations/stripe/:appid", async (c) => {
 	const appid = c.req.param("appid");
 	const connection = await stripeConnection(c.env, appid);
 	if (!connection) throw new ApiError(404, "app_not_found", "No app with that appid is connected to Stripe.");
+	// Refused before it is read when the client says its size; checked again once read (a chunked body says nothing).
+	if (Number(c.req.header("content-length") ?? 0) > MAX_BODY_BYTES) throw tooLarge();
 	const payload = await c.req.text();
-	if (payload.length > MAX_BODY_BYTES) throw new ApiError(413, "payload_too_large", "The body is larger than a Stripe event.");
+	if (payload.length > MAX_BODY_BYTES) throw tooLarge();
 	const signature = c.req.header("stripe-signature") ?? "";
 	let event: Stripe.Event;
 	try {
