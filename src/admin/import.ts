@@ -6,6 +6,7 @@ import { newReferralCode, newUserKey } from "../domain/ids";
 import { ApiError } from "../http/errors";
 import { optionalEmail, optionalId } from "../http/fields";
 import { readJsonObject } from "../http/json-body";
+import { COLON } from "../http/router";
 import { profileFields, profileOf } from "../operations/schemas";
 import { auditEntry } from "./principal";
 
@@ -133,7 +134,7 @@ const TAKEN = new Set(["email_taken", "useraccountid_taken", "referralcode_taken
  * statements), whatever the number of users. No webhook is sent for
  * imported users: they are not new sign-ups.
  */
-importRoutes.post("/apps/:appid/:action{users:import}", async (c) => {
+importRoutes.post(`/apps/:appid/users${COLON}import`, async (c) => {
 	const app = await findApp(c.env.DB, c.req.param("appid"));
 	if (!app) throw new ApiError(404, "app_not_found", "No app with that appid.");
 	const { users } = importSchema.parse(await readJsonObject(c.req.raw, MAX_IMPORT_BYTES));

@@ -1,6 +1,7 @@
 import { ROLES, type Role } from "../db/admin-tokens";
 import { membershipOf } from "../db/members";
 import { ApiError } from "../http/errors";
+import { COLON } from "../http/router";
 import type { RequestAuth } from "./principal";
 
 /**
@@ -40,7 +41,7 @@ export const RIGHTS: Readonly<Record<string, Needed>> = {
 	"GET /apps/:appid/rewards": "viewer",
 	"POST /apps/:appid/rewards/status": "reviewer",
 	"GET /apps/:appid/stats": "viewer",
-	"POST /apps/:appid/:action{users:import}": "manager",
+	[`POST /apps/:appid/users${COLON}import`]: "manager",
 	"POST /apps/:appid/tokens": "owner",
 	"GET /apps/:appid/tokens": "owner",
 	"DELETE /apps/:appid/tokens/:tokenid": "owner",

@@ -1,18 +1,20 @@
 import type { Context } from "hono";
 import { Hono } from "hono";
+import { RegExpRouter } from "hono/router/reg-exp-router";
 import { z } from "zod";
 import { actingAs } from "../admin/principal";
 import { adminRoutes } from "../admin/routes";
 import { ApiError, errorBody } from "../http/errors";
 import { describeZodError } from "../http/fields";
 import { clientIp } from "../http/rate-limits";
+import { routedPath } from "../http/router";
 
 /**
  * The dashboard is a client of the admin JSON API: every page reads and
  * writes through it (in process, no network hop), so the browser and other
  * tools see the same validation and the same errors.
  */
-const admin = new Hono<{ Bindings: Env }>().route("/admin/v1", adminRoutes);
+const admin = new Hono<{ Bindings: Env }>({ router: new RegExpRouter(), getPath: routedPath }).route("/admin/v1", adminRoutes);
 admin.onError((err, c) => {
 	if (err instanceof ApiError) return c.json(errorBody(err.errorcode, err.message, err.extra), err.status);
 	if (err instanceof z.ZodError) return c.json(errorBody("validation_failed", describeZodError(err).message), 400);

@@ -1,4 +1,5 @@
 import { Hono } from "hono";
+import { RegExpRouter } from "hono/router/reg-exp-router";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { z } from "zod";
 import { adminRoutes } from "../admin/routes";
@@ -18,10 +19,11 @@ import { idempotencyKeyOf, once, REPLAYED_HEADER, requestFingerprint } from "./i
 import { readJsonObject } from "./json-body";
 import { clientIp, countFailedAuth, limitApp } from "./rate-limits";
 import { normalizeFields } from "./request-text";
+import { routedPath } from "./router";
 import { securityHeaders } from "./security-headers";
 import { refuseBadText } from "./text-hygiene";
 
-export const app = new Hono<{ Bindings: Env }>();
+export const app = new Hono<{ Bindings: Env }>({ router: new RegExpRouter(), getPath: routedPath });
 
 // Bench instrumentation, off unless the var D1_QUERY_COUNT is set (see d1-metrics.ts).
 app.use(d1Metrics);

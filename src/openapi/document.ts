@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { ruleFor } from "../admin/rights";
+import { COLON } from "../http/router";
 import { operations } from "../operations";
 import { type AdminRoute, adminApi } from "./admin";
 import { ERROR_CODES } from "./error-codes";
@@ -129,9 +130,9 @@ function publicPaths(): Record<string, unknown> {
 	return paths;
 }
 
-/** The least role a route needs (admin/rights.ts), from a sample path of its OpenAPI form. */
+/** The least role a route needs (admin/rights.ts), from a sample path of its OpenAPI form (as routed: http/router.ts). */
 function neededRole(route: AdminRoute): string {
-	const rule = ruleFor(route.method.toUpperCase(), route.path.replace(/\{(\w+)\}/g, "x"));
+	const rule = ruleFor(route.method.toUpperCase(), route.path.replace(/\{(\w+)\}/g, "x").replaceAll(":", COLON));
 	if (!rule) throw new Error(`admin route without a rule in rights.ts: ${route.method} ${route.path}`);
 	return rule.needed;
 }
