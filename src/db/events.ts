@@ -209,9 +209,17 @@ export async function insertEvent(
 		// After the read, so its position stays fixed; they count only when this call converted the friend.
 		...conversionCounters(db, conversionId),
 	]);
+	if (insert?.meta.changes === 1) {
+		// This call's insert: the event is what it wrote (its decision need not be parsed back from JSON).
+		const { customid, userkey, eventname, transactionvalue, extrainfo, campaignid, growthhack } = input;
+		return {
+			isNew: true,
+			event: { customid, userkey, eventname, transactionvalue, extrainfo, campaignid, growthhack, createdAt, decision },
+		};
+	}
 	const row = firstRowOf<EventRow>(read);
 	if (!row) throw new Error("conversion event not readable after its insert");
-	return { isNew: insert?.meta.changes === 1, event: toStoredEvent(row) };
+	return { isNew: false, event: toStoredEvent(row) };
 }
 
 /** A recorded event as a refund needs it: its value and whose ledgers its rewards went to. */

@@ -1,5 +1,13 @@
 import type { MiddlewareHandler } from "hono";
-import { countingD1, countingLedgers, countRequest, instrumentEnv, metricsEnabled, newMetrics } from "../instrument/d1-metrics";
+import {
+	countingD1,
+	countingLedgers,
+	countRequest,
+	instrumentEnv,
+	metricsEnabled,
+	newMetrics,
+	withBindings,
+} from "../instrument/d1-metrics";
 
 /**
  * The request side of the bench's instrumentation (src/instrument/d1-metrics.ts
@@ -17,7 +25,7 @@ export const d1Metrics: MiddlewareHandler<{ Bindings: Env }> = async (c, next) =
 	countRequest();
 	const m = newMetrics();
 	const counted = instrumentEnv(c.env, "worker");
-	c.env = { ...counted, DB: countingD1(counted.DB, m), USER_LEDGER: countingLedgers(c.env.USER_LEDGER, m) };
+	c.env = withBindings(counted, { DB: countingD1(counted.DB, m), USER_LEDGER: countingLedgers(c.env.USER_LEDGER, m) });
 	await next();
 	c.header("x-d1-roundtrips", String(m.d1RoundTrips));
 	c.header("x-d1-statements", String(m.d1Statements));

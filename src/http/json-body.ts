@@ -16,9 +16,14 @@ export async function readJsonObject(request: Request, maxBytes = MAX_BODY_BYTES
 	if (!/^application\/([\w.+-]*\+)?json\b/i.test(type.trim())) {
 		throw new ApiError(415, "unsupported_media_type", "Content-Type must be application/json.");
 	}
-	const declared = Number(request.headers.get("content-length") ?? "0");
+	const length = request.headers.get("content-length");
+	const declared = Number(length ?? "0");
 	if (declared > maxBytes) throw tooLarge(maxBytes);
-	const text = await readLimited(request, maxBytes);
+	// A declared length within the limit bounds the body (the runtime reads no more than it): one read of the
+	// whole text, far cheaper than a loop of stream reads (5% of a conversion's CPU in the profile, bench/README.md).
+	const text = length !== null && Number.isInteger(declared) && declared >= 0 ? await request.text() : await readLimited(request, maxBytes);
+	// A length header that lied (a Request made in process): still refused, if not at the first byte over.
+	if (text.length > maxBytes) throw tooLarge(maxBytes);
 	let parsed: unknown;
 	try {
 		parsed = JSON.parse(text);

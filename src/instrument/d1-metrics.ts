@@ -80,7 +80,23 @@ export function countRequest(): void {
  */
 export function instrumentEnv(env: Env, source: D1Source): Env {
 	if (!metricsEnabled(env)) return env;
-	return { ...env, DB: countingD1(env.DB, totals[source]) };
+	// The isolate's env is one object for every request: its counting twin is made once per source, not
+	// copied per request (spreading the bindings cost 4% of a conversion's CPU with the flag on).
+	const bySource = instrumented.get(env) ?? new Map<D1Source, Env>();
+	instrumented.set(env, bySource);
+	let counted = bySource.get(source);
+	if (!counted) {
+		counted = withBindings(env, { DB: countingD1(env.DB, totals[source]) });
+		bySource.set(source, counted);
+	}
+	return counted;
+}
+
+const instrumented = new WeakMap<Env, Map<D1Source, Env>>();
+
+/** `env` with some bindings replaced: an object that inherits the rest, so nothing is copied. */
+export function withBindings(env: Env, replaced: Partial<Env>): Env {
+	return Object.assign(Object.create(env) as Env, replaced);
 }
 
 /** The isolate's running D1 totals per source, and their sum. */

@@ -1,10 +1,10 @@
 import type { AssignedCoupon } from "../db/projection";
 import { type CouponClaim, holdsCode } from "./coupons";
-import { nextLeaseEnd } from "./locks";
+import { LEASE_END_SQL } from "./locks";
 import { rewardRow, updateReward } from "./mutations";
-import { type FlushHost, flushOutbox, nextOutboxDue } from "./outbox";
+import { type FlushHost, flushOutbox, OUTBOX_DUE_SQL, OUTBOX_PENDING_SQL } from "./outbox";
 import type { LedgerOutboxEntry } from "./schema";
-import { approveEndedHolds, nextHoldEnd } from "./status-changes";
+import { approveEndedHolds, HOLD_END_SQL } from "./status-changes";
 import { resolveExpiredTransactions } from "./transactions";
 import type { FlushReport } from "./types";
 import type { LedgerWriter } from "./writer";
@@ -33,6 +33,8 @@ export class FlushSchedule {
 	/** After a failed lease resolution, ended leases are not due again before this (epoch ms). */
 	private resolveRetryAt = 0;
 	private flushSoon: Promise<void> | null = null;
+	/** When the alarm this object last set will go off (epoch ms); null when unknown, none, or gone off. */
+	private alarmAt: number | null = null;
 
 	constructor(
 		private readonly ctx: DurableObjectState,
@@ -43,21 +45,40 @@ export class FlushSchedule {
 	/** If the process died between a commit and setting the alarm, pending work would wait for the next call; re-arm it now. */
 	rearmAfterRestart(): void {
 		void this.ctx.blockConcurrencyWhile(async () => {
-			if ((await this.ctx.storage.getAlarm()) === null) {
-				const next = this.nextDue();
-				if (next !== null) await this.ctx.storage.setAlarm(Math.max(next, Date.now()));
+			this.alarmAt = await this.ctx.storage.getAlarm();
+			if (this.alarmAt === null) {
+				const next = this.nextDue().at;
+				if (next !== null) {
+					this.alarmAt = Math.max(next, Date.now());
+					await this.ctx.storage.setAlarm(this.alarmAt);
+				}
 			}
 		});
 	}
 
-	/** After a write: arms the alarm and, unless told otherwise, starts the coalesced flush. */
+	/**
+	 * After a write: arms the alarm and, unless told otherwise, starts the
+	 * coalesced flush. With a flush, the alarm is only the backstop of a
+	 * process that dies before it: the flush re-arms it for the earliest due
+	 * work when it ends, so here an alarm already set within the grace period
+	 * is left, and otherwise one is set for the grace period's end without
+	 * reading what is due (a backstop may come later than work due sooner, by
+	 * at most FLUSH_GRACE_MS, and only after a crash).
+	 */
 	afterWrite(flushNow: boolean): void {
-		this.armAlarm(flushNow ? FLUSH_GRACE_MS : 0);
-		if (flushNow) this.kickFlush();
+		if (!flushNow) {
+			this.armAlarm(0);
+			return;
+		}
+		const backstop = Date.now() + FLUSH_GRACE_MS;
+		if (this.alarmAt === null || this.alarmAt > backstop) this.setAlarm(backstop);
+		this.kickFlush();
 	}
 
 	/** Approves the holds that have ended, then delivers the outbox; re-arms itself for what is left. */
 	async alarm(): Promise<void> {
+		// The alarm that woke this call has gone off: a write now must set a new backstop.
+		this.alarmAt = null;
 		try {
 			await resolveExpiredTransactions(this.writer, this.env.DB);
 			this.resolveRetryAt = 0;
@@ -81,21 +102,21 @@ export class FlushSchedule {
 			return this.flushing;
 		}
 		const run = async (): Promise<FlushReport> => {
-			let report: FlushReport = { done: 0, pending: 0 };
+			let done = 0;
 			let failed = true;
+			let pending = 0;
 			try {
 				do {
 					this.flushAgain = false;
-					const pass = await flushOutbox(this.flushHost());
-					report = { done: report.done + pass.done, pending: pass.pending };
+					done += await flushOutbox(this.flushHost());
 				} while (this.flushAgain);
 				failed = false;
-				return report;
 			} finally {
 				this.flushing = null;
 				// After an unexpected failure, wait a little so a persistent bug cannot spin the alarm.
-				this.armAlarm(failed ? 60_000 : 0);
+				pending = this.armAlarm(failed ? 60_000 : 0);
 			}
+			return { done, pending };
 		};
 		// Started on a later microtask, so `finally` can never run before `this.flushing` holds this run
 		// (a run that finished synchronously once left a settled promise there, and every later flush did nothing).
@@ -137,27 +158,38 @@ export class FlushSchedule {
 		this.ctx.waitUntil(this.flushSoon);
 	}
 
-	/** The earliest moment there is work for the alarm: an outbox entry due, a hold ending or a lease ending (epoch ms). */
-	private nextDue(): number | null {
-		const outbox = nextOutboxDue(this.writer.sql);
-		const hold = nextHoldEnd(this.writer.sql);
-		const times = [outbox, hold === null ? null : Date.parse(hold), this.leaseDue()].filter((t): t is number => t !== null);
-		return times.length ? Math.min(...times) : null;
-	}
-
-	private leaseDue(): number | null {
-		const end = nextLeaseEnd(this.writer.sql);
-		return end === null ? null : Math.max(end, this.resolveRetryAt);
+	/**
+	 * The earliest moment there is work for the alarm (an outbox entry due, a
+	 * hold ending or a lease ending; epoch ms) and the entries waiting in the
+	 * outbox: one statement, each subquery on its own index.
+	 */
+	private nextDue(): { at: number | null; pending: number } {
+		const due = this.writer.sql
+			.exec<{ pending: number; outbox: number | null; hold: string | null; lease: number | null }>(
+				`SELECT (${OUTBOX_PENDING_SQL}) AS pending, (${OUTBOX_DUE_SQL}) AS outbox, (${HOLD_END_SQL}) AS hold, (${LEASE_END_SQL}) AS lease`,
+			)
+			.one();
+		const lease = due.lease === null ? null : Math.max(due.lease, this.resolveRetryAt);
+		const times = [due.outbox, due.hold === null ? null : Date.parse(due.hold), lease].filter((t): t is number => t !== null);
+		return { at: times.length ? Math.min(...times) : null, pending: due.pending };
 	}
 
 	/**
 	 * Sets the alarm for the next due work, synchronously after the write that
 	 * created it, so the last call always leaves the earliest time in place.
+	 * Returns the entries waiting in the outbox.
 	 */
-	private armAlarm(minDelayMs: number): void {
-		const next = this.nextDue();
-		const storage = this.ctx.storage;
-		const done = next === null ? storage.deleteAlarm() : storage.setAlarm(Math.max(next, Date.now() + minDelayMs));
-		done.catch((error) => console.error("ledger alarm not set", error));
+	private armAlarm(minDelayMs: number): number {
+		const { at, pending } = this.nextDue();
+		if (at === null) {
+			this.alarmAt = null;
+			this.ctx.storage.deleteAlarm().catch((error) => console.error("ledger alarm not deleted", error));
+		} else this.setAlarm(Math.max(at, Date.now() + minDelayMs));
+		return pending;
+	}
+
+	private setAlarm(at: number): void {
+		this.alarmAt = at;
+		this.ctx.storage.setAlarm(at).catch((error) => console.error("ledger alarm not set", error));
 	}
 }

@@ -1,6 +1,6 @@
 import { webhookEvent } from "../outbox/events";
 import { toHundredths } from "../rewards/money";
-import { insertReward, rewardRow, rewardRowByKey, type TxContext } from "./mutations";
+import { insertReward, rewardRowByKey, type TxContext } from "./mutations";
 import { queueWebhook } from "./outbox";
 import { erasedAt } from "./privacy";
 import { applyRecordedRefunds } from "./reversal";
@@ -43,8 +43,9 @@ export function grantRewards(tx: TxContext, grants: RewardGrant[], announcement?
 		const amount = toHundredths(grant.amount);
 		// The rules engine only produces valid amounts, so anything else is a bug, not an expected failure.
 		if (amount === null || amount < 0) throw new RangeError(`invalid reward amount ${grant.amount} for grant ${grant.key}`);
+		// Both return the reward as stored, also when settling clawbacks or a refund recorded earlier rewrote it.
 		const row = applyRecordedRefunds(tx, insertReward(tx, grant, amount));
-		result.rewards.push({ ...toLedgerReward(tx.userkey, rewardRow(tx.sql, row.seq) ?? row), created: true });
+		result.rewards.push({ ...toLedgerReward(tx.userkey, row), created: true });
 	}
 	if (announcement) queueConversionWebhook(tx, result, announcement);
 	return result;

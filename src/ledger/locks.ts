@@ -72,10 +72,8 @@ export function expiredTransactions(sql: SqlStorage, nowMs: number): Transaction
 		.toArray();
 }
 
-/** The earliest end of a running lease (epoch ms), or null. */
-export function nextLeaseEnd(sql: SqlStorage): number | null {
-	return sql.exec<{ t: number | null }>("SELECT MIN(lease_until) AS t FROM ledger_transactions WHERE state = 'prepared'").one().t;
-}
+/** The earliest end of a running lease (epoch ms; NULL when none), as a subquery for the FlushSchedule. */
+export const LEASE_END_SQL = "SELECT MIN(lease_until) FROM ledger_transactions WHERE state = 'prepared'";
 
 /** Finished transactions are kept a day, so a late retry of a commit or abort still gets its answer. */
 export function forgetFinishedTransactions(sql: SqlStorage, nowMs: number): void {

@@ -61,22 +61,29 @@ type BalanceSubject = Pick<RewardRow, "status" | "amount" | "redeemed" | "revers
 
 const contributionOf = (r: BalanceSubject) => contribution(r.status, r.amount, r.redeemed, r.reversed, r.settled);
 
-/** Moves the reward's balance row from what `before` contributed to what `after` contributes. */
-function applyBalance(sql: SqlStorage, before: BalanceSubject | null, after: RewardRow): void {
+/**
+ * Moves the reward's balance row from what `before` contributed to what
+ * `after` contributes. Returns what the row owes in clawbacks after the
+ * move, or null when nothing moved (the row was not read).
+ */
+function applyBalance(sql: SqlStorage, before: BalanceSubject | null, after: RewardRow): number | null {
 	const delta = bucketDelta(before ? contributionOf(before) : { pending: 0, approved: 0, claimed: 0 }, contributionOf(after));
-	if (before && isZeroDelta(delta)) return;
-	sql.exec(
-		`INSERT INTO balances (rewardunit, growthhack, campaignid, campaignname, pending, approved, claimed) VALUES (?, ?, ?, ?, ?, ?, ?)
+	if (before && isZeroDelta(delta)) return null;
+	return sql
+		.exec<{ owed: number }>(
+			`INSERT INTO balances (rewardunit, growthhack, campaignid, campaignname, pending, approved, claimed) VALUES (?, ?, ?, ?, ?, ?, ?)
 		 ON CONFLICT (rewardunit, growthhack, campaignid) DO UPDATE SET campaignname = excluded.campaignname,
-		   pending = pending + excluded.pending, approved = approved + excluded.approved, claimed = claimed + excluded.claimed`,
-		after.rewardunit,
-		after.growthhack,
-		after.campaignid,
-		after.campaignname,
-		delta.pending,
-		delta.approved,
-		delta.claimed,
-	);
+		   pending = pending + excluded.pending, approved = approved + excluded.approved, claimed = claimed + excluded.claimed
+		 RETURNING owed`,
+			after.rewardunit,
+			after.growthhack,
+			after.campaignid,
+			after.campaignname,
+			delta.pending,
+			delta.approved,
+			delta.claimed,
+		)
+		.one().owed;
 }
 
 function report(ctx: TxContext, row: RewardRow, type: WebhookType, extra: Record<string, unknown>): void {
@@ -126,11 +133,14 @@ export function insertReward(ctx: TxContext, grant: RewardGrant, amount: number)
 			grant.percent ? 1 : 0,
 		)
 		.one();
-	applyBalance(ctx.sql, null, row);
+	const owed = applyBalance(ctx.sql, null, row);
 	report(ctx, row, "reward.created", {});
-	settleIfOwed(ctx, row);
+	// Its balance row owes nothing (the common case): nothing to settle, and no need to read the row again.
+	const paid = owed === 0 ? 0 : settleIfOwed(ctx, row);
 	couponTransition(ctx, null, row);
-	return startPayout(ctx, row);
+	const started = startPayout(ctx, row);
+	// Settling clawbacks rewrote the new reward: its caller gets the row as stored.
+	return paid > 0 ? (rewardRow(ctx.sql, row.seq) ?? started) : started;
 }
 
 /** The fields of a reward a change may touch. */
@@ -209,8 +219,9 @@ export const keyOf = (row: Pick<RewardRow, "rewardunit" | "growthhack" | "campai
 	campaignid: row.campaignid,
 });
 
-function settleIfOwed(ctx: TxContext, row: RewardRow): void {
-	if (row.status === "Approved" && row.rewardtype === "InstoreCredits" && restOf(row) > 0) settleOwed(ctx, keyOf(row));
+/** settleOwed for the balance row of `row` when its credit can pay; returns what was paid (hundredths). */
+function settleIfOwed(ctx: TxContext, row: RewardRow): number {
+	return row.status === "Approved" && row.rewardtype === "InstoreCredits" && restOf(row) > 0 ? settleOwed(ctx, keyOf(row)) : 0;
 }
 
 /**
@@ -220,9 +231,9 @@ function settleIfOwed(ctx: TxContext, row: RewardRow): void {
  * becomes `Rewarded`. Rewards locked by a transaction other than `ownTxid`
  * are left for when their lock goes (see finish in transactions.ts).
  */
-export function settleOwed(ctx: TxContext, key: BalanceKey, ownTxid?: string): void {
+export function settleOwed(ctx: TxContext, key: BalanceKey, ownTxid?: string): number {
 	let owed = owedOf(ctx.sql, key);
-	if (owed <= 0) return;
+	if (owed <= 0) return 0;
 	let paid = 0;
 	for (const row of settlingRewards(ctx.sql, key, ownTxid)) {
 		if (owed <= 0) break;
@@ -241,6 +252,7 @@ export function settleOwed(ctx: TxContext, key: BalanceKey, ownTxid?: string): v
 		);
 	}
 	if (paid > 0) payClawbacks(ctx.sql, key, paid, iso(ctx.nowMs));
+	return paid;
 }
 
 /** settleOwed for every balance row that owes something. */

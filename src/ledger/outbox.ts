@@ -11,7 +11,6 @@ import { payoutMessages } from "./payouts";
 import { erasedAt } from "./privacy";
 import type { LedgerOutboxEntry, RewardRow } from "./schema";
 import { couponClaimSchema, projectionPayloadSchema, readLedgerJson, webhookEventSchema } from "./stored-json";
-import type { FlushReport } from "./types";
 
 /**
  * The ledger's transactional outbox. Entries are written in the same storage
@@ -95,9 +94,11 @@ function postpone(host: FlushHost, entries: LedgerOutboxEntry[], error: unknown,
 }
 
 function remove(host: FlushHost, entries: LedgerOutboxEntry[]): void {
-	host.transactionSync(() => {
-		for (const e of entries) host.sql.exec("DELETE FROM outbox WHERE id = ?", e.id);
-	});
+	if (entries.length > 0) host.transactionSync(() => deleteEntries(host.sql, entries));
+}
+
+function deleteEntries(sql: SqlStorage, entries: LedgerOutboxEntry[]): void {
+	for (const e of entries) sql.exec("DELETE FROM outbox WHERE id = ?", e.id);
 }
 
 /**
@@ -155,16 +156,14 @@ async function deliverRecords(
 		postpone(host, [...projections.filter((p) => !gone.includes(p)), ...webhooks, ...audits], error);
 		return gone.length;
 	}
-	remove(host, audits);
+	// What the batch delivered goes in one transaction: the audits, the projections and, when the app has no webhook URL, the events.
+	const delivered = hasHooks ? audits : [...audits, ...webhooks];
 	host.transactionSync(() => {
+		deleteEntries(host.sql, delivered);
 		// A change committed while the batch was in flight raised the entry's version: keep it for the next pass.
 		for (const { entry, version } of projected) host.sql.exec("DELETE FROM outbox WHERE id = ? AND version <= ?", entry.id, version);
 	});
-	if (webhooks.length === 0) return gone.length + projected.length + audits.length;
-	if (!hasHooks) {
-		remove(host, webhooks);
-		return gone.length + projected.length + audits.length + webhooks.length;
-	}
+	if (webhooks.length === 0 || !hasHooks) return gone.length + projected.length + delivered.length;
 	// In as many sendBatch calls as the Queues limits need: the entries of a batch that went are removed, the others wait.
 	const { failed, error } = await sendInBatches(host.env, events);
 	const stays = new Set(failed.map((e) => e.eventid));
@@ -241,6 +240,12 @@ async function sendPayouts(host: FlushHost, entries: LedgerOutboxEntry[]): Promi
 	return entries.length;
 }
 
+/** What one pass did: entries delivered, and whether it read a full batch (more may be due). */
+export interface FlushPass {
+	done: number;
+	more: boolean;
+}
+
 /**
  * One pass over the entries that are due: coupon claims and releases first,
  * one at a time in the order they were queued (they produce projection
@@ -248,11 +253,12 @@ async function sendPayouts(host: FlushHost, entries: LedgerOutboxEntry[]): Promi
  * waits for the next pass, so it runs after that claim), then projections
  * and webhooks together.
  */
-export async function flushOutboxOnce(host: FlushHost): Promise<FlushReport> {
+export async function flushOutboxOnce(host: FlushHost): Promise<FlushPass> {
 	let done = 0;
 	const due = () =>
 		host.sql.exec<LedgerOutboxEntry>("SELECT * FROM outbox WHERE next_attempt_at <= ? ORDER BY id LIMIT ?", Date.now(), BATCH).toArray();
 	let entries = due();
+	const more = entries.length === BATCH;
 	const coupons = entries.filter(isCouponEntry);
 	for (const entry of coupons) {
 		if (await (entry.kind === "coupon" ? runCouponClaim(host, entry) : runCouponRelease(host, entry))) done++;
@@ -269,24 +275,26 @@ export async function flushOutboxOnce(host: FlushHost): Promise<FlushReport> {
 		entries.filter((e) => e.kind === "webhook"),
 		entries.filter((e) => e.kind === "audit"),
 	);
-	const pending = host.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM outbox").one().n;
-	return { done, pending };
+	return { done, more };
 }
 
-/** Passes until nothing due is left or a pass makes no progress (everything left is backing off). */
-export async function flushOutbox(host: FlushHost): Promise<FlushReport> {
-	const total: FlushReport = { done: 0, pending: 0 };
+/**
+ * Passes while the last one read a full batch and delivered some of it: a
+ * shorter batch was everything due (writes made during the flush make the
+ * FlushSchedule go round once more), and a pass that delivered nothing
+ * would only read the same entries again. Returns the entries delivered.
+ */
+export async function flushOutbox(host: FlushHost): Promise<number> {
+	let done = 0;
 	for (let pass = 0; pass < 20; pass++) {
 		const report = await flushOutboxOnce(host);
-		total.done += report.done;
-		total.pending = report.pending;
-		// Nothing left, or nothing more that can go now: a pass more would only read the outbox again.
-		if (report.done === 0 || report.pending === 0) break;
+		done += report.done;
+		if (report.done === 0 || !report.more) break;
 	}
-	return total;
+	return done;
 }
 
-/** The earliest time an outbox entry is due (epoch ms), or null when the outbox is empty. */
-export function nextOutboxDue(sql: SqlStorage): number | null {
-	return sql.exec<{ t: number | null }>("SELECT MIN(next_attempt_at) AS t FROM outbox").one().t;
-}
+/** The entries waiting in the outbox, as a subquery for the FlushSchedule's one read of what is due. */
+export const OUTBOX_PENDING_SQL = "SELECT COUNT(*) FROM outbox";
+/** The earliest time an outbox entry is due (epoch ms; NULL when it is empty), as a subquery. */
+export const OUTBOX_DUE_SQL = "SELECT MIN(next_attempt_at) FROM outbox";

@@ -292,6 +292,6 @@ export function applyRecordedRefunds(tx: TxContext, inserted: RewardRow): Reward
 	if (target <= row.reversed) return row;
 	const last = prior.last;
 	const { after } = reverseReward(tx, row, target, { customid: row.customid, refundid: last.refundid, reason: last.reason });
-	settleOwed(tx, keyOf(after));
-	return after;
+	// Settling may rewrite the reward again: then it is read as stored.
+	return settleOwed(tx, keyOf(after)) > 0 ? (rewardRow(tx.sql, after.seq) ?? after) : after;
 }

@@ -67,12 +67,6 @@ export function approveEndedHolds(tx: TxContext): void {
 	}
 }
 
-/** When the next hold of an unlocked reward ends (ISO), or null. */
-export function nextHoldEnd(sql: SqlStorage): string | null {
-	return sql
-		.exec<{ t: string | null }>(
-			`SELECT MIN(hold_until) AS t FROM rewards WHERE status = 'UnderReview' AND hold_until IS NOT NULL
-			   AND seq NOT IN (SELECT seq FROM reward_locks)`,
-		)
-		.one().t;
-}
+/** When the next hold of an unlocked reward ends (ISO; NULL when none), as a subquery for the FlushSchedule. */
+export const HOLD_END_SQL = `SELECT MIN(hold_until) FROM rewards WHERE status = 'UnderReview' AND hold_until IS NOT NULL
+   AND seq NOT IN (SELECT seq FROM reward_locks)`;
