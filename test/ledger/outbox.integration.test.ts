@@ -10,6 +10,25 @@ const outboxCount = (stub: ReturnType<typeof freshLedger>["stub"]) =>
 	runInDurableObject(stub, (_l, state) => state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM outbox").one().n);
 
 describe("UserLedger outbox: D1 projection and webhook events", () => {
+	it("a write leaves an alarm as the backstop of its flush, a later write keeps it, and the drained flush clears it", async () => {
+		const { appid, userkey, stub } = freshLedger();
+		// Inside the object, so the flush (25 ms after a write) cannot run between the writes and the reads.
+		const seen = await runInDurableObject(stub, async (ledger, state) => {
+			const before = Date.now();
+			ledger.grant(appid, userkey, [grantOf()]);
+			const after = Date.now();
+			const first = await state.storage.getAlarm();
+			ledger.grant(appid, userkey, [grantOf()]);
+			return { before, after, first, second: await state.storage.getAlarm() };
+		});
+		expect(seen.first).toBeGreaterThanOrEqual(seen.before + 30_000);
+		expect(seen.first).toBeLessThanOrEqual(seen.after + 30_000);
+		expect(seen.second).toBe(seen.first);
+		expect(await stub.flush()).toMatchObject({ pending: 0 });
+		expect(await outboxCount(stub)).toBe(0);
+		expect(await runInDurableObject(stub, (_l, state) => state.storage.getAlarm())).toBeNull();
+	});
+
 	it("projects every change into D1 rewards and records each event once, enqueued", async () => {
 		const { appid, userkey, stub } = freshLedger(await hookedAppId());
 		const { rewards } = await stub.grant(appid, userkey, [grantOf({ amount: 12.5, status: "UnderReview" })]);
