@@ -175,9 +175,10 @@ export class FlushSchedule {
 	}
 
 	/**
-	 * Sets the alarm for the next due work, synchronously after the write that
-	 * created it, so the last call always leaves the earliest time in place.
-	 * Returns the entries waiting in the outbox.
+	 * Sets the alarm for the next due work, synchronously after a write that
+	 * starts no flush and at the end of every flush, so the last call always
+	 * leaves the earliest time in place. Returns the entries waiting in the
+	 * outbox.
 	 */
 	private armAlarm(minDelayMs: number): number {
 		const { at, pending } = this.nextDue();

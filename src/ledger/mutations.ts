@@ -138,10 +138,12 @@ export function insertReward(ctx: TxContext, grant: RewardGrant, amount: number)
 	// Its balance row owes nothing (the common case): nothing to settle, and no need to read the row again.
 	const paid = owed === 0 ? 0 : settleIfOwed(ctx, row);
 	couponTransition(ctx, null, row);
-	const started = startPayout(ctx, row);
-	// Settling clawbacks rewrote the new reward: its caller gets the row as stored.
-	return paid > 0 ? (rewardRow(ctx.sql, row.seq) ?? started) : started;
+	return asStored(ctx, startPayout(ctx, row), paid);
 }
+
+/** `row`, read again when settling clawbacks paid something (`paid` > 0), which rewrites rewards: the row as stored. */
+export const asStored = (ctx: TxContext, row: RewardRow, paid: number): RewardRow =>
+	paid > 0 ? (rewardRow(ctx.sql, row.seq) ?? row) : row;
 
 /** The fields of a reward a change may touch. */
 export type RewardPatch = Partial<

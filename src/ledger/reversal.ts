@@ -2,7 +2,7 @@ import { rewardId } from "../domain/ledger-ids";
 import { fromHundredths } from "../rewards/money";
 import { addClawback } from "./clawbacks";
 import { assertUnlocked } from "./locks";
-import { keyOf, rewardRow, settleOwed, type TxContext, writeReward } from "./mutations";
+import { asStored, keyOf, rewardRow, settleOwed, type TxContext, writeReward } from "./mutations";
 import { decideRefund, type PriorRefunds, reversalEffect, reversedTarget } from "./refund";
 import { Refused } from "./refused";
 import { toLedgerReward } from "./rows";
@@ -280,11 +280,10 @@ export function applyReversal(
  * of registerconversionevent completing a missing reward) is born reversed
  * as far as those refunds go, so a refund can never be dodged by timing.
  */
-export function applyRecordedRefunds(tx: TxContext, inserted: RewardRow): RewardRow {
-	const prior = priorRefunds(tx.sql, inserted.customid);
-	if (!prior.last) return inserted;
-	// Read again: on insert it may already have paid off a debt.
-	const row = rewardRow(tx.sql, inserted.seq) ?? inserted;
+export function applyRecordedRefunds(tx: TxContext, row: RewardRow): RewardRow {
+	// `row` is as stored (insertReward reads it again when its insert paid off a debt).
+	const prior = priorRefunds(tx.sql, row.customid);
+	if (!prior.last) return row;
 	const target = reversedTarget(
 		{ amount: row.amount, reversed: row.reversed, percent: row.percent === 1 },
 		{ full: prior.full, refunded: prior.refunded, transactionvalue: prior.transactionvalue },
@@ -292,6 +291,5 @@ export function applyRecordedRefunds(tx: TxContext, inserted: RewardRow): Reward
 	if (target <= row.reversed) return row;
 	const last = prior.last;
 	const { after } = reverseReward(tx, row, target, { customid: row.customid, refundid: last.refundid, reason: last.reason });
-	// Settling may rewrite the reward again: then it is read as stored.
-	return settleOwed(tx, keyOf(after)) > 0 ? (rewardRow(tx.sql, after.seq) ?? after) : after;
+	return asStored(tx, after, settleOwed(tx, keyOf(after)));
 }
