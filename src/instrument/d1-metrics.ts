@@ -83,7 +83,10 @@ export function instrumentEnv(env: Env, source: D1Source): Env {
 	// The isolate's env is one object for every request: its counting twin is made once per source, not
 	// copied per request (spreading the bindings cost 4% of a conversion's CPU with the flag on).
 	let bySource = instrumented.get(env);
-	if (!bySource) instrumented.set(env, (bySource = new Map()));
+	if (!bySource) {
+		bySource = new Map();
+		instrumented.set(env, bySource);
+	}
 	let counted = bySource.get(source);
 	if (!counted) {
 		counted = withBindings(env, { DB: countingD1(env.DB, totals[source]) });
