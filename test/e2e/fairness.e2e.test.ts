@@ -45,6 +45,24 @@ async function appWithHook(key: string) {
 const register = (app: { apikey: string; privatekey: string }, email: string) =>
 	call("POST", "/saas/v1_0/register", { apikey: app.apikey, privatekey: app.privatekey, email });
 
+/**
+ * What a failure needs to be explained: the emails of app A that never arrived,
+ * app A's deliveries not delivered (status, attempts, last error), its breaker,
+ * and the service's log lines that name those events.
+ */
+async function whyMissing(appid: string, sentAt: Map<string, number>): Promise<string> {
+	const arrived = new Set(receiver.received("isolation-steady").map((d: any) => JSON.parse(d.body).data.email as string));
+	const missing = [...sentAt.keys()].filter((email) => !arrived.has(email));
+	const { body } = await admin("GET", `/apps/${appid}/deliveries?limit=200`);
+	const undelivered = (body.deliveries ?? []).filter((d: any) => d.status !== "delivered");
+	const ids = new Set(undelivered.map((d: any) => d.eventid as string));
+	const lines = service
+		.logs()
+		.split("\n")
+		.filter((line) => [...ids].some((id) => line.includes(id)));
+	return `${JSON.stringify({ missing, undelivered, webhookbreaker: body.webhookbreaker }, null, 1)}\n${lines.join("\n").slice(-6000)}`;
+}
+
 describe("one app's hanging endpoint does not hold back another app's webhooks (wrangler dev)", () => {
 	it("the breaker opens on the hanging endpoint, then the other app's delivery arrives within 5 s", { timeout: 240_000 }, async () => {
 		const hanging = await appWithHook("hanging");
@@ -112,6 +130,8 @@ describe("per-endpoint isolation: a hanging endpoint never delays another app's 
 		const deliveries = await waitFor("every webhook of app A", async () => {
 			const got = receiver.received("isolation-steady");
 			return got.length >= sentAt.size ? got : undefined;
+		}).catch(async (err) => {
+			throw new Error(`${(err as Error).message.split("\n")[0]}\n${await whyMissing(steady.appid, sentAt)}`);
 		});
 		const latency = new Map<string, number>();
 		for (const d of deliveries as { body: string; at: number }[]) {
