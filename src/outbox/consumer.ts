@@ -6,6 +6,7 @@ import { passBreaker, reportToBreaker } from "./breaker-gate";
 import { DEFAULT_WEBHOOK_TIMEOUT_MS, type DeliveryOptions, deliver } from "./deliver";
 import type { AttemptRecord } from "./deliveries";
 import { type CarriedEvent, outboxMessageSchema } from "./events";
+import { forEachLimited, interleaveByKey, MAX_PARALLEL_ATTEMPTS } from "./parallel";
 import { isLastAttempt, MISSING_EVENT_ATTEMPTS, missingEventDelaySeconds, retryDelaySeconds } from "./retry";
 import { sweepOutbox } from "./sweep";
 
@@ -46,7 +47,8 @@ interface Work {
  * Queue consumer for emails and webhooks. It works per batch: ONE D1 round
  * trip reads what the batch needs (delivery state of its events, the rows of
  * events that came by id only, delivery settings of apps not cached), then
- * each message is delivered on its own, then ONE round trip logs every
+ * each message is delivered on its own (at most MAX_PARALLEL_ATTEMPTS at a
+ * time, apps taking turns: parallel.ts), then ONE round trip logs every
  * attempt. Each message is still acked or retried on its own, so one bad
  * message never replays the batch.
  *
@@ -81,7 +83,9 @@ export async function queue(batch: MessageBatch<unknown>, rawEnv: Env, ctx: Exec
 	}
 	for (const [appid, app] of state.apps) rememberDeliveryApp(appid, app);
 
-	await Promise.all(work.map((w) => attempt(w, state, env, options)));
+	// At most MAX_PARALLEL_ATTEMPTS at a time, apps taking turns (parallel.ts: the platform's six connections).
+	const ordered = interleaveByKey(work, (w) => w.carried?.appid ?? state.rows.get(w.eventid)?.appid ?? "");
+	await forEachLimited(ordered, MAX_PARALLEL_ATTEMPTS, (w) => attempt(w, state, env, options));
 
 	const records = work.flatMap((w) => (w.record ? [w.record] : []));
 	// The sends happened (or not) all the same: a lost log line must not make the sweep send a delivered event again.

@@ -1,0 +1,30 @@
+import { describe, expect, it } from "vitest";
+import { createOutboxApp, hookUrl, received, recordWebhook, runBatch, setAnswers, uniqueKey } from "./support";
+
+// The platform lets an invocation have six connections waiting for headers (a seventh waits, its timeout
+// running); wrangler dev and this pool do not enforce it, so the consumer must (src/outbox/parallel.ts).
+describe("a batch's attempts and the platform's six outgoing connections", () => {
+	it("runs at most 5 attempts at once, and another app's message does not wait behind a hanging app's", async () => {
+		const hangKey = uniqueKey("parallel-hang");
+		const okKey = uniqueKey("parallel-ok");
+		const hanging = await createOutboxApp({ webhookurl: hookUrl(hangKey) });
+		const healthy = await createOutboxApp({ webhookurl: hookUrl(okKey) });
+		// Longer than the tests' 1,000 ms webhook timeout: every attempt to it times out.
+		await setAnswers(hangKey, [], { delayMs: 5_000 });
+		const stuck = [];
+		for (let i = 0; i < 7; i++) stuck.push(await recordWebhook(hanging.appid));
+		const other = await recordWebhook(healthy.appid);
+
+		// The healthy app's message last in the batch, as the queue may hand it.
+		await runBatch([...stuck, other].map((e) => ({ body: { eventid: e.eventid } })));
+
+		const hung = (await received(hangKey)).map((r) => r.at).sort((a, b) => a - b);
+		const [delivered] = await received(okKey);
+		expect(hung).toHaveLength(7);
+		// Five at once; the sixth and seventh only once the first ones gave up (the 1,000 ms timeout).
+		expect(hung[4]! - hung[0]!).toBeLessThan(500);
+		expect(hung[5]! - hung[0]!).toBeGreaterThanOrEqual(800);
+		// The other app's delivery took its turn second, long before any timeout.
+		expect(delivered!.at - hung[0]!).toBeLessThan(500);
+	});
+});
