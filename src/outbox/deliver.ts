@@ -78,13 +78,14 @@ export async function deliver(target: DeliveryTarget, env: Env, options: Deliver
 			// URLs stored before the policy existed are checked here too (the admin API checks new ones).
 			const refused = webhookUrlProblem(app.webhookurl, webhookUrlPolicy(env));
 			if (refused) return permanent(`webhook URL refused: it ${refused}`);
-			return await postWebhook(
+			const post = postWebhook(
 				app.webhookurl,
 				app.webhookSecret,
 				event.eventid,
 				webhookBody(event.type, event.created_at, payload.value),
 				options,
 			);
+			return await withDeadline(post, options.timeoutMs + DEADLINE_GRACE_MS, () => timedOut(options.timeoutMs));
 		}
 		if (event.kind === "email") {
 			const gone = erasedRecipient(payload.value);
@@ -143,8 +144,35 @@ async function readSnippet(response: Response): Promise<string> {
 	}
 }
 
+/**
+ * The attempt's own deadline, a little after its fetch's abort signal. The
+ * signal is what ends a hanging request; this bounds the attempt even if a
+ * fetch did not honour it, so one endpoint can never hold a consumer batch
+ * (and every other app's webhooks behind it) for longer than the timeout. A
+ * CI run once saw a batch held for a hanging receiver's whole 120 s.
+ */
+const DEADLINE_GRACE_MS = 250;
+
+const timedOut = (timeoutMs: number): AttemptResult => ({
+	outcome: "failed",
+	responseCode: null,
+	error: `timed out after ${timeoutMs} ms`,
+});
+
+async function withDeadline<T>(work: Promise<T>, ms: number, onTimeout: () => T): Promise<T> {
+	let timer: ReturnType<typeof setTimeout> | undefined;
+	const deadline = new Promise<T>((resolve) => {
+		timer = setTimeout(() => resolve(onTimeout()), ms);
+	});
+	try {
+		return await Promise.race([work, deadline]);
+	} finally {
+		clearTimeout(timer);
+	}
+}
+
 function describeError(err: unknown, timeoutMs: number): string {
-	if (err instanceof Error && (err.name === "TimeoutError" || err.name === "AbortError")) return `timed out after ${timeoutMs} ms`;
+	if (err instanceof Error && (err.name === "TimeoutError" || err.name === "AbortError")) return timedOut(timeoutMs).error!;
 	const text = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
 	return text.slice(0, 500);
 }

@@ -1,5 +1,5 @@
-import { describe, expect, it } from "vitest";
-import { createOutboxApp, hookUrl, received, recordWebhook, runBatch, setAnswers, uniqueKey } from "./support";
+import { describe, expect, it, vi } from "vitest";
+import { attemptsOf, createOutboxApp, hookUrl, received, recordWebhook, runBatch, setAnswers, uniqueKey } from "./support";
 
 // The platform lets an invocation have six connections waiting for headers (a seventh waits, its timeout
 // running); wrangler dev and this pool do not enforce it, so the consumer must (src/outbox/parallel.ts).
@@ -26,5 +26,30 @@ describe("a batch's attempts and the platform's six outgoing connections", () =>
 		expect(hung[5]! - hung[0]!).toBeGreaterThanOrEqual(800);
 		// The other app's delivery took its turn second, long before any timeout.
 		expect(delivered!.at - hung[0]!).toBeLessThan(500);
+	});
+});
+
+describe("an attempt's own deadline", () => {
+	it("ends the attempt at its timeout even when the fetch ignores its abort signal", async () => {
+		const key = uniqueKey("deadline");
+		const app = await createOutboxApp({ webhookurl: hookUrl(key) });
+		const event = await recordWebhook(app.appid);
+		const original = globalThis.fetch;
+		// A fetch to the hook that never settles, whatever its signal says; anything else goes through.
+		const spy = vi
+			.spyOn(globalThis, "fetch")
+			.mockImplementation((input, init) =>
+				String(input instanceof Request ? input.url : input).startsWith(hookUrl(key))
+					? new Promise<Response>(() => {})
+					: original(input, init),
+			);
+		try {
+			const { retries, ids } = await runBatch([{ body: { eventid: event.eventid } }]);
+			expect(retries).toEqual([{ msgId: ids[0], delaySeconds: 5 }]);
+		} finally {
+			spy.mockRestore();
+		}
+		const [attempt] = await attemptsOf(event.eventid);
+		expect(attempt).toMatchObject({ outcome: "failed", error: "timed out after 1000 ms" });
 	});
 });
