@@ -436,7 +436,8 @@ try {
 	}
 
 	// 3. registerconversionevent spread over many friends (and so many referrer ledgers): each event is its
-	// friend's first reward (a new ledger), then, in conversion-steady, the same friends again (their ledgers exist).
+	// friend's first reward (a new ledger); then the same friends once each has a ledger: 100 of them kept in
+	// memory (conversion-steady), the other 400 after workerd evicted their ledgers (conversion-woken).
 	if (wants("conversion", "conversion-steady", "conversion-woken")) {
 		const friends = await timedSeed(`${cfg.spreadFriends} friends of ${cfg.referrers} referrers`, async () => {
 			const per = Math.ceil(cfg.spreadFriends / referrers.length);

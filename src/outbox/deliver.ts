@@ -30,7 +30,9 @@ export interface DeliveryOptions {
  * has failed, and its message is retried later with a delay. Short, because
  * the queue hands the consumer its next batch only when this one is done: a
  * hanging endpoint holds every other app's webhooks for at most this long
- * (docs/webhooks.md, "Delivery isolation"). The body of a 2xx is never waited for.
+ * (twice, when the endpoints of more than five apps of one batch hang:
+ * parallel.ts; docs/webhooks.md, "Delivery isolation"). The body of a 2xx is
+ * never waited for.
  */
 export const DEFAULT_WEBHOOK_TIMEOUT_MS = 1_500;
 /** Response text kept in the attempt log, at most. */
@@ -148,16 +150,15 @@ async function readSnippet(response: Response): Promise<string> {
  * The attempt's own deadline, a little after its fetch's abort signal. The
  * signal is what ends a hanging request; this bounds the attempt even if a
  * fetch did not honour it, so one endpoint can never hold a consumer batch
- * (and every other app's webhooks behind it) for longer than the timeout. A
- * CI run once saw a batch held for a hanging receiver's whole 120 s.
+ * (and every other app's webhooks behind it) for longer than the timeout. (A
+ * CI run's log looked like a batch held for a hanging receiver's whole 120 s;
+ * the cause was not found.)
  */
 const DEADLINE_GRACE_MS = 250;
 
-const timedOut = (timeoutMs: number): AttemptResult => ({
-	outcome: "failed",
-	responseCode: null,
-	error: `timed out after ${timeoutMs} ms`,
-});
+const timeoutText = (timeoutMs: number) => `timed out after ${timeoutMs} ms`;
+
+const timedOut = (timeoutMs: number): AttemptResult => ({ outcome: "failed", responseCode: null, error: timeoutText(timeoutMs) });
 
 async function withDeadline<T>(work: Promise<T>, ms: number, onTimeout: () => T): Promise<T> {
 	let timer: ReturnType<typeof setTimeout> | undefined;
@@ -172,7 +173,7 @@ async function withDeadline<T>(work: Promise<T>, ms: number, onTimeout: () => T)
 }
 
 function describeError(err: unknown, timeoutMs: number): string {
-	if (err instanceof Error && (err.name === "TimeoutError" || err.name === "AbortError")) return timedOut(timeoutMs).error!;
+	if (err instanceof Error && (err.name === "TimeoutError" || err.name === "AbortError")) return timeoutText(timeoutMs);
 	const text = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
 	return text.slice(0, 500);
 }
