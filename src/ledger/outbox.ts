@@ -97,8 +97,21 @@ function remove(host: FlushHost, entries: LedgerOutboxEntry[]): void {
 	if (entries.length > 0) host.transactionSync(() => deleteEntries(host.sql, entries));
 }
 
-function deleteEntries(sql: SqlStorage, entries: LedgerOutboxEntry[]): void {
-	for (const e of entries) sql.exec("DELETE FROM outbox WHERE id = ?", e.id);
+/**
+ * Deletes delivered entries in ONE statement (a statement costs about 0.1 ms
+ * of the object's CPU whatever it does, and a flush deletes several). An
+ * entry given with a version goes only while its version is at most that: a
+ * change committed while its batch was in flight raised it, and it stays for
+ * the next pass.
+ */
+function deleteEntries(sql: SqlStorage, entries: LedgerOutboxEntry[], versions: ReadonlyMap<number, number> = new Map()): void {
+	if (entries.length === 0) return;
+	const pairs = entries.map((e) => [e.id, versions.get(e.id) ?? null]);
+	sql.exec(
+		`DELETE FROM outbox WHERE id IN (SELECT o.id FROM json_each(?) j JOIN outbox o ON o.id = j.value ->> 0
+		 WHERE j.value ->> 1 IS NULL OR o.version <= j.value ->> 1)`,
+		JSON.stringify(pairs),
+	);
 }
 
 /**
@@ -158,11 +171,9 @@ async function deliverRecords(
 	}
 	// What the batch delivered goes in one transaction: the audits, the projections and, when the app has no webhook URL, the events.
 	const delivered = hasHooks ? audits : [...audits, ...webhooks];
-	host.transactionSync(() => {
-		deleteEntries(host.sql, delivered);
-		// A change committed while the batch was in flight raised the entry's version: keep it for the next pass.
-		for (const { entry, version } of projected) host.sql.exec("DELETE FROM outbox WHERE id = ? AND version <= ?", entry.id, version);
-	});
+	// A projection goes only at the version the batch carried (deleteEntries).
+	const versions = new Map(projected.map(({ entry, version }) => [entry.id, version]));
+	host.transactionSync(() => deleteEntries(host.sql, [...delivered, ...projected.map((p) => p.entry)], versions));
 	if (webhooks.length === 0 || !hasHooks) return gone.length + projected.length + delivered.length;
 	// In as many sendBatch calls as the Queues limits need: the entries of a batch that went are removed, the others wait.
 	const { failed, error } = await sendInBatches(host.env, events);

@@ -2,6 +2,7 @@ import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { projectionStatement } from "../../src/db/projection";
+import { type FlushHost, flushOutboxOnce, queueProjection } from "../../src/ledger/outbox";
 import type { RewardRow } from "../../src/ledger/schema";
 import { createApp } from "../support/api";
 import { freshLedger, grantOf, hookedAppId } from "./support";
@@ -112,6 +113,55 @@ describe("UserLedger outbox: D1 projection and webhook events", () => {
 			row = await env.DB.prepare("SELECT version FROM rewards WHERE rewarddtlid = ?").bind(id).first();
 		}
 		expect(row).toEqual({ version: 1 });
+	});
+
+	it("a change committed while the flush's D1 batch is in flight keeps its projection entry for the next pass", async () => {
+		const { appid, userkey, stub } = freshLedger();
+		await stub.grant(appid, userkey, [grantOf()]);
+		await stub.flush();
+		const d1Version = () =>
+			env.DB.prepare("SELECT version FROM rewards WHERE appid = ? AND userkey = ?").bind(appid, userkey).first<{ version: number }>();
+		expect(await d1Version()).toEqual({ version: 1 });
+		const seen = await runInDurableObject(stub, async (_l, state) => {
+			const sql = state.storage.sql;
+			// Raw writes, so no flush of the ledger's own starts: this test drives the passes.
+			const raise = (version: number) =>
+				state.storage.transactionSync(() => {
+					sql.exec("UPDATE rewards SET version = ? WHERE seq = 1", version);
+					queueProjection(sql, 1, version, Date.now());
+				});
+			raise(2);
+			let inFlight = true;
+			// D1 whose batch lets a change commit (version 3) after the pass read version 2 and before its answer.
+			const db = new Proxy(env.DB, {
+				get: (target, prop) =>
+					prop === "batch"
+						? (statements: D1PreparedStatement[]) => {
+								if (inFlight) raise(3);
+								inFlight = false;
+								return target.batch(statements);
+							}
+						: Reflect.get(target, prop).bind(target),
+			});
+			const host: FlushHost = {
+				sql,
+				transactionSync: (fn) => state.storage.transactionSync(fn),
+				env: { ...env, DB: db },
+				appid,
+				userkey,
+				assignCoupon: () => {
+					throw new Error("no coupons here");
+				},
+			};
+			const first = await flushOutboxOnce(host);
+			const left = sql.exec<{ version: number }>("SELECT version FROM outbox WHERE kind = 'projection'").toArray();
+			const second = await flushOutboxOnce(host);
+			const after = sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM outbox").one().n;
+			return { first: first.done, left, second: second.done, after };
+		});
+		// The first pass wrote version 2 and left the entry (now version 3); the second wrote 3 and removed it.
+		expect(seen).toEqual({ first: 1, left: [{ version: 3 }], second: 1, after: 0 });
+		expect(await d1Version()).toEqual({ version: 3 });
 	});
 
 	it("an older projection never overwrites a newer one", async () => {
