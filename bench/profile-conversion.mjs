@@ -4,8 +4,10 @@
 // exists (steady state). Prints where the Worker's JavaScript spends its CPU:
 // self time by function and by source file, and the wall-time spans of the
 // request path (D1 and ledger calls, from the instrumentation headers).
-// BENCH_PROFILE_EVENTS: events per case (default 200).
+// BENCH_PROFILE_EVENTS: events per case (default 200). BENCH_PROFILE_DUMP=/tmp/p
+// also writes the raw profiles (/tmp/p-first-reward.cpuprofile, /tmp/p-steady...).
 // wrangler's own WebSocket client (a dependency of wrangler): its inspector proxy refuses Node's built-in one.
+import { writeFileSync } from "node:fs";
 import WebSocket from "ws";
 import { freePort, startService } from "../scripts/dev-service.mjs";
 
@@ -167,6 +169,8 @@ try {
 		// The whole workerd process (the isolate, SQLite of D1 and the ledgers, the runtime), settling time included.
 		const workerdMs = ((service.cpuByProcess().workerd ?? 0) - workerdBefore) * 1000;
 		const summary = summarize(profile);
+		// The raw profile, for Chrome DevTools or a finer breakdown than the summary's.
+		if (process.env.BENCH_PROFILE_DUMP) writeFileSync(`${process.env.BENCH_PROFILE_DUMP}-${phase}.cpuprofile`, JSON.stringify(profile));
 		report[phase] = {
 			events: EVENTS,
 			wallMsPerEvent: Math.round((wallMs / EVENTS) * 10) / 10,

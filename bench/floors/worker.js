@@ -1,0 +1,77 @@
+// The fixture of `node bench/floors.mjs` (see wrangler.toml here): each
+// request does one kind of platform work, `n` times, so the bench can take
+// differences between requests that differ in one thing only.
+import { DurableObject } from "cloudflare:workers";
+import { LEDGER_SCHEMA } from "../../src/ledger/schema-latest";
+
+const OUTBOX_INSERT = "INSERT INTO outbox (kind, ref, payload, next_attempt_at, created_at) VALUES ('webhook', ?, ?, ?, ?) RETURNING id";
+
+export class Floor extends DurableObject {
+	/** The ledger's schema (the one script a new UserLedger runs), once per object. */
+	ensureSchema() {
+		if (this.ready) return;
+		const sql = this.ctx.storage.sql;
+		if (sql.exec("SELECT 1 FROM sqlite_master WHERE name = 'outbox'").toArray().length === 0) {
+			this.ctx.storage.transactionSync(() => sql.exec(LEDGER_SCHEMA.script));
+		}
+		this.ready = true;
+	}
+
+	noop() {
+		return 1;
+	}
+
+	/** One outbox row, as a grant writes one (new or warm object alike). */
+	write() {
+		this.ensureSchema();
+		const now = Date.now();
+		return this.ctx.storage.sql.exec(OUTBOX_INSERT, crypto.randomUUID(), "{}", now, new Date(now).toISOString()).one().id;
+	}
+
+	/** `n` statements on the object's SQLite (`n` = 1 and 21 give the cost of one). */
+	statements(n) {
+		this.ensureSchema();
+		let sum = 0;
+		for (let i = 0; i < n; i++) sum += this.ctx.storage.sql.exec("SELECT ? AS x", i).one().x;
+		return sum;
+	}
+
+	/** A write, then (`again`) a second write after an await: a flush's delete after its D1 batch. */
+	async writeTurns(again) {
+		const id = this.write();
+		await scheduler.wait(1);
+		if (again) this.ctx.storage.transactionSync(() => this.ctx.storage.sql.exec("DELETE FROM outbox WHERE id = ?", id));
+		return 1;
+	}
+}
+
+export default {
+	async fetch(request, env) {
+		const url = new URL(request.url);
+		const n = Number(url.searchParams.get("n") ?? 1);
+		const name = url.searchParams.get("name") ?? "warm";
+		switch (url.pathname) {
+			case "/health":
+				return new Response("ok");
+			case "/d1":
+				for (let i = 0; i < n; i++) await env.DB.prepare("SELECT ? AS x").bind(i).first();
+				return new Response("ok");
+			case "/rpc": {
+				const stub = env.FLOOR.getByName(name);
+				for (let i = 0; i < n; i++) await stub.noop();
+				return new Response("ok");
+			}
+			case "/write":
+				await env.FLOOR.getByName(name).write();
+				return new Response("ok");
+			case "/statements":
+				await env.FLOOR.getByName(name).statements(n);
+				return new Response("ok");
+			case "/turns":
+				await env.FLOOR.getByName(name).writeTurns(n > 1);
+				return new Response("ok");
+			default:
+				return new Response("not found", { status: 404 });
+		}
+	},
+};
