@@ -1,7 +1,7 @@
 import { campaignFoundLookup, type Distribution } from "./campaigns";
-import { firstRowOf } from "./rows";
+import { firstRowOf, rowsOf } from "./rows";
 import type { D1Reader } from "./session";
-import { friendsPageLookup, referrerLookup, toUser, type User, type UserRef, type UserRow, userLookup } from "./users";
+import { type FriendRow, friendsPageLookup, referrerLookup, toUser, type User, type UserRef, type UserRow, userLookup } from "./users";
 
 /**
  * A user read together with what its operation checks about it, in one D1
@@ -51,13 +51,13 @@ export async function findUserAndFriendsPage(
 	ref: UserRef,
 	limit: number,
 	offset: number,
-): Promise<{ user: UserRow; friends: UserRow[] } | null> {
+): Promise<{ user: UserRow; friends: FriendRow[] } | null> {
 	const lookup = userLookup(db, appid, ref);
 	const page = friendsPageLookup(db, appid, ref, limit, offset);
 	if (!lookup || !page) return null;
-	const [userResult, friendsResult] = await db.batch<UserRow>([lookup, page]);
-	const user = userResult?.results[0];
-	return user ? { user, friends: friendsResult?.results ?? [] } : null;
+	const [userResult, friendsResult] = await db.batch([lookup, page]);
+	const user = firstRowOf<UserRow>(userResult);
+	return user ? { user, friends: rowsOf<FriendRow>(friendsResult) } : null;
 }
 
 /** The user and the owner of the referral code `code`, each null when absent (applyreferrercode). */

@@ -70,10 +70,11 @@ export function rewardsForFriends(
 		limit,
 	);
 	const shown: RewardRow[] = [];
-	for (const { total, ...row } of rows) {
+	// Each row as it comes (a rest pattern to drop `total` would copy every column of every row).
+	for (const row of rows) {
 		const entry = out[row.friend_userkey];
 		if (!entry) continue;
-		entry.total = total;
+		entry.total = row.total;
 		entry.rewards.push(toView(userkey, row));
 		shown.push(row);
 	}
