@@ -98,8 +98,7 @@ function remove(host: FlushHost, entries: LedgerOutboxEntry[]): void {
 }
 
 /**
- * Deletes delivered entries in ONE statement (a statement costs about 0.1 ms
- * of the object's CPU whatever it does, and a flush deletes several). An
+ * Deletes delivered entries in one statement, however many there are. An
  * entry given with a version goes only while its version is at most that: a
  * change committed while its batch was in flight raised it, and it stays for
  * the next pass.
