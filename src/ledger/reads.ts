@@ -1,6 +1,6 @@
 import { type BalanceRow, nestBalances } from "./balance";
 import { markCouponsSeen } from "./coupons";
-import { toLedgerReward, toView } from "./rows";
+import { toLedgerReward, toView, VIEW_COLUMNS, type ViewRow } from "./rows";
 import type { RewardRow } from "./schema";
 import type { BalanceFilter, BalanceRecord, LedgerReward, RewardView } from "./types";
 
@@ -61,15 +61,15 @@ export function rewardsForFriends(
 	const unique = [...new Set(friendUserkeys)];
 	for (const key of unique) out[key] = { rewards: [], total: 0 };
 	if (unique.length === 0) return out;
-	const rows = sql.exec<RewardRow & { total: number }>(
-		`SELECT r.*, f.total FROM (
+	const rows = sql.exec<ViewRow & Pick<RewardRow, "friend_userkey" | "coupon_seen_at"> & { total: number }>(
+		`SELECT ${VIEW_COLUMNS}, r.friend_userkey, r.coupon_seen_at, f.total FROM (
 		   SELECT j.value AS friend, (SELECT COUNT(*) FROM rewards c WHERE c.friend_userkey = j.value) AS total FROM json_each(?1) j
 		 ) f JOIN rewards r ON r.seq IN (SELECT n.seq FROM rewards n WHERE n.friend_userkey = f.friend ORDER BY n.seq DESC LIMIT ?2)
 		 ORDER BY r.seq DESC`,
 		JSON.stringify(unique),
 		limit,
 	);
-	const shown: RewardRow[] = [];
+	const shown: Pick<RewardRow, "seq" | "coupon" | "coupon_seen_at">[] = [];
 	// Each row as it comes (a rest pattern to drop `total` would copy every column of every row).
 	for (const row of rows) {
 		const entry = out[row.friend_userkey];

@@ -5,13 +5,44 @@ import type { RewardRow } from "./schema";
 import { fraudSignalsSchema, readLedgerJson } from "./stored-json";
 import type { LedgerReward, RewardView } from "./types";
 
+/** The columns toView reads: what a page of rewards selects, so its rows carry no others (each is built by the runtime). */
+export const VIEW_COLUMNS =
+	"seq, status, comment, eventname, amount, reversed, rewardunit, rewarded_at, created_at, rewardtype, usertype, coupon, couponimage, " +
+	"coupondetails, couponname, campaignid, campaignname, growthhack, friend_email, friend_name, friend_profileimage, fraudsignals, payoutid";
+export type ViewRow = Pick<
+	RewardRow,
+	| "seq"
+	| "status"
+	| "comment"
+	| "eventname"
+	| "amount"
+	| "reversed"
+	| "rewardunit"
+	| "rewarded_at"
+	| "created_at"
+	| "rewardtype"
+	| "usertype"
+	| "coupon"
+	| "couponimage"
+	| "coupondetails"
+	| "couponname"
+	| "campaignid"
+	| "campaignname"
+	| "growthhack"
+	| "friend_email"
+	| "friend_name"
+	| "friend_profileimage"
+	| "fraudsignals"
+	| "payoutid"
+>;
+
 /**
  * A reward as the public API shows it. `rewardedon` is the day it was paid
  * out when Rewarded, else the day it was earned, so every reward has a date.
  * `reward` is what the reward is worth now: the amount granted minus what
  * refunds took back (`reversedamount`).
  */
-export function toView(userkey: string, row: RewardRow): RewardView {
+export function toView(userkey: string, row: ViewRow): RewardView {
 	return {
 		rewarddtlid: rewardId(userkey, row.seq),
 		rewardstatus: row.status,

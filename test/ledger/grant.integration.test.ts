@@ -122,6 +122,27 @@ describe("UserLedger.grant", () => {
 		expect(await stub.getReward("nonsense")).toBeNull();
 	});
 
+	it("a friends page shows every field of a reward as its full row does (the page selects only the columns the view reads)", async () => {
+		const { appid, userkey, stub } = freshLedger();
+		const friend = { userkey: newUserKey(), email: "f@example.com", name: "Fay", profileimage: "https://example.com/f.png" };
+		await stub.grant(appid, userkey, [
+			grantOf({ friend, status: "Suspicious", comment: "looked twice", fraudsignals: ["email_alias"], rewardtype: "Coupon" }),
+		]);
+		// Every column the view shows set to something other than its default, so a column the page failed to select shows.
+		await runInDurableObject(stub, (_l, state) =>
+			state.storage.sql.exec(
+				`UPDATE rewards SET status = 'Rewarded', coupon = 'C-1', couponname = 'Ten off', coupondetails = 'Any order', couponimage = 'https://example.com/c.png',
+				 payoutid = 'po_1', rewarded_at = '2026-01-02T00:00:00.000Z', reversed = 250 WHERE seq = 1`,
+			),
+		);
+		const page = await stub.rewardsForFriends([friend.userkey]);
+		const shown = page[friend.userkey]!.rewards[0]!;
+		const full = (await stub.getReward(`${userkey}-1`))!;
+		for (const [field, value] of Object.entries(shown)) expect([field, value]).toEqual([field, full[field as keyof typeof full]]);
+		expect(shown).toMatchObject({ comment: "looked twice", coupon: "C-1", payoutid: "po_1", rewardedon: "2-Jan-2026", reward: "7.5" });
+		expect(shown.fraudsignals).toEqual(["email_alias"]);
+	});
+
 	it("a fresh ledger answers empty reads", async () => {
 		const { stub } = freshLedger();
 		expect(await stub.balance({})).toEqual([]);
