@@ -83,32 +83,33 @@ try {
 		log(`round ${r + 1} of ${ROUNDS}:`, JSON.stringify(Object.fromEntries(Object.entries(samples).map(([k, v]) => [k, round(v.at(-1))]))));
 	}
 	const m = Object.fromEntries(Object.entries(samples).map(([k, v]) => [k, median(v)]));
+	// Each part by name, with what it is called in the output.
 	const parts = {
-		"HTTP request (the floor of any request)": m.request,
-		"D1 round trip": (m.d1x5 - m.d1x1) / 4,
-		"first Durable Object call of a request": m.callx1 - m.request,
-		"further call to the same object": (m.callx5 - m.callx1) / 4,
-		"new object (created by its first call)": m.newObject - m.callx1,
-		"ledger schema (one script) on a new object": m.writeNew - m.writeWarm - (m.newObject - m.callx1),
-		"waking an evicted object (with the ledger schema)": m.writeWoken - m.writeWarm,
-		"write transaction in a later turn (commit)": m.turnsx2 - m.turnsx1,
-		"SQL statement on the object's SQLite": (m.statementsx21 - m.statementsx1) / 20,
+		request: ["HTTP request (the floor of any request)", m.request],
+		d1: ["D1 round trip", (m.d1x5 - m.d1x1) / 4],
+		firstCall: ["first Durable Object call of a request", m.callx1 - m.request],
+		call: ["further call to the same object", (m.callx5 - m.callx1) / 4],
+		newObject: ["new object (created by its first call)", m.newObject - m.callx1],
+		schema: ["ledger schema (one script) on a new object", m.writeNew - m.writeWarm - (m.newObject - m.callx1)],
+		woken: ["waking an evicted object (with the ledger schema)", m.writeWoken - m.writeWarm],
+		turn: ["write transaction in a later turn (commit)", m.turnsx2 - m.turnsx1],
+		statement: ["SQL statement on the object's SQLite", (m.statementsx21 - m.statementsx1) / 20],
 	};
+	const ms = Object.fromEntries(Object.entries(parts).map(([k, [, v]]) => [k, v]));
 	console.log("\nworkerd CPU ms per request (median of rounds):");
 	for (const [k, v] of Object.entries(m)) console.log(`  ${k.padEnd(16)} ${round(v)}`);
 	console.log("\nParts (ms of workerd CPU):");
-	for (const [k, v] of Object.entries(parts)) console.log(`  ${k.padEnd(52)} ${round(v)}`);
+	for (const [label, v] of Object.values(parts)) console.log(`  ${label.padEnd(52)} ${round(v)}`);
 	// The counts of a conversion rewarding a friend and a referrer (bench/README.md, "Floors"): one request, two D1
 	// round trips on its path and one per ledger flush, a call to the friend's ledger and from it to the referrer's,
 	// five write transactions (friend: grant, webhook, flush; referrer: grant, flush), about 26 ledger statements.
-	const p = Object.values(parts);
-	const steady = p[0] + 4 * p[1] + 2 * p[2] + 5 * p[7] + 26 * p[8];
-	const created = p[4] + p[5];
+	const steady = ms.request + 4 * ms.d1 + 2 * ms.firstCall + 5 * ms.turn + 26 * ms.statement;
+	const created = ms.newObject + ms.schema;
 	console.log("\nA conversion's platform parts added up (ms of workerd CPU, before any of the service's own JavaScript):");
 	console.log(`  both ledgers in memory        ${round(steady)}`);
 	console.log(`  the friend's ledger created   ${round(steady + created)}`);
 	console.log(`  both ledgers created          ${round(steady + 2 * created)}`);
-	console.log(`  the friend's ledger woken     ${round(steady + p[6])}`);
+	console.log(`  the friend's ledger woken     ${round(steady + ms.woken)}`);
 } finally {
 	await service.stop();
 }

@@ -98,7 +98,8 @@ function remove(host: FlushHost, entries: LedgerOutboxEntry[]): void {
 }
 
 /**
- * Deletes delivered entries in one statement, however many there are. An
+ * Deletes delivered entries in one statement, however many there are (each
+ * statement costs about 0.08 ms of the object's CPU: bench/README.md, "Floors"). An
  * entry given with a version goes only while its version is at most that: a
  * change committed while its batch was in flight raised it, and it stays for
  * the next pass.
