@@ -1,4 +1,5 @@
 import { admin } from "../support/api";
+import { invitationLinkFor } from "../support/mailbox";
 import { cookieOf, csrfOf, ok, page } from "./tour-http";
 
 /**
@@ -11,7 +12,7 @@ export async function membersTour(appid: string): Promise<void> {
 	const email = `plan-${Date.now()}@example.com`;
 	const member = ok(await admin("POST", `/apps/${appid}/members`, { email, role: "reviewer" }), "invite").body;
 	ok(await admin("GET", `/apps/${appid}/members`), "list members");
-	const path = new URL(member.invitationurl).pathname;
+	const path = new URL(await invitationLinkFor(appid, email)).pathname;
 	const invitation = await page(path);
 	const password = "correct horse battery";
 	const accepted = await page(path, {
