@@ -12,10 +12,12 @@ import { registerApps } from "./pages/apps";
 import { registerAudit } from "./pages/audit";
 import { registerCampaigns } from "./pages/campaigns";
 import { registerDeliveries } from "./pages/deliveries";
+import { registerMail } from "./pages/mail";
 import { registerReview } from "./pages/review";
 import { registerStripe } from "./pages/stripe";
 import { registerTeam } from "./pages/team";
 import { registerUsers } from "./pages/users";
+import { registerPasswordReset } from "./reset";
 import { SCRIPT } from "./script";
 import { checkLoginCsrf, endSession, loginCsrf, readSession, startSession } from "./session";
 import { checkSignIn } from "./sign-in";
@@ -58,6 +60,9 @@ const loginPage = (csrf: string, error?: string) => (
 			<div>
 				<button type="submit">Sign in as a member</button>
 			</div>
+			<p>
+				<a href="/dashboard/reset">Forgot your password?</a>
+			</p>
 		</form>
 		<form class="grid login" method="post" action="/dashboard/login" aria-labelledby="token-sign-in">
 			<h2 id="token-sign-in">Set-up</h2>
@@ -92,6 +97,8 @@ dashboardRoutes.post("/login", async (c) => {
 });
 
 registerMemberSignIn(dashboardRoutes, loginPage);
+registerPasswordReset(dashboardRoutes);
+registerMail(dashboardRoutes);
 
 // Everything below needs a session; every POST needs its CSRF token.
 dashboardRoutes.use("*", async (c, next) => {

@@ -119,3 +119,21 @@ export function invitationEmail(input: InvitationEmailInput): EmailPayload {
 <p>If you did not expect this, ignore this email: nothing happens until the link is opened.</p>`;
 	return { to: input.to, toName: null, subject, text, html: layout(subject, body) };
 }
+
+/** A password reset: the only place its link is given. */
+export function passwordResetEmail(input: { to: string; url: string }): EmailPayload {
+	const subject = "Reset your referral dashboard password";
+	const text = [
+		"Hi,",
+		"",
+		"Someone asked to reset the password of the referral dashboard for this address.",
+		"Open this link within 1 hour to choose a new one (it works once; every signed-in session ends):",
+		input.url,
+		"",
+		"If it was not you, ignore this email: your password stays as it is.",
+	].join("\n");
+	const body = html`<p>Hi,</p><p>Someone asked to reset the password of the referral dashboard for this address.</p>
+<p><a href="${raw(safeHref(input.url))}">Choose a new password</a> within 1 hour (it works once; every signed-in session ends).</p>
+<p>If it was not you, ignore this email: your password stays as it is.</p>`;
+	return { to: input.to, toName: null, subject, text, html: layout(subject, body) };
+}
