@@ -1,10 +1,12 @@
 /** @jsxImportSource hono/jsx */
-import { Hono } from "hono";
+import { Hono, type Next } from "hono";
+import { roleAtLeast } from "../admin/rights";
+import { ROLES } from "../db/admin-tokens";
 import { constantTimeEqual } from "../domain/crypto";
 import { adminTokenRefused, INSECURE_MESSAGE } from "../http/admin-token";
 import { clientIp, RETRY_AFTER_SECONDS } from "../http/rate-limits";
 import { apiFor } from "./api";
-import type { DashEnv } from "./context";
+import type { DashContext, DashEnv } from "./context";
 import { Csrf, Field, Page } from "./layout";
 import { registerMemberSignIn } from "./members";
 import { registerAnalytics } from "./pages/analytics";
@@ -18,6 +20,7 @@ import { registerStripe } from "./pages/stripe";
 import { registerTeam } from "./pages/team";
 import { registerUsers } from "./pages/users";
 import { registerPasswordReset } from "./reset";
+import { roleIn } from "./role";
 import { SCRIPT } from "./script";
 import { checkLoginCsrf, endSession, loginCsrf, readSession, startSession } from "./session";
 import { checkSignIn } from "./sign-in";
@@ -122,6 +125,28 @@ dashboardRoutes.post("/logout", async (c) => {
 	await endSession(c, c.var.session);
 	return c.redirect("/dashboard/login", 303);
 });
+
+/**
+ * Each role sees only the tabs it may use: a tab marked with the role it
+ * needs (layout.tsx) is taken out of a member's page when their role is
+ * below it, instead of leading to a 403.
+ */
+const tabsByRole = async (c: DashContext, next: Next) => {
+	await next();
+	const personid = c.var.session?.personid;
+	if (!personid || !c.res.headers.get("content-type")?.includes("text/html")) return;
+	const role = await roleIn(c, c.req.param("appid") ?? "");
+	c.res = new HTMLRewriter()
+		.on("nav.tabs a[data-needs]", {
+			element(link) {
+				const needs = ROLES.find((r) => r === link.getAttribute("data-needs"));
+				if (needs && !roleAtLeast(role, needs)) link.remove();
+			},
+		})
+		.transform(c.res);
+};
+dashboardRoutes.use("/apps/:appid", tabsByRole);
+dashboardRoutes.use("/apps/:appid/*", tabsByRole);
 
 registerApps(dashboardRoutes);
 registerCampaigns(dashboardRoutes);
