@@ -108,4 +108,25 @@ describe("the console tells the truth", { timeout: 60_000 }, () => {
 		const res = await request(`/admin/v1/apps/${app.appid}/tokens`, { headers: { authorization: `Bearer ${token}` } });
 		expect(((await res.json()) as { message: string }).message).toContain("this token is a viewer");
 	});
+
+	it("the app settings form keeps what was typed when it fails validation", async () => {
+		const session = await signIn();
+		const app = await createApp();
+		const res = await session.post(`/dashboard/apps/${app.appid}`, {
+			name: "Typed new name",
+			landingurl: "https://typed.example.com/landing",
+			webhookurl: "not a url at all",
+			emailsender: "",
+			frameorigin: "",
+			timezone: "Europe/Paris",
+		});
+		expect(res.status).toBe(400);
+		const html = await res.text();
+		expect(html).toContain('value="Typed new name"');
+		expect(html).toContain('value="https://typed.example.com/landing"');
+		expect(html).toContain('value="not a url at all"');
+		expect(html).toMatch(/role="alert"[^>]*>[^<]*webhookurl/);
+		// Nothing was saved.
+		expect((await admin("GET", `/apps/${app.appid}`)).body.name).toBe("Test app");
+	});
 });
