@@ -213,6 +213,7 @@ export const adminApi: AdminRoute[] = [
 			status: z.string().optional(),
 			campaignid: z.number().int().optional(),
 			userkey: z.string().optional(),
+			rewarddtlid: z.string().optional().describe("one reward by its id"),
 			from: z.string().optional(),
 			to: z.string().optional(),
 		},

@@ -129,4 +129,27 @@ describe("the console tells the truth", { timeout: 60_000 }, () => {
 		// Nothing was saved.
 		expect((await admin("GET", `/apps/${app.appid}`)).body.name).toBe("Test app");
 	});
+
+	it("a reward's page shows the reward: amount, status, owner, event, payout state, and its history", async () => {
+		const session = await signIn();
+		const app = await createApp();
+		const ref = await registerUser(app, { email: "owner-of-reward@x.com" });
+		const friend = await registerUser(app, { email: "friend-of-reward@x.com", referrercode: ref.referralcode });
+		await conversion(app, friend.userkey);
+		await Promise.all([flushLedger(app, ref.userkey), flushLedger(app, friend.userkey)]);
+		const { rewards } = (await admin("GET", `/apps/${app.appid}/rewards?userkey=${ref.userkey}`)).body;
+		const id = rewards[0].rewarddtlid;
+		const html = await (await session.get(`/dashboard/apps/${app.appid}/rewards/${id}`)).text();
+		const facts = /<dl class="props" data-testid="reward">([\s\S]*?)<\/dl>/.exec(html)?.[1] ?? "";
+		expect(facts).toContain(`${rewards[0].reward} ${rewards[0].rewardunit}`);
+		expect(facts).toContain(rewards[0].rewardstatus);
+		expect(facts).toContain("owner-of-reward@x.com");
+		expect(facts).toContain("friend-of-reward@x.com");
+		expect(facts).toContain(`${rewards[0].eventname}, campaign ${app.campaignid}`);
+		expect(facts).toContain("Payout");
+		expect(html).toContain("Who changed it");
+		expect(
+			(await admin("GET", `/apps/${app.appid}/rewards?rewarddtlid=${id}`)).body.rewards.map((r: { rewarddtlid: string }) => r.rewarddtlid),
+		).toEqual([id]);
+	});
 });
