@@ -59,6 +59,9 @@ const capitalized = <T extends string>(values: readonly [T, ...T[]]) =>
 		.transform((v) => values.find((allowed) => allowed.toLowerCase() === v.trim().toLowerCase()) ?? v)
 		.pipe(z.enum(values));
 
+/** A product id or category name as registerconversionevent accepts them (at most 100 characters). */
+const productName = z.string().trim().min(1, "must not be empty").max(100, "must be at most 100 characters");
+
 export const rewardRuleSchema = z
 	.object({
 		/** On PATCH: the rule to update in place (docs/rewards.md, "Rule identity"); absent for a new rule. */
@@ -80,11 +83,24 @@ export const rewardRuleSchema = z
 		rewardfrequency: int.pipe(z.number().int().min(0).max(1e6)).optional(),
 		mintranvalue: number.pipe(z.number().nonnegative()).default(0),
 		maxrewardamount: number.pipe(z.number().nonnegative()).default(0),
+		/** The categories the rule is limited to (docs/rewards.md, "Products and categories"); null or [] for every one. A name alone is a list of one. */
 		categories: z
-			.unknown()
-			.optional()
-			.transform((v) => v ?? null),
-		inclusionsandexclusions: z.array(z.unknown()).default([]),
+			.union([productName, z.array(productName).max(100, "at most 100 categories")])
+			.nullish()
+			.transform((v) => (typeof v === "string" ? [v] : (v ?? null))),
+		/** Products included or excluded (docs/rewards.md, "Products and categories"); an excluded product never fires the rule. */
+		inclusionsandexclusions: z
+			.array(
+				z.object({
+					type: z
+						.string()
+						.transform((v) => v.trim().toLowerCase())
+						.pipe(z.enum(["include", "exclude"], { error: "must be include or exclude" })),
+					productid: productName,
+				}),
+			)
+			.max(1000, "at most 1000 entries")
+			.default([]),
 	})
 	.transform((rule) => ({
 		...rule,

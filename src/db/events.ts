@@ -19,6 +19,9 @@ export interface EventInput {
 	extrainfo: string | null;
 	campaignid: number | null;
 	growthhack: string;
+	/** What was bought (docs/rewards.md, "Products and categories"); absent for events that name none. */
+	productid?: string | null;
+	category?: string | null;
 }
 
 export interface StoredEvent {
@@ -176,8 +179,9 @@ export async function insertEvent(
 	const [insert, , , read] = await db.batch([
 		db
 			.prepare(
-				`INSERT INTO conversion_events (appid, customid, userid, eventname, transactionvalue, extrainfo, campaignid, growthhack, created_at, decision, grants_pending)
-				 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 1) ON CONFLICT (appid, customid) DO NOTHING`,
+				`INSERT INTO conversion_events (appid, customid, userid, eventname, transactionvalue, extrainfo, campaignid, growthhack, created_at,
+				   decision, grants_pending, productid, category)
+				 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 1, ?11, ?12) ON CONFLICT (appid, customid) DO NOTHING`,
 			)
 			.bind(
 				input.appid,
@@ -190,6 +194,8 @@ export async function insertEvent(
 				input.growthhack,
 				createdAt,
 				JSON.stringify(decision),
+				input.productid ?? null,
+				input.category ?? null,
 			),
 		// The friend converts on its first event not named Signup; the token makes the referrer's counter move once.
 		db

@@ -4,12 +4,16 @@ import { checkSignals } from "../fraud/check";
 import { commentWithSignals, type FraudReview } from "../fraud/signals";
 import type { FriendSnapshot, RewardGrant } from "../ledger/types";
 import { fromHundredths, percentOfHundredths, toHundredths } from "./money";
+import { type ProductFacts, productMatches, productRestriction } from "./products";
 
 /** A recorded conversion event, as the rules see it. */
 export interface ConversionEvent {
 	customid: string;
 	eventname: string;
 	transactionvalue: number | null;
+	/** What was bought (optional): rules with `categories` or `inclusionsandexclusions` fire only for matching products. */
+	productid?: string | null;
+	category?: string | null;
 }
 
 /** Whose ledger a grant goes to. */
@@ -67,6 +71,19 @@ export function rewardTypeAllows(rewardtype: number, usertype: RewardRule["rewar
 export const matchingRules = (rules: RewardRule[], eventname: string) =>
 	rules.filter((rule) => rule.eventname.trim().toLowerCase() === eventname.trim().toLowerCase());
 
+/**
+ * The rules that fire for an event: its name matches, and so does its
+ * product under the rule's `categories` and `inclusionsandexclusions`
+ * (rewards/products.ts). An event naming no product fires only rules that
+ * restrict neither, as every rule did before these fields had a meaning.
+ */
+export function firingRules(rules: RewardRule[], event: Pick<ConversionEvent, "eventname" | "productid" | "category">): RewardRule[] {
+	const product: ProductFacts = { productid: event.productid ?? null, category: event.category ?? null };
+	return matchingRules(rules, event.eventname).filter((rule) =>
+		productMatches(productRestriction(rule.categories, rule.inclusionsandexclusions), product),
+	);
+}
+
 /** Status, hold and comment of a new reward under the campaign's review settings. */
 export function initialStatus(
 	campaign: Pick<Campaign, "autoapprove" | "holddays">,
@@ -113,7 +130,7 @@ export function rewardsForEvent(
 	const status = initialStatus(campaign, signals.suspicious ? signals.comment : null, now);
 	const review = { ...status, comment: commentWithSignals(status.comment, signals), fraudsignals: signals.signals };
 	const grants: OwnedGrant[] = [];
-	for (const rule of matchingRules(rules, event.eventname)) {
+	for (const rule of firingRules(rules, event)) {
 		if (!rewardTypeAllows(campaign.rewardtype, rule.rewardusertype)) continue;
 		const amount = ruleAmount(rule, event.transactionvalue);
 		if (amount === null || amount <= 0) continue;
