@@ -101,6 +101,29 @@ export const rewardRuleSchema = z
 			)
 			.max(1000, "at most 1000 entries")
 			.default([]),
+		/** Referrer rules: the n-th reward is worth the tier with the largest fromcount <= n (docs/rewards.md, "Tiers"). */
+		tiers: z
+			.array(
+				z.object({
+					fromcount: int.pipe(z.number().int().min(2, "must be 2 or more").max(1e6)),
+					reward: number.pipe(z.number().positive("must be above 0").max(1e9)),
+				}),
+			)
+			.max(20, "at most 20 tiers")
+			.refine(
+				(tiers) => tiers.every((t, i) => i === 0 || t.fromcount > (tiers[i - 1]?.fromcount ?? 0)),
+				"fromcount must increase from tier to tier",
+			)
+			.default([]),
+		/** Only events within this many calendar months of the friend's first one earn (docs/rewards.md, "Recurring windows"); 0: none. */
+		recurringmonths: int.pipe(z.number().int().min(0).max(1200)).default(0),
+	})
+	.superRefine((rule, ctx) => {
+		if (rule.tiers.length > 0 && rule.rewardusertype !== "Referrer") {
+			ctx.addIssue({ code: "custom", path: ["tiers"], message: "are only for Referrer rules" });
+		}
+		if (rule.tiers.length > 0 && rule.reward <= 0)
+			ctx.addIssue({ code: "custom", path: ["reward"], message: "must be above 0 on a tiered rule" });
 	})
 	.transform((rule) => ({
 		...rule,

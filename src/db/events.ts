@@ -49,6 +49,10 @@ export type EventContext =
 			rules: RewardRule[];
 			/** What the fraud checks compare between the user and its referrer (docs/fraud.md). */
 			facts: SignalFacts;
+			/** When the user's first event of this name in the campaign was recorded (ISO); null: none yet (recurring windows). */
+			firstEventAt: string | null;
+			/** The app's IANA time zone (recurring windows count its calendar months). */
+			timezone: string;
 	  }
 	| { ok: false; reason: "user_not_found" | "campaign_not_found" };
 
@@ -131,7 +135,7 @@ export async function readEventContext(db: D1Database, input: EventInput): Promi
 		(SELECT campaignid FROM users WHERE userid = ${userid}))`;
 	const args = [input.appid, input.customid, input.userkey, input.campaignid];
 	const referrerid = `(SELECT referrer_userid FROM users WHERE userid = ${userid})`;
-	const [eventResult, userResult, referrerResult, campaignResult, rulesResult, factsResult] = await db.batch([
+	const [eventResult, userResult, referrerResult, campaignResult, rulesResult, factsResult, firstResult] = await db.batch([
 		db.prepare(STORED_EVENT).bind(input.appid, input.customid),
 		db.prepare(`${USER_VIEW} WHERE u.userid = ${userid}`).bind(...args.slice(0, 3)),
 		db.prepare(`${USER_VIEW} WHERE u.userid = (SELECT referrer_userid FROM users WHERE userid = ${userid})`).bind(...args.slice(0, 3)),
@@ -144,6 +148,14 @@ export async function readEventContext(db: D1Database, input: EventInput): Promi
 			.bind(...args),
 		// In the same round trip, though only events of referred users need them.
 		signalFactsLookup(db, userid, referrerid, args.slice(0, 3)),
+		// Recurring windows start at the friend's first event of the name: one seek of conversion_events_first (migration 0024).
+		db
+			.prepare(
+				`SELECT (SELECT timezone FROM apps WHERE appid = ?1) AS timezone,
+				   (SELECT MIN(created_at) FROM conversion_events WHERE userid = ${userid} AND campaignid = ${campaignid}
+				      AND lower(trim(eventname)) = lower(trim(?5))) AS first_at`,
+			)
+			.bind(...args, input.eventname),
 	]);
 	const eventRow = firstRowOf<EventRow>(eventResult);
 	const userRow = firstRowOf<UserRow>(userResult);
@@ -151,6 +163,7 @@ export async function readEventContext(db: D1Database, input: EventInput): Promi
 	if (!userRow) return { ok: false, reason: "user_not_found" };
 	if (!campaignRow) return { ok: false, reason: "campaign_not_found" };
 	const referrerRow = firstRowOf<UserRow>(referrerResult);
+	const first = firstRowOf<{ timezone: string | null; first_at: string | null }>(firstResult);
 	return {
 		ok: true,
 		stored: eventRow ? toStoredEvent(eventRow) : null,
@@ -159,6 +172,8 @@ export async function readEventContext(db: D1Database, input: EventInput): Promi
 		campaign: toCampaign(campaignRow),
 		rules: rowsOf<RuleRow>(rulesResult).map(toRule),
 		facts: toSignalFacts(firstRowOf<SignalFactsRow>(factsResult)),
+		firstEventAt: first?.first_at ?? null,
+		timezone: first?.timezone ?? "UTC",
 	};
 }
 

@@ -1,5 +1,6 @@
 import { webhookEvent } from "../outbox/events";
 import { toHundredths } from "../rewards/money";
+import { tierAmount } from "../rewards/tiers";
 import { insertReward, rewardRowByKey, type TxContext } from "./mutations";
 import { queueWebhook } from "./outbox";
 import { erasedAt } from "./privacy";
@@ -40,7 +41,11 @@ export function grantRewards(tx: TxContext, grants: RewardGrant[], announcement?
 				continue;
 			}
 		}
-		const amount = toHundredths(grant.amount);
+		const amount = toHundredths(grant.tiers ? tierAmount(grant.amount, grant.tiers, countingRewards(tx, grant.ruleid) + 1) : grant.amount);
+		if (amount === 0 && grant.tiers) {
+			result.skipped.push({ key: grant.key, reason: "zero_amount" });
+			continue;
+		}
 		// The rules engine only produces valid amounts, so anything else is a bug, not an expected failure.
 		if (amount === null || amount < 0) throw new RangeError(`invalid reward amount ${grant.amount} for grant ${grant.key}`);
 		// Both return the reward as stored, also when settling clawbacks or a refund recorded earlier rewrote it.
@@ -49,6 +54,16 @@ export function grantRewards(tx: TxContext, grants: RewardGrant[], announcement?
 	}
 	if (announcement) queueConversionWebhook(tx, result, announcement);
 	return result;
+}
+
+/**
+ * How many rewards of a tiered rule this ledger's user has that still count
+ * (not Rejected: a reversed or rejected reward stops counting). Reads the
+ * rule's rewards through rewards_rule_friend: bounded by this user's rewards
+ * of that one rule.
+ */
+function countingRewards(tx: TxContext, ruleid: number): number {
+	return tx.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM rewards WHERE ruleid = ? AND status <> 'Rejected'", ruleid).one().n;
 }
 
 /** Queues the `conversion.recorded` webhook of `announcement`: this ledger's rewards of `result`, then `otherRewards`. */

@@ -34,13 +34,15 @@ const schema = z.object({
  * hundredths and at most MAX_MONEY.
  */
 function decide(context: Extract<EventContext, { ok: true }>, input: EventInput, now: Date, fraud?: FraudReview): OwnedGrant[] {
-	const { campaign, rules, user, referrer } = context;
+	const { campaign, rules, user, referrer, firstEventAt, timezone } = context;
 	const event = {
 		customid: input.customid,
 		eventname: input.eventname,
 		transactionvalue: input.transactionvalue,
 		productid: input.productid,
 		category: input.category,
+		firstEventAt,
+		timezone,
 	};
 	if (input.transactionvalue === null && firingRules(rules, event).some(isPercentRule)) {
 		throw badRequest("transactionvalue: is required for this event (its campaign rewards a percent of it).", {
@@ -49,10 +51,10 @@ function decide(context: Extract<EventContext, { ok: true }>, input: EventInput,
 	}
 	const owned = rewardsForEvent(campaign, rules, user, referrer, event, now, fraud);
 	for (const { grant } of owned) {
-		const hundredths = toHundredths(grant.amount);
-		if (hundredths === null || grant.amount > MAX_MONEY) {
+		const amounts = [grant.amount, ...(grant.tiers ?? []).map((t) => t.amount)];
+		if (amounts.some((a) => toHundredths(a) === null || a > MAX_MONEY)) {
 			throw badRequest(
-				`transactionvalue: the reward it earns (${grant.amount} ${grant.rewardunit}) is above the limit of ${MAX_MONEY} per reward.`,
+				`transactionvalue: the reward it earns (${Math.max(...amounts)} ${grant.rewardunit}) is above the limit of ${MAX_MONEY} per reward.`,
 				{ fields: ["transactionvalue"] },
 			);
 		}

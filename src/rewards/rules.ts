@@ -5,6 +5,7 @@ import { commentWithSignals, type FraudReview } from "../fraud/signals";
 import type { FriendSnapshot, RewardGrant } from "../ledger/types";
 import { fromHundredths, percentOfHundredths, toHundredths } from "./money";
 import { type ProductFacts, productMatches, productRestriction } from "./products";
+import { withinRecurringWindow } from "./windows";
 
 /** A recorded conversion event, as the rules see it. */
 export interface ConversionEvent {
@@ -14,6 +15,10 @@ export interface ConversionEvent {
 	/** What was bought (optional): rules with `categories` or `inclusionsandexclusions` fire only for matching products. */
 	productid?: string | null;
 	category?: string | null;
+	/** When the friend's first event of this name in the campaign was recorded (ISO), before this one; null: this is the first. */
+	firstEventAt?: string | null;
+	/** The app's IANA time zone: recurring windows count its calendar months. */
+	timezone?: string;
 }
 
 /** Whose ledger a grant goes to. */
@@ -132,8 +137,17 @@ export function rewardsForEvent(
 	const grants: OwnedGrant[] = [];
 	for (const rule of firingRules(rules, event)) {
 		if (!rewardTypeAllows(campaign.rewardtype, rule.rewardusertype)) continue;
+		if (!withinRecurringWindow(rule.recurringmonths, event.firstEventAt ?? null, now.toISOString(), event.timezone ?? "UTC")) continue;
 		const amount = ruleAmount(rule, event.transactionvalue);
-		if (amount === null || amount <= 0) continue;
+		// A tier's amount is computed like the rule's own; the referrer's ledger picks one by its count (rewards/tiers.ts).
+		const tiers =
+			rule.rewardusertype === "Referrer"
+				? rule.tiers.map((t) => ({
+						fromcount: t.fromcount,
+						amount: ruleAmount({ ...rule, reward: t.reward }, event.transactionvalue) ?? 0,
+					}))
+				: [];
+		if (amount === null || (amount <= 0 && tiers.every((t) => t.amount <= 0))) continue;
 		grants.push({
 			owner: rule.rewardusertype === "Friend" ? "friend" : "referrer",
 			grant: {
@@ -152,6 +166,7 @@ export function rewardsForEvent(
 				customid: event.customid,
 				friend: snapshot(friend),
 				...review,
+				...(tiers.length > 0 ? { tiers } : {}),
 			},
 		});
 	}
