@@ -24,6 +24,7 @@ export const GROWING_TABLES: Record<Engine, readonly string[]> = {
 		"coupons",
 		"users",
 		"link_clicks",
+		"referral_code_aliases",
 		"conversion_events",
 		"rewards",
 		"outbox_events",
