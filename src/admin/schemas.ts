@@ -117,6 +117,8 @@ export const rewardRuleSchema = z
 			.default([]),
 		/** Only events within this many calendar months of the friend's first one earn (docs/rewards.md, "Recurring windows"); 0: none. */
 		recurringmonths: int.pipe(z.number().int().min(0).max(1200)).default(0),
+		/** Referrer rules with a fixed amount: one reward when the N-th distinct friend has the event (docs/rewards.md, "Milestones"). */
+		milestone: int.pipe(z.number().int().min(0).max(1e6)).default(0),
 	})
 	.superRefine((rule, ctx) => {
 		if (rule.tiers.length > 0 && rule.rewardusertype !== "Referrer") {
@@ -124,6 +126,12 @@ export const rewardRuleSchema = z
 		}
 		if (rule.tiers.length > 0 && rule.reward <= 0)
 			ctx.addIssue({ code: "custom", path: ["reward"], message: "must be above 0 on a tiered rule" });
+	})
+	.superRefine((rule, ctx) => {
+		if (rule.milestone === 0) return;
+		if (rule.rewardusertype !== "Referrer") ctx.addIssue({ code: "custom", path: ["milestone"], message: "is only for Referrer rules" });
+		if (rule.rewardunit === "%") ctx.addIssue({ code: "custom", path: ["milestone"], message: "needs a fixed amount, not a %" });
+		if (rule.tiers.length > 0) ctx.addIssue({ code: "custom", path: ["milestone"], message: "cannot have tiers" });
 	})
 	.transform((rule) => ({
 		...rule,

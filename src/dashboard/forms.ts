@@ -45,6 +45,7 @@ const RULE_FIELDS = [
 	"categories",
 	"inclusionsandexclusions",
 	"recurringmonths",
+	"milestone",
 ] as const;
 const ACTION_FIELDS = [
 	"socialactionid",
@@ -172,7 +173,7 @@ export function campaignFromForm(form: FormValues): { body: Record<string, unkno
 			// Typed words become entries; a kept structured value goes back as it was.
 			rule.inclusionsandexclusions = products.every((p) => typeof p === "string") ? productsFromText(products) : products;
 			rule.tiers = tiersFromText(text(form, `r${i}_tiers`), `Rule ${i + 1} tiers`, errors);
-			if (rule.recurringmonths === "") rule.recurringmonths = "0";
+			for (const numeric of ["recurringmonths", "milestone"]) if (rule[numeric] === "") rule[numeric] = "0";
 			return rule;
 		});
 	body.socialactions = groups(form, "s", "socialactionname")

@@ -121,8 +121,7 @@ export function campaignFoundLookup(db: Pick<D1Database, "prepare">, appid: stri
 
 /** Fields an admin sets on a campaign (all but identity and timestamps). */
 export type CampaignFields = Omit<Campaign, "campaignid" | "appid" | "createdAt" | "updatedAt">;
-/** `milestone` is not settable yet (always 0): the admin API does not take it. */
-export type RuleFields = Omit<RewardRule, "ruleid" | "campaignid" | "milestone"> & { milestone?: number };
+export type RuleFields = Omit<RewardRule, "ruleid" | "campaignid">;
 export type SocialActionFields = Omit<SocialAction, "campaignsocialactionid">;
 
 const CAMPAIGN_COLUMNS = [

@@ -1,6 +1,7 @@
 import { webhookEvent } from "../outbox/events";
 import { toHundredths } from "../rewards/money";
 import { tierAmount } from "../rewards/tiers";
+import { milestoneKey, recordMilestoneEvent } from "./milestones";
 import { insertReward, rewardRowByKey, type TxContext } from "./mutations";
 import { queueWebhook } from "./outbox";
 import { erasedAt } from "./privacy";
@@ -21,7 +22,18 @@ export function grantRewards(tx: TxContext, grants: RewardGrant[], announcement?
 	// An erased user earns nothing new (a decision recorded before the erasure, completed after it, included).
 	if (erasedAt(tx.sql) !== null) return { rewards: [], skipped: grants.map((g) => ({ key: g.key, reason: "user_erased" })) };
 	const result: GrantResult = { rewards: [], skipped: [] };
-	for (const grant of grants) {
+	for (const asked of grants) {
+		let grant = asked;
+		if (asked.milestone) {
+			// One reward per milestone rule, keyed by the rule: each event of it only counts its friend (milestones.ts).
+			const due = recordMilestoneEvent(tx, { ...asked, milestone: asked.milestone });
+			const key = milestoneKey(asked.ruleid);
+			if (rewardRowByKey(tx.sql, key) || !due) {
+				result.skipped.push({ key: asked.key, reason: due ? "milestone_paid" : "milestone_pending" });
+				continue;
+			}
+			grant = { ...asked, key };
+		}
 		const existing = rewardRowByKey(tx.sql, grant.key);
 		if (existing) {
 			result.rewards.push({ ...toLedgerReward(tx.userkey, existing), created: false });

@@ -108,6 +108,7 @@ const campaignData = {
 				.array(z.object({ fromcount: z.number(), reward: z.number() }))
 				.describe("Referrer rules: from the fromcount-th reward on, each is worth reward (docs/rewards.md, Tiers); [] for none"),
 			recurringmonths: z.number().describe("Only events within this many calendar months of the friend's first one earn; 0: no window"),
+			milestone: z.number().describe("Referrer rules: one reward when the N-th distinct friend has the event; 0: not a milestone"),
 		}),
 	),
 };

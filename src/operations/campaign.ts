@@ -47,6 +47,7 @@ export function campaignDataResponse(campaign: CampaignWithDetails, defaultCampa
 			inclusionsandexclusions: rule.inclusionsandexclusions,
 			tiers: rule.tiers,
 			recurringmonths: rule.recurringmonths,
+			milestone: rule.milestone,
 		})),
 	};
 }

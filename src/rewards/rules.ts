@@ -167,6 +167,8 @@ export function rewardsForEvent(
 				friend: snapshot(friend),
 				...review,
 				...(tiers.length > 0 ? { tiers } : {}),
+				// A milestone pays once per referrer (ledger/milestones.ts): the event only counts its friend there.
+				...(rule.milestone > 0 && rule.rewardusertype === "Referrer" ? { milestone: rule.milestone, rewardfrequency: 0 } : {}),
 			},
 		});
 	}

@@ -49,6 +49,8 @@ async function operations() {
 				// Tiers (never reached here) make the referrer's ledger count the rule's rewards; the window reads the first event.
 				{ rewardusertype: "Referrer", eventname: "Purchase", reward: 10, rewardunit: "%", tiers: [{ fromcount: 50, reward: 20 }] },
 				{ rewardusertype: "Friend", eventname: "Purchase", reward: 2, rewardunit: "USD", recurringmonths: 12 },
+				// A milestone never reached here: each purchase is kept in the referrer's ledger, a full refund marks it.
+				{ rewardusertype: "Referrer", eventname: "Purchase", reward: 100, rewardunit: "USD", milestone: 50 },
 			],
 		},
 		{ webhookurl: hookUrl(hook), emailsender: "shop@example.com" },
@@ -299,6 +301,7 @@ async function oldLedger() {
 			"idempotency_keys",
 			"refunds",
 			"clawbacks",
+			"milestone_events",
 		])
 			sql.exec(`DROP TABLE ${name}`);
 		for (const statement of LEDGER_MIGRATIONS[0] ?? []) sql.exec(statement);

@@ -102,6 +102,13 @@ export function RuleFields({ rule, i }: { rule: Values; i: number }) {
 					hint="0 = no window"
 					attrs={{ inputmode: "numeric" }}
 				/>
+				<Field
+					label="Milestone"
+					name={`${p}milestone`}
+					value={rule.milestone ?? 0}
+					hint="Referrer rules: pay once at the N-th friend; 0 = none"
+					attrs={{ inputmode: "numeric" }}
+				/>
 			</div>
 			{!isNew && (
 				<label>
