@@ -13,7 +13,8 @@ async function program(milestone: number, friendCount: number) {
 	const referrer = (await app.api("register", { email: "ref@x.com", name: "Ref" })).body;
 	const friends: { userkey: string }[] = [];
 	for (let i = 0; i < friendCount; i++) {
-		friends.push((await app.api("register", { email: `f${i}@x.com`, referrercode: referrer.referralcode })).body);
+		const registered = await app.api<{ userkey: string }>("register", { email: `f${i}@x.com`, referrercode: referrer.referralcode });
+		friends.push(registered.body);
 	}
 	return { ...app, referrer, friends };
 }
