@@ -11,7 +11,7 @@
  * then new ledgers are migrated step by step (the versions differ).
  */
 export const LEDGER_SCHEMA = {
-	version: 6,
+	version: 7,
 	script: `
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE rewards (
@@ -127,6 +127,15 @@ CREATE TABLE clawbacks (
 	updated_at TEXT NOT NULL
 );
 CREATE INDEX clawbacks_open ON clawbacks(rewardunit, growthhack, campaignid, id) WHERE paid < amount;
-INSERT INTO meta (key, value) VALUES ('schema_version', '6');
+CREATE TABLE milestone_events (
+	ruleid INTEGER NOT NULL,
+	customid TEXT NOT NULL,
+	friend_userkey TEXT NOT NULL,
+	milestone INTEGER NOT NULL,
+	reversed INTEGER NOT NULL DEFAULT 0,
+	PRIMARY KEY (ruleid, customid)
+) WITHOUT ROWID;
+CREATE INDEX milestone_events_customid ON milestone_events(customid);
+INSERT INTO meta (key, value) VALUES ('schema_version', '7');
 `,
 } as const;

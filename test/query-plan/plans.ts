@@ -24,6 +24,7 @@ export const GROWING_TABLES: Record<Engine, readonly string[]> = {
 		"coupons",
 		"users",
 		"link_clicks",
+		"referral_code_aliases",
 		"conversion_events",
 		"rewards",
 		"outbox_events",
@@ -51,7 +52,17 @@ export const GROWING_TABLES: Record<Engine, readonly string[]> = {
 		"stripe_links",
 		"stripe_event_counts",
 	],
-	ledger: ["rewards", "balances", "outbox", "ledger_transactions", "reward_locks", "idempotency_keys", "refunds", "clawbacks"],
+	ledger: [
+		"rewards",
+		"balances",
+		"outbox",
+		"ledger_transactions",
+		"reward_locks",
+		"idempotency_keys",
+		"refunds",
+		"clawbacks",
+		"milestone_events",
+	],
 };
 
 /** Tables that stay small whatever happens: bookkeeping of SQLite, D1 and the ledger's schema version. */
