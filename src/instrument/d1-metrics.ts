@@ -99,7 +99,11 @@ const instrumented = new WeakMap<Env, Map<D1Source, Env>>();
 
 /** `env` with some bindings replaced: an object that inherits the rest, so nothing is copied. */
 export function withBindings(env: Env, replaced: Partial<Env>): Env {
-	return Object.assign(Object.create(env) as Env, replaced);
+	// Defined, not assigned: an env whose bindings are accessors (the test runner's `env`) would take an
+	// assignment through its setter and change the original for everyone.
+	const own: PropertyDescriptorMap = {};
+	for (const [name, value] of Object.entries(replaced)) own[name] = { value, enumerable: true, configurable: true, writable: true };
+	return Object.create(env, own) as Env;
 }
 
 /** The isolate's running D1 totals per source, and their sum. */
