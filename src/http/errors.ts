@@ -126,7 +126,7 @@ export const BUSY_RETRY_AFTER_SECONDS = 2;
 
 /**
  * D1 refused or lost a query for a reason of its own (overloaded, reset,
- * connection lost; db/availability.ts): a 503 the client may retry as it is.
+ * connection lost; instrument/d1-availability.ts): a 503 the client may retry as it is.
  * Every write path leaves nothing half done when a statement fails (one
  * guarded batch, or a ledger's two-phase change), so the retry is safe.
  */

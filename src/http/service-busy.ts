@@ -1,11 +1,11 @@
 import type { MiddlewareHandler } from "hono";
-import { isD1Unavailable, retryingReads } from "../db/availability";
+import { isD1Unavailable, retryingReads } from "../instrument/d1-availability";
 import { withBindings } from "../instrument/d1-metrics";
 import { type ApiError, serviceBusy } from "./errors";
 
 /**
  * D1 busy or down is a clean, retryable answer (issue 33): idempotent reads
- * are retried once (db/availability.ts), and what still fails becomes 503
+ * are retried once (instrument/d1-availability.ts), and what still fails becomes 503
  * `service_busy` with `Retry-After` in every error handler (API, admin,
  * dashboard, pages), never a 500.
  */

@@ -218,7 +218,7 @@ describe("idempotent reads are retried once", () => {
 	});
 
 	it("recognises D1's own texts and nothing else", async () => {
-		const { isD1Unavailable } = await import("../../src/db/availability");
+		const { isD1Unavailable } = await import("../../src/instrument/d1-availability");
 		for (const text of [
 			OVERLOADED,
 			"D1_ERROR: D1 DB is overloaded. Too many requests queued.",
