@@ -3,7 +3,7 @@ import { instrumentEnv } from "../instrument/d1-metrics";
 import { cachedDeliveryApp, rememberDeliveryApp } from "./app-settings";
 import { type LoggedAttempt, queueLogNotes, writeAttempts } from "./attempt-log";
 import { passBreaker, reportToBreaker } from "./breaker-gate";
-import { DEFAULT_WEBHOOK_TIMEOUT_MS, type DeliveryOptions, deliver } from "./deliver";
+import { DEFAULT_WEBHOOK_TIMEOUT_MS, type DeliveryOptions, deliver, isTimeout } from "./deliver";
 import type { AttemptRecord } from "./deliveries";
 import { type CarriedEvent, outboxMessageSchema } from "./events";
 import { forEachLimited, interleaveByKey, MAX_PARALLEL_ATTEMPTS } from "./parallel";
@@ -85,7 +85,9 @@ export async function queue(batch: MessageBatch<unknown>, rawEnv: Env, ctx: Exec
 
 	// At most MAX_PARALLEL_ATTEMPTS at a time, apps taking turns (parallel.ts: the platform's six connections).
 	const ordered = interleaveByKey(work, (w) => w.carried?.appid ?? state.rows.get(w.eventid)?.appid ?? "");
-	await forEachLimited(ordered, MAX_PARALLEL_ATTEMPTS, (w) => attempt(w, state, env, options));
+	// Apps whose endpoint timed out in this batch: their messages not yet attempted are deferred, not attempted.
+	const stalled = new Set<string>();
+	await forEachLimited(ordered, MAX_PARALLEL_ATTEMPTS, (w) => attempt(w, state, env, options, stalled));
 
 	const records = work.flatMap((w) => (w.record ? [w.record] : []));
 	// The sends happened (or not) all the same: a lost log line must not make the sweep send a delivered event again.
@@ -158,7 +160,7 @@ function eventOf(w: Work, state: BatchState): OutboxEventRow | undefined {
 }
 
 /** Decides and makes the one attempt of a message; what to do with the message is left in `w.settle`. */
-async function attempt(w: Work, state: BatchState, env: Env, options: DeliveryOptions): Promise<void> {
+async function attempt(w: Work, state: BatchState, env: Env, options: DeliveryOptions, stalled: Set<string>): Promise<void> {
 	if (w.note) return;
 	const { message, eventid } = w;
 	const attemptNo = message.attempts;
@@ -173,6 +175,15 @@ async function attempt(w: Work, state: BatchState, env: Env, options: DeliveryOp
 		return;
 	}
 	if (event.delivered_at) return;
+	if (stalled.has(event.appid)) {
+		// Issue 33: the app's endpoint already timed out in this batch. Waiting on it again would hold the
+		// batch (and every other app's webhooks behind it) for one more timeout; the message comes back
+		// later instead (a delayed retry, no attempt made), so 20 or 200 queued events of a hanging
+		// endpoint cost the other apps at most the one timeout.
+		w.settle = () => message.retry({ delaySeconds: retryDelaySeconds(attemptNo) });
+		log("warn", "outbox delivery deferred: the app's endpoint timed out in this batch", { eventid, attempt: attemptNo });
+		return;
+	}
 	const cached = cachedDeliveryApp(event.appid);
 	const app = cached !== undefined ? cached : (state.apps.get(event.appid) ?? null);
 	const target = { event, app };
@@ -189,6 +200,7 @@ async function attempt(w: Work, state: BatchState, env: Env, options: DeliveryOp
 	const started = Date.now();
 	const result = await deliver(target, env, options);
 	const durationMs = Date.now() - started;
+	if (isTimeout(result)) stalled.add(event.appid);
 	await reportToBreaker(env.DB, target, gate.state, result.outcome === "delivered", result.error).catch((err) =>
 		log("error", "breaker update failed", { eventid, error: String(err) }),
 	);
