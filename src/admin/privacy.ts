@@ -1,4 +1,5 @@
 import { type Context, Hono } from "hono";
+import { clickCounterFor } from "../clicks/click-counter";
 import { findApp } from "../db/apps";
 import { erasePersonInD1, findPerson, logPrivacyAction, type PersonRecord, personActivity, privacyLog } from "../db/privacy";
 import { nowIso } from "../domain/dates";
@@ -51,6 +52,8 @@ privacyRoutes.delete("/apps/:appid/users/:userkey", async (c) => {
 	const at = nowIso();
 	const audit = auditEntry(c, appid, { action: "user.erase", targetType: "user", targetId: user.userkey });
 	await erasePersonInD1(c.env.DB, person, values, { actor: actorOf(c), at }, audit);
+	// The code's click counter forgets where it led and its pending clicks: the link is a 404 from now on.
+	if (user.referralcode) await clickCounterFor(c.env, user.referralcode).forget(user.referralcode);
 	return c.json({ userkey: user.userkey, erased: true, alreadyerased: person.erasedAt !== null, erasedat: person.erasedAt ?? at });
 });
 

@@ -5,6 +5,7 @@ import { ROLES } from "../db/admin-tokens";
 import { constantTimeEqual } from "../domain/crypto";
 import { adminTokenRefused, INSECURE_MESSAGE } from "../http/admin-token";
 import { clientIp, RETRY_AFTER_SECONDS } from "../http/rate-limits";
+import { busyError } from "../http/service-busy";
 import { apiFor } from "./api";
 import type { DashContext, DashEnv } from "./context";
 import { Csrf, Field, Page } from "./layout";
@@ -161,6 +162,12 @@ registerStripe(dashboardRoutes);
 dashboardRoutes.notFound((c) => c.html(<Page title="Not found" error="No such page." />, 404));
 
 dashboardRoutes.onError((err, c) => {
+	const busy = busyError(err);
+	if (busy) {
+		console.error(JSON.stringify({ msg: "D1 unavailable: dashboard answered 503", path: c.req.path, error: String(err) }));
+		for (const [name, value] of Object.entries(busy.headers)) c.header(name, value);
+		return c.html(<Page title="Busy" error="The service is busy. Try again in a few seconds." />, 503);
+	}
 	const status = (err as { status?: number }).status;
 	if (status === 404) return c.html(<Page title="Not found" error={err.message} />, 404);
 	if (status === 403) return c.html(<Page title="Not allowed" error={err.message} />, 403);

@@ -55,6 +55,7 @@ export const ERROR_CODES = [
 	"member_exists",
 	"not_wallet_distribution",
 	"invalid_signature",
+	"service_busy",
 	"internal_error",
 ] as const satisfies readonly ErrorCode[];
 

@@ -149,6 +149,10 @@ const DEADLINE_GRACE_MS = 250;
 
 const timeoutText = (timeoutMs: number) => `timed out after ${timeoutMs} ms`;
 
+/** True when an attempt failed because the endpoint did not answer within the timeout (the consumer defers its app's other messages). */
+export const isTimeout = (result: AttemptResult) =>
+	result.outcome === "failed" && result.responseCode === null && (result.error ?? "").startsWith("timed out");
+
 const timedOut = (timeoutMs: number): AttemptResult => ({ outcome: "failed", responseCode: null, error: timeoutText(timeoutMs) });
 
 async function withDeadline<T>(work: Promise<T>, ms: number, onTimeout: () => T): Promise<T> {

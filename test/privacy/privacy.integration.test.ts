@@ -2,6 +2,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { ledgerFor } from "../../src/ledger/stub";
 import { ADMIN_TOKEN, admin, createApp, request } from "../support/api";
+import { flushClicks } from "../support/clicks";
 
 type App = Awaited<ReturnType<typeof createApp>>;
 
@@ -51,6 +52,7 @@ async function family() {
 		headers: { "cf-connecting-ip": "203.0.113.5", "user-agent": "Clicker/1" },
 		redirect: "manual",
 	});
+	await flushClicks(bob.referralcode);
 	return { app, ann, bob, cy, BOB, BOB_TRACES: tracesOf(BOB) };
 }
 

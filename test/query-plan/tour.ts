@@ -10,6 +10,7 @@ import { ledgerFor } from "../../src/ledger/stub";
 import { webhookEvent } from "../../src/outbox/events";
 import { hookUrl, recordWebhook, runBatch, setAnswers, uniqueKey } from "../outbox/support";
 import { ADMIN_TOKEN, admin, createApp, request } from "../support/api";
+import { flushClicks } from "../support/clicks";
 import { cookieOf, csrfOf, ok, page } from "./tour-http";
 import { membersTour } from "./tour-members";
 import { stripeTour } from "./tour-stripe";
@@ -84,6 +85,7 @@ async function operations() {
 		headers: { "cf-connecting-ip": "198.51.100.7", "user-agent": CHROME },
 	});
 	await request(`/r/NOSUCHCODE`, { redirect: "manual", headers: { "cf-connecting-ip": "198.51.100.8", "user-agent": CHROME } });
+	await flushClicks(referrer.referralcode);
 	// From here on the referrer is known by its vanity code (the admin import takes current codes only).
 	referrer.referralcode = vanity;
 
