@@ -54,6 +54,7 @@ export type ErrorCode =
 	| "member_exists"
 	| "not_wallet_distribution"
 	| "invalid_signature"
+	| "invalid_event"
 	| "internal_error";
 
 /** An expected failure: becomes the JSON error envelope with its status. */

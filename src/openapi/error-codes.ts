@@ -54,6 +54,7 @@ export const ERROR_CODES = [
 	"member_exists",
 	"not_wallet_distribution",
 	"invalid_signature",
+	"invalid_event",
 	"internal_error",
 ] as const satisfies readonly ErrorCode[];
 

@@ -48,8 +48,9 @@ export const GROWING_TABLES: Record<Engine, readonly string[]> = {
 		"app_stripe",
 		"stripe_links",
 		"stripe_event_counts",
+		"stripe_inbox",
 	],
-	ledger: ["rewards", "balances", "outbox", "ledger_transactions", "reward_locks", "idempotency_keys", "refunds", "clawbacks"],
+	ledger: ["rewards", "balances", "outbox", "ledger_transactions", "reward_locks", "idempotency_keys", "refunds", "clawbacks", "payouts"],
 };
 
 /** Tables that stay small whatever happens: bookkeeping of SQLite, D1 and the ledger's schema version. */

@@ -291,6 +291,7 @@ async function oldLedger() {
 			"idempotency_keys",
 			"refunds",
 			"clawbacks",
+			"payouts",
 		])
 			sql.exec(`DROP TABLE ${name}`);
 		for (const statement of LEDGER_MIGRATIONS[0] ?? []) sql.exec(statement);
