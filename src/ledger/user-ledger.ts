@@ -4,6 +4,7 @@ import { instrumentEnv } from "../instrument/d1-metrics";
 import { toHundredths } from "../rewards/money";
 import { auditRedemption, type LedgerAudit } from "./audit";
 import { listClawbacks } from "./clawbacks";
+import { redactComments } from "./comment-redaction";
 import { grantWithReferrer, type ReferrerSide } from "./conversion-grant";
 import { FlushSchedule } from "./flush-schedule";
 import { grantRewards } from "./grant";
@@ -153,7 +154,13 @@ export class UserLedger extends DurableObject<Env> {
 	 */
 	async erasePerson(personUserkey: string, values: string[]): Promise<{ rewards: number; webhooks: number }> {
 		const own = personUserkey === this.identity.userkey ? { at: new Date().toISOString() } : null;
-		const done = this.writer.transactionSync(() => erasePersonInLedger(this.writer.sql, personUserkey, values, own));
+		const done = this.writer.transactionSync(() => {
+			const erased = erasePersonInLedger(this.writer.sql, personUserkey, values, own);
+			// A provider's message may name the person (Stripe's "No such customer: 'cus_...'", kept by older
+			// code): in the person's own ledger, comments lose every value of the person and any customer id.
+			if (own) redactComments(this.writer.sql, values);
+			return erased;
+		});
 		await this.schedule.flush().catch((error) => console.error("ledger flush after an erasure failed", error));
 		return done;
 	}

@@ -80,4 +80,10 @@ export const ALLOWED_SCANS: readonly AllowedScan[] = [
 		table: "outbox",
 		bound: "once per ledger, in its migration to schema step 7 (the outbox holds what is not flushed yet)",
 	},
+	{
+		file: "src/ledger/comment-redaction.ts",
+		sql: "SELECT seq, comment FROM rewards WHERE comment IS NOT NULL",
+		table: "rewards",
+		bound: "the erased person's own ledger (one user's rewards), once, at erasure",
+	},
 ];
