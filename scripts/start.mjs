@@ -49,17 +49,46 @@ if (!existsSync(".dev.vars")) {
 }
 const adminToken = /^ADMIN_TOKEN=(.*)$/m.exec(readFileSync(".dev.vars", "utf8"))?.[1]?.trim() ?? "";
 
+// wrangler prints every migration twice in tables (hundreds of lines on a first
+// start): keep its output, show one line, and the whole of it only on failure.
 const migrate = spawnSync("npx", ["wrangler", "d1", "migrations", "apply", "DB", "--local"], {
-	stdio: "inherit",
+	encoding: "utf8",
 	env: { ...process.env, CI: "true" },
 });
-if (migrate.status !== 0) process.exit(migrate.status ?? 1);
+if (migrate.status !== 0) {
+	process.stdout.write(`${migrate.stdout ?? ""}${migrate.stderr ?? ""}`);
+	process.exit(migrate.status ?? 1);
+}
+const applied = [...new Set([...(migrate.stdout ?? "").matchAll(/(\d{4}_[\w-]+\.sql)/g)].map((m) => m[1]))];
+console.log(
+	applied.length === 0
+		? "Local D1: migrations up to date"
+		: `Local D1: applied ${applied.length} migration(s), ${applied[0]} ... ${applied.at(-1)}`,
+);
 
+// wrangler dev's start-up output (banner, bindings table, warnings) is held
+// until the service answers, then dropped for one line, or printed whole if
+// it never does. From then on everything it prints passes through.
+console.log(`Starting wrangler dev on ${BASE} ...`);
 const dev = spawn("npx", ["wrangler", "dev", "--ip", "127.0.0.1", "--port", String(PORT), ...process.argv.slice(2)], {
-	stdio: "inherit",
+	stdio: ["inherit", "pipe", "pipe"],
 });
+let startupOutput = "";
+let started = false;
+for (const [stream, target] of [
+	[dev.stdout, process.stdout],
+	[dev.stderr, process.stderr],
+]) {
+	stream.on("data", (chunk) => {
+		if (started) target.write(chunk);
+		else startupOutput += chunk;
+	});
+}
 for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => dev.kill(signal));
-dev.on("exit", (code) => process.exit(code ?? 0));
+dev.on("exit", (code) => {
+	if (!started) process.stdout.write(startupOutput);
+	process.exit(code ?? 0);
+});
 
 async function waitForHealth() {
 	for (let i = 0; i < 120; i++) {
@@ -111,7 +140,9 @@ Admin token (ADMIN_TOKEN in .dev.vars; for the dashboard and the admin API):
   ${adminToken}
 (keys are kept in ${DEMO_FILE})
 `);
+	started = true;
 } catch (error) {
+	process.stdout.write(startupOutput);
 	console.error(String(error));
 	dev.kill("SIGTERM");
 	process.exit(1);

@@ -44,6 +44,8 @@ const RULE_FIELDS = [
 	"maxrewardamount",
 	"categories",
 	"inclusionsandexclusions",
+	"recurringmonths",
+	"milestone",
 ] as const;
 const ACTION_FIELDS = [
 	"socialactionid",
@@ -75,6 +77,47 @@ const words = (raw: string): string[] =>
 		.split(",")
 		.map((w) => w.trim())
 		.filter((w) => w !== "");
+
+/**
+ * A rule's product list as text: `include:SKU-1, exclude:SKU-2` (a bare
+ * id is included); null when the stored value has another shape (kept as set).
+ */
+export function productsText(value: unknown): string | null {
+	if (!Array.isArray(value)) return listText(value);
+	const parts: string[] = [];
+	for (const entry of value) {
+		const { type, productid } = (typeof entry === "object" && entry !== null ? entry : {}) as Record<string, unknown>;
+		if ((type !== "include" && type !== "exclude") || typeof productid !== "string" || productid.includes(",")) return null;
+		parts.push(`${type}:${productid}`);
+	}
+	return parts.join(", ");
+}
+
+/** The product list back from its text: `exclude:X` excludes, `include:X` or a bare `X` includes. */
+export function productsFromText(words: string[]): { type: string; productid: string }[] {
+	return words.map((w) => {
+		const match = /^(include|exclude)\s*:\s*(.+)$/i.exec(w);
+		return match ? { type: (match[1] ?? "").toLowerCase(), productid: (match[2] ?? "").trim() } : { type: "include", productid: w };
+	});
+}
+
+/** A rule's tiers as text: `3=20, 5=50` (from the 3rd reward 20, from the 5th 50). */
+export function tiersText(value: unknown): string {
+	if (!Array.isArray(value)) return "";
+	return value.map((t: { fromcount?: unknown; reward?: unknown }) => `${t.fromcount}=${t.reward}`).join(", ");
+}
+
+/** Tiers back from their text; an entry that is not `count=reward` is reported. */
+function tiersFromText(raw: string, what: string, errors: string[]): { fromcount: string; reward: string }[] {
+	return words(raw).flatMap((w) => {
+		const match = /^(\d+)\s*=\s*(\d+(?:\.\d+)?)$/.exec(w);
+		if (!match) {
+			errors.push(`${what}: "${w}" is not count=reward (e.g. 3=20).`);
+			return [];
+		}
+		return [{ fromcount: match[1] ?? "", reward: match[2] ?? "" }];
+	});
+}
 
 /** A list field back from the form: the comma-separated words, or the hidden structured value it kept (ListField). */
 function listValue(form: FormValues, name: string, what: string, errors: string[]): unknown[] | null {
@@ -126,8 +169,11 @@ export function campaignFromForm(form: FormValues): { body: Record<string, unkno
 			if (rule.rewardfrequency === "") delete rule.rewardfrequency;
 			const categories = listValue(form, `r${i}_categories`, `Rule ${i + 1} categories`, errors);
 			rule.categories = categories;
-			rule.inclusionsandexclusions =
-				listValue(form, `r${i}_inclusionsandexclusions`, `Rule ${i + 1} inclusions and exclusions`, errors) ?? [];
+			const products = listValue(form, `r${i}_inclusionsandexclusions`, `Rule ${i + 1} inclusions and exclusions`, errors) ?? [];
+			// Typed words become entries; a kept structured value goes back as it was.
+			rule.inclusionsandexclusions = products.every((p) => typeof p === "string") ? productsFromText(products) : products;
+			rule.tiers = tiersFromText(text(form, `r${i}_tiers`), `Rule ${i + 1} tiers`, errors);
+			for (const numeric of ["recurringmonths", "milestone"]) if (rule[numeric] === "") rule[numeric] = "0";
 			return rule;
 		});
 	body.socialactions = groups(form, "s", "socialactionname")

@@ -217,7 +217,9 @@ export async function loadBatchState(db: D1Database, lookup: BatchLookup): Promi
 		state.rows.set(r.eventid, r);
 		state.delivered.set(r.eventid, r.delivered_at);
 	}
+	// Every app asked for, by id or through a byId event, is answered: its settings, or null when D1 has no such app.
 	for (const id of lookup.appids) state.apps.set(id, null);
+	for (const r of state.rows.values()) state.apps.set(r.appid, null);
 	for (const a of rowsOf<DeliveryAppRow>(apps)) {
 		state.apps.set(a.appid, { webhookurl: a.webhookurl, webhookSecret: a.webhook_secret ?? "", emailsender: a.emailsender });
 	}

@@ -50,3 +50,18 @@ export const newTransactionId = () => `tx_${randomString(24, LOWER_ALNUM)}`;
 export const newTokenId = () => `tok_${randomString(16, LOWER_ALNUM)}`;
 /** An app-scoped admin token: 43 random characters after its prefix, shown once, stored as a hash. */
 export const newAdminToken = () => `adm_${randomString(43, LOWER_ALNUM)}`;
+
+/**
+ * A customid as it may appear inside an id that leaves the service (a
+ * webhook's `webhook-id`, a delivery's URL path): customids are any printable
+ * text (docs/api.md), which a header or a path cannot carry as is. An
+ * integer customid stays itself, so the ids of events recorded when customids
+ * had to be integers do not change; any other one becomes `x` and the
+ * base64url of its UTF-8 bytes (one-to-one, so two customids never share an id).
+ */
+export function customIdToken(customid: string): string {
+	if (/^-?\d+$/.test(customid)) return customid;
+	let binary = "";
+	for (const byte of new TextEncoder().encode(customid)) binary += String.fromCharCode(byte);
+	return `x${btoa(binary).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "")}`;
+}

@@ -115,16 +115,30 @@ export const optionalPositiveInt = z
 	.transform((v) => (v === undefined || v === null || v === "" ? undefined : Number(v)))
 	.pipe(z.number().int().min(1, "must be at least 1").optional());
 
-/** `customid`: an integer as text, stored in canonical form so "007" and "7" are the same event. */
+/** The longest customid, in characters. */
+export const MAX_CUSTOMID = 100;
+
+/**
+ * `customid`: the product's own id of an event (an order id: a UUID, Stripe's
+ * `in_...`, `ord_8f3a-77`), 1-100 printable characters, compared exactly
+ * (case-sensitive). An integer, sent as a number or as digits in text, is
+ * stored in canonical form, so `1001`, "1001" and "01001" stay the one event
+ * they were when customids had to be integers (docs/decisions.md §4).
+ * Printable: no control character, no lone surrogate (text hygiene already
+ * refuses those with a clearer message), not only blanks.
+ */
 export const customId = z
-	.union([
+	.union([z.string(), z.number().int()])
+	.transform((v) => (typeof v === "number" ? BigInt(v).toString() : v))
+	.pipe(
 		z
 			.string()
-			.trim()
-			.regex(/^-?\d{1,30}$/, "must be an integer"),
-		z.number().int(),
-	])
-	.transform((v) => BigInt(v).toString());
+			.min(1, "must not be empty")
+			.refine((v) => [...v].length <= MAX_CUSTOMID, `must be at most ${MAX_CUSTOMID} characters`)
+			.refine((v) => v.trim() !== "", "must not be blank")
+			.refine((v) => !/[\p{Cc}\p{Cs}]/u.test(v), "must hold printable characters only"),
+	)
+	.transform((v) => (/^\s*-?\d{1,30}\s*$/.test(v) ? BigInt(v.trim()).toString() : v));
 
 /** Turns a zod error into one message that names each bad field. */
 export function describeZodError(error: z.ZodError, input?: unknown): { message: string; fields: string[]; errors: FieldError[] } {

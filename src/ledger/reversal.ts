@@ -2,7 +2,8 @@ import { rewardId } from "../domain/ledger-ids";
 import { fromHundredths } from "../rewards/money";
 import { addClawback } from "./clawbacks";
 import { assertUnlocked } from "./locks";
-import { asStored, keyOf, rewardRow, settleOwed, type TxContext, writeReward } from "./mutations";
+import { milestoneKey, reverseMilestoneEvents } from "./milestones";
+import { asStored, keyOf, rewardRow, rewardRowByKey, settleOwed, type TxContext, writeReward } from "./mutations";
 import { decideRefund, type PriorRefunds, reversalEffect, reversedTarget } from "./refund";
 import { Refused } from "./refused";
 import { toLedgerReward } from "./rows";
@@ -247,7 +248,10 @@ export function applyReversal(
 			reversal: { ...base, refundvalue: 0, refunded: fromHundredths(prior.refunded), full: prior.full, changed: false, rewards: [] },
 		};
 	}
-	const seqs = tx.sql.exec<{ seq: number }>("SELECT seq FROM rewards WHERE customid = ? ORDER BY seq", customid).toArray();
+	// A milestone reward is not the event's own: it is reversed below only when its friends fall below N.
+	const seqs = tx.sql
+		.exec<{ seq: number }>("SELECT seq FROM rewards WHERE customid = ? AND key NOT LIKE 'milestone:%' ORDER BY seq", customid)
+		.toArray();
 	const changed: RewardRow[] = [];
 	const reported: ReversedReward[] = [];
 	for (const { seq } of seqs) {
@@ -266,6 +270,18 @@ export function applyReversal(
 		const done = reverseReward(tx, row, target, { customid, refundid, reason: operation.reason });
 		changed.push(done.after);
 		reported.push(done.reported);
+	}
+	if (decision.full) {
+		// Milestones (docs/rewards.md): the event's friend stops counting; a milestone paid but no longer reached is
+		// reversed whole like any reward (its redeemed part becomes a clawback).
+		for (const ruleid of reverseMilestoneEvents(tx, customid)) {
+			const paid = rewardRowByKey(tx.sql, milestoneKey(ruleid));
+			if (!paid || paid.reversed >= paid.amount) continue;
+			assertUnlocked(tx.sql, tx.userkey, paid.seq, ownTxid);
+			const done = reverseReward(tx, paid, paid.amount, { customid, refundid, reason: operation.reason });
+			changed.push(done.after);
+			reported.push(done.reported);
+		}
 	}
 	// Debts are paid by what is left, and what is left of a partly reversed reward may pay older debts.
 	const keys = new Map(changed.map((row) => [JSON.stringify(keyOf(row)), keyOf(row)]));

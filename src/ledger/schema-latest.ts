@@ -11,7 +11,7 @@
  * then new ledgers are migrated step by step (the versions differ).
  */
 export const LEDGER_SCHEMA = {
-	version: 7,
+	version: 8,
 	script: `
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE rewards (
@@ -126,6 +126,15 @@ CREATE TABLE clawbacks (
 	updated_at TEXT NOT NULL
 );
 CREATE INDEX clawbacks_open ON clawbacks(rewardunit, growthhack, campaignid, id) WHERE paid < amount;
+CREATE TABLE milestone_events (
+	ruleid INTEGER NOT NULL,
+	customid TEXT NOT NULL,
+	friend_userkey TEXT NOT NULL,
+	milestone INTEGER NOT NULL,
+	reversed INTEGER NOT NULL DEFAULT 0,
+	PRIMARY KEY (ruleid, customid)
+) WITHOUT ROWID;
+CREATE INDEX milestone_events_customid ON milestone_events(customid);
 CREATE TABLE payouts (
 	seq INTEGER NOT NULL,
 	n INTEGER NOT NULL,
@@ -142,6 +151,6 @@ CREATE TABLE payouts (
 );
 CREATE INDEX payouts_open ON payouts(updated_at) WHERE state IN ('due', 'sending');
 CREATE INDEX rewards_payout_state ON rewards(payout_state, seq) WHERE rewardtype = 'Stripe';
-INSERT INTO meta (key, value) VALUES ('schema_version', '7');
+INSERT INTO meta (key, value) VALUES ('schema_version', '8');
 `,
 } as const;

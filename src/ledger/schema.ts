@@ -156,7 +156,21 @@ export const LEDGER_MIGRATIONS: readonly (readonly string[])[] = [
 		`ALTER TABLE rewards ADD COLUMN payout_state TEXT`,
 		`CREATE INDEX rewards_payout_due ON rewards(seq) WHERE status = 'Approved' AND rewardtype = 'Stripe' AND payoutid IS NULL`,
 	],
-	// 7: the payout records (payouts.ts, issue 31): each credit or debit a Stripe reward sends, with its key
+	// 7: milestones (milestones.ts, docs/rewards.md "Milestones"): each event of a milestone rule a referred
+	// friend had, keyed by (rule, event); `reversed` once a full refund took the event back. The referrer's
+	// milestone reward is paid once when the rule's distinct friends with a non-reversed event reach N.
+	[
+		`CREATE TABLE milestone_events (
+			ruleid INTEGER NOT NULL,
+			customid TEXT NOT NULL,
+			friend_userkey TEXT NOT NULL,
+			milestone INTEGER NOT NULL,
+			reversed INTEGER NOT NULL DEFAULT 0,
+			PRIMARY KEY (ruleid, customid)
+		) WITHOUT ROWID`,
+		`CREATE INDEX milestone_events_customid ON milestone_events(customid)`,
+	],
+	// 8: the payout records (payouts.ts, issue 31): each credit or debit a Stripe reward sends, with its key
 	// (its number n), its amount frozen before it first leaves, and its state. A reward paid before this step
 	// gets one `paid` record of what it is worth now (its credit less the debits the old code booked), so
 	// whatever it still owes or was overpaid is booked from there. The old payout entries of the outbox are

@@ -31,6 +31,7 @@ export const ERROR_CODES = [
 	"referrer_already_set",
 	"email_taken",
 	"useraccountid_taken",
+	"referralcode_taken",
 	"insufficient_balance",
 	"coupon_distribution",
 	"reward_not_redeemable",

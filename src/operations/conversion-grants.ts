@@ -1,5 +1,6 @@
 import type { StoredEvent } from "../db/events";
 import type { User } from "../db/users";
+import { customIdToken } from "../domain/ids";
 import { ledgerFor } from "../ledger/stub";
 import type { ConversionAnnouncement, GrantResult } from "../ledger/types";
 import type { OwnedGrant } from "../rewards/rules";
@@ -26,7 +27,7 @@ export async function grantConversion(
 	const friendGrants = pick("friend");
 	const referrerGrants = referrer ? pick("referrer") : [];
 	const announcement: ConversionAnnouncement = {
-		eventid: `evt_conversion_${appid}_${event.customid}`,
+		eventid: `evt_conversion_${appid}_${customIdToken(event.customid)}`,
 		payload: {
 			customid: event.customid,
 			eventname: event.eventname,

@@ -2,6 +2,7 @@ import { type CoordinatedResult, type CoordinationOptions, type LedgerPart, runA
 import type { App } from "../db/apps";
 import { type EventParties, findEventParties } from "../db/events";
 import { allOf, appHasWebhook, insertOutboxEvent } from "../db/outbox-events";
+import { customIdToken } from "../domain/ids";
 import type { WorkOutcome } from "../domain/outcome";
 import { ApiError, ledgerError } from "../http/errors";
 import type { LedgerAudit } from "../ledger/audit";
@@ -56,7 +57,7 @@ async function eventIdOf(appid: string, customid: string, refundid: string): Pro
 	// Refund ids may be long (an Idempotency-Key): a digest keeps the webhook id short and stable.
 	const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(refundid));
 	const hex = [...new Uint8Array(digest).slice(0, 8)].map((b) => b.toString(16).padStart(2, "0")).join("");
-	return `evt_reversal_${appid}_${customid}_${hex}`;
+	return `evt_reversal_${appid}_${customIdToken(customid)}_${hex}`;
 }
 
 /** The `conversion.reversed` webhook of a refund (fixed id per refund): one event with every ledger's rewards. */

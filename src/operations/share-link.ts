@@ -1,5 +1,6 @@
 import { Hono } from "hono";
 import { recordLinkRequest } from "../db/clicks";
+import { currentCodeOf } from "../db/users";
 import { ipHash, ipNetwork } from "../domain/ip";
 import { landingRedirect } from "../domain/share-url";
 import { CLICK_RETRY_AFTER_SECONDS, clickKind, clientKey, UNIQUE_CLICK_WINDOW_MS, underClickLimit } from "../fraud/clicks";
@@ -16,7 +17,7 @@ import { CLICK_RETRY_AFTER_SECONDS, clickKind, clientKey, UNIQUE_CLICK_WINDOW_MS
 export const shareLinkRoutes = new Hono<{ Bindings: Env }>();
 
 shareLinkRoutes.get("/:code", async (c) => {
-	const code = c.req.param("code").toUpperCase();
+	let code = c.req.param("code").toUpperCase();
 	const at = new Date();
 	const host = new URL(c.req.url).host.toLowerCase();
 	const network = ipNetwork(c.req.header("cf-connecting-ip") ?? "");
@@ -39,7 +40,14 @@ shareLinkRoutes.get("/:code", async (c) => {
 				}
 			: null;
 	// One round trip: the code's app, the custom domain's app (for unknown codes), the raw request and the click.
-	const { codeKnown, landingurl: landing } = await recordLinkRequest(c.env.DB, { code, host, at, click });
+	let { codeKnown, landingurl: landing } = await recordLinkRequest(c.env.DB, { code, host, at, click });
+	// A code replaced by a vanity code (an alias) leads where the user's code leads, counted under it: one more
+	// round trip, only for a code no live user has (the first batch wrote nothing for it).
+	const current = codeKnown ? null : await currentCodeOf(c.env.DB, code);
+	if (current) {
+		({ codeKnown, landingurl: landing } = await recordLinkRequest(c.env.DB, { code: current, host, at, click }));
+		code = current;
+	}
 	if (!landing) return c.text("Not found", 404);
 	c.header("Cache-Control", "no-store");
 	return c.redirect(landingRedirect(landing, codeKnown ? code : null), 302);

@@ -1,10 +1,10 @@
 import { type BatchLookup, type BatchState, loadBatchState, type OutboxEventRow } from "../db/outbox-events";
 import { instrumentEnv } from "../instrument/d1-metrics";
-import { cachedDeliveryApp, rememberDeliveryApp } from "./app-settings";
+import { type AppsView, takeAppsView } from "./app-settings";
 import { type LoggedAttempt, queueLogNotes, writeAttempts } from "./attempt-log";
 import { passBreaker, reportToBreaker } from "./breaker-gate";
 import { DEFAULT_WEBHOOK_TIMEOUT_MS, type DeliveryOptions, deliver } from "./deliver";
-import type { AttemptRecord } from "./deliveries";
+import type { AttemptRecord, DeliveryApp } from "./deliveries";
 import { type CarriedEvent, outboxMessageSchema } from "./events";
 import { forEachLimited, interleaveByKey, MAX_PARALLEL_ATTEMPTS } from "./parallel";
 import { isLastAttempt, MISSING_EVENT_ATTEMPTS, missingEventDelaySeconds, retryDelaySeconds } from "./retry";
@@ -59,7 +59,13 @@ interface Work {
  * and acks; a failure retries with the delay of `retryDelaySeconds`, and after
  * the last attempt the platform moves the message to the dead-letter queue.
  */
-export async function queue(batch: MessageBatch<unknown>, rawEnv: Env, ctx: ExecutionContext): Promise<void> {
+export async function queue(
+	batch: MessageBatch<unknown>,
+	rawEnv: Env,
+	ctx: ExecutionContext,
+	/** The clock of the settings cache; tests move it to expire entries mid-batch. */
+	now: () => number = Date.now,
+): Promise<void> {
 	const env = instrumentEnv(rawEnv, "consumer");
 	// Also pick up events whose enqueue failed, now and then; never delays or fails the batch.
 	if (Date.now() - lastSweep >= SWEEP_EVERY_MS) {
@@ -70,9 +76,14 @@ export async function queue(batch: MessageBatch<unknown>, rawEnv: Env, ctx: Exec
 	const work = acceptMessages(batch.messages);
 	if (work.length === 0) return;
 
+	// The settings of the carried events' apps, taken once: attempts decide with this view only.
+	const apps = takeAppsView(
+		work.flatMap((w) => (w.carried && !w.note ? [w.carried.appid] : [])),
+		now,
+	);
 	let state: BatchState;
 	try {
-		state = await loadBatchState(env.DB, lookupFor(work));
+		state = await loadBatchState(env.DB, lookupFor(work, apps.missing));
 	} catch (err) {
 		// D1 unavailable or the like: try the whole batch again later, on the normal schedule.
 		for (const w of work) {
@@ -81,11 +92,11 @@ export async function queue(batch: MessageBatch<unknown>, rawEnv: Env, ctx: Exec
 		}
 		return;
 	}
-	for (const [appid, app] of state.apps) rememberDeliveryApp(appid, app);
+	apps.addRead(state.apps);
 
 	// At most MAX_PARALLEL_ATTEMPTS at a time, apps taking turns (parallel.ts: the platform's six connections).
 	const ordered = interleaveByKey(work, (w) => w.carried?.appid ?? state.rows.get(w.eventid)?.appid ?? "");
-	await forEachLimited(ordered, MAX_PARALLEL_ATTEMPTS, (w) => attempt(w, state, env, options));
+	await forEachLimited(ordered, MAX_PARALLEL_ATTEMPTS, (w) => attemptSafely(w, state, apps, env, options));
 
 	const records = work.flatMap((w) => (w.record ? [w.record] : []));
 	// The sends happened (or not) all the same: a lost log line must not make the sweep send a delivered event again.
@@ -122,15 +133,15 @@ function acceptMessages(messages: readonly Message<unknown>[]): Work[] {
 	return work;
 }
 
-function lookupFor(all: Work[]): BatchLookup {
+/** What the batch reads: `uncachedApps` are the carried events' apps its view of the cache lacks. */
+function lookupFor(all: Work[], uncachedApps: string[]): BatchLookup {
 	const work = all.filter((w) => !w.note);
-	const carried = work.filter((w) => w.carried);
-	const uncachedApps = carried.map((w) => w.carried!.appid).filter((appid) => cachedDeliveryApp(appid) === undefined);
+	const carried = work.flatMap((w) => (w.carried ? [w.carried] : []));
 	return {
-		carried: carried.map((w) => w.eventid),
+		carried: work.filter((w) => w.carried).map((w) => w.eventid),
 		byId: work.filter((w) => !w.carried).map((w) => w.eventid),
 		appids: uncachedApps,
-		carriedApps: [...new Set(carried.map((w) => w.carried!.appid))],
+		carriedApps: [...new Set(carried.map((c) => c.appid))],
 	};
 }
 
@@ -157,8 +168,29 @@ function eventOf(w: Work, state: BatchState): OutboxEventRow | undefined {
 	};
 }
 
+/**
+ * `attempt`, with whatever it throws (a D1 error while claiming a breaker
+ * probe, say) settled as a retry of that message alone: the batch goes on,
+ * and messages already delivered in it are logged and acked, not sent again.
+ */
+async function attemptSafely(w: Work, state: BatchState, apps: AppsView, env: Env, options: DeliveryOptions): Promise<void> {
+	try {
+		await attempt(w, state, apps.view, env, options);
+	} catch (err) {
+		const attemptNo = w.message.attempts;
+		log("error", "outbox delivery crashed", { eventid: w.eventid, attempt: attemptNo, error: String(err) });
+		w.settle = () => w.message.retry({ delaySeconds: retryDelaySeconds(attemptNo) });
+	}
+}
+
 /** Decides and makes the one attempt of a message; what to do with the message is left in `w.settle`. */
-async function attempt(w: Work, state: BatchState, env: Env, options: DeliveryOptions): Promise<void> {
+async function attempt(
+	w: Work,
+	state: BatchState,
+	apps: ReadonlyMap<string, DeliveryApp | null>,
+	env: Env,
+	options: DeliveryOptions,
+): Promise<void> {
 	if (w.note) return;
 	const { message, eventid } = w;
 	const attemptNo = message.attempts;
@@ -173,8 +205,13 @@ async function attempt(w: Work, state: BatchState, env: Env, options: DeliveryOp
 		return;
 	}
 	if (event.delivered_at) return;
-	const cached = cachedDeliveryApp(event.appid);
-	const app = cached !== undefined ? cached : (state.apps.get(event.appid) ?? null);
+	const app = apps.get(event.appid);
+	if (app === undefined) {
+		// Never looked up for this batch (not a "gone" answer from D1): try again rather than drop it.
+		log("warn", "outbox delivery settings not in the batch's view; message retried", { eventid, appid: event.appid });
+		w.settle = () => message.retry({ delaySeconds: missingEventDelaySeconds(attemptNo) });
+		return;
+	}
 	const target = { event, app };
 	// Circuit breaker (breaker-gate.ts): an endpoint that keeps failing is not attempted during its cool-down.
 	const gate = await passBreaker(env.DB, target, Date.now(), state.breakers.get(event.appid) ?? null);

@@ -74,6 +74,9 @@ describe("campaign form: rows and fraud settings", { timeout: 30_000 }, () => {
 			...rule(1, "Friend", "Signup", "3"),
 			...rule(2, "Referrer", "Purchase", "7"),
 			r2_categories: "shoes, hats",
+			r2_inclusionsandexclusions: "exclude:SKU-9, SKU-1",
+			r2_tiers: "3=10, 5=20",
+			r2_recurringmonths: "12",
 			fraudsettings: "1",
 			suspicioussignals: ["same_phone", "same_device"],
 			velocitythreshold: "7",
@@ -87,11 +90,24 @@ describe("campaign form: rows and fraud settings", { timeout: 30_000 }, () => {
 			["Friend", "Signup", 3],
 			["Referrer", "Purchase", 7],
 		]);
-		expect(stored.rewardrules[2].categories).toEqual(["shoes", "hats"]);
+		expect(stored.rewardrules[2]).toMatchObject({
+			categories: ["shoes", "hats"],
+			inclusionsandexclusions: [
+				{ type: "exclude", productid: "SKU-9" },
+				{ type: "include", productid: "SKU-1" },
+			],
+			tiers: [
+				{ fromcount: 3, reward: 10 },
+				{ fromcount: 5, reward: 20 },
+			],
+			recurringmonths: 12,
+		});
 		expect(stored).toMatchObject({ suspicioussignals: ["same_phone", "same_device"], velocitythreshold: 7 });
 
 		const edit = await (await session.get(`/dashboard${path}`)).text();
 		expect(edit).toMatch(/name="r2_categories" type="text" value="shoes, hats"/);
+		expect(edit).toMatch(/name="r2_inclusionsandexclusions" type="text" value="exclude:SKU-9, include:SKU-1"/);
+		expect(edit).toMatch(/name="r2_tiers" type="text" value="3=10, 5=20"/);
 		expect(edit.match(/name="suspicioussignals" value="[a-z_]+" checked=""/g)).toHaveLength(2);
 		expect(edit).toContain('name="velocitythreshold" type="number" value="7"');
 		for (const name of ["r3_eventname", "r4_eventname", "r5_eventname"]) expect(edit).toContain(`name="${name}"`);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { newReferralCode, newUserKey, newWebhookSecret, REFERRAL_CODE_ALPHABET, randomString } from "../../src/domain/ids";
+import { customIdToken, newReferralCode, newUserKey, newWebhookSecret, REFERRAL_CODE_ALPHABET, randomString } from "../../src/domain/ids";
 
 describe("issued identifiers", () => {
 	it("makes referral codes without ambiguous characters", () => {
@@ -17,5 +17,19 @@ describe("issued identifiers", () => {
 		const secret = newWebhookSecret();
 		expect(secret).toMatch(/^whsec_/);
 		expect(atob(secret.slice(6))).toHaveLength(32);
+	});
+});
+
+describe("customIdToken", () => {
+	it("keeps integer customids as they were (the ids of events recorded before text customids)", () => {
+		expect(customIdToken("1001")).toBe("1001");
+		expect(customIdToken("-7")).toBe("-7");
+	});
+	it("turns any other customid into header- and path-safe text, one-to-one", () => {
+		const ids = ["ord_8f3a-77", "ORD_8F3A-77", "ordre n°7 ✓", "a/b+c=d", "😀".repeat(100), "x", "1001 "];
+		const tokens = ids.map(customIdToken);
+		for (const token of tokens) expect(token).toMatch(/^x[A-Za-z0-9_-]+$/);
+		expect(new Set(tokens).size).toBe(ids.length);
+		expect(customIdToken("ordre n°7 ✓")).toBe(`x${Buffer.from("ordre n°7 ✓").toString("base64url")}`);
 	});
 });

@@ -5,7 +5,8 @@ import { defineConfig } from "vitest/config";
 export default defineConfig({
 	test: {
 		root: new URL("../..", import.meta.url).pathname,
-		include: ["test/e2e/**/*.e2e.test.ts"],
+		// The SDK's tests run its packed package against `wrangler dev` too (packages/sdk/test).
+		include: ["test/e2e/**/*.e2e.test.ts", "packages/sdk/test/**/*.test.ts"],
 		testTimeout: 60_000,
 		hookTimeout: 120_000,
 		fileParallelism: false,

@@ -200,7 +200,9 @@ describe("registerconversionevent", () => {
 	it("rejects bad input with field names and stores nothing", async () => {
 		const { api, appid, friend } = await referral();
 		const cases: [Record<string, unknown>, string][] = [
-			[{ customid: "12a" }, "customid"],
+			[{ customid: "x".repeat(101) }, "customid"],
+			[{ customid: "   " }, "customid"],
+			[{ customid: 1.5 }, "customid"],
 			[{ customid: undefined }, "customid"],
 			[{ eventname: "" }, "eventname"],
 			[{ growthhack: undefined }, "growthhack"],

@@ -1,93 +1,98 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { customIdToken } from "../../src/domain/ids";
 import { ledgerFor } from "../../src/ledger/stub";
-import { createApp } from "../support/api";
+import { createApp, withWebhook } from "../support/api";
 
 /**
- * A customid is one event of one user (issue 20, items 1 and 15): a repeat
- * for another user, event name or value is 409 customid_conflict and grants
- * nothing, whether it comes after the first or races it.
+ * customid is the product's own id of an event (issue 35): any text of 1-100
+ * printable characters, compared exactly; integers keep their old meaning,
+ * so a number and its digits as text are one event.
  */
-
-type App = Awaited<ReturnType<typeof createApp>>;
-
-/** Two referred friends, each with its own referrer. */
-async function twoReferrals(app: App, round: number) {
-	const pair = async (side: string) => {
-		const referrer = (await app.api("register", { email: `r${side}${round}@x.com` })).body;
-		const friend = (await app.api("register", { email: `f${side}${round}@x.com`, referrercode: referrer.referralcode })).body;
-		return { referrer: referrer.userkey as string, friend: friend.userkey as string, email: `f${side}${round}@x.com` };
-	};
-	return [await pair("a"), await pair("b")] as const;
+async function referral() {
+	const app = await createApp(
+		{ rewardrules: [{ rewardusertype: "Referrer", eventname: "Transaction", reward: 5, rewardunit: "USD" }] },
+		withWebhook(),
+	);
+	const referrer = (await app.api("register", { email: "ref@x.com" })).body;
+	const friend = (await app.api("register", { email: "friend@x.com", referrercode: referrer.referralcode })).body;
+	const order = (customid: unknown) =>
+		app.api("registerconversionevent", {
+			userkey: friend.userkey,
+			eventname: "Transaction",
+			transactionvalue: "20",
+			customid,
+			growthhack: "SaaS_Referrals",
+		});
+	const rewards = () => ledgerFor(env, app.appid, referrer.userkey).listRewards();
+	const stored = async () =>
+		(await env.DB.prepare("SELECT customid FROM conversion_events WHERE appid = ? ORDER BY customid").bind(app.appid).all()).results.map(
+			(r) => r.customid,
+		);
+	return { ...app, referrer, order, rewards, stored };
 }
 
-const conversion = (app: App, userkey: string, customid: string, extra: Record<string, unknown> = {}) =>
-	app.api("registerconversionevent", { userkey, eventname: "Signup", customid, growthhack: "SaaS_Referrals", ...extra });
-
-const rewardsOf = (app: App, userkey: string) => ledgerFor(env, app.appid, userkey).listRewards();
-
-describe("customid: one event of one user", () => {
-	it("two users racing one customid: one is recorded and paid, the other is 409 and paid nothing (10 rounds)", async () => {
-		const app = await createApp();
-		let rewards = 0;
-		for (let round = 0; round < 10; round++) {
-			const [a, b] = await twoReferrals(app, round);
-			const customid = String(5000 + round);
-			const answers = await Promise.all([conversion(app, a.friend, customid), conversion(app, b.friend, customid)]);
-			expect(answers.map((r) => r.status).sort()).toEqual([200, 409]);
-			const refused = answers.find((r) => r.status === 409)!;
-			expect(refused.body).toMatchObject({ success: false, errorcode: "customid_conflict", fields: ["customid"] });
-			for (const side of [a, b]) {
-				const friendRewards = await rewardsOf(app, side.friend);
-				const referrerRewards = await rewardsOf(app, side.referrer);
-				// Whoever won, its rewards name its own friend; the loser's ledgers hold nothing.
-				for (const reward of [...friendRewards, ...referrerRewards]) expect(reward.friendemail).toBe(side.email);
-				rewards += friendRewards.length + referrerRewards.length;
-			}
-		}
-		expect(rewards).toBe(20);
+describe("customid", () => {
+	it("takes an order id as it is: the same one twice is one event", async () => {
+		const { order, rewards, stored } = await referral();
+		expect((await order("ord_8f3a-77")).body).toMatchObject({ success: true, duplicate: false });
+		expect((await order("ord_8f3a-77")).body).toMatchObject({ success: true, duplicate: true });
+		expect(await rewards()).toHaveLength(1);
+		expect(await stored()).toEqual(["ord_8f3a-77"]);
 	});
 
-	it("a repeat for another user, event name or value is refused naming what was recorded; the same event is a duplicate", async () => {
-		const app = await createApp({
-			rewardrules: [
-				{ rewardusertype: "Referrer", eventname: "Signup", reward: 10, rewardunit: "USD" },
-				{ rewardusertype: "Referrer", eventname: "Purchase", reward: 10, rewardunit: "%" },
-			],
-		});
-		const [a, b] = await twoReferrals(app, 0);
-		expect((await conversion(app, a.friend, "42", { eventname: "Purchase", transactionvalue: "20" })).body).toMatchObject({
-			duplicate: false,
-			rewardscreated: 1,
-		});
-		const recorded = { userkey: a.friend, eventname: "Purchase", transactionvalue: 20 };
-		for (const repeat of [
-			{ userkey: b.friend, eventname: "Purchase", transactionvalue: "20" },
-			{ userkey: a.friend, eventname: "Signup", transactionvalue: "20" },
-			{ userkey: a.friend, eventname: "Purchase", transactionvalue: "21" },
-			{ userkey: a.friend, eventname: "Purchase" },
-		]) {
-			const answer = await conversion(app, repeat.userkey, "42", repeat);
-			expect(answer.status).toBe(409);
-			expect(answer.body).toMatchObject({ errorcode: "customid_conflict", recorded });
-			expect(answer.body.message).toContain("Purchase");
-		}
-		const same = await conversion(app, a.friend, "0042", { eventname: "purchase", transactionvalue: 20.0 });
-		expect(same.body).toMatchObject({ success: true, duplicate: true, rewardscreated: 0 });
-		expect(await rewardsOf(app, a.referrer)).toHaveLength(1);
-		expect(await rewardsOf(app, b.referrer)).toHaveLength(0);
+	it("is one event for 1001 and '1001' (and '01001'), whichever comes first", async () => {
+		const { order, rewards, stored } = await referral();
+		expect((await order(1001)).body.duplicate).toBe(false);
+		expect((await order("1001")).body.duplicate).toBe(true);
+		expect((await order("01001")).body.duplicate).toBe(true);
+		expect((await order("2002")).body.duplicate).toBe(false);
+		expect((await order(2002)).body.duplicate).toBe(true);
+		expect(await rewards()).toHaveLength(2);
+		expect(await stored()).toEqual(["1001", "2002"]);
 	});
 
-	it("an event no rule matches says so and names the campaign's event names; its corrected resend is a conflict, not a silent duplicate", async () => {
-		const app = await createApp();
-		const [a] = await twoReferrals(app, 0);
-		const typo = await conversion(app, a.friend, "77", { eventname: "Sigunp" });
-		expect(typo.status).toBe(200);
-		expect(typo.body).toMatchObject({ success: true, duplicate: false, rewardscreated: 0 });
-		expect(typo.body.message).toMatch(/No active rule .* eventname Sigunp; its event names: Signup\./);
-		const corrected = await conversion(app, a.friend, "77");
-		expect(corrected.status).toBe(409);
-		expect(corrected.body).toMatchObject({ errorcode: "customid_conflict", recorded: { eventname: "Sigunp" } });
-		expect(await rewardsOf(app, a.friend)).toHaveLength(0);
+	it("compares exactly: case and inner characters make another event", async () => {
+		const { order, rewards, stored } = await referral();
+		const ids = ["in_1PqR", "IN_1PQR", "in_1PqR ", "3fa85f64-5717-4562-b3fc-2c963f66afa6", "ordre n°7 ✓"];
+		for (const id of ids) expect((await order(id)).body, id).toMatchObject({ success: true, duplicate: false });
+		expect(await rewards()).toHaveLength(ids.length);
+		expect((await stored()).sort()).toEqual([...ids].sort());
+	});
+
+	it("takes up to 100 characters (emoji count as one) and refuses more, storing nothing", async () => {
+		const { order, stored } = await referral();
+		expect((await order("é".repeat(100))).status).toBe(200);
+		expect((await order("😀".repeat(100))).status).toBe(200);
+		for (const bad of ["x".repeat(101), "", "  ", "tab\there", "nul\u0000", 12.5, true, null]) {
+			const res = await order(bad);
+			expect(res.status, JSON.stringify(bad)).toBe(400);
+			expect(res.body.fields, JSON.stringify(bad)).toContain("customid");
+		}
+		expect(await stored()).toHaveLength(2);
+	});
+
+	it("gives the conversion webhook an ASCII webhook-id whatever the customid", async () => {
+		const { appid, order, referrer } = await referral();
+		await order("ordre n°7 ✓");
+		await order("1001");
+		await ledgerFor(env, appid, referrer.userkey).flush();
+		const ids = await env.DB.prepare("SELECT eventid FROM outbox_events WHERE appid = ? AND type = 'conversion.recorded' ORDER BY eventid")
+			.bind(appid)
+			.all<{ eventid: string }>();
+		expect(ids.results.map((r) => r.eventid)).toEqual([
+			`evt_conversion_${appid}_1001`,
+			`evt_conversion_${appid}_${customIdToken("ordre n°7 ✓")}`,
+		]);
+		for (const { eventid } of ids.results) expect(eventid).toMatch(/^[\x21-\x7e]+$/);
+	});
+
+	it("reverses an event named by a text customid", async () => {
+		const { api, order, rewards } = await referral();
+		await order("cs_test_a1B2");
+		const res = await api("reverseconversionevent", { customid: "cs_test_a1B2" });
+		expect(res.body).toMatchObject({ success: true, customid: "cs_test_a1B2", full: true });
+		expect((await api("reverseconversionevent", { customid: "CS_TEST_A1B2" })).body.errorcode).toBe("event_not_found");
+		expect((await rewards())[0]).toMatchObject({ rewardstatus: "Rejected" });
 	});
 });

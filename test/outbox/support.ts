@@ -91,7 +91,7 @@ export interface Delivery {
 }
 
 /** Runs the consumer on one batch, as the platform would, and returns what it acked and retried. */
-export async function runBatch(messages: Delivery[], runEnv: Env = env) {
+export async function runBatch(messages: Delivery[], runEnv: Env = env, now?: () => number) {
 	const batch = createMessageBatch(
 		"referral-outbox",
 		messages.map((m, i) => ({
@@ -104,7 +104,7 @@ export async function runBatch(messages: Delivery[], runEnv: Env = env) {
 	// getQueueResult() reports which messages were retried but not the delay asked for: watch retry() for that.
 	const retrySpies = batch.messages.map((m) => vi.spyOn(m, "retry"));
 	const ctx = createExecutionContext();
-	await queue(batch, runEnv, ctx);
+	await queue(batch, runEnv, ctx, now);
 	const result = await getQueueResult(batch, ctx);
 	const retries = batch.messages.flatMap((m, i) =>
 		retrySpies[i]!.mock.calls.map(([options]) => ({ msgId: m.id, delaySeconds: options?.delaySeconds })),

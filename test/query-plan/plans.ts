@@ -24,6 +24,7 @@ export const GROWING_TABLES: Record<Engine, readonly string[]> = {
 		"coupons",
 		"users",
 		"link_clicks",
+		"referral_code_aliases",
 		"conversion_events",
 		"rewards",
 		"outbox_events",
@@ -50,7 +51,18 @@ export const GROWING_TABLES: Record<Engine, readonly string[]> = {
 		"stripe_event_counts",
 		"stripe_inbox",
 	],
-	ledger: ["rewards", "balances", "outbox", "ledger_transactions", "reward_locks", "idempotency_keys", "refunds", "clawbacks", "payouts"],
+	ledger: [
+		"rewards",
+		"balances",
+		"outbox",
+		"ledger_transactions",
+		"reward_locks",
+		"idempotency_keys",
+		"refunds",
+		"clawbacks",
+		"milestone_events",
+		"payouts",
+	],
 };
 
 /** Tables that stay small whatever happens: bookkeeping of SQLite, D1 and the ledger's schema version. */

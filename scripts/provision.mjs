@@ -1,0 +1,141 @@
+// `npm run provision -- --env <staging|production> [--dry-run]`: creates with
+// wrangler what an environment of wrangler.toml needs and does not have yet
+// (its D1 database, its queues and their dead-letter queues), writes the new
+// database's id into wrangler.toml, and prints the secrets still to set and
+// the deploy command. `--dry-run` prints the same plan and calls nothing: no
+// wrangler, no network (docs/deploy.md).
+import { spawnSync } from "node:child_process";
+import { readFileSync, writeFileSync } from "node:fs";
+
+const PLACEHOLDER_ID = "00000000-0000-4000-8000-000000000000";
+/** Secrets the Worker refuses to run without (README "Deploying", docs/deploy.md). */
+export const SECRETS = [
+	["ADMIN_TOKEN", "32+ random characters: the admin API and the dashboard answer 503 without it"],
+	["IP_HASH_KEY", "another random value: keys the hashes of IP addresses"],
+	["SECRETS_KEY", "another random value: seals the apps' Stripe keys at rest"],
+];
+
+/** The lines of wrangler.toml that belong to `[env.<name>]` and its sub-tables. */
+export function environmentOf(toml, name) {
+	const lines = toml.split("\n");
+	const mine = [];
+	let inside = false;
+	for (const line of lines) {
+		const header = /^\s*\[\[?([^\]]+)\]\]?\s*$/.exec(line);
+		if (header) inside = header[1] === `env.${name}` || header[1].startsWith(`env.${name}.`);
+		if (inside) mine.push(line);
+	}
+	if (mine.length === 0) return null;
+	const values = (key) => [...mine.join("\n").matchAll(new RegExp(`^\\s*${key}\\s*=\\s*"([^"]*)"`, "gm"))].map((m) => m[1]);
+	const queues = [...new Set([...values("queue"), ...values("dead_letter_queue")])];
+	const dlqs = new Set(values("dead_letter_queue"));
+	return {
+		database: values("database_name")[0] ?? null,
+		databaseId: values("database_id")[0] ?? null,
+		queues: queues.filter((q) => !dlqs.has(q)),
+		deadLetterQueues: [...dlqs],
+	};
+}
+
+/** What to create, in order, and the commands that would do it. */
+export function planOf(env, resources) {
+	const steps = [];
+	if (resources.database) {
+		const known = resources.databaseId && resources.databaseId !== PLACEHOLDER_ID;
+		steps.push({
+			kind: "d1",
+			name: resources.database,
+			command: ["wrangler", "d1", "create", resources.database],
+			note: known
+				? `database_id ${resources.databaseId} already in wrangler.toml: checked, created only if missing`
+				: "then its id goes into wrangler.toml",
+		});
+	}
+	for (const queue of [...resources.queues, ...resources.deadLetterQueues]) {
+		const dead = resources.deadLetterQueues.includes(queue);
+		steps.push({ kind: "queue", name: queue, command: ["wrangler", "queues", "create", queue], note: dead ? "dead-letter queue" : "" });
+	}
+	return {
+		steps,
+		secrets: SECRETS.map(([name, why]) => ({ name, why, command: `npx wrangler secret put ${name} --env ${env}` })),
+		migrate: `npx wrangler d1 migrations apply DB --remote --env ${env}`,
+		deploy: `npm run deploy:${env}`,
+	};
+}
+
+function printPlan(env, plan, dryRun) {
+	console.log(`${dryRun ? "Plan (dry run: nothing is called)" : "Provisioning"} for --env ${env}:`);
+	for (const step of plan.steps) {
+		console.log(
+			`  ${step.kind === "d1" ? "D1 database" : "queue      "} ${step.name.padEnd(34)} npx ${step.command.join(" ")}${step.note ? `  # ${step.note}` : ""}`,
+		);
+	}
+}
+
+function wrangler(args) {
+	const run = spawnSync("npx", ["wrangler", ...args], { encoding: "utf8", env: { ...process.env, WRANGLER_SEND_METRICS: "false" } });
+	return { ok: run.status === 0, out: `${run.stdout ?? ""}${run.stderr ?? ""}` };
+}
+
+const alreadyExists = (out) => /already (exists|taken)|name is taken|\[code: 11009\]|\[code: 7502\]/i.test(out);
+
+function main(argv) {
+	const envAt = argv.indexOf("--env");
+	const env = envAt >= 0 ? argv[envAt + 1] : undefined;
+	const dryRun = argv.includes("--dry-run");
+	const tomlPath = new URL("../wrangler.toml", import.meta.url);
+	const toml = readFileSync(tomlPath, "utf8");
+	const resources = env ? environmentOf(toml, env) : null;
+	if (!env || !resources) {
+		console.error("usage: npm run provision -- --env <staging|production> [--dry-run]  (an [env.<name>] of wrangler.toml)");
+		return 2;
+	}
+	const plan = planOf(env, resources);
+	printPlan(env, plan, dryRun);
+	if (!dryRun) {
+		for (const step of plan.steps) {
+			const result = wrangler(step.command.slice(1));
+			if (result.ok) {
+				console.log(`  created ${step.name}`);
+				if (step.kind === "d1") {
+					const id =
+						/database_id\s*=\s*"([0-9a-f-]{36})"/.exec(result.out)?.[1] ?? /"database_id":\s*"([0-9a-f-]{36})"/.exec(result.out)?.[1];
+					if (!id) throw new Error(`could not read the new database's id from:\n${result.out}`);
+					writeDatabaseId(tomlPath, env, id);
+					console.log(`  wrote database_id ${id} into [env.${env}] of wrangler.toml`);
+				}
+			} else if (alreadyExists(result.out)) {
+				console.log(`  ${step.name} exists already`);
+				if (step.kind === "d1" && (resources.databaseId === PLACEHOLDER_ID || !resources.databaseId)) {
+					const info = wrangler(["d1", "info", step.name, "--json"]);
+					const id = /"uuid":\s*"([0-9a-f-]{36})"/.exec(info.out)?.[1];
+					if (id) writeDatabaseId(tomlPath, env, id);
+					console.log(
+						id ? `  wrote its database_id ${id} into wrangler.toml` : "  put its database_id into wrangler.toml by hand (wrangler d1 info)",
+					);
+				}
+			} else {
+				console.error(`  failed: npx ${step.command.join(" ")}\n${result.out}`);
+				return 1;
+			}
+		}
+	}
+	console.log(`\nSecrets to set (each asks for its value; skip those already set: npx wrangler secret list --env ${env}):`);
+	for (const secret of plan.secrets) console.log(`  ${secret.command.padEnd(52)} # ${secret.why}`);
+	console.log(`\nThen: ${plan.deploy}   (applies the remote D1 migrations, then deploys)`);
+	console.log("Before a first production deploy, go through docs/deploy.md's checklist.");
+	return 0;
+}
+
+/** Replaces the database_id of `[env.<env>]`'s D1 binding (and only that one). */
+function writeDatabaseId(tomlPath, env, id) {
+	const toml = readFileSync(tomlPath, "utf8");
+	const header = `[[env.${env}.d1_databases]]`;
+	const at = toml.indexOf(header);
+	if (at < 0) throw new Error(`no ${header} in wrangler.toml`);
+	const end = toml.indexOf("\n[", at + header.length);
+	const section = toml.slice(at, end < 0 ? undefined : end).replace(/database_id\s*=\s*"[^"]*"/, `database_id = "${id}"`);
+	writeFileSync(tomlPath, toml.slice(0, at) + section + (end < 0 ? "" : toml.slice(end)));
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) process.exit(main(process.argv.slice(2)));
