@@ -1,6 +1,7 @@
 import { type Context, Hono } from "hono";
 import { clickCounterFor } from "../clicks/click-counter";
 import { findApp } from "../db/apps";
+import { recordAudit } from "../db/audit";
 import { erasePersonInD1, findPerson, logPrivacyAction, type PersonRecord, personActivity, privacyLog } from "../db/privacy";
 import { nowIso } from "../domain/dates";
 import { ApiError, userNotFound } from "../http/errors";
@@ -76,6 +77,8 @@ privacyRoutes.get("/apps/:appid/users/:userkey/export", async (c) => {
 	]);
 	const at = nowIso();
 	await logPrivacyAction(c.env.DB, appid, user.userkey, "export", { actor: actorOf(c), at });
+	// Who read a person's data, in the audit log too, naming the signed-in actor (issue 31).
+	await recordAudit(c.env.DB, auditEntry(c, appid, { action: "user.export", targetType: "user", targetId: user.userkey }));
 	return c.json({
 		exportedat: at,
 		appid,

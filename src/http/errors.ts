@@ -56,6 +56,7 @@ export type ErrorCode =
 	| "not_wallet_distribution"
 	| "invalid_signature"
 	| "service_busy"
+	| "invalid_event"
 	| "internal_error";
 
 /** An expected failure: becomes the JSON error envelope with its status. */

@@ -29,6 +29,13 @@ export type ReverseOperation = {
 	refundid: string;
 	/** The refunded part of the transaction value, or null to reverse the whole event. */
 	refundvalue: number | null;
+	/**
+	 * Instead of a part: what was refunded of the payment in total so far (a Stripe charge's
+	 * `amount_refunded`). The ledger takes what its refunds did not take yet, so duplicated,
+	 * concurrent and reordered totals converge to the largest one; a total at or above the
+	 * transaction value reverses the whole event.
+	 */
+	refundedTotal?: number | null;
 	/** The event's transaction value (null when it was sent without one). */
 	transactionvalue: number | null;
 	/** Kept as the comment of the rewards it changes. */
@@ -188,6 +195,18 @@ function reverseReward(
 	};
 }
 
+/**
+ * The part a refund asks for: its `refundvalue`, or for a refunded total what
+ * this ledger's refunds have not taken yet (0: nothing new, an older or
+ * repeated total; null: the whole event, once the total reaches the value).
+ */
+function requestedPart(operation: ReverseOperation, refunded: number): number | null {
+	const total = operation.refundedTotal;
+	if (total == null) return operation.refundvalue;
+	if (operation.transactionvalue === null || total >= operation.transactionvalue) return null;
+	return Math.max(0, total - refunded);
+}
+
 /** Applies a refund in this ledger (checks first; a refusal rolls everything back). */
 export function applyReversal(
 	tx: TxContext,
@@ -198,7 +217,7 @@ export function applyReversal(
 	refuseIfAnotherPrepared(tx.sql, customid, ownTxid);
 	const known = tx.sql.exec<RefundRow>("SELECT * FROM refunds WHERE customid = ? AND refundid = ?", customid, refundid).toArray()[0];
 	if (known) {
-		if (known.requested !== operation.refundvalue) {
+		if (operation.refundedTotal == null && known.requested !== operation.refundvalue) {
 			throw new Refused({
 				code: "refundid_reused",
 				message: `refund ${refundid} of event ${customid} was recorded with another refundvalue`,
@@ -208,7 +227,8 @@ export function applyReversal(
 		return { rewards: [], reversal: { ...first, changed: false, repeat: true } };
 	}
 	const prior = priorRefunds(tx.sql, customid);
-	const decision = decideRefund(prior, operation.refundvalue, operation.transactionvalue);
+	const requested = requestedPart(operation, prior.refunded);
+	const decision = requested === 0 ? ({ kind: "noop" } as const) : decideRefund(prior, requested, operation.transactionvalue);
 	const base = {
 		customid,
 		refundid,
@@ -225,7 +245,7 @@ export function applyReversal(
 	if (decision.kind === "noop") {
 		return {
 			rewards: [],
-			reversal: { ...base, refundvalue: 0, refunded: fromHundredths(prior.refunded), full: true, changed: false, rewards: [] },
+			reversal: { ...base, refundvalue: 0, refunded: fromHundredths(prior.refunded), full: prior.full, changed: false, rewards: [] },
 		};
 	}
 	// A milestone reward is not the event's own: it is reversed below only when its friends fall below N.

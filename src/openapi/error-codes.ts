@@ -56,6 +56,7 @@ export const ERROR_CODES = [
 	"not_wallet_distribution",
 	"invalid_signature",
 	"service_busy",
+	"invalid_event",
 	"internal_error",
 ] as const satisfies readonly ErrorCode[];
 

@@ -51,6 +51,7 @@ export const GROWING_TABLES: Record<Engine, readonly string[]> = {
 		"app_stripe",
 		"stripe_links",
 		"stripe_event_counts",
+		"stripe_inbox",
 	],
 	ledger: [
 		"rewards",
@@ -62,6 +63,7 @@ export const GROWING_TABLES: Record<Engine, readonly string[]> = {
 		"refunds",
 		"clawbacks",
 		"milestone_events",
+		"payouts",
 	],
 };
 

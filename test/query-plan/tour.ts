@@ -2,6 +2,7 @@ import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { releaseKey } from "../../src/db/idempotency-replies";
 import { markNotEnqueued } from "../../src/db/outbox-events";
+import { redactComments } from "../../src/ledger/comment-redaction";
 import { migrateLedger } from "../../src/ledger/migrate";
 import { flushOutboxOnce, queueWebhook } from "../../src/ledger/outbox";
 import { erasePersonInLedger } from "../../src/ledger/privacy";
@@ -275,6 +276,9 @@ async function rarePaths(tour: Awaited<ReturnType<typeof operations>>) {
 		const event = webhookEvent(app.appid, "reward.created", { userkey: friend.userkey, email: "fr@x.com" });
 		queueWebhook(sql, event, Date.now());
 		erasePersonInLedger(sql, friend.userkey, ["fr@x.com"], null);
+		// A comment naming a Stripe customer, redacted at the erasure of the ledger's own user.
+		sql.exec("UPDATE rewards SET comment = 'No such customer: cus_plan' WHERE seq = 1");
+		redactComments(sql, ["fr@x.com"]);
 		const failing = { batch: () => Promise.reject(new Error("D1 down")), prepare: env.DB.prepare.bind(env.DB) } as unknown as D1Database;
 		await flushOutboxOnce({
 			sql,
@@ -304,6 +308,7 @@ async function oldLedger() {
 			"refunds",
 			"clawbacks",
 			"milestone_events",
+			"payouts",
 		])
 			sql.exec(`DROP TABLE ${name}`);
 		for (const statement of LEDGER_MIGRATIONS[0] ?? []) sql.exec(statement);
