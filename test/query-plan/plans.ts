@@ -49,6 +49,7 @@ export const GROWING_TABLES: Record<Engine, readonly string[]> = {
 		"app_stripe",
 		"stripe_links",
 		"stripe_event_counts",
+		"leaderboard_counts",
 	],
 	ledger: [
 		"rewards",
