@@ -12,6 +12,7 @@ import { registerApps } from "./pages/apps";
 import { registerAudit } from "./pages/audit";
 import { registerCampaigns } from "./pages/campaigns";
 import { registerDeliveries } from "./pages/deliveries";
+import { registerLeaderboard } from "./pages/leaderboard";
 import { registerReview } from "./pages/review";
 import { registerStripe } from "./pages/stripe";
 import { registerTeam } from "./pages/team";
@@ -123,6 +124,7 @@ registerReview(dashboardRoutes);
 registerDeliveries(dashboardRoutes);
 registerAnalytics(dashboardRoutes);
 registerAudit(dashboardRoutes);
+registerLeaderboard(dashboardRoutes);
 registerTeam(dashboardRoutes);
 registerStripe(dashboardRoutes);
 
