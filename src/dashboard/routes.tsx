@@ -1,10 +1,12 @@
 /** @jsxImportSource hono/jsx */
-import { Hono } from "hono";
+import { Hono, type Next } from "hono";
+import { roleAtLeast } from "../admin/rights";
+import { ROLES } from "../db/admin-tokens";
 import { constantTimeEqual } from "../domain/crypto";
 import { adminTokenRefused, INSECURE_MESSAGE } from "../http/admin-token";
 import { clientIp, RETRY_AFTER_SECONDS } from "../http/rate-limits";
 import { apiFor } from "./api";
-import type { DashEnv } from "./context";
+import type { DashContext, DashEnv } from "./context";
 import { Csrf, Field, Page } from "./layout";
 import { registerMemberSignIn } from "./members";
 import { registerAnalytics } from "./pages/analytics";
@@ -13,10 +15,13 @@ import { registerAudit } from "./pages/audit";
 import { registerCampaigns } from "./pages/campaigns";
 import { registerDeliveries } from "./pages/deliveries";
 import { registerLeaderboard } from "./pages/leaderboard";
+import { registerMail } from "./pages/mail";
 import { registerReview } from "./pages/review";
 import { registerStripe } from "./pages/stripe";
 import { registerTeam } from "./pages/team";
 import { registerUsers } from "./pages/users";
+import { registerPasswordReset } from "./reset";
+import { roleIn } from "./role";
 import { SCRIPT } from "./script";
 import { checkLoginCsrf, endSession, loginCsrf, readSession, startSession } from "./session";
 import { checkSignIn } from "./sign-in";
@@ -59,6 +64,9 @@ const loginPage = (csrf: string, error?: string) => (
 			<div>
 				<button type="submit">Sign in as a member</button>
 			</div>
+			<p>
+				<a href="/dashboard/reset">Forgot your password?</a>
+			</p>
 		</form>
 		<form class="grid login" method="post" action="/dashboard/login" aria-labelledby="token-sign-in">
 			<h2 id="token-sign-in">Set-up</h2>
@@ -93,6 +101,8 @@ dashboardRoutes.post("/login", async (c) => {
 });
 
 registerMemberSignIn(dashboardRoutes, loginPage);
+registerPasswordReset(dashboardRoutes);
+registerMail(dashboardRoutes);
 
 // Everything below needs a session; every POST needs its CSRF token.
 dashboardRoutes.use("*", async (c, next) => {
@@ -116,6 +126,28 @@ dashboardRoutes.post("/logout", async (c) => {
 	await endSession(c, c.var.session);
 	return c.redirect("/dashboard/login", 303);
 });
+
+/**
+ * Each role sees only the tabs it may use: a tab marked with the role it
+ * needs (layout.tsx) is taken out of a member's page when their role is
+ * below it, instead of leading to a 403.
+ */
+const tabsByRole = async (c: DashContext, next: Next) => {
+	await next();
+	const personid = c.var.session?.personid;
+	if (!personid || !c.res.headers.get("content-type")?.includes("text/html")) return;
+	const role = await roleIn(c, c.req.param("appid") ?? "");
+	c.res = new HTMLRewriter()
+		.on("nav.tabs a[data-needs]", {
+			element(link) {
+				const needs = ROLES.find((r) => r === link.getAttribute("data-needs"));
+				if (needs && !roleAtLeast(role, needs)) link.remove();
+			},
+		})
+		.transform(c.res);
+};
+dashboardRoutes.use("/apps/:appid", tabsByRole);
+dashboardRoutes.use("/apps/:appid/*", tabsByRole);
 
 registerApps(dashboardRoutes);
 registerCampaigns(dashboardRoutes);

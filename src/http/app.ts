@@ -12,6 +12,7 @@ import { shareLinkRoutes } from "../operations/share-link";
 import { sharePageRoutes } from "../sharepage/routes";
 import { authenticate } from "./auth";
 import { d1Metrics, TOTALS_PATH } from "./d1-metrics";
+import { devMailRoutes } from "./dev-mail";
 import { ApiError, errorBody } from "./errors";
 import { describeZodError } from "./fields";
 import { homeRoutes } from "./home";
@@ -100,6 +101,7 @@ app.route("/admin/v1", adminRoutes);
 app.route("/", stripeWebhookRoutes);
 app.route("/r", shareLinkRoutes);
 app.route("/dashboard", dashboardRoutes);
+app.route("/", devMailRoutes);
 app.route("/", sharePageRoutes);
 app.route("/", openApiRoutes);
 

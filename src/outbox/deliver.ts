@@ -4,7 +4,7 @@ import { ERASED } from "../privacy/redact";
 import { type AttemptOutcome, type DeliveryTarget, PERMANENT_FAILURE } from "./deliveries";
 import { webhookBody } from "./envelope";
 import { emailPayloadSchema } from "./events";
-import { headerText } from "./mail-headers";
+import { sendEmail } from "./send-email";
 import { webhookHeaders } from "./signature";
 
 /** How one attempt ended, before it is logged. */
@@ -95,17 +95,8 @@ export async function deliver(target: DeliveryTarget, env: Env, options: Deliver
 			const email = emailPayloadSchema.safeParse(payload.value);
 			if (!email.success)
 				return permanent(`invalid email payload: ${email.error.issues.map((i) => i.path.join(".") || i.message).join(", ")}`);
-			const { to, text, html } = email.data;
-			// Again at sending: a payload stored before headerText existed must not add a header either.
-			const toName = headerText(email.data.toName);
-			const subject = headerText(email.data.subject) || "(no subject)";
-			await env.EMAIL.send({
-				from: app.emailsender || options.defaultSender,
-				to: toName ? { name: toName, email: to } : to,
-				subject,
-				text,
-				html,
-			});
+			const { to, toName, subject, text, html } = email.data;
+			await sendEmail(env, { from: app.emailsender || options.defaultSender, to, toName, subject, text, html });
 			return { outcome: "delivered", responseCode: null, error: null };
 		}
 		return permanent(`unknown event kind '${event.kind}'`);

@@ -7,6 +7,13 @@ import type { AllowedScan } from "./plans";
  * than use. Every entry must still match a statement the tour sends.
  */
 export const ALLOWED_SCANS: readonly AllowedScan[] = [
+	// ---- D1, local development only ----
+	{
+		file: "src/db/dev-mail.ts",
+		sql: "FROM dev_mail ORDER BY seq DESC LIMIT ?",
+		table: "dev_mail",
+		bound: "the primary key read backwards, LIMIT 100 rows; only in local development (a deployed Worker answers 404 and keeps no mail)",
+	},
 	// ---- a ledger's own SQLite (one user's rewards) ----
 	{
 		file: "src/ledger/reads.ts",

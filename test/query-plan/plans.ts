@@ -45,6 +45,8 @@ export const GROWING_TABLES: Record<Engine, readonly string[]> = {
 		"people",
 		"members",
 		"member_invitations",
+		"password_resets",
+		"dev_mail",
 		"audit_log",
 		"app_stripe",
 		"stripe_links",
