@@ -42,6 +42,7 @@ export const RIGHTS: Readonly<Record<string, Needed>> = {
 	"GET /apps/:appid/rewards": "viewer",
 	"POST /apps/:appid/rewards/status": "reviewer",
 	"GET /apps/:appid/stats": "viewer",
+	"GET /apps/:appid/leaderboard": "viewer",
 	[`POST /apps/:appid/users${COLON}import`]: "manager",
 	"POST /apps/:appid/tokens": "owner",
 	"GET /apps/:appid/tokens": "owner",

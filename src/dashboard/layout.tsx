@@ -3,7 +3,7 @@ import type { Child } from "hono/jsx";
 
 /** Shared page frame and small components of the dashboard. */
 
-export type Tab = "overview" | "campaigns" | "users" | "review" | "deliveries" | "analytics" | "audit" | "team";
+export type Tab = "overview" | "campaigns" | "users" | "review" | "deliveries" | "analytics" | "leaderboard" | "audit" | "team";
 
 export interface PageProps {
 	title: string;
@@ -24,6 +24,7 @@ const TABS: [Tab, string, string, string?][] = [
 	["review", "Review queue", "/review"],
 	["deliveries", "Deliveries", "/deliveries"],
 	["analytics", "Analytics", "/analytics"],
+	["leaderboard", "Leaderboard", "/leaderboard"],
 	["audit", "Audit log", "/audit"],
 	["team", "Team", "/team", "owner"],
 ];

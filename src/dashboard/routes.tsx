@@ -15,6 +15,7 @@ import { registerApps } from "./pages/apps";
 import { registerAudit } from "./pages/audit";
 import { registerCampaigns } from "./pages/campaigns";
 import { registerDeliveries } from "./pages/deliveries";
+import { registerLeaderboard } from "./pages/leaderboard";
 import { registerMail } from "./pages/mail";
 import { registerReview } from "./pages/review";
 import { registerStripe } from "./pages/stripe";
@@ -156,6 +157,7 @@ registerReview(dashboardRoutes);
 registerDeliveries(dashboardRoutes);
 registerAnalytics(dashboardRoutes);
 registerAudit(dashboardRoutes);
+registerLeaderboard(dashboardRoutes);
 registerTeam(dashboardRoutes);
 registerStripe(dashboardRoutes);
 

@@ -1,6 +1,7 @@
 import type { z } from "zod";
 import { auditEntrySchema, auditStatement } from "../db/audit";
 import { grantsConfirmed } from "../db/event-grants";
+import { appTimeZone, leaderboardCounters } from "../db/leaderboard";
 import { appHasWebhook, insertOutboxEvent } from "../db/outbox-events";
 import { type AssignedCoupon, claimCoupon, projectionStatement, releaseCoupon, sendFlushBatch } from "../db/projection";
 import { rewardCounters } from "../db/stats";
@@ -129,6 +130,18 @@ function announcedConversions(events: OutboxEvent[]): string[] {
 	return events.flatMap((e) => (e.type === "conversion.recorded" && typeof e.payload.customid === "string" ? [e.payload.customid] : []));
 }
 
+/**
+ * The leaderboard's counters of a pass's projected rows (db/leaderboard.ts),
+ * batched before each row's upsert. Only referrer rewards move them, so only
+ * then is the app's time zone read (cached per isolate). Kept apart so the
+ * hook follows the projection wherever it runs.
+ */
+async function leaderboardHook(host: FlushHost, rows: RewardRow[]): Promise<(row: RewardRow) => D1PreparedStatement[]> {
+	if (!rows.some((row) => row.usertype === "Referrer")) return () => [];
+	const zone = await appTimeZone(host.env.DB, host.appid);
+	return (row) => leaderboardCounters(host.env.DB, host.appid, host.userkey, zone, row);
+}
+
 async function deliverRecords(
 	host: FlushHost,
 	projections: LedgerOutboxEntry[],
@@ -140,15 +153,31 @@ async function deliverRecords(
 	const statements: D1PreparedStatement[] = audits.map((entry) => auditStatement(db, payloadOf(entry, auditEntrySchema)));
 	const projected: { entry: LedgerOutboxEntry; version: number }[] = [];
 	const gone: LedgerOutboxEntry[] = [];
+	const rows: { entry: LedgerOutboxEntry; row: RewardRow }[] = [];
 	for (const entry of projections) {
 		const { seq } = payloadOf(entry, projectionPayloadSchema);
 		const row = host.sql.exec<RewardRow>("SELECT * FROM rewards WHERE seq = ?", seq).toArray()[0];
-		if (!row) {
-			gone.push(entry);
-			continue;
-		}
+		if (row) rows.push({ entry, row });
+		else gone.push(entry);
+	}
+	let board: (row: RewardRow) => D1PreparedStatement[];
+	try {
+		board = await leaderboardHook(
+			host,
+			rows.map((r) => r.row),
+		);
+	} catch (error) {
+		console.warn("ledger outbox: time zone read failed", { appid: host.appid, error: errorText(error) });
+		postpone(host, [...rows.map((r) => r.entry), ...webhooks, ...audits], error);
+		return 0;
+	}
+	for (const { entry, row } of rows) {
 		// The row is read now, so the upsert carries the newest state; its version decides whether the entry may go.
-		statements.push(rewardCounters(db, host.appid, host.userkey, row), projectionStatement(db, host.appid, host.userkey, row));
+		statements.push(
+			rewardCounters(db, host.appid, host.userkey, row),
+			...board(row),
+			projectionStatement(db, host.appid, host.userkey, row),
+		);
 		projected.push({ entry, version: row.version });
 	}
 	const queued = webhooks.map((entry) => ({ entry, event: payloadOf(entry, webhookEventSchema) }));

@@ -237,5 +237,33 @@ export const adminApi: AdminRoute[] = [
 		status: 200,
 		response: z.looseObject({ from: z.string(), to: z.string() }),
 	},
+	{
+		method: "get",
+		path: "/apps/{appid}/leaderboard",
+		summary:
+			"getleaderboard's board for operators: referrers ranked by distinct friends with a live rewarded event in the period (all, or this month or week in the app's timezone), each with its email; erased users never appear",
+		query: {
+			campaignid: z.number().int().optional(),
+			period: z.enum(["all", "month", "week"]).optional(),
+			limit: z.number().int().min(1).max(100).optional(),
+		},
+		status: 200,
+		response: z.object({
+			campaignid: z.number().int(),
+			period: z.enum(["all", "month", "week"]),
+			bucket: z.string().describe("all, month:YYYY-MM or week:YYYY-MM-DD (its Monday)"),
+			timezone: z.string(),
+			leaderboard: z.array(
+				z.object({
+					rank: z.number().int(),
+					userkey: z.string(),
+					displayname: z.string(),
+					friendsconverted: z.number().int(),
+					earned: z.number(),
+					email: z.string().nullable(),
+				}),
+			),
+		}),
+	},
 	...accessApi,
 ];

@@ -42,6 +42,7 @@ const SUMMARIES: Record<string, string> = {
 	invokeoutreach: "Email a user their share link",
 	remindfriend: "Email a friend a reminder (once per 24 h)",
 	getsharepage: "A signed link (1 hour) to the user's hosted referral page",
+	getleaderboard: "A campaign's referrers ranked by friends converted in a period (all, month, week), and one user's rank",
 };
 
 type Schema = Record<string, unknown>;

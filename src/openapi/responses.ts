@@ -189,6 +189,29 @@ export const operationResponses: Record<string, z.ZodType> = {
 		url: z.url().describe("Signed link to the user's referral page"),
 		expiresat: z.iso.datetime().describe("When the link stops working (one hour)"),
 	}),
+	getleaderboard: ok({
+		leaderboard: z
+			.array(
+				z.object({
+					rank: z.number().int().describe("1 for the first; no two referrers share a rank (ties go to who reached the count first)"),
+					userkey: z.string(),
+					displayname: z.string().describe('First name and the initial of the last ("Ann L."), or "A referrer"'),
+					friendsconverted: z
+						.number()
+						.int()
+						.describe("Distinct friends with a rewarded (not rejected, not fully reversed) event in the period"),
+					earned: z.number().describe("What the referrer's rewards of those events are worth after refunds"),
+				}),
+			)
+			.describe("The top of the board, best first"),
+		user: z
+			.object({
+				rank: z.number().int().nullable().describe("null while the user has no friend counted in the period"),
+				friendsconverted: z.number().int(),
+			})
+			.optional()
+			.describe("Where `userkey` stands, when it was given"),
+	}),
 };
 
 /** The bare success envelope, for an operation without a shape in operationResponses. */

@@ -3,6 +3,7 @@ import { getuserbalance } from "./balance";
 import { campaignterms, getcampaigndata } from "./campaign";
 import { registerconversionevent } from "./conversion";
 import { getfriendsandrewards } from "./friends";
+import { getleaderboard } from "./leaderboard";
 import { invokeoutreach, remindfriend } from "./outreach";
 import { applyreferrercode, validatereferrercode } from "./referrer";
 import { reverseconversionevent } from "./reversal";
@@ -28,4 +29,5 @@ export const operations: Record<string, Operation> = {
 	remindfriend,
 	getsharepage,
 	reverseconversionevent,
+	getleaderboard,
 };

@@ -253,6 +253,16 @@ describe("dashboard in a browser", () => {
 		expect(await page.$eval('tr[data-funnel="all"]', (tr) => tr.textContent)).toContain("100%");
 	});
 
+	it("shows the leaderboard, its period chosen by a plain form", async () => {
+		expect(await go(`/dashboard/apps/${appid}/leaderboard`)).toBe(200);
+		visited.push(["leaderboard", `/dashboard/apps/${appid}/leaderboard`]);
+		await page.select("#f-period", "week");
+		await submit("form.grid button[type=submit]");
+		expect(new URL(page.url()).searchParams.get("period")).toBe("week");
+		expect(await page.$eval("#f-period", (e) => (e as HTMLSelectElement).value)).toBe("week");
+		expect(await page.$eval("caption", (e) => e.textContent)).toBe("Leaderboard");
+	});
+
 	it("answers 403 to a form POST without the CSRF token", async () => {
 		await go(`/dashboard/apps/${appid}`);
 		const status = await page.evaluate(async (id) => {

@@ -102,6 +102,8 @@ async function operations() {
 
 	ok(await api("getuserbalance", { userkey: referrer.userkey, campaignid }), "getuserbalance");
 	ok(await api("getfriendsandrewards", { userkey: referrer.userkey }), "getfriendsandrewards");
+	ok(await api("getleaderboard", {}), "getleaderboard");
+	ok(await api("getleaderboard", { campaignid, period: "week", userkey: referrer.userkey }), "getleaderboard with a user");
 	const rewards = await ledgerFor(env, appid, referrer.userkey).listRewards();
 	const [first, second, third] = rewards;
 	if (!first || !second || !third) throw new Error(`tour: referrer has ${rewards.length} rewards`);

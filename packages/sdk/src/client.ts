@@ -134,4 +134,5 @@ export class ReferralClient {
 	getCampaignData = (input: Input<"getcampaigndata">, options?: CallOptions) => this.call("getcampaigndata", input, options);
 	campaignTerms = (input: Input<"campaignterms">, options?: CallOptions) => this.call("campaignterms", input, options);
 	getSharePage = (input: Input<"getsharepage">, options?: CallOptions) => this.call("getsharepage", input, options);
+	getLeaderboard = (input: Input<"getleaderboard">, options?: CallOptions) => this.call("getleaderboard", input, options);
 }

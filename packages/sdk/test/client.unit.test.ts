@@ -62,6 +62,17 @@ describe("ReferralClient", () => {
 		expect(calls[0]!.headers.has("idempotency-key")).toBe(false);
 	});
 
+	it("reads a leaderboard: its operation's path, no Idempotency-Key, the board as answered", async () => {
+		const board = { success: true, leaderboard: [{ rank: 1, userkey: "u1", displayname: "Ann L.", friendsconverted: 2, earned: 10 }] };
+		const { calls, client } = scripted([{ status: 200, body: board }]);
+		const answer = await client.getLeaderboard({ period: "week", limit: 5, userkey: "u1" });
+		expect(answer.leaderboard[0]?.displayname).toBe("Ann L.");
+		expect(calls).toHaveLength(1);
+		expect(calls[0]!.url).toBe("http://svc.test/saas/v1_0/getleaderboard");
+		expect(calls[0]!.headers.get("idempotency-key")).toBeNull();
+		expect(calls[0]!.body).toMatchObject({ period: "week", limit: 5, userkey: "u1" });
+	});
+
 	it("retries a 409 the service marks retryable", async () => {
 		const locked = { success: false, message: "locked", errorcode: "reward_locked", retryable: true };
 		const { calls, client } = scripted([

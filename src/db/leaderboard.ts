@@ -1,0 +1,175 @@
+import { type Bucket, bucketsOf } from "../domain/leaderboard";
+import { fromHundredths } from "../rewards/money";
+import { firstRowOf, rowsOf } from "./rows";
+
+/**
+ * Leaderboard counters (`leaderboard_counts`, migration 0025) and the board's
+ * read. The counters move with the reward projection (src/ledger/outbox.ts):
+ * `leaderboardCounters` is batched just BEFORE a referrer reward's projection
+ * upsert, in the same D1 transaction, so it compares the reward as projected
+ * (before) with the ledger's row (after); a replayed or stale flush moves
+ * nothing (the version guard), as in db/stats.ts.
+ */
+
+/** What the counters need of a ledger's reward row (amounts in hundredths). */
+export interface LeaderboardReward {
+	seq: number;
+	campaignid: number;
+	usertype: string;
+	friend_userkey: string;
+	amount: number;
+	reversed: number;
+	status: string;
+	version: number;
+	created_at: string;
+}
+
+/** A reward counts its friend while it is not Rejected and not fully reversed (docs/rewards.md, "Leaderboards"). */
+const liveSql = "rewardstatus <> 'Rejected' AND reward > 0";
+
+/**
+ * The counter statements of one referrer reward, one per bucket it falls in
+ * (all time, its local month and week in `zone`). A friend is counted once per
+ * bucket: it is added when its first live reward there appears, removed when
+ * its last one stops being live (rejected or fully reversed); `earned` moves
+ * by what the reward's worth changed. Empty for a friend's own rewards.
+ */
+export function leaderboardCounters(
+	db: D1Database,
+	appid: string,
+	userkey: string,
+	zone: string,
+	row: LeaderboardReward,
+): D1PreparedStatement[] {
+	if (row.usertype !== "Referrer" || !row.friend_userkey) return [];
+	const live = row.status !== "Rejected" && row.amount - row.reversed > 0;
+	return bucketsOf(zone, row.created_at).map((bucket) => counterStatement(db, appid, userkey, row, bucket, live));
+}
+
+function counterStatement(
+	db: D1Database,
+	appid: string,
+	userkey: string,
+	row: LeaderboardReward,
+	bucket: Bucket,
+	live: boolean,
+): D1PreparedStatement {
+	const projected = "FROM rewards WHERE rewarddtlid = ?1";
+	const before = `COALESCE((SELECT CASE WHEN ${liveSql} THEN 1 ELSE 0 END ${projected}), 0)`;
+	const earnedBefore = `COALESCE((SELECT CASE WHEN rewardstatus = 'Rejected' THEN 0 ELSE reward END ${projected}), 0)`;
+	// Another live reward of this referrer for this friend in the bucket keeps the friend counted (rewards_referrer_friend).
+	const others = `EXISTS (SELECT 1 FROM rewards WHERE appid = ?2 AND userkey = ?5 AND friend_userkey = ?6 AND campaignid = ?3
+	  AND usertype = 'Referrer' AND created_at >= ?10 AND created_at < ?11 AND rewarddtlid <> ?1 AND ${liveSql})`;
+	const friends = `CASE WHEN ${others} THEN 0 ELSE ?7 - ${before} END`;
+	const earned = `(?8 - ${earnedBefore})`;
+	const newer = `?9 > COALESCE((SELECT version ${projected}), -1)`;
+	return db
+		.prepare(
+			`INSERT INTO leaderboard_counts (appid, campaignid, bucket, userkey, friends, earned, reached_at)
+			 SELECT ?2, ?3, ?4, ?5, f, e, ?12 FROM (SELECT ${friends} AS f, ${earned} AS e)
+			 WHERE (f <> 0 OR e <> 0) AND ${newer}
+			 ON CONFLICT (appid, campaignid, bucket, userkey) DO UPDATE SET friends = friends + excluded.friends,
+			   earned = earned + excluded.earned,
+			   reached_at = CASE WHEN excluded.friends > 0 THEN MAX(reached_at, excluded.reached_at) ELSE reached_at END`,
+		)
+		.bind(
+			`${userkey}-${row.seq}`,
+			appid,
+			row.campaignid,
+			bucket.key,
+			userkey,
+			row.friend_userkey,
+			live ? 1 : 0,
+			row.status === "Rejected" ? 0 : fromHundredths(row.amount - row.reversed),
+			row.version,
+			bucket.from,
+			bucket.to,
+			row.created_at,
+		);
+}
+
+const ZONE_TTL_MS = 30_000;
+const zones = new Map<string, { zone: string; until: number }>();
+
+/**
+ * The app's time zone for the flush's buckets, kept 30 s per isolate (the
+ * flush reads it once per pass, never again across an await): a zone change
+ * reaches new rewards within 30 s; counted rewards keep their buckets.
+ */
+export async function appTimeZone(db: D1Database, appid: string): Promise<string> {
+	const cached = zones.get(appid);
+	if (cached && cached.until > Date.now()) return cached.zone;
+	const row = await db.prepare("SELECT timezone FROM apps WHERE appid = ?").bind(appid).first<{ timezone: string | null }>();
+	const zone = row?.timezone ?? "UTC";
+	zones.set(appid, { zone, until: Date.now() + ZONE_TTL_MS });
+	return zone;
+}
+
+/** One line of a board, before ranking. */
+export interface BoardRow {
+	userkey: string;
+	name: string | null;
+	email: string | null;
+	friends: number;
+	earned: number;
+}
+
+/** Where one user stands: null rank when the user has no friend counted in the bucket. */
+export interface BoardStanding {
+	userid: number;
+	erased: boolean;
+	rank: number | null;
+	friends: number;
+}
+
+export interface BoardQuery {
+	appid: string;
+	campaignid: number;
+	bucket: string;
+	limit: number;
+	/** A user whose standing is asked for, or null. */
+	userkey: string | null;
+}
+
+const ORDER = "c.friends DESC, c.reached_at, c.userkey";
+
+/**
+ * The top `limit` of a bucket and, when asked, one user's standing: ONE
+ * round trip. The top is the head of leaderboard_counts_rank, with each row's
+ * user found by its unique key; erased users are skipped (they never appear,
+ * and are not counted ahead of anyone). The standing counts the rows ranked
+ * ahead of the user: a range of that same index, as long as the user's rank.
+ */
+export async function readBoard(
+	db: D1Database,
+	q: BoardQuery,
+): Promise<{ campaignFound: boolean; rows: BoardRow[]; standing: BoardStanding | null }> {
+	const campaign = db.prepare("SELECT 1 AS found FROM campaigns WHERE campaignid = ? AND appid = ?").bind(q.campaignid, q.appid);
+	const top = db
+		.prepare(
+			`SELECT c.userkey, u.name, u.email, c.friends, c.earned FROM leaderboard_counts c
+			 JOIN users u ON u.userkey = c.userkey AND u.appid = c.appid
+			 WHERE c.appid = ?1 AND c.campaignid = ?2 AND c.bucket = ?3 AND c.friends > 0 AND u.erased_at IS NULL
+			 ORDER BY ${ORDER} LIMIT ?4`,
+		)
+		.bind(q.appid, q.campaignid, q.bucket, q.limit);
+	const standing = db
+		.prepare(
+			`SELECT u.userid, u.erased_at IS NOT NULL AS erased, COALESCE(m.friends, 0) AS friends,
+			   CASE WHEN m.friends > 0 THEN 1 + (
+			     SELECT COUNT(*) FROM leaderboard_counts c JOIN users o ON o.userkey = c.userkey AND o.erased_at IS NULL
+			     WHERE c.appid = ?1 AND c.campaignid = ?2 AND c.bucket = ?3 AND c.friends > 0
+			       AND (c.friends > m.friends OR (c.friends = m.friends AND (c.reached_at < m.reached_at
+			         OR (c.reached_at = m.reached_at AND c.userkey < m.userkey))))) END AS rank
+			 FROM users u LEFT JOIN leaderboard_counts m ON m.appid = ?1 AND m.campaignid = ?2 AND m.bucket = ?3 AND m.userkey = u.userkey
+			 WHERE u.userkey = ?4 AND u.appid = ?1`,
+		)
+		.bind(q.appid, q.campaignid, q.bucket, q.userkey);
+	const [found, rows, mine] = await db.batch(q.userkey === null ? [campaign, top] : [campaign, top, standing]);
+	const me = firstRowOf<{ userid: number; erased: number; friends: number; rank: number | null }>(mine);
+	return {
+		campaignFound: firstRowOf<{ found: number }>(found) !== undefined,
+		rows: rowsOf<BoardRow>(rows),
+		standing: me ? { userid: me.userid, erased: me.erased === 1, rank: me.rank, friends: me.friends } : null,
+	};
+}
