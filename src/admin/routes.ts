@@ -1,8 +1,8 @@
 import { Hono } from "hono";
 import { findAdminToken } from "../db/admin-tokens";
-import { type App, insertApp, listApps, updateApp } from "../db/apps";
+import { type App, findTestApp, insertApp, listApps, saveTestKeys, testAppid, updateApp } from "../db/apps";
 import { constantTimeEqual, sha256Hex } from "../domain/crypto";
-import { newApiKey, newAppId, newPrivateKey, newWebhookSecret } from "../domain/ids";
+import { newApiKey, newAppId, newPrivateKey, newTestApiKey, newTestPrivateKey, newWebhookSecret } from "../domain/ids";
 import { countAdminFailure, refuseThrottledAdmin } from "../http/admin-throttle";
 import { refuseInsecureAdminToken } from "../http/admin-token";
 import { forgetCachedApp, forgetCachedKey } from "../http/auth";
@@ -108,9 +108,23 @@ adminRoutes.post("/apps", async (c) => {
 		targetId: created.appid,
 		changes: diff({}, { ...fields, apikey: created.apikey }),
 	});
-	await insertApp(c.env.DB, { ...created, ...fields, privatekeyHash: await sha256Hex(privatekey) }, audit);
+	// The test pair too (docs/test-mode.md): shown once, like the private key.
+	const test = { apikey: newTestApiKey(), privatekey: newTestPrivateKey() };
+	const testKeys = { apikey: test.apikey, privatekeyHash: await sha256Hex(test.privatekey) };
+	await insertApp(c.env.DB, { ...created, ...fields, privatekeyHash: await sha256Hex(privatekey) }, testKeys, audit);
 	forgetCachedKey(created.apikey);
-	return c.json({ appid: created.appid, apikey: created.apikey, privatekey, webhooksecret: created.webhookSecret }, 201);
+	forgetCachedKey(test.apikey);
+	return c.json(
+		{
+			appid: created.appid,
+			apikey: created.apikey,
+			privatekey,
+			webhooksecret: created.webhookSecret,
+			testapikey: test.apikey,
+			testprivatekey: test.privatekey,
+		},
+		201,
+	);
 });
 
 adminRoutes.get("/apps", async (c) => {
@@ -151,6 +165,7 @@ adminRoutes.patch("/apps/:appid", async (c) => {
 	}
 	if (stripe !== undefined) await applyStripeSettings(c, appid, stripe);
 	forgetCachedApp(appid);
+	forgetCachedApp(testAppid(appid));
 	return c.json({ ...appView(await requireApp(c.env.DB, appid)), stripe: await stripeView(c, appid) });
 });
 
@@ -171,6 +186,26 @@ adminRoutes.post("/apps/:appid/rotate-privatekey", async (c) => {
 	return c.json({ appid, privatekey });
 });
 
+/** Creates the app's test key pair, or rotates it (the old test keys stop working); answered once. */
+adminRoutes.post("/apps/:appid/testkeys", async (c) => {
+	const appid = c.req.param("appid");
+	const testapikey = newTestApiKey();
+	const testprivatekey = newTestPrivateKey();
+	const before = await findTestApp(c.env.DB, appid);
+	const audit = auditEntry(c, appid, {
+		action: "app.rotate_testkeys",
+		targetType: "app",
+		targetId: appid,
+		changes: { ...diff({ testapikey: before?.apikey ?? null }, { testapikey }), ...SECRET_CHANGED("testprivatekey") },
+	});
+	if (!(await saveTestKeys(c.env.DB, appid, { apikey: testapikey, privatekeyHash: await sha256Hex(testprivatekey) }, audit))) {
+		throw new ApiError(404, "app_not_found", "No app with that appid.");
+	}
+	forgetCachedApp(testAppid(appid));
+	forgetCachedKey(testapikey);
+	return c.json({ appid, testapikey, testprivatekey });
+});
+
 adminRoutes.post("/apps/:appid/rotate-webhooksecret", async (c) => {
 	const appid = c.req.param("appid");
 	const webhooksecret = newWebhookSecret();
@@ -184,6 +219,7 @@ adminRoutes.post("/apps/:appid/rotate-webhooksecret", async (c) => {
 		throw new ApiError(404, "app_not_found", "No app with that appid.");
 	}
 	forgetCachedApp(appid);
+	forgetCachedApp(testAppid(appid));
 	return c.json({ appid, webhooksecret });
 });
 

@@ -55,10 +55,17 @@ export const adminApi: AdminRoute[] = [
 	{
 		method: "post",
 		path: "/apps",
-		summary: "Create an app (tenant); answers its keys once",
+		summary: "Create an app (tenant); answers its live and test keys once",
 		body: createAppSchema,
 		status: 201,
-		response: z.object({ appid: z.string(), apikey: z.string(), privatekey: z.string(), webhooksecret: z.string() }),
+		response: z.object({
+			appid: z.string(),
+			apikey: z.string(),
+			privatekey: z.string(),
+			webhooksecret: z.string(),
+			testapikey: z.string().describe("The test mode's API key (ak_test_...): what it makes is invisible to the live keys"),
+			testprivatekey: z.string().describe("The test mode's private key (pk_test_...), shown once"),
+		}),
 	},
 	{ method: "get", path: "/apps", summary: "List apps", query: page, status: 200, response: z.object({ apps: z.array(app), nextcursor }) },
 	{ method: "get", path: "/apps/{appid}", summary: "One app", status: 200, response: app },
@@ -73,9 +80,16 @@ export const adminApi: AdminRoute[] = [
 	{
 		method: "post",
 		path: "/apps/{appid}/rotate-webhooksecret",
-		summary: "Issue a new webhook signing secret",
+		summary: "Issue a new webhook signing secret (live and test deliveries share it)",
 		status: 200,
 		response: z.object({ appid: z.string(), webhooksecret: z.string() }),
+	},
+	{
+		method: "post",
+		path: "/apps/{appid}/testkeys",
+		summary: "Create or rotate the app's test key pair (the old test keys stop working); answers it once",
+		status: 200,
+		response: z.object({ appid: z.string(), testapikey: z.string(), testprivatekey: z.string() }),
 	},
 	{
 		method: "post",
