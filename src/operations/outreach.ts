@@ -80,6 +80,7 @@ export const invokeoutreach = defineOperation({
 					shareurl: summary.shareurl,
 					referralcode: user.referralcode,
 				}),
+				app.livemode,
 			),
 		);
 		return {
@@ -144,6 +145,7 @@ export const remindfriend = defineOperation({
 				message: input.messageforfriend ?? null,
 				landingurl: app.landingurl,
 			}),
+			app.livemode,
 		);
 		const cutoff = new Date(Date.now() - REMINDER_INTERVAL_MS).toISOString();
 		// The guarded upsert decides atomically whether this call may send; the email is recorded only if it did.
