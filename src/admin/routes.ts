@@ -1,4 +1,5 @@
 import { Hono } from "hono";
+import { RegExpRouter } from "hono/router/reg-exp-router";
 import { findAdminToken } from "../db/admin-tokens";
 import { type App, findTestApp, insertApp, listApps, saveTestKeys, testAppid, updateApp } from "../db/apps";
 import { constantTimeEqual, sha256Hex } from "../domain/crypto";
@@ -8,6 +9,7 @@ import { refuseInsecureAdminToken } from "../http/admin-token";
 import { forgetCachedApp, forgetCachedKey } from "../http/auth";
 import { ApiError, badRequest } from "../http/errors";
 import { clientIp } from "../http/rate-limits";
+import { routedPath } from "../http/router";
 import { auditRoutes } from "./audit";
 import { body } from "./body";
 import { breakerRoutes } from "./breakers";
@@ -17,13 +19,15 @@ import { requireApp } from "./guard";
 import { importRoutes } from "./import";
 import { memberRoutes } from "./members";
 import { pageOf } from "./paging";
-import { auditEntry, authOf, clientIpHash, diff, settle, signedInPersonOf } from "./principal";
+import { auditEntry, authOf, clientIpHash, diff, isSettled, settle, signedInPersonOf } from "./principal";
 import { privacyRoutes } from "./privacy";
 import { rewardRoutes } from "./rewards";
 import { authorizeMember, authorizeToken } from "./rights";
 import { createAppSchema, updateAppSchema } from "./schemas";
 import { statsRoutes } from "./stats";
 import { applyStripeSettings, checkStripeSettings, stripeRoutes, stripeView } from "./stripe";
+import { testDataRoutes } from "./test-data";
+import { testModeSwitch } from "./test-mode";
 import { createTokenSchema, registerTokenRoutes, tokenRoutes } from "./tokens";
 import { userRoutes } from "./users";
 import { requireAllowedWebhookUrl } from "./webhook-policy";
@@ -38,6 +42,8 @@ export const adminRoutes = new Hono<{ Bindings: Env }>();
 adminRoutes.use("*", async (c, next) => {
 	// A deployment with a guessable token serves nothing; a client over its failed sign-ins is refused before the compare.
 	refuseInsecureAdminToken(c.env);
+	// A ?mode=test request re-dispatched to the twin's path was authenticated on the live app's path (test-mode.ts).
+	if (isSettled(c.req.raw)) return next();
 	const path = c.req.path.replace(/^\/admin\/v1(?=\/)/, "");
 	// The dashboard's own in-process requests: it checked the session already (dashboard/session.ts).
 	const person = signedInPersonOf(c.req.raw);
@@ -66,6 +72,23 @@ adminRoutes.use("*", async (c, next) => {
 	settle(c.req.raw, { actor, role: scoped.role });
 	await next();
 });
+
+// ?mode=test: served by these same routes on the app's test twin (test-mode.ts); a twin's appid alone is a 404.
+// Hono copies routes when mounted, so the copy that serves the twin is made on first use, after every route exists.
+let twinRoutes: Hono<{ Bindings: Env }> | undefined;
+function onTwinRoutes(): Hono<{ Bindings: Env }> {
+	if (!twinRoutes) {
+		twinRoutes = new Hono<{ Bindings: Env }>({ router: new RegExpRouter(), getPath: routedPath }).route("/", adminRoutes);
+		// Errors go back to the caller's app, which answers them as for any admin request.
+		twinRoutes.onError((err) => {
+			throw err;
+		});
+	}
+	return twinRoutes;
+}
+const onTwin = testModeSwitch((c) => (request) => onTwinRoutes().fetch(request, c.env, c.executionCtx));
+adminRoutes.use("/apps/:appid", onTwin);
+adminRoutes.use("/apps/:appid/*", onTwin);
 
 function appView(app: App) {
 	return {
@@ -236,3 +259,4 @@ adminRoutes.route("/", tokenRoutes);
 adminRoutes.route("/", memberRoutes);
 adminRoutes.route("/", auditRoutes);
 adminRoutes.route("/", stripeRoutes);
+adminRoutes.route("/", testDataRoutes);

@@ -77,12 +77,6 @@ export async function findApp(db: D1Database, appid: string): Promise<App | null
 	return row ? toApp(row) : null;
 }
 
-/** The live app `appid` (a twin's appid is not an app of the admin API), or null. */
-export async function findLiveApp(db: D1Database, appid: string): Promise<App | null> {
-	const app = await findApp(db, appid);
-	return app?.livemode ? app : null;
-}
-
 /** The test twin of the live app `appid`, or null when it has none (apps_live). */
 export async function findTestApp(db: D1Database, appid: string): Promise<App | null> {
 	const row = await db.prepare("SELECT * FROM apps WHERE live_appid = ?").bind(appid).first<AppRow>();

@@ -92,6 +92,17 @@ export const adminApi: AdminRoute[] = [
 		response: z.object({ appid: z.string(), testapikey: z.string(), testprivatekey: z.string() }),
 	},
 	{
+		method: "delete",
+		path: "/apps/{appid}/testdata",
+		summary: "Erase what the app's test keys made (users, ledgers, events, rewards, webhooks, clicks, stats); live data untouched",
+		status: 200,
+		response: z.object({
+			appid: z.string(),
+			deleted: z.object({ users: z.number(), rows: z.number() }),
+			done: z.boolean().describe("false: the call's bound was reached; call again to erase the rest"),
+		}),
+	},
+	{
 		method: "post",
 		path: "/apps/{appid}/campaigns",
 		summary: "Create a campaign",

@@ -13,6 +13,7 @@ import { ADMIN_TOKEN, admin, createApp, request } from "../support/api";
 import { cookieOf, csrfOf, ok, page } from "./tour-http";
 import { membersTour } from "./tour-members";
 import { stripeTour } from "./tour-stripe";
+import { testModeTour } from "./tour-test-mode";
 
 /**
  * A scripted tour of the service: every public operation, admin route and
@@ -308,5 +309,6 @@ export async function tour(): Promise<void> {
 	await stripeTour(request);
 	await rarePaths(state);
 	await oldLedger();
+	await testModeTour();
 	await scheduledJobs();
 }
