@@ -161,16 +161,25 @@ adminRoutes.get("/apps/:appid", async (c) => {
 	// The webhook secret signs what the app trusts: only an owner (or the superuser) reads it.
 	const { role } = authOf(c);
 	const stripe = await stripeView(c, view.appid);
-	return c.json(role === undefined || role === "owner" ? { ...view, stripe } : { ...view, webhooksecret: null, stripe });
+	const teststripe = await stripeView(c, testAppid(view.appid));
+	const shown = { ...view, stripe, teststripe };
+	return c.json(role === undefined || role === "owner" ? shown : { ...shown, webhooksecret: null });
 });
 
 adminRoutes.patch("/apps/:appid", async (c) => {
 	const input = await body(c.req.raw, updateAppSchema);
 	requireAllowedWebhookUrl(c, input.webhookurl);
 	const appid = c.req.param("appid");
-	const { defaultcampaignid, stripe, ...fields } = input;
+	const { defaultcampaignid, stripe, teststripe, ...fields } = input;
 	checkStripeSettings(c, stripe);
+	checkStripeSettings(c, teststripe);
 	const before = await requireApp(c.env.DB, appid);
+	// The test connection belongs to the test twin (docs/test-mode.md), which the test keys create.
+	if (teststripe !== undefined && !(await findTestApp(c.env.DB, appid))) {
+		throw badRequest("teststripe: the app has no test keys yet; create them with POST /admin/v1/apps/{appid}/testkeys.", {
+			fields: ["teststripe"],
+		});
+	}
 	const audit = auditEntry(c, appid, {
 		action: "app.update",
 		targetType: "app",
@@ -178,7 +187,7 @@ adminRoutes.patch("/apps/:appid", async (c) => {
 		changes: diff(appView(before), { ...fields, defaultcampaignid }),
 	});
 	// A call that only connects Stripe changes no column of the app (and records no empty app.update).
-	const onlyStripe = stripe !== undefined && Object.keys(audit.changes).length === 0;
+	const onlyStripe = (stripe !== undefined || teststripe !== undefined) && Object.keys(audit.changes).length === 0;
 	if (!onlyStripe && !(await updateApp(c.env.DB, appid, { ...fields, defaultCampaignId: defaultcampaignid }, audit))) {
 		const app = await requireApp(c.env.DB, appid);
 		if (defaultcampaignid !== undefined) {
@@ -187,9 +196,11 @@ adminRoutes.patch("/apps/:appid", async (c) => {
 		throw new Error("app update changed nothing for an unexplained reason");
 	}
 	if (stripe !== undefined) await applyStripeSettings(c, appid, stripe);
+	if (teststripe !== undefined) await applyStripeSettings(c, testAppid(appid), teststripe);
 	forgetCachedApp(appid);
 	forgetCachedApp(testAppid(appid));
-	return c.json({ ...appView(await requireApp(c.env.DB, appid)), stripe: await stripeView(c, appid) });
+	const stripeViews = { stripe: await stripeView(c, appid), teststripe: await stripeView(c, testAppid(appid)) };
+	return c.json({ ...appView(await requireApp(c.env.DB, appid)), ...stripeViews });
 });
 
 /** Issues a new private key; the old one stops working (other isolates: within the auth cache TTL). */

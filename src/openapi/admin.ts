@@ -39,6 +39,15 @@ const app = z.looseObject({
 		})
 		.optional()
 		.describe("The app's Stripe connection, never its secrets (docs/stripe.md); on the single app's view"),
+	teststripe: z
+		.looseObject({
+			connected: z.boolean(),
+			secretkeylast4: z.string().optional(),
+			eventname: z.string().optional(),
+			webhookurl: z.string().describe("The address to paste into Stripe's test-mode dashboard as the webhook endpoint"),
+		})
+		.optional()
+		.describe("The test mode's Stripe connection (an sk_test_ key), paying only test rewards (docs/test-mode.md)"),
 	createdat: z.string(),
 	updatedat: z.string(),
 });
