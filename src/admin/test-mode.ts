@@ -13,6 +13,13 @@ import { authOf, isSettled, settle } from "./principal";
  */
 const DATA_ROUTES = /^\/apps\/[^/]+\/(users|rewards|stats|deliveries|webhook-breaker)(\/|$|:)/;
 
+/** `path` (relative to /admin/v1) with mode=test when it is a data route (the dashboard's switch, dashboard/test-mode.ts). */
+export function withTestMode(path: string): string {
+	const [route = ""] = path.split("?");
+	if (!DATA_ROUTES.test(route)) return path;
+	return `${path}${path.includes("?") ? "&" : "?"}mode=test`;
+}
+
 export type AdminDispatch = (request: Request) => Response | Promise<Response>;
 
 export function testModeSwitch(dispatch: (c: Context) => AdminDispatch) {
