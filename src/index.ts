@@ -1,10 +1,11 @@
+import { ClickCounter } from "./clicks/click-counter";
 import { app } from "./http/app";
 import { stripeQueue } from "./integrations/stripe/consumer";
 import { UserLedger } from "./ledger/user-ledger";
 import { queue } from "./outbox/consumer";
 import { scheduled } from "./scheduled";
 
-export { UserLedger };
+export { ClickCounter, UserLedger };
 
 export default {
 	fetch: app.fetch,

@@ -4,6 +4,7 @@ import { deleteOldDecisions } from "./db/decisions";
 import { purgeClickMarks } from "./db/unique-clicks";
 import { UNIQUE_CLICK_WINDOW_MS } from "./fraud/clicks";
 import { instrumentEnv } from "./instrument/d1-metrics";
+import { redriveStuckPayouts, sweepStripeInbox } from "./integrations/stripe/sweep";
 import { completeRecordedConversions } from "./operations/conversion-completion";
 import { sweepOutbox } from "./outbox/sweep";
 
@@ -30,6 +31,10 @@ export const JOBS: ScheduledJob[] = [
 		cron: EVERY_MINUTE,
 		run: (env, controller) => completeRecordedConversions(env, controller.scheduledTime),
 	},
+	// Stripe payouts due or sending that nothing moved for a while (integrations/stripe/sweep.ts).
+	{ name: "stripe-payout-redrive", cron: EVERY_MINUTE, run: (env, controller) => redriveStuckPayouts(env, controller.scheduledTime) },
+	// Stripe events stored and not done (a message lost in a crash): sent again.
+	{ name: "stripe-inbox-sweep", cron: EVERY_MINUTE, run: (env, controller) => sweepStripeInbox(env, controller.scheduledTime) },
 	// Idempotency keys are kept 24 h (http/idempotency-key.ts).
 	{ name: "idempotency-keys-expiry", cron: EVERY_MINUTE, run: expireIdempotencyKeys },
 	// Decisions of multi-ledger transactions are read only within a lease (seconds); a week is ample.

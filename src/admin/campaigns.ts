@@ -1,4 +1,5 @@
 import { Hono } from "hono";
+import { updateApp } from "../db/apps";
 import { listCampaignsWithDetails } from "../db/campaign-list";
 import {
 	addCoupons,
@@ -97,4 +98,25 @@ campaignRoutes.post("/apps/:appid/campaigns/:campaignid/coupons", async (c) => {
 	});
 	const added = await addCoupons(c.env.DB, campaign.campaignid, coupons, audit);
 	return c.json({ added, skipped: coupons.length - added, couponsavailable: await countFreeCoupons(c.env.DB, campaign.campaignid) }, 201);
+});
+
+/**
+ * Makes the campaign the app's default (the one register uses when it names
+ * none and the user has no referrer): a campaign decision, so a manager's
+ * right (docs/operators.md), apart from the app's other settings (owner).
+ */
+campaignRoutes.post("/apps/:appid/campaigns/:campaignid/default", async (c) => {
+	const appid = c.req.param("appid");
+	const campaignid = requireCampaignId(c.req.param("campaignid"));
+	const app = await requireApp(c.env.DB, appid);
+	const audit = auditEntry(c, appid, {
+		action: "app.update",
+		targetType: "app",
+		targetId: appid,
+		changes: { defaultcampaignid: { before: app.defaultCampaignId, after: campaignid } },
+	});
+	// The write checks that the campaign is the app's own (db/apps.ts): nothing changes otherwise.
+	if (!(await updateApp(c.env.DB, appid, { defaultCampaignId: campaignid }, audit))) throw campaignNotFound();
+	forgetCachedApp(appid);
+	return c.json({ appid, defaultcampaignid: campaignid });
 });

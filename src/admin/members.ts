@@ -5,15 +5,18 @@ import { deleteMember, findMember, insertMember, listMembers, type Member, updat
 import { sha256Hex } from "../domain/crypto";
 import { randomString } from "../domain/ids";
 import { ApiError } from "../http/errors";
+import { invitationEmail } from "../outbox/emails";
+import { emailEvent, sendOutboxEvents } from "../outbox/events";
 import { body } from "./body";
-import { requireAppId } from "./guard";
+import { requireApp, requireAppId } from "./guard";
 import { auditEntry, signedInPersonOf } from "./principal";
 
 /**
  * Members of an app (docs/operators.md): an owner adds a person by email with
- * a role; the answer carries an invitation URL (valid 7 days, one use) that
- * lets them choose a password and signs them in. Who may call these is in
- * rights.ts (owner).
+ * a role; the invitation (valid 7 days, one use) is emailed to that address
+ * and never answered to the inviter, and the membership gives nothing until
+ * it is accepted. The answers are the same whether or not the person exists
+ * or belongs to other apps. Who may call these is in rights.ts (owner).
  */
 export const memberRoutes = new Hono<{ Bindings: Env }>();
 
@@ -31,13 +34,21 @@ export const createMemberSchema = z.object({
 });
 export const updateMemberSchema = z.object({ role: roleField });
 
+export type MemberState = "invited" | "accepted" | "expired";
+
+/** Where the membership stands: accepted (its own invitation was), or invited until the invitation expires. */
+export function memberState(m: Pick<Member, "accepted_at" | "invitation_expires_at">, now = Date.now()): MemberState {
+	if (m.accepted_at) return "accepted";
+	return (m.invitation_expires_at ?? 0) > now ? "invited" : "expired";
+}
+
 const view = (m: Member) => ({
 	memberid: m.memberid,
 	email: m.email,
 	role: m.role,
-	// "invited" until the person has chosen a password.
-	state: m.active ? "active" : "invited",
+	state: memberState(m),
 	createdat: m.created_at,
+	acceptedat: m.accepted_at,
 });
 
 const memberNotFound = () => new ApiError(404, "not_found", "No member with that memberid in this app.");
@@ -45,7 +56,6 @@ const memberNotFound = () => new ApiError(404, "not_found", "No member with that
 memberRoutes.post("/apps/:appid/members", async (c) => {
 	const appid = c.req.param("appid");
 	const input = await body(c.req.raw, createMemberSchema);
-	await requireAppId(c.env.DB, appid);
 	const token = `inv_${randomString(43, ALNUM)}`;
 	const memberid = `mem_${randomString(16, ALNUM)}`;
 	const audit = auditEntry(c, appid, {
@@ -54,22 +64,27 @@ memberRoutes.post("/apps/:appid/members", async (c) => {
 		targetId: memberid,
 		changes: { email: { before: null, after: input.email }, role: { before: null, after: input.role } },
 	});
-	const outcome = await insertMember(
-		c.env.DB,
-		{
-			...input,
-			appid,
-			memberid,
-			personid: `per_${randomString(16, ALNUM)}`,
-			tokenHash: await sha256Hex(token),
-			expiresAt: Date.now() + INVITATION_TTL_MS,
-		},
-		audit,
-	);
-	if (!outcome.ok) throw new ApiError(409, "member_exists", `${input.email} is already a member of this app.`, { fields: ["email"] });
+	const app = await requireApp(c.env.DB, appid);
+	const expiresAt = Date.now() + INVITATION_TTL_MS;
 	// The dashboard's own origin when it asks (its in-process request has none of its own).
 	const origin = signedInPersonOf(c.req.raw)?.origin ?? new URL(c.req.url).origin;
-	return c.json({ ...view(outcome.member), invitationurl: `${origin}/dashboard/invitations/${token}` }, 201);
+	const url = `${origin}/dashboard/invitations/${token}`;
+	const mail = emailEvent(
+		appid,
+		"email.invitation",
+		invitationEmail({ to: input.email, appname: app.name, role: input.role, url, expiresAt }),
+		app.livemode,
+	);
+	const row = { ...input, appid, memberid, personid: `per_${randomString(16, ALNUM)}`, tokenHash: await sha256Hex(token), expiresAt };
+	const outcome = await insertMember(c.env.DB, row, audit, mail);
+	if (!outcome.ok) throw new ApiError(409, "member_exists", `${input.email} is already a member of this app.`, { fields: ["email"] });
+	// Recorded with the member: a failed send is left to the outbox sweep.
+	c.executionCtx.waitUntil(
+		sendOutboxEvents(c.env, [mail]).catch((err) =>
+			console.error(JSON.stringify({ msg: "invitation email: enqueue failed, left to the outbox sweep", error: String(err) })),
+		),
+	);
+	return c.json(view(outcome.member), 201);
 });
 
 memberRoutes.get("/apps/:appid/members", async (c) => {

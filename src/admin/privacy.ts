@@ -1,5 +1,7 @@
 import { type Context, Hono } from "hono";
+import { clickCounterFor } from "../clicks/click-counter";
 import { findApp } from "../db/apps";
+import { recordAudit } from "../db/audit";
 import { erasePersonInD1, findPerson, logPrivacyAction, type PersonRecord, personActivity, privacyLog } from "../db/privacy";
 import { nowIso } from "../domain/dates";
 import { ApiError, userNotFound } from "../http/errors";
@@ -11,8 +13,8 @@ import { auditEntry, authOf } from "./principal";
  * Privacy operations on one person (admin API, under /admin/v1; mounted on
  * adminRoutes, so its bearer-token check applies): erase and export. Both
  * are idempotent and logged in privacy_log with who asked and when, never
- * what was held. "Who" is the `X-Admin-Actor` header (the dashboard sends
- * its signed-in operator), else "admin".
+ * what was held. "Who" is the request's authenticated actor (the member's
+ * email, the token's name, or superuser): no header a client sends sets it.
  */
 export const privacyRoutes = new Hono<{ Bindings: Env }>();
 
@@ -23,8 +25,8 @@ async function requirePerson(db: D1Database, appid: string, userkey: string): Pr
 	return person;
 }
 
-/** Who asked: the `X-Admin-Actor` header when sent (older dashboards), else the request's authenticated actor. */
-const actorOf = (c: Context, header: string | undefined) => header?.trim().slice(0, 200) || authOf(c).actor.name;
+/** Who asked: the request's authenticated actor, as the auth middleware settled it (admin/principal.ts). */
+const actorOf = (c: Context) => authOf(c).actor.name;
 
 /**
  * Erases the person: personal fields in D1, in its own ledger and in its
@@ -50,7 +52,9 @@ privacyRoutes.delete("/apps/:appid/users/:userkey", async (c) => {
 	await Promise.all(ledgers.map((owner) => ledgerFor(c.env, appid, owner).erasePerson(user.userkey, values)));
 	const at = nowIso();
 	const audit = auditEntry(c, appid, { action: "user.erase", targetType: "user", targetId: user.userkey });
-	await erasePersonInD1(c.env.DB, person, values, { actor: actorOf(c, c.req.header("x-admin-actor")), at }, audit);
+	await erasePersonInD1(c.env.DB, person, values, { actor: actorOf(c), at }, audit);
+	// The code's click counter forgets where it led and its pending clicks: the link is a 404 from now on.
+	if (user.referralcode) await clickCounterFor(c.env, user.referralcode).forget(user.referralcode);
 	return c.json({ userkey: user.userkey, erased: true, alreadyerased: person.erasedAt !== null, erasedat: person.erasedAt ?? at });
 });
 
@@ -72,7 +76,9 @@ privacyRoutes.get("/apps/:appid/users/:userkey/export", async (c) => {
 			: [],
 	]);
 	const at = nowIso();
-	await logPrivacyAction(c.env.DB, appid, user.userkey, "export", { actor: actorOf(c, c.req.header("x-admin-actor")), at });
+	await logPrivacyAction(c.env.DB, appid, user.userkey, "export", { actor: actorOf(c), at });
+	// Who read a person's data, in the audit log too, naming the signed-in actor (issue 31).
+	await recordAudit(c.env.DB, auditEntry(c, appid, { action: "user.export", targetType: "user", targetId: user.userkey }));
 	return c.json({
 		exportedat: at,
 		appid,

@@ -52,6 +52,7 @@ rewardRoutes.get("/apps/:appid/rewards", async (c) => {
 		statuses: statusFilter(c.req.query("status")),
 		campaignid: campaignFilter(c.req.query("campaignid")),
 		userkey: c.req.query("userkey")?.trim() || null,
+		rewarddtlid: c.req.query("rewarddtlid")?.trim().slice(0, 200) || null,
 		from: dateBound(c.req.query("from"), "from"),
 		to: dateBound(c.req.query("to"), "to"),
 		after,

@@ -30,6 +30,7 @@ export const RIGHTS: Readonly<Record<string, Needed>> = {
 	"GET /apps/:appid/campaigns/:campaignid": "viewer",
 	"PATCH /apps/:appid/campaigns/:campaignid": "manager",
 	"POST /apps/:appid/campaigns/:campaignid/coupons": "manager",
+	"POST /apps/:appid/campaigns/:campaignid/default": "manager",
 	"GET /apps/:appid/deliveries": "viewer",
 	"GET /apps/:appid/deliveries/:eventid": "viewer",
 	"POST /apps/:appid/deliveries/:eventid/redeliver": "reviewer",
@@ -88,6 +89,8 @@ export function ruleFor(method: string, path: string): { needed: Needed; appid: 
 	return null;
 }
 
+const article = (role: Role) => `${role === "owner" ? "an" : "a"} ${role}`;
+
 export const roleAtLeast = (role: Role, needed: Role) => ROLES.indexOf(role) >= ROLES.indexOf(needed);
 
 /**
@@ -96,14 +99,21 @@ export const roleAtLeast = (role: Role, needed: Role) => ROLES.indexOf(role) >= 
  * nothing of other apps; a route beyond its role is 403 `forbidden` naming
  * the role needed.
  */
-export function authorizeToken(token: { appid: string; role: Role }, method: string, path: string): void {
+export function authorizeToken(
+	token: { appid: string; role: Role },
+	method: string,
+	path: string,
+	caller: "token" | "member" = "token",
+): void {
 	const rule = ruleFor(method, path);
 	if (rule?.needed === "superuser") {
 		throw new ApiError(403, "forbidden", "This route needs the deployment's admin token (superuser).", { needed: "superuser" });
 	}
 	if (!rule || rule.appid !== token.appid) throw new ApiError(404, "app_not_found", "No app with that appid.");
 	if (!roleAtLeast(token.role, rule.needed)) {
-		throw new ApiError(403, "forbidden", `This route needs the ${rule.needed} role; this token is a ${token.role}.`, {
+		// Spoken to whoever asks: a script's token, or a person signed in to the dashboard.
+		const you = caller === "member" ? `you are ${article(token.role)} in this app` : `this token is ${article(token.role)}`;
+		throw new ApiError(403, "forbidden", `This needs the ${rule.needed} role; ${you}.`, {
 			needed: rule.needed,
 			role: token.role,
 		});
@@ -125,6 +135,6 @@ export async function authorizeMember(
 	const membership = rule?.appid ? await membershipOf(db, rule.appid, personid) : null;
 	if (rule?.needed !== "superuser" && (!rule?.appid || !membership)) throw new ApiError(404, "app_not_found", "No app with that appid.");
 	const role = membership?.role ?? "viewer";
-	authorizeToken({ appid: rule?.appid ?? "", role }, method, path);
+	authorizeToken({ appid: rule?.appid ?? "", role }, method, path, "member");
 	return { actor: { type: "member", id: membership?.memberid ?? null, name: membership?.email ?? "", iphash }, role };
 }

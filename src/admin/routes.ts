@@ -64,7 +64,8 @@ adminRoutes.use("*", async (c, next) => {
 	// An app-scoped token (tokens.ts): found by its hash, then held to its app and its role's rights (rights.ts).
 	const scoped = presented.startsWith("adm_") ? await findAdminToken(c.env.DB, await sha256Hex(presented)) : null;
 	if (!scoped) {
-		await countAdminFailure(c.env, ip);
+		// A stale token retried counts once (admin-throttle.ts): the operator's valid token from that address keeps working.
+		await countAdminFailure(c.env, { ip, credential: presented });
 		throw new ApiError(401, "unauthorized", "A valid admin bearer token is required.");
 	}
 	authorizeToken(scoped, c.req.method, path);

@@ -79,6 +79,9 @@ const capitalized = <T extends string>(values: readonly [T, ...T[]]) =>
 		.transform((v) => values.find((allowed) => allowed.toLowerCase() === v.trim().toLowerCase()) ?? v)
 		.pipe(z.enum(values));
 
+/** A product id or category name as registerconversionevent accepts them (at most 100 characters). */
+const productName = z.string().trim().min(1, "must not be empty").max(100, "must be at most 100 characters");
+
 export const rewardRuleSchema = z
 	.object({
 		/** On PATCH: the rule to update in place (docs/rewards.md, "Rule identity"); absent for a new rule. */
@@ -100,11 +103,55 @@ export const rewardRuleSchema = z
 		rewardfrequency: int.pipe(z.number().int().min(0).max(1e6)).optional(),
 		mintranvalue: number.pipe(z.number().nonnegative()).default(0),
 		maxrewardamount: number.pipe(z.number().nonnegative()).default(0),
+		/** The categories the rule is limited to (docs/rewards.md, "Products and categories"); null or [] for every one. A name alone is a list of one. */
 		categories: z
-			.unknown()
-			.optional()
-			.transform((v) => v ?? null),
-		inclusionsandexclusions: z.array(z.unknown()).default([]),
+			.union([productName, z.array(productName).max(100, "at most 100 categories")])
+			.nullish()
+			.transform((v) => (typeof v === "string" ? [v] : (v ?? null))),
+		/** Products included or excluded (docs/rewards.md, "Products and categories"); an excluded product never fires the rule. */
+		inclusionsandexclusions: z
+			.array(
+				z.object({
+					type: z
+						.string()
+						.transform((v) => v.trim().toLowerCase())
+						.pipe(z.enum(["include", "exclude"], { error: "must be include or exclude" })),
+					productid: productName,
+				}),
+			)
+			.max(1000, "at most 1000 entries")
+			.default([]),
+		/** Referrer rules: the n-th reward is worth the tier with the largest fromcount <= n (docs/rewards.md, "Tiers"). */
+		tiers: z
+			.array(
+				z.object({
+					fromcount: int.pipe(z.number().int().min(2, "must be 2 or more").max(1e6)),
+					reward: number.pipe(z.number().positive("must be above 0").max(1e9)),
+				}),
+			)
+			.max(20, "at most 20 tiers")
+			.refine(
+				(tiers) => tiers.every((t, i) => i === 0 || t.fromcount > (tiers[i - 1]?.fromcount ?? 0)),
+				"fromcount must increase from tier to tier",
+			)
+			.default([]),
+		/** Only events within this many calendar months of the friend's first one earn (docs/rewards.md, "Recurring windows"); 0: none. */
+		recurringmonths: int.pipe(z.number().int().min(0).max(1200)).default(0),
+		/** Referrer rules with a fixed amount: one reward when the N-th distinct friend has the event (docs/rewards.md, "Milestones"). */
+		milestone: int.pipe(z.number().int().min(0).max(1e6)).default(0),
+	})
+	.superRefine((rule, ctx) => {
+		if (rule.tiers.length > 0 && rule.rewardusertype !== "Referrer") {
+			ctx.addIssue({ code: "custom", path: ["tiers"], message: "are only for Referrer rules" });
+		}
+		if (rule.tiers.length > 0 && rule.reward <= 0)
+			ctx.addIssue({ code: "custom", path: ["reward"], message: "must be above 0 on a tiered rule" });
+	})
+	.superRefine((rule, ctx) => {
+		if (rule.milestone === 0) return;
+		if (rule.rewardusertype !== "Referrer") ctx.addIssue({ code: "custom", path: ["milestone"], message: "is only for Referrer rules" });
+		if (rule.rewardunit === "%") ctx.addIssue({ code: "custom", path: ["milestone"], message: "needs a fixed amount, not a %" });
+		if (rule.tiers.length > 0) ctx.addIssue({ code: "custom", path: ["milestone"], message: "cannot have tiers" });
 	})
 	.transform((rule) => ({
 		...rule,

@@ -1,6 +1,7 @@
 import type { Context } from "hono";
 import { Hono } from "hono";
 import type { z } from "zod";
+import { recordAudit } from "../db/audit";
 import { deleteStripeConfig, findStripeConfig, saveStripeConfig, stripeEventCounts } from "../db/stripe";
 import { findUser } from "../db/users";
 import { seal } from "../domain/secret-box";
@@ -91,5 +92,13 @@ stripeRoutes.post("/apps/:appid/users/:userkey/payouts/retry", async (c) => {
 	if (!user) throw userNotFound();
 	const result = await ledgerFor(c.env, appid, user.userkey).retryPayouts();
 	if (!result.ok) throw new ApiError(409, "reward_locked", result.error.message);
+	// Money leaves on the operator's word: the retry names who asked (the dashboard's member or the token), issue 31.
+	const audit = auditEntry(c, appid, {
+		action: "payout.retry",
+		targetType: "user",
+		targetId: user.userkey,
+		changes: { queued: { before: null, after: result.queued } },
+	});
+	await recordAudit(c.env.DB, audit);
 	return c.json({ userkey: user.userkey, queued: result.queued }, 202);
 });

@@ -14,8 +14,18 @@ import { auditEntry } from "./principal";
  */
 export const tokenRoutes = new Hono<{ Bindings: Env }>();
 
+/** Names a reader of the audit log would take for a role or the superuser (any case): never a token's. */
+export const RESERVED_TOKEN_NAMES: readonly string[] = ["superuser", ...ROLES];
+
 export const createTokenSchema = z.object({
-	name: z.string().trim().min(1, "is required").max(100),
+	name: z
+		.string()
+		.trim()
+		.min(1, "is required")
+		.max(100)
+		.refine((name) => !RESERVED_TOKEN_NAMES.includes(name.toLowerCase()), {
+			error: `must not be one of ${RESERVED_TOKEN_NAMES.join(", ")} (any case): the audit log names actors by them`,
+		}),
 	role: z.enum(ROLES, { error: `must be one of ${ROLES.join(", ")}` }),
 });
 

@@ -8,6 +8,7 @@ import { ApiError, errorBody } from "../http/errors";
 import { describeZodError } from "../http/fields";
 import { clientIp } from "../http/rate-limits";
 import { routedPath } from "../http/router";
+import { busyError } from "../http/service-busy";
 import { dashboardApiPath } from "./test-mode";
 
 /**
@@ -17,6 +18,8 @@ import { dashboardApiPath } from "./test-mode";
  */
 const admin = new Hono<{ Bindings: Env }>({ router: new RegExpRouter(), getPath: routedPath }).route("/admin/v1", adminRoutes);
 admin.onError((err, c) => {
+	// D1 busy or down: thrown on to the page's own handler, which answers the page itself with 503 (routes.tsx).
+	if (busyError(err)) throw err;
 	if (err instanceof ApiError) return c.json(errorBody(err.errorcode, err.message, err.extra), err.status);
 	if (err instanceof z.ZodError) return c.json(errorBody("validation_failed", describeZodError(err).message), 400);
 	console.error("dashboard: admin API error", err);

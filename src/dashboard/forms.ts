@@ -15,11 +15,26 @@ const all = (form: FormValues, name: string): string[] => {
 	return (Array.isArray(value) ? value : [value]).filter((v): v is string => typeof v === "string");
 };
 
+/** A textarea's line breaks as LF: browsers send them as CR LF (HTML's form encoding), the API's own callers as LF. */
+export const normalizeNewlines = (value: string) => value.replace(/\r\n?/g, "\n");
+
 const text = (form: FormValues, name: string): string => {
 	const value = form[name];
 	const first = Array.isArray(value) ? value[0] : value;
-	return typeof first === "string" ? first : "";
+	return typeof first === "string" ? normalizeNewlines(first) : "";
 };
+
+/**
+ * An admin API error about the campaign sent, in the form's words: the API
+ * numbers `rewardrules` and `socialactions` from 0 among the rows sent, the
+ * form labels its rows from 1 among all rows (blank and removed ones too).
+ */
+export function formErrorText(message: string, rows: { rules: number[]; actions: number[] }): string {
+	return message
+		.replace(/rewardrules\.(\d+)\.?/g, (_m, i: string) => `Rule ${(rows.rules[Number(i)] ?? Number(i)) + 1} `)
+		.replace(/socialactions\.(\d+)\.?/g, (_m, i: string) => `Social action ${(rows.actions[Number(i)] ?? Number(i)) + 1} `)
+		.replace(/ +:/g, ":");
+}
 
 export const CAMPAIGN_TEXT_FIELDS = [
 	"campaignname",
@@ -44,6 +59,8 @@ const RULE_FIELDS = [
 	"maxrewardamount",
 	"categories",
 	"inclusionsandexclusions",
+	"recurringmonths",
+	"milestone",
 ] as const;
 const ACTION_FIELDS = [
 	"socialactionid",
@@ -76,6 +93,47 @@ const words = (raw: string): string[] =>
 		.map((w) => w.trim())
 		.filter((w) => w !== "");
 
+/**
+ * A rule's product list as text: `include:SKU-1, exclude:SKU-2` (a bare
+ * id is included); null when the stored value has another shape (kept as set).
+ */
+export function productsText(value: unknown): string | null {
+	if (!Array.isArray(value)) return listText(value);
+	const parts: string[] = [];
+	for (const entry of value) {
+		const { type, productid } = (typeof entry === "object" && entry !== null ? entry : {}) as Record<string, unknown>;
+		if ((type !== "include" && type !== "exclude") || typeof productid !== "string" || productid.includes(",")) return null;
+		parts.push(`${type}:${productid}`);
+	}
+	return parts.join(", ");
+}
+
+/** The product list back from its text: `exclude:X` excludes, `include:X` or a bare `X` includes. */
+export function productsFromText(words: string[]): { type: string; productid: string }[] {
+	return words.map((w) => {
+		const match = /^(include|exclude)\s*:\s*(.+)$/i.exec(w);
+		return match ? { type: (match[1] ?? "").toLowerCase(), productid: (match[2] ?? "").trim() } : { type: "include", productid: w };
+	});
+}
+
+/** A rule's tiers as text: `3=20, 5=50` (from the 3rd reward 20, from the 5th 50). */
+export function tiersText(value: unknown): string {
+	if (!Array.isArray(value)) return "";
+	return value.map((t: { fromcount?: unknown; reward?: unknown }) => `${t.fromcount}=${t.reward}`).join(", ");
+}
+
+/** Tiers back from their text; an entry that is not `count=reward` is reported. */
+function tiersFromText(raw: string, what: string, errors: string[]): { fromcount: string; reward: string }[] {
+	return words(raw).flatMap((w) => {
+		const match = /^(\d+)\s*=\s*(\d+(?:\.\d+)?)$/.exec(w);
+		if (!match) {
+			errors.push(`${what}: "${w}" is not count=reward (e.g. 3=20).`);
+			return [];
+		}
+		return [{ fromcount: match[1] ?? "", reward: match[2] ?? "" }];
+	});
+}
+
 /** A list field back from the form: the comma-separated words, or the hidden structured value it kept (ListField). */
 function listValue(form: FormValues, name: string, what: string, errors: string[]): unknown[] | null {
 	const kept = text(form, `${name}_kept`);
@@ -93,7 +151,12 @@ function listValue(form: FormValues, name: string, what: string, errors: string[
 }
 
 /** The campaign body of the admin API, and the errors the form itself can tell. */
-export function campaignFromForm(form: FormValues): { body: Record<string, unknown>; errors: string[] } {
+export function campaignFromForm(form: FormValues): {
+	body: Record<string, unknown>;
+	errors: string[];
+	/** The form row of each rule and social action sent, by position (for formErrorText). */
+	rows: { rules: number[]; actions: number[] };
+} {
 	const errors: string[] = [];
 	const body: Record<string, unknown> = {};
 	for (const field of CAMPAIGN_TEXT_FIELDS) body[field] = text(form, field);
@@ -114,31 +177,36 @@ export function campaignFromForm(form: FormValues): { body: Record<string, unkno
 		body.suspicioussignals = FRAUD_SIGNALS.every((code) => ticked.includes(code)) ? null : ticked;
 		body.velocitythreshold = text(form, "velocitythreshold").trim() || String(DEFAULT_VELOCITY_THRESHOLD);
 	}
-	body.rewardrules = groups(form, "r", "eventname")
-		.filter((i) => text(form, `r${i}_eventname`).trim() !== "" && text(form, `r${i}_remove`) !== "on")
-		.map((i) => {
-			const rule: Record<string, unknown> = {};
-			for (const field of RULE_FIELDS) rule[field] = text(form, `r${i}_${field}`);
-			const ruleid = text(form, `r${i}_ruleid`);
-			if (ruleid) rule.ruleid = /^\d+$/.test(ruleid) ? Number(ruleid) : ruleid;
-			for (const numeric of ["mintranvalue", "maxrewardamount"]) if (rule[numeric] === "") rule[numeric] = "0";
-			// An empty frequency takes the admin API's default for the rule.
-			if (rule.rewardfrequency === "") delete rule.rewardfrequency;
-			const categories = listValue(form, `r${i}_categories`, `Rule ${i + 1} categories`, errors);
-			rule.categories = categories;
-			rule.inclusionsandexclusions =
-				listValue(form, `r${i}_inclusionsandexclusions`, `Rule ${i + 1} inclusions and exclusions`, errors) ?? [];
-			return rule;
-		});
-	body.socialactions = groups(form, "s", "socialactionname")
-		.filter((i) => text(form, `s${i}_socialactionname`).trim() !== "" && text(form, `s${i}_remove`) !== "on")
-		.map((i) => {
-			const action: Record<string, unknown> = {};
-			for (const field of ACTION_FIELDS) action[field] = text(form, `s${i}_${field}`);
-			for (const numeric of ["displayorder", "sharemessagetype"]) if (action[numeric] === "") action[numeric] = "0";
-			return action;
-		});
-	return { body, errors };
+	const rules = groups(form, "r", "eventname").filter(
+		(i) => text(form, `r${i}_eventname`).trim() !== "" && text(form, `r${i}_remove`) !== "on",
+	);
+	body.rewardrules = rules.map((i) => {
+		const rule: Record<string, unknown> = {};
+		for (const field of RULE_FIELDS) rule[field] = text(form, `r${i}_${field}`);
+		const ruleid = text(form, `r${i}_ruleid`);
+		if (ruleid) rule.ruleid = /^\d+$/.test(ruleid) ? Number(ruleid) : ruleid;
+		for (const numeric of ["mintranvalue", "maxrewardamount"]) if (rule[numeric] === "") rule[numeric] = "0";
+		// An empty frequency takes the admin API's default for the rule.
+		if (rule.rewardfrequency === "") delete rule.rewardfrequency;
+		const categories = listValue(form, `r${i}_categories`, `Rule ${i + 1} categories`, errors);
+		rule.categories = categories;
+		const products = listValue(form, `r${i}_inclusionsandexclusions`, `Rule ${i + 1} inclusions and exclusions`, errors) ?? [];
+		// Typed words become entries; a kept structured value goes back as it was.
+		rule.inclusionsandexclusions = products.every((p) => typeof p === "string") ? productsFromText(products) : products;
+		rule.tiers = tiersFromText(text(form, `r${i}_tiers`), `Rule ${i + 1} tiers`, errors);
+		for (const numeric of ["recurringmonths", "milestone"]) if (rule[numeric] === "") rule[numeric] = "0";
+		return rule;
+	});
+	const actions = groups(form, "s", "socialactionname").filter(
+		(i) => text(form, `s${i}_socialactionname`).trim() !== "" && text(form, `s${i}_remove`) !== "on",
+	);
+	body.socialactions = actions.map((i) => {
+		const action: Record<string, unknown> = {};
+		for (const field of ACTION_FIELDS) action[field] = text(form, `s${i}_${field}`);
+		for (const numeric of ["displayorder", "sharemessagetype"]) if (action[numeric] === "") action[numeric] = "0";
+		return action;
+	});
+	return { body, errors, rows: { rules, actions } };
 }
 
 /**

@@ -16,7 +16,8 @@ export interface PageProps {
 	children?: Child;
 }
 
-const TABS: [Tab, string, string][] = [
+/** Tabs, with the role a tab needs beyond viewer: routes.tsx removes those a member's role may not use. */
+const TABS: [Tab, string, string, string?][] = [
 	["overview", "App", ""],
 	["campaigns", "Campaigns", "/campaigns"],
 	["users", "Users", "/users"],
@@ -24,7 +25,7 @@ const TABS: [Tab, string, string][] = [
 	["deliveries", "Deliveries", "/deliveries"],
 	["analytics", "Analytics", "/analytics"],
 	["audit", "Audit log", "/audit"],
-	["team", "Team", "/team"],
+	["team", "Team", "/team", "owner"],
 ];
 
 export function Page(props: PageProps) {
@@ -54,8 +55,8 @@ export function Page(props: PageProps) {
 				</header>
 				{props.appid && (
 					<nav class="tabs" aria-label="App sections">
-						{TABS.map(([tab, label, path]) => (
-							<a href={`/dashboard/apps/${props.appid}${path}`} aria-current={props.tab === tab ? "page" : undefined}>
+						{TABS.map(([tab, label, path, needs]) => (
+							<a href={`/dashboard/apps/${props.appid}${path}`} aria-current={props.tab === tab ? "page" : undefined} data-needs={needs}>
 								{label}
 							</a>
 						))}

@@ -1,7 +1,7 @@
 /** @jsxImportSource hono/jsx */
 import type { Context } from "hono";
 import { hashPassword, passwordProblem, verifyPassword } from "../admin/passwords";
-import { acceptInvitation, findInvitation, findPersonByEmail, type Person } from "../db/members";
+import { acceptInvitation, findInvitation, findPersonByEmail, type PasswordRecord, type Person } from "../db/members";
 import { sha256Hex } from "../domain/crypto";
 import { type AdminLimiters, countAdminFailure, refuseThrottledAdmin } from "../http/admin-throttle";
 import { ApiError } from "../http/errors";
@@ -12,9 +12,11 @@ import { checkLoginCsrf, loginCsrf, startSession } from "./session";
 
 /**
  * Members' sign-in (docs/operators.md): with the email and password chosen on
- * accepting an invitation. Wrong passwords count toward the same per-IP limit
- * as wrong admin tokens (http/admin-throttle.ts); an unknown email costs the
- * same PBKDF2 work as a known one, so timing does not tell which emails exist.
+ * accepting an invitation. Wrong passwords count per address (with wrong
+ * admin tokens) and per target email (http/admin-throttle.ts), and an
+ * address or email over the limit is refused before the password is
+ * compared; an unknown email costs the same PBKDF2 work as a known one, so
+ * timing does not tell which emails exist.
  */
 
 /** A fixed record to verify against when the email is unknown (never matches: its hash is of nothing typed). */
@@ -32,13 +34,33 @@ export async function checkMemberSignIn(
 	email: string,
 	password: string,
 ): Promise<Person | "wrong" | "throttled"> {
+	const target = email.trim().toLowerCase().slice(0, 254);
 	try {
-		refuseThrottledAdmin(ip);
-		const person = email ? await findPersonByEmail(env.DB, email.trim().toLowerCase()) : null;
+		refuseThrottledAdmin(ip, target);
+		const person = target ? await findPersonByEmail(env.DB, target) : null;
 		const record = credentials(person);
 		const ok = await verifyPassword(password, record ?? DECOY);
 		if (ok && record && person) return person;
-		await countAdminFailure(env, ip);
+		await countAdminFailure(env, { ip, target, credential: password });
+		return "wrong";
+	} catch (err) {
+		if (err instanceof ApiError && err.status === 429) return "throttled";
+		throw err;
+	}
+}
+
+/** An existing person's password, checked under the sign-in limits: "ok", "wrong", or "throttled" (never a thrown 429). */
+async function provePassword(
+	env: AdminLimiters,
+	ip: string,
+	email: string,
+	password: string,
+	record: PasswordRecord,
+): Promise<"ok" | "wrong" | "throttled"> {
+	try {
+		refuseThrottledAdmin(ip, email);
+		if (await verifyPassword(password, record)) return "ok";
+		await countAdminFailure(env, { ip, target: email, credential: password });
 		return "wrong";
 	} catch (err) {
 		if (err instanceof ApiError && err.status === 429) return "throttled";
@@ -113,12 +135,17 @@ export function registerMemberSignIn(dash: Dash, loginPage: (csrf: string, error
 		const password = String(form.password ?? "");
 		const existing = credentials(invitation);
 		const props = { email: invitation.email, appname: invitation.appname, existing: existing !== null };
-		const again = async (error: string, status: 400 | 401 | 403) =>
+		const again = async (error: string, status: 400 | 401 | 403 | 429) =>
 			c.html(<InvitationPage csrf={await loginCsrf(c)} {...props} error={error} />, status);
 		if (!(await checkLoginCsrf(c, String(form._csrf ?? "")))) return again("The form expired; try again.", 403);
-		if (existing && !(await verifyPassword(password, existing))) {
-			await countAdminFailure(c.env, clientIp(c.req.raw));
-			return again("That is not your password.", 401);
+		if (existing) {
+			// The same limit as the sign-in form, per address and per person: refused before the compare when over it.
+			const proof = await provePassword(c.env, clientIp(c.req.raw), invitation.email, password, existing);
+			if (proof === "throttled") {
+				c.header("Retry-After", String(RETRY_AFTER_SECONDS));
+				return again("Too many failed attempts. Wait 10 seconds.", 429);
+			}
+			if (proof === "wrong") return again("That is not your password.", 401);
 		}
 		const problem = existing
 			? null

@@ -1,10 +1,13 @@
 /** @jsxImportSource hono/jsx */
-import { Hono } from "hono";
+import { Hono, type Next } from "hono";
+import { roleAtLeast } from "../admin/rights";
+import { ROLES } from "../db/admin-tokens";
 import { constantTimeEqual } from "../domain/crypto";
 import { adminTokenRefused, INSECURE_MESSAGE } from "../http/admin-token";
 import { clientIp, RETRY_AFTER_SECONDS } from "../http/rate-limits";
+import { busyError } from "../http/service-busy";
 import { apiFor } from "./api";
-import type { DashEnv } from "./context";
+import type { DashContext, DashEnv } from "./context";
 import { Csrf, Field, Page } from "./layout";
 import { registerMemberSignIn } from "./members";
 import { registerAnalytics } from "./pages/analytics";
@@ -12,10 +15,13 @@ import { registerApps } from "./pages/apps";
 import { registerAudit } from "./pages/audit";
 import { registerCampaigns } from "./pages/campaigns";
 import { registerDeliveries } from "./pages/deliveries";
+import { registerMail } from "./pages/mail";
 import { registerReview } from "./pages/review";
 import { registerStripe } from "./pages/stripe";
 import { registerTeam } from "./pages/team";
 import { registerUsers } from "./pages/users";
+import { registerPasswordReset } from "./reset";
+import { roleIn } from "./role";
 import { SCRIPT } from "./script";
 import { checkLoginCsrf, endSession, loginCsrf, readSession, startSession } from "./session";
 import { checkSignIn } from "./sign-in";
@@ -59,6 +65,9 @@ const loginPage = (csrf: string, error?: string) => (
 			<div>
 				<button type="submit">Sign in as a member</button>
 			</div>
+			<p>
+				<a href="/dashboard/reset">Forgot your password?</a>
+			</p>
 		</form>
 		<form class="grid login" method="post" action="/dashboard/login" aria-labelledby="token-sign-in">
 			<h2 id="token-sign-in">Set-up</h2>
@@ -93,6 +102,8 @@ dashboardRoutes.post("/login", async (c) => {
 });
 
 registerMemberSignIn(dashboardRoutes, loginPage);
+registerPasswordReset(dashboardRoutes);
+registerMail(dashboardRoutes);
 
 // Everything below needs a session; every POST needs its CSRF token.
 dashboardRoutes.use("*", async (c, next) => {
@@ -121,6 +132,28 @@ dashboardRoutes.post("/logout", async (c) => {
 	return c.redirect("/dashboard/login", 303);
 });
 
+/**
+ * Each role sees only the tabs it may use: a tab marked with the role it
+ * needs (layout.tsx) is taken out of a member's page when their role is
+ * below it, instead of leading to a 403.
+ */
+const tabsByRole = async (c: DashContext, next: Next) => {
+	await next();
+	const personid = c.var.session?.personid;
+	if (!personid || !c.res.headers.get("content-type")?.includes("text/html")) return;
+	const role = await roleIn(c, c.req.param("appid") ?? "");
+	c.res = new HTMLRewriter()
+		.on("nav.tabs a[data-needs]", {
+			element(link) {
+				const needs = ROLES.find((r) => r === link.getAttribute("data-needs"));
+				if (needs && !roleAtLeast(role, needs)) link.remove();
+			},
+		})
+		.transform(c.res);
+};
+dashboardRoutes.use("/apps/:appid", tabsByRole);
+dashboardRoutes.use("/apps/:appid/*", tabsByRole);
+
 registerApps(dashboardRoutes);
 registerCampaigns(dashboardRoutes);
 registerUsers(dashboardRoutes);
@@ -134,6 +167,12 @@ registerStripe(dashboardRoutes);
 dashboardRoutes.notFound((c) => c.html(<Page title="Not found" error="No such page." />, 404));
 
 dashboardRoutes.onError((err, c) => {
+	const busy = busyError(err);
+	if (busy) {
+		console.error(JSON.stringify({ msg: "D1 unavailable: dashboard answered 503", path: c.req.path, error: String(err) }));
+		for (const [name, value] of Object.entries(busy.headers)) c.header(name, value);
+		return c.html(<Page title="Busy" error="The service is busy. Try again in a few seconds." />, 503);
+	}
 	const status = (err as { status?: number }).status;
 	if (status === 404) return c.html(<Page title="Not found" error={err.message} />, 404);
 	if (status === 403) return c.html(<Page title="Not allowed" error={err.message} />, 403);

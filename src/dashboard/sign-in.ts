@@ -16,7 +16,7 @@ export async function checkSignIn(
 		refuseThrottledAdmin(ip);
 		const token = env.ADMIN_TOKEN;
 		if (token && constantTimeEqual(presented, token)) return "ok";
-		await countAdminFailure(env, ip);
+		await countAdminFailure(env, { ip, credential: presented });
 		return "wrong";
 	} catch (err) {
 		if (err instanceof ApiError && err.status === 429) return "throttled";

@@ -65,6 +65,8 @@ export interface RewardFilter {
 	statuses: string[];
 	campaignid: number | null;
 	userkey: string | null;
+	/** One reward by its id (the primary key): the reward's own page. */
+	rewarddtlid?: string | null;
 	/** ISO bounds on created_at: from inclusive, to exclusive. */
 	from: string | null;
 	to: string | null;
@@ -84,6 +86,7 @@ export async function listRewards(db: D1Database, f: RewardFilter): Promise<Proj
 	if (f.statuses.length > 0) add(`r.rewardstatus IN (${f.statuses.map(() => "?").join(", ")})`, ...f.statuses);
 	if (f.campaignid !== null) add("r.campaignid = ?", f.campaignid);
 	if (f.userkey !== null) add("r.userkey = ?", f.userkey);
+	if (f.rewarddtlid) add("r.rewarddtlid = ?", f.rewarddtlid);
 	if (f.from !== null) add("r.created_at >= ?", f.from);
 	if (f.to !== null) add("r.created_at < ?", f.to);
 	if (f.after !== null) add("(r.created_at, r.rewarddtlid) < (?, ?)", ...f.after);

@@ -86,6 +86,11 @@ export function auditStatement(
 		);
 }
 
+/** Writes one entry on its own: for a change made elsewhere (a ledger) or a read worth recording (an export). */
+export async function recordAudit(db: D1Database, entry: AuditEntry): Promise<void> {
+	await auditStatement(db, entry).run();
+}
+
 /** Runs `statement` and, when it changed a row, the entry of `audit`, in one batch; the statement's result. */
 export async function runAudited(db: D1Database, statement: D1PreparedStatement, audit: AuditEntry): Promise<D1Result> {
 	const [result] = await db.batch([statement, auditStatement(db, audit, { onlyIfChanged: true })]);

@@ -19,6 +19,18 @@ export interface RewardRule {
 	maxrewardamount: number;
 	categories: unknown;
 	inclusionsandexclusions: unknown[];
+	/** Referrer rules: the n-th reward is worth the tier with the largest fromcount <= n (docs/rewards.md, "Tiers"); [] for none. */
+	tiers: RuleTier[];
+	/** Only events within this many calendar months of the friend's first such event earn (docs/rewards.md, "Recurring windows"); 0: no window. */
+	recurringmonths: number;
+	/** Referrer rules: one reward when the N-th distinct friend has the event (docs/rewards.md, "Milestones"); 0: not a milestone. */
+	milestone: number;
+}
+
+/** One tier of a rule: from the `fromcount`-th reward on, each is worth `reward` (in the rule's unit). */
+export interface RuleTier {
+	fromcount: number;
+	reward: number;
 }
 
 export interface SocialAction {
@@ -72,15 +84,17 @@ export interface CampaignRow extends Omit<Campaign, "autoapprove" | "suspiciouss
 	updated_at: string;
 }
 
-export interface RuleRow extends Omit<RewardRule, "categories" | "inclusionsandexclusions"> {
+export interface RuleRow extends Omit<RewardRule, "categories" | "inclusionsandexclusions" | "tiers"> {
 	categories: string | null;
 	inclusionsandexclusions: string;
+	tiers: string | null;
 }
 
 /** The JSON columns of campaigns and reward_rules, as the admin API writes them. */
 const suspiciousSignalsJson = z.array(z.enum(FRAUD_SIGNALS));
 const categoriesJson = z.unknown();
 const inclusionsJson = z.array(z.unknown());
+const tiersJson = z.array(z.object({ fromcount: z.number().int(), reward: z.number() }));
 
 export const toCampaign = ({ autoapprove, suspicioussignals, created_at, updated_at, ...rest }: CampaignRow): Campaign => ({
 	...rest,
@@ -95,6 +109,9 @@ export const toRule = (row: RuleRow): RewardRule => ({
 	...row,
 	categories: row.categories === null ? null : parseStoredJson("reward_rules", "categories", row.categories, categoriesJson),
 	inclusionsandexclusions: parseStoredJson("reward_rules", "inclusionsandexclusions", row.inclusionsandexclusions, inclusionsJson),
+	tiers: row.tiers === null ? [] : parseStoredJson("reward_rules", "tiers", row.tiers, tiersJson),
+	recurringmonths: row.recurringmonths ?? 0,
+	milestone: row.milestone ?? 0,
 });
 
 /** `{ found: 1 }` when the campaign is the app's. */
@@ -151,6 +168,9 @@ function ruleValues(rule: RuleFields) {
 		rule.maxrewardamount,
 		rule.categories === null || rule.categories === undefined ? null : JSON.stringify(rule.categories),
 		JSON.stringify(rule.inclusionsandexclusions ?? []),
+		rule.tiers && rule.tiers.length > 0 ? JSON.stringify(rule.tiers) : null,
+		rule.recurringmonths ?? 0,
+		rule.milestone ?? 0,
 	];
 }
 
@@ -159,8 +179,8 @@ function ruleInserts(db: D1Database, campaignRef: string, refArgs: unknown[], ru
 		db
 			.prepare(
 				`INSERT INTO reward_rules (campaignid, position, rewardusertype, eventname, reward, rewardunit, rewardfrequency,
-				 mintranvalue, maxrewardamount, categories, inclusionsandexclusions)
-				 VALUES (${campaignRef}, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+				 mintranvalue, maxrewardamount, categories, inclusionsandexclusions, tiers, recurringmonths, milestone)
+				 VALUES (${campaignRef}, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			)
 			.bind(...refArgs, firstPosition + i, ...ruleValues(rule)),
 	);
@@ -291,7 +311,7 @@ function ruleUpdate(db: D1Database, campaignid: number, ruleid: number, rule: Ru
 	return db
 		.prepare(
 			`UPDATE reward_rules SET position = ?, rewardusertype = ?, eventname = ?, reward = ?, rewardunit = ?, rewardfrequency = ?,
-			   mintranvalue = ?, maxrewardamount = ?, categories = ?, inclusionsandexclusions = ?
+			   mintranvalue = ?, maxrewardamount = ?, categories = ?, inclusionsandexclusions = ?, tiers = ?, recurringmonths = ?, milestone = ?
 			 WHERE ruleid = ? AND campaignid = ?`,
 		)
 		.bind(position, ...ruleValues(rule), ruleid, campaignid);

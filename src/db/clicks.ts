@@ -1,5 +1,5 @@
-import { clickCounter, requestCounter } from "./stats";
-import { type ClickMark, markClick, markWon } from "./unique-clicks";
+import { slotOf } from "../domain/time-zone";
+import { slotCounter } from "./stats";
 
 /**
  * Share-link clicks: the daily counter per code (link_clicks, kept for good)
@@ -18,86 +18,83 @@ function codeOwnerLookup(db: D1Database, code: string): D1PreparedStatement {
 		.bind(code);
 }
 
-/** Counts a click on a live code for its UTC day, if it is the client's first in the window (`mark`, db/unique-clicks.ts). */
-function countClick(db: D1Database, code: string, day: string, mark: ClickMark): D1PreparedStatement {
-	return db
-		.prepare(
-			`INSERT INTO link_clicks (referralcode, day, clicks) SELECT ?1, ?2, 1 WHERE EXISTS (SELECT 1 FROM users WHERE referralcode = ?1 AND erased_at IS NULL)
-			 AND ${markWon("?3", "?4")}
-			 ON CONFLICT (referralcode, day) DO UPDATE SET clicks = clicks + 1`,
-		)
-		.bind(code, day, mark.clientkey, mark.token);
-}
-
-/** Records one counted click on a live code (repeats in the window are not logged again). */
-function logClick(
-	db: D1Database,
-	code: string,
-	at: string,
-	iphash: string | null,
-	useragent: string | null,
-	mark: ClickMark,
-): D1PreparedStatement {
-	return db
-		.prepare(
-			`INSERT INTO link_click_log (referralcode, clicked_at, iphash, useragent)
-			 SELECT ?1, ?2, ?3, ?4 WHERE EXISTS (SELECT 1 FROM users WHERE referralcode = ?1 AND erased_at IS NULL)
-			 AND ${markWon("?5", "?6")}`,
-		)
-		.bind(code, at, iphash, useragent, mark.clientkey, mark.token);
+/** Where a share link leads: the landing URL of the code's app (`codeKnown`), else of the app whose campaign uses `host`. */
+export interface LinkTarget {
+	codeKnown: boolean;
+	landingurl: string | null;
 }
 
 /**
- * The statements of a person's click on `code` at `at`, for the request's one
- * batch: the client's mark (when the client is known), then the daily count,
- * the app's stats and the click log, each counting only when the mark was won
- * (a repeat within `windowMs` writes nothing but its failed upsert).
+ * One round trip: the live owner of `code` and, for an unknown code, the app
+ * whose campaign uses `host` as its custom domain. The click counter asks it
+ * once per code and minute (clicks/click-counter.ts), not once per click.
  */
-function uniqueClick(
-	db: D1Database,
-	click: { code: string; at: Date; iphash: string | null; useragent: string | null; mark: ClickMark; windowMs: number },
-): D1PreparedStatement[] {
-	const { code, at, iphash, useragent, mark } = click;
-	const now = at.toISOString();
-	const day = now.slice(0, 10);
-	const claim = markClick(db, code, mark, at, click.windowMs);
-	return [
-		...(claim ? [claim] : []),
-		countClick(db, code, day, mark),
-		clickCounter(db, code, now, mark),
-		logClick(db, code, now, iphash, useragent, mark),
-	];
-}
-
-/** A person's click, with what makes it unique: the client's mark (db/unique-clicks.ts) and the window. */
-export interface PersonClick {
-	iphash: string | null;
-	useragent: string | null;
-	mark: ClickMark;
-	windowMs: number;
-}
-
-/**
- * One request of a share link, in ONE round trip: the code's app, the custom
- * domain's app (for unknown codes), the raw request count and, for a person's
- * click (`click` not null), the unique click. Answers where it leads: the
- * landing URL of the code's app, else of the app whose campaign uses `host` as
- * its custom domain; null when neither has one. `codeKnown`: the code is a
- * live user's.
- */
-export async function recordLinkRequest(
-	db: D1Database,
-	request: { code: string; host: string; at: Date; click: PersonClick | null },
-): Promise<{ codeKnown: boolean; landingurl: string | null }> {
-	const { code, host, at, click } = request;
+export async function findLinkTarget(db: D1Database, code: string, host: string): Promise<LinkTarget> {
 	const [owner, domainApp] = await db.batch<{ landingurl: string | null }>([
 		codeOwnerLookup(db, code),
 		db.prepare("SELECT a.landingurl FROM campaigns c JOIN apps a ON a.appid = c.appid WHERE c.customdomain = ? LIMIT 1").bind(host),
-		requestCounter(db, code, at.toISOString()),
-		...(click ? uniqueClick(db, { code, at, ...click }) : []),
 	]);
 	const known = owner?.results[0];
 	return { codeKnown: known !== undefined, landingurl: known ? known.landingurl : (domainApp?.results[0]?.landingurl ?? null) };
+}
+
+/** What a click counter rolls up for one code and quarter hour: raw requests and counted (unique) clicks. */
+export interface ClickTally {
+	code: string;
+	/** Any ISO time inside the quarter hour (its UTC day is the daily count's). */
+	at: string;
+	requests: number;
+	clicks: number;
+}
+
+/** One counted click for the click log (IP hash and user agent, kept CLICK_RETENTION_DAYS). */
+export interface ClickLogRow {
+	code: string;
+	at: string;
+	iphash: string | null;
+	useragent: string | null;
+}
+
+/** The live-owner guard of every roll-up statement (?1 is the code): an erased user's code counts nothing. */
+const LIVE = "EXISTS (SELECT 1 FROM users WHERE referralcode = ?1 AND erased_at IS NULL)";
+
+/**
+ * The statements that add a click counter's tallies and log rows to D1, for
+ * ONE batch (one round trip, one transaction, however many codes): per code
+ * and quarter hour the app's `requests` and `clicks` counters, per code and
+ * UTC day the daily clicks, and one log row per counted click.
+ */
+export function clickRollUp(db: D1Database, tallies: ClickTally[], log: ClickLogRow[]): D1PreparedStatement[] {
+	const statements: D1PreparedStatement[] = [];
+	for (const t of tallies) {
+		const slot = slotOf(t.at);
+		if (t.requests > 0) statements.push(slotCounter(db, t.code, slot, "requests", t.requests));
+		if (t.clicks > 0) {
+			statements.push(slotCounter(db, t.code, slot, "clicks", t.clicks));
+			statements.push(
+				db
+					.prepare(
+						`INSERT INTO link_clicks (referralcode, day, clicks) SELECT ?1, ?2, ?3 WHERE ${LIVE}
+						 ON CONFLICT (referralcode, day) DO UPDATE SET clicks = clicks + excluded.clicks`,
+					)
+					.bind(t.code, t.at.slice(0, 10), t.clicks),
+			);
+		}
+	}
+	for (const row of log) {
+		statements.push(
+			db
+				.prepare(`INSERT INTO link_click_log (referralcode, clicked_at, iphash, useragent) SELECT ?1, ?2, ?3, ?4 WHERE ${LIVE}`)
+				.bind(row.code, row.at, row.iphash, row.useragent),
+		);
+	}
+	return statements;
+}
+
+/** Writes a roll-up in one round trip (nothing when there is nothing to add). */
+export async function writeClickRollUp(db: D1Database, tallies: ClickTally[], log: ClickLogRow[]): Promise<void> {
+	const statements = clickRollUp(db, tallies, log);
+	if (statements.length > 0) await db.batch(statements);
 }
 
 /** Deletes per-click rows older than the retention; returns how many. Bounded per call so one run never holds D1 long. */

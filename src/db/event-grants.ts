@@ -25,7 +25,8 @@ type PendingRow = Omit<EventInput, "campaignid"> & { campaignid: number };
 export async function eventsAwaitingGrants(db: D1Database, cutoff: string, limit: number): Promise<PendingRow[]> {
 	const result = await db
 		.prepare(
-			`SELECT e.appid, u.userkey, e.customid, e.eventname, e.transactionvalue, e.extrainfo, e.campaignid, e.growthhack
+			`SELECT e.appid, u.userkey, e.customid, e.eventname, e.transactionvalue, e.extrainfo, e.campaignid, e.growthhack,
+			        e.productid, e.category
 			 FROM conversion_events e JOIN users u ON u.userid = e.userid
 			 WHERE e.grants_pending IS NOT NULL AND e.created_at < ? ORDER BY e.created_at LIMIT ?`,
 		)

@@ -19,6 +19,9 @@ export interface EventInput {
 	extrainfo: string | null;
 	campaignid: number | null;
 	growthhack: string;
+	/** What was bought (docs/rewards.md, "Products and categories"); absent for events that name none. */
+	productid?: string | null;
+	category?: string | null;
 }
 
 export interface StoredEvent {
@@ -46,6 +49,10 @@ export type EventContext =
 			rules: RewardRule[];
 			/** What the fraud checks compare between the user and its referrer (docs/fraud.md). */
 			facts: SignalFacts;
+			/** When the user's first event of this name in the campaign was recorded (ISO); null: none yet (recurring windows). */
+			firstEventAt: string | null;
+			/** The app's IANA time zone (recurring windows count its calendar months). */
+			timezone: string;
 	  }
 	| { ok: false; reason: "user_not_found" | "campaign_not_found" };
 
@@ -130,7 +137,7 @@ export async function readEventContext(db: D1Database, input: EventInput): Promi
 	const referrerid = `(SELECT referrer_userid FROM users WHERE userid = ${userid})`;
 	// A test twin reads its live app's campaigns (docs/test-mode.md); found by the apps primary key, in the same statement.
 	const campaignApp = "(SELECT COALESCE(live_appid, appid) FROM apps WHERE appid = ?1)";
-	const [eventResult, userResult, referrerResult, campaignResult, rulesResult, factsResult] = await db.batch([
+	const [eventResult, userResult, referrerResult, campaignResult, rulesResult, factsResult, firstResult] = await db.batch([
 		db.prepare(STORED_EVENT).bind(input.appid, input.customid),
 		db.prepare(`${USER_VIEW} WHERE u.userid = ${userid}`).bind(...args.slice(0, 3)),
 		db.prepare(`${USER_VIEW} WHERE u.userid = (SELECT referrer_userid FROM users WHERE userid = ${userid})`).bind(...args.slice(0, 3)),
@@ -143,6 +150,14 @@ export async function readEventContext(db: D1Database, input: EventInput): Promi
 			.bind(...args),
 		// In the same round trip, though only events of referred users need them.
 		signalFactsLookup(db, userid, referrerid, args.slice(0, 3)),
+		// Recurring windows start at the friend's first event of the name: one seek of conversion_events_first (migration 0024).
+		db
+			.prepare(
+				`SELECT (SELECT timezone FROM apps WHERE appid = ?1) AS timezone,
+				   (SELECT MIN(created_at) FROM conversion_events WHERE userid = ${userid} AND campaignid = ${campaignid}
+				      AND lower(trim(eventname)) = lower(trim(?5))) AS first_at`,
+			)
+			.bind(...args, input.eventname),
 	]);
 	const eventRow = firstRowOf<EventRow>(eventResult);
 	const userRow = firstRowOf<UserRow>(userResult);
@@ -150,6 +165,7 @@ export async function readEventContext(db: D1Database, input: EventInput): Promi
 	if (!userRow) return { ok: false, reason: "user_not_found" };
 	if (!campaignRow) return { ok: false, reason: "campaign_not_found" };
 	const referrerRow = firstRowOf<UserRow>(referrerResult);
+	const first = firstRowOf<{ timezone: string | null; first_at: string | null }>(firstResult);
 	return {
 		ok: true,
 		stored: eventRow ? toStoredEvent(eventRow) : null,
@@ -158,6 +174,8 @@ export async function readEventContext(db: D1Database, input: EventInput): Promi
 		campaign: toCampaign(campaignRow),
 		rules: rowsOf<RuleRow>(rulesResult).map(toRule),
 		facts: toSignalFacts(firstRowOf<SignalFactsRow>(factsResult)),
+		firstEventAt: first?.first_at ?? null,
+		timezone: first?.timezone ?? "UTC",
 	};
 }
 
@@ -178,8 +196,9 @@ export async function insertEvent(
 	const [insert, , , read] = await db.batch([
 		db
 			.prepare(
-				`INSERT INTO conversion_events (appid, customid, userid, eventname, transactionvalue, extrainfo, campaignid, growthhack, created_at, decision, grants_pending)
-				 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 1) ON CONFLICT (appid, customid) DO NOTHING`,
+				`INSERT INTO conversion_events (appid, customid, userid, eventname, transactionvalue, extrainfo, campaignid, growthhack, created_at,
+				   decision, grants_pending, productid, category)
+				 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 1, ?11, ?12) ON CONFLICT (appid, customid) DO NOTHING`,
 			)
 			.bind(
 				input.appid,
@@ -192,6 +211,8 @@ export async function insertEvent(
 				input.growthhack,
 				createdAt,
 				JSON.stringify(decision),
+				input.productid ?? null,
+				input.category ?? null,
 			),
 		// The friend converts on its first event not named Signup; the token makes the referrer's counter move once.
 		db

@@ -1,7 +1,9 @@
 import { z } from "zod";
 import { nowIso } from "../domain/dates";
+import type { OutboxEvent } from "../outbox/events";
 import { ROLES, type Role } from "./admin-tokens";
 import { type AuditEntry, auditStatement } from "./audit";
+import { insertOutboxEvent } from "./outbox-events";
 import { firstRowOf, rowsOf } from "./rows";
 
 /**
@@ -17,24 +19,31 @@ const memberRow = z.object({
 	email: z.string(),
 	role: z.enum(ROLES),
 	created_at: z.string(),
-	active: z.number(),
+	accepted_at: z.string().nullable(),
+	/** The latest invitation's expiry (epoch ms); null when it has none. */
+	invitation_expires_at: z.number().nullable(),
 });
 export type Member = z.output<typeof memberRow>;
 
-const MEMBER_SELECT = `SELECT m.memberid, m.appid, m.personid, p.email, m.role, m.created_at,
-	(p.password_hash IS NOT NULL) AS active FROM members m JOIN people p ON p.personid = m.personid`;
+// Only the member's own facts: nothing here tells whether the person has a password or other apps.
+const MEMBER_SELECT = `SELECT m.memberid, m.appid, m.personid, p.email, m.role, m.created_at, m.accepted_at,
+	(SELECT MAX(i.expires_at) FROM member_invitations i WHERE i.memberid = m.memberid) AS invitation_expires_at
+	FROM members m JOIN people p ON p.personid = m.personid`;
 
 export type NewMemberOutcome = { ok: true; member: Member } | { ok: false; reason: "member_exists" };
 
 /**
- * Adds `email` to the app with `role` and records its invitation (`tokenHash`,
- * valid until `expiresAt` epoch ms). The person is created on their first
- * invitation and shared by every app they join.
+ * Adds `email` to the app with `role`, records its invitation (`tokenHash`,
+ * valid until `expiresAt` epoch ms) and the invitation's email (`mail`, an
+ * outbox event: the link goes to the address only), in one batch. The person
+ * is created on their first invitation and shared by every app they join;
+ * the membership gives nothing until its own invitation is accepted.
  */
 export async function insertMember(
 	db: D1Database,
 	input: { memberid: string; personid: string; appid: string; email: string; role: Role; tokenHash: string; expiresAt: number },
 	audit: AuditEntry,
+	mail: OutboxEvent,
 ): Promise<NewMemberOutcome> {
 	const now = nowIso();
 	const results = await db.batch([
@@ -52,6 +61,7 @@ export async function insertMember(
 		db
 			.prepare("INSERT INTO member_invitations (token_hash, memberid, expires_at) SELECT ?, memberid, ? FROM members WHERE memberid = ?")
 			.bind(input.tokenHash, input.expiresAt, input.memberid),
+		insertOutboxEvent(db, mail, { sql: "EXISTS (SELECT 1 FROM member_invitations WHERE token_hash = ?)", args: [input.tokenHash] }),
 		db.prepare(`${MEMBER_SELECT} WHERE m.memberid = ?`).bind(input.memberid),
 	]);
 	const member = firstRowOf<unknown>(results.at(-1));
@@ -78,27 +88,30 @@ export async function updateMemberRole(db: D1Database, appid: string, memberid: 
 	return (updated?.meta.changes ?? 0) > 0;
 }
 
-/** Removes a member with their open invitations and ends the person's dashboard sessions; false when there is no such member. */
+/**
+ * Removes a member with their invitations; false when there is no such
+ * member. The person's sessions stay: every request checks the membership
+ * of the app it names (admin/rights.ts), so they end in this app at once and
+ * go on in the person's other apps, which this app's owner has no say over.
+ */
 export async function deleteMember(db: D1Database, appid: string, memberid: string, audit: AuditEntry): Promise<boolean> {
 	const ofThisApp = "SELECT memberid FROM members WHERE memberid = ? AND appid = ?";
 	const results = await db.batch([
 		db.prepare(`DELETE FROM member_invitations WHERE memberid IN (${ofThisApp})`).bind(memberid, appid),
-		db
-			.prepare("DELETE FROM admin_sessions WHERE personid = (SELECT personid FROM members WHERE memberid = ? AND appid = ?)")
-			.bind(memberid, appid),
 		db.prepare("DELETE FROM members WHERE memberid = ? AND appid = ?").bind(memberid, appid),
 		auditStatement(db, audit, { onlyIfChanged: true }),
 	]);
-	return (results[2]?.meta.changes ?? 0) > 0;
+	return (results[1]?.meta.changes ?? 0) > 0;
 }
 
 const accessRow = z.object({ memberid: z.string(), role: z.enum(ROLES), email: z.string() });
 
-/** A person's membership of one app (the unique (appid, personid) index), or null. */
+/** A person's accepted membership of one app (the unique (appid, personid) index), or null. */
 export async function membershipOf(db: D1Database, appid: string, personid: string): Promise<z.output<typeof accessRow> | null> {
 	const row = await db
 		.prepare(
-			"SELECT m.memberid, m.role, p.email FROM members m JOIN people p ON p.personid = m.personid WHERE m.appid = ? AND m.personid = ?",
+			`SELECT m.memberid, m.role, p.email FROM members m JOIN people p ON p.personid = m.personid
+			 WHERE m.appid = ? AND m.personid = ? AND m.accepted_at IS NOT NULL`,
 		)
 		.bind(appid, personid)
 		.first();
@@ -107,11 +120,12 @@ export async function membershipOf(db: D1Database, appid: string, personid: stri
 
 const personAppRow = z.object({ appid: z.string(), name: z.string(), role: z.enum(ROLES) });
 
-/** The apps a person is a member of, by name (members_person; a person is a member of few apps). */
+/** The apps a person is an accepted member of, by name (members_person; a person is a member of few apps). */
 export async function appsOfPerson(db: D1Database, personid: string): Promise<z.output<typeof personAppRow>[]> {
 	const result = await db
 		.prepare(
-			"SELECT m.appid, a.name, m.role FROM members m JOIN apps a ON a.appid = m.appid WHERE m.personid = ? ORDER BY a.name LIMIT 500",
+			`SELECT m.appid, a.name, m.role FROM members m JOIN apps a ON a.appid = m.appid
+			 WHERE m.personid = ? AND m.accepted_at IS NOT NULL ORDER BY a.name LIMIT 500`,
 		)
 		.bind(personid)
 		.all();
@@ -159,16 +173,24 @@ export interface PasswordRecord {
 }
 
 /**
- * Uses the invitation (once: the first of two concurrent acceptances wins)
- * and, when `password` is given, sets the person's password, only if the
- * person has none yet (an invitation never replaces a password). True when
- * this call used it.
+ * Uses the invitation (once: the first of two concurrent acceptances wins),
+ * starts its membership, and, when `password` is given, sets the person's
+ * password, only if the person has none yet (an invitation never replaces a
+ * password). True when this call used it.
  */
 export async function acceptInvitation(db: D1Database, tokenHash: string, now: number, password: PasswordRecord | null): Promise<boolean> {
+	const at = new Date(now).toISOString();
+	const memberOfToken = "SELECT memberid FROM member_invitations WHERE token_hash = ?";
 	const statements = [
 		db
 			.prepare("UPDATE member_invitations SET used_at = ? WHERE token_hash = ? AND used_at IS NULL AND expires_at > ?")
-			.bind(new Date(now).toISOString(), tokenHash, now),
+			.bind(at, tokenHash, now),
+		// `changes()` is the statement's just above: only the call that used the invitation goes on.
+		db
+			.prepare(
+				`UPDATE members SET accepted_at = ?, updated_at = ? WHERE changes() > 0 AND accepted_at IS NULL AND memberid = (${memberOfToken})`,
+			)
+			.bind(at, at, tokenHash),
 	];
 	if (password) {
 		statements.push(

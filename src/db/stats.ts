@@ -1,7 +1,6 @@
 import { localDayStart, type OffsetSegment, offsetSegments, slotOf } from "../domain/time-zone";
 import { fromHundredths } from "../rewards/money";
 import { rowsOf } from "./rows";
-import { type ClickMark, markWon } from "./unique-clicks";
 
 /**
  * Counters of the dashboard's analytics, per UTC quarter hour (`stats_slots`,
@@ -40,24 +39,15 @@ export function lateAttributionCounter(db: D1Database, attributionId: string): D
 		.bind(attributionId);
 }
 
-/** A share-link click on `code` at `at` (ISO), counted on the code owner's app and campaign when it is the client's first in the window. */
-export function clickCounter(db: D1Database, code: string, at: string, mark: ClickMark): D1PreparedStatement {
+/**
+ * Share-link counts rolled up by a click counter (db/clicks.ts clickRollUp):
+ * `n` raw `requests` or unique `clicks` of `code` in the quarter hour `slot`,
+ * on the code owner's app and campaign.
+ */
+export function slotCounter(db: D1Database, code: string, slot: string, metric: "requests" | "clicks", n: number): D1PreparedStatement {
 	return db
-		.prepare(
-			`${INTO}
-			 SELECT appid, campaignid, ?2, 'clicks', '', 1 FROM users WHERE referralcode = ?1 AND ${markWon("?3", "?4")} ${BUMP}`,
-		)
-		.bind(code, slotOf(at), mark.clientkey, mark.token);
-}
-
-/** Any share-link request on `code` (bots, HEAD and repeats included): the raw `requests` next to the unique `clicks`. */
-export function requestCounter(db: D1Database, code: string, at: string): D1PreparedStatement {
-	return db
-		.prepare(
-			`${INTO}
-			 SELECT appid, campaignid, ?2, 'requests', '', 1 FROM users WHERE referralcode = ?1 ${BUMP}`,
-		)
-		.bind(code, slotOf(at));
+		.prepare(`${INTO} SELECT appid, campaignid, ?2, ?3, '', ?4 FROM users WHERE referralcode = ?1 ${BUMP}`)
+		.bind(code, slot, metric, n);
 }
 
 /** A friend's move to Converted, only when the conversion `conversionId` happened in this batch. */

@@ -38,6 +38,7 @@ const APP_TABLES = [
 	`DELETE FROM stats_referrer_daily WHERE (appid, day, referrer_userid, campaignid) IN
 	   (SELECT appid, day, referrer_userid, campaignid FROM stats_referrer_daily WHERE appid = ?1 ORDER BY day LIMIT ${ROUND})`,
 	`DELETE FROM stripe_links WHERE (appid, customid) IN (SELECT appid, customid FROM stripe_links WHERE appid = ?1 ORDER BY customid LIMIT ${ROUND})`,
+	`DELETE FROM stripe_inbox WHERE (appid, eventid) IN (SELECT appid, eventid FROM stripe_inbox WHERE appid = ?1 ORDER BY eventid LIMIT ${ROUND})`,
 	"DELETE FROM stripe_event_counts WHERE appid = ?1",
 	"DELETE FROM webhook_breakers WHERE appid = ?1",
 ];
@@ -72,6 +73,7 @@ export async function deleteTestUsers(db: D1Database, testAppid: string, users: 
 		db.prepare(`DELETE FROM link_click_seen WHERE referralcode IN (${codes})`).bind(testAppid, ids),
 		db.prepare(`DELETE FROM friend_reminders WHERE friend_userid IN (${userids})`).bind(testAppid, ids),
 		db.prepare(`DELETE FROM user_identifiers WHERE userid IN (${userids})`).bind(testAppid, ids),
+		db.prepare(`DELETE FROM referral_code_aliases WHERE userid IN (${userids})`).bind(testAppid, ids),
 		db.prepare(`DELETE FROM users WHERE appid = ?1 AND userid IN (${userids})`).bind(testAppid, ids),
 	]);
 	return results.reduce((sum, r) => sum + (r.meta.changes ?? 0), 0);

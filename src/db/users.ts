@@ -183,9 +183,30 @@ export function existingUserLookup(db: D1Database, appid: string, email?: string
 		.bind(appid, email ?? null, useraccountid ?? null);
 }
 
-/** The owner of a referral code within the app (codes are matched without regard to case); an erased user's code is dead. */
+/**
+ * The owner of a referral code within the app (codes are matched without
+ * regard to case), by its current code or by a code it had before (an alias,
+ * kept when a vanity code replaced it: printed codes keep working); an erased
+ * user's codes are dead. Two primary-key seeks at most.
+ */
 export function referrerLookup(db: D1Database, appid: string, code: string): D1PreparedStatement {
-	return db.prepare(`${USER_VIEW} WHERE u.referralcode = ? AND u.appid = ? AND u.erased_at IS NULL`).bind(code.toUpperCase(), appid);
+	return db
+		.prepare(
+			`${USER_VIEW} WHERE u.userid = COALESCE((SELECT userid FROM users WHERE referralcode = ?1 AND appid = ?2),
+			   (SELECT userid FROM referral_code_aliases WHERE code = ?1 AND appid = ?2)) AND u.erased_at IS NULL`,
+		)
+		.bind(code.toUpperCase(), appid);
+}
+
+/** The current code of the live user who had `code` before (an alias), or null (share links of an old code). */
+export async function currentCodeOf(db: D1Database, code: string): Promise<string | null> {
+	const row = await db
+		.prepare(
+			"SELECT u.referralcode FROM referral_code_aliases a JOIN users u ON u.userid = a.userid WHERE a.code = ? AND u.erased_at IS NULL",
+		)
+		.bind(code.toUpperCase())
+		.first<{ referralcode: string }>();
+	return row?.referralcode ?? null;
 }
 
 /** Runs referrerLookup; null when the code is no live user's of the app. */

@@ -71,8 +71,18 @@ function add(into: DayStats, cell: Cell): void {
 	}
 }
 
-/** A funnel step's rate: the share of the previous step that made it, null when the previous step is empty. */
-const rate = (part: number, whole: number) => (whole > 0 ? Math.round((part / whole) * 1000) / 1000 : null);
+/**
+ * A funnel step's rate: the share of the step's base that made it, never
+ * above 1 (docs/dashboard's Analytics, README). The base is the previous
+ * step or this one, whichever is larger: a friend may sign up with a code
+ * typed in, without a click, and convert in the range after signing up
+ * before it, so a step can count people its previous step never saw. Null
+ * when both are empty.
+ */
+const rate = (part: number, whole: number) => {
+	const base = Math.max(part, whole);
+	return base > 0 ? Math.round((part / base) * 1000) / 1000 : null;
+};
 
 /** Clicks → referred sign-ups → conversions, with the rate of each step. */
 export function funnelOf(d: Pick<DayStats, "clicks" | "referredsignups" | "conversions">) {

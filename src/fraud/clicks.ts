@@ -1,5 +1,4 @@
 import { createIsbotFromList, list } from "isbot";
-import { sha256Hex } from "../domain/crypto";
 
 /**
  * How a share-link request counts (docs/fraud.md, "How clicks are counted").
@@ -9,8 +8,8 @@ import { sha256Hex } from "../domain/crypto";
  * - `HEAD` requests, browser prefetches and known bots (link unfurlers such as
  *   facebookexternalhit, Slackbot, Twitterbot, WhatsApp, Discordbot, crawlers,
  *   scripts such as curl or python-requests) are requests, not clicks.
- * - A repeat from the same client (IP network + user agent) within
- *   UNIQUE_CLICK_WINDOW_MS counts once (db/unique-clicks.ts).
+ * - A repeat from the same client (IP network, whatever its user agent)
+ *   within UNIQUE_CLICK_WINDOW_MS counts once (clicks/click-counter.ts).
  * - Requests per client network are rate limited (`CLICK_LIMITER`); over the
  *   limit the answer is 429 and nothing is written.
  */
@@ -47,13 +46,15 @@ export function clickKind(method: string, headers: Headers): ClickKind {
 }
 
 /**
- * The client a repeat is recognised by: SHA-256 of the click's IP hash (the
- * keyed HMAC of its network, domain/ip.ts) and its user agent, so neither the
- * address nor the agent is stored. Null without an IP hash (no client IP, or
- * no IP_HASH_KEY): such a click cannot be matched to another and counts.
+ * The client a repeat is recognised by: its IP hash (the keyed HMAC of its
+ * network, domain/ip.ts: an IPv4 address or an IPv6 /64), whatever
+ * User-Agent it sends, since a client that changes its User-Agent is still
+ * one client (issue 33: one address used to add 60 counted clicks per 10 s
+ * that way). Null without an IP hash (no client IP, or no IP_HASH_KEY): such
+ * a click cannot be matched to another and counts.
  */
-export async function clientKey(iphash: string | null, useragent: string): Promise<string | null> {
-	return iphash ? sha256Hex(`${iphash}|${useragent}`) : null;
+export function clientKey(iphash: string | null): string | null {
+	return iphash;
 }
 
 export interface ClickLimiters {

@@ -28,9 +28,12 @@ const FIX =
 /** What anyone calling the admin API or dashboard is told while the token is refused. */
 export const INSECURE_MESSAGE = `The admin API and dashboard are off until ADMIN_TOKEN is a random secret of at least ${MIN_ADMIN_TOKEN_LENGTH} characters that is not a documented default. ${FIX} The Worker's log says what is wrong.`;
 
+/** A local Worker (`wrangler dev`, the tests): never true where deployed, since only local configurations set the var. */
+export const isLocalDevelopment = (env: { ENVIRONMENT?: string }) => env.ENVIRONMENT === "development";
+
 /** What is wrong with the token for this environment, or null when the admin API and dashboard may be served. */
 export function adminTokenProblem(env: AdminTokenSettings): string | null {
-	if (env.ENVIRONMENT === "development") return null;
+	if (isLocalDevelopment(env)) return null;
 	const token = env.ADMIN_TOKEN ?? "";
 	if (token === "") return `ADMIN_TOKEN is not set. ${FIX}`;
 	if (DOCUMENTED_DEFAULT_TOKENS.includes(token)) return `ADMIN_TOKEN is a documented default, known to anyone. ${FIX}`;

@@ -12,6 +12,7 @@ import { shareLinkRoutes } from "../operations/share-link";
 import { sharePageRoutes } from "../sharepage/routes";
 import { authenticate } from "./auth";
 import { d1Metrics, TOTALS_PATH } from "./d1-metrics";
+import { devMailRoutes } from "./dev-mail";
 import { ApiError, errorBody } from "./errors";
 import { describeZodError } from "./fields";
 import { homeRoutes } from "./home";
@@ -21,6 +22,7 @@ import { clientIp, countFailedAuth, limitApp } from "./rate-limits";
 import { normalizeFields } from "./request-text";
 import { routedPath } from "./router";
 import { securityHeaders } from "./security-headers";
+import { busyError, retryReads } from "./service-busy";
 import { refuseBadText } from "./text-hygiene";
 
 export const app = new Hono<{ Bindings: Env }>({ router: new RegExpRouter(), getPath: routedPath });
@@ -29,6 +31,8 @@ export const app = new Hono<{ Bindings: Env }>({ router: new RegExpRouter(), get
 app.use(d1Metrics);
 // nosniff on every response, a Referrer-Policy on every HTML page (security-headers.ts).
 app.use(securityHeaders);
+// D1 busy or down: a failed read is retried once; what still fails is a 503 service_busy (onError below).
+app.use(retryReads);
 
 app.get("/health", (c) => c.json({ success: true, message: "ok" }));
 app.route("/", homeRoutes);
@@ -100,12 +104,18 @@ app.route("/admin/v1", adminRoutes);
 app.route("/", stripeWebhookRoutes);
 app.route("/r", shareLinkRoutes);
 app.route("/dashboard", dashboardRoutes);
+app.route("/", devMailRoutes);
 app.route("/", sharePageRoutes);
 app.route("/", openApiRoutes);
 
 app.notFound((c) => c.json(errorBody("not_found", `No route for ${c.req.method} ${new URL(c.req.url).pathname}.`), 404));
 
 app.onError((err, c) => {
+	const busy = busyError(err);
+	if (busy) {
+		console.error(JSON.stringify({ msg: "D1 unavailable: answered 503 service_busy", path: c.req.path, error: String(err) }));
+		err = busy;
+	}
 	if (err instanceof ApiError) {
 		for (const [name, value] of Object.entries(err.headers)) c.header(name, value);
 		return c.json(errorBody(err.errorcode, err.message, err.extra), err.status);

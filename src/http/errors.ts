@@ -31,6 +31,7 @@ export type ErrorCode =
 	| "referrer_already_set"
 	| "email_taken"
 	| "useraccountid_taken"
+	| "referralcode_taken"
 	| "insufficient_balance"
 	| "coupon_distribution"
 	| "reward_not_redeemable"
@@ -54,6 +55,8 @@ export type ErrorCode =
 	| "member_exists"
 	| "not_wallet_distribution"
 	| "invalid_signature"
+	| "service_busy"
+	| "invalid_event"
 	| "internal_error";
 
 /** An expected failure: becomes the JSON error envelope with its status. */
@@ -119,6 +122,24 @@ export function refuseErased(user: { erasedAt: string | null }): void {
 export const campaignNotFound = () => new ApiError(404, "campaign_not_found", "No campaign with that id in this app.", { statuscode: 0 });
 export const rewardNotFound = () =>
 	new ApiError(404, "reward_not_found", "No reward with that rewarddtlid in this app.", { statuscode: 11 });
+
+/** Seconds a client told `service_busy` waits before its retry: D1's queue drains in well under that. */
+export const BUSY_RETRY_AFTER_SECONDS = 2;
+
+/**
+ * D1 refused or lost a query for a reason of its own (overloaded, reset,
+ * connection lost; instrument/d1-availability.ts): a 503 the client may retry as it is.
+ * Every write path leaves nothing half done when a statement fails (one
+ * guarded batch, or a ledger's two-phase change), so the retry is safe.
+ */
+export const serviceBusy = () =>
+	new ApiError(
+		503,
+		"service_busy",
+		"The service is busy; nothing was changed that a retry would repeat. Retry after the Retry-After delay.",
+		{ retryable: true },
+		{ "Retry-After": String(BUSY_RETRY_AFTER_SECONDS) },
+	);
 
 /** Turns a ledger's expected failure into the API error it stands for. */
 export function ledgerError(error: LedgerError): ApiError {

@@ -54,7 +54,7 @@ function own(target: object, prop: string | symbol): unknown {
 const ROUND_TRIPS = new Set(["first", "run", "all", "raw"]);
 
 /** Where D1 round trips come from, for the isolate's running totals. */
-export type D1Source = "worker" | "ledger" | "consumer" | "scheduled";
+export type D1Source = "worker" | "ledger" | "consumer" | "scheduled" | "clicks";
 
 /** Counters at zero, for one request. */
 export const newMetrics = (): RequestMetrics => ({ d1RoundTrips: 0, d1Statements: 0, d1Ms: 0, doCalls: 0, doMs: 0 });
@@ -63,6 +63,7 @@ const totals: Record<D1Source, RequestMetrics> = {
 	ledger: newMetrics(),
 	consumer: newMetrics(),
 	scheduled: newMetrics(),
+	clicks: newMetrics(),
 };
 /** Requests the Worker answered (the totals route excepted): what the bench divides the totals by. */
 let requests = 0;
@@ -99,7 +100,11 @@ const instrumented = new WeakMap<Env, Map<D1Source, Env>>();
 
 /** `env` with some bindings replaced: an object that inherits the rest, so nothing is copied. */
 export function withBindings(env: Env, replaced: Partial<Env>): Env {
-	return Object.assign(Object.create(env) as Env, replaced);
+	// Defined, not assigned: an env whose bindings are accessors (the test runner's `env`) would take an
+	// assignment through its setter and change the original for everyone.
+	const own: PropertyDescriptorMap = {};
+	for (const [name, value] of Object.entries(replaced)) own[name] = { value, enumerable: true, configurable: true, writable: true };
+	return Object.create(env, own) as Env;
 }
 
 /** The isolate's running D1 totals per source, and their sum. */
@@ -115,6 +120,7 @@ export function d1Totals(): { requests: number; total: { roundtrips: number; sta
 		ledger: view(totals.ledger),
 		consumer: view(totals.consumer),
 		scheduled: view(totals.scheduled),
+		clicks: view(totals.clicks),
 		total: {
 			roundtrips: sources.reduce((n, s) => n + totals[s].d1RoundTrips, 0),
 			statements: sources.reduce((n, s) => n + totals[s].d1Statements, 0),

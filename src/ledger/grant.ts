@@ -1,5 +1,7 @@
 import { webhookEvent } from "../outbox/events";
 import { toHundredths } from "../rewards/money";
+import { tierAmount } from "../rewards/tiers";
+import { milestoneKey, recordMilestoneEvent } from "./milestones";
 import { insertReward, rewardRowByKey, type TxContext } from "./mutations";
 import { queueWebhook } from "./outbox";
 import { erasedAt } from "./privacy";
@@ -20,7 +22,18 @@ export function grantRewards(tx: TxContext, grants: RewardGrant[], announcement?
 	// An erased user earns nothing new (a decision recorded before the erasure, completed after it, included).
 	if (erasedAt(tx.sql) !== null) return { rewards: [], skipped: grants.map((g) => ({ key: g.key, reason: "user_erased" })) };
 	const result: GrantResult = { rewards: [], skipped: [] };
-	for (const grant of grants) {
+	for (const asked of grants) {
+		let grant = asked;
+		if (asked.milestone) {
+			// One reward per milestone rule, keyed by the rule: each event of it only counts its friend (milestones.ts).
+			const due = recordMilestoneEvent(tx, { ...asked, milestone: asked.milestone });
+			const key = milestoneKey(asked.ruleid);
+			if (rewardRowByKey(tx.sql, key) || !due) {
+				result.skipped.push({ key: asked.key, reason: due ? "milestone_paid" : "milestone_pending" });
+				continue;
+			}
+			grant = { ...asked, key };
+		}
 		const existing = rewardRowByKey(tx.sql, grant.key);
 		if (existing) {
 			result.rewards.push({ ...toLedgerReward(tx.userkey, existing), created: false });
@@ -40,7 +53,11 @@ export function grantRewards(tx: TxContext, grants: RewardGrant[], announcement?
 				continue;
 			}
 		}
-		const amount = toHundredths(grant.amount);
+		const amount = toHundredths(grant.tiers ? tierAmount(grant.amount, grant.tiers, countingRewards(tx, grant.ruleid) + 1) : grant.amount);
+		if (amount === 0 && grant.tiers) {
+			result.skipped.push({ key: grant.key, reason: "zero_amount" });
+			continue;
+		}
 		// The rules engine only produces valid amounts, so anything else is a bug, not an expected failure.
 		if (amount === null || amount < 0) throw new RangeError(`invalid reward amount ${grant.amount} for grant ${grant.key}`);
 		// Both return the reward as stored, also when settling clawbacks or a refund recorded earlier rewrote it.
@@ -49,6 +66,16 @@ export function grantRewards(tx: TxContext, grants: RewardGrant[], announcement?
 	}
 	if (announcement) queueConversionWebhook(tx, result, announcement);
 	return result;
+}
+
+/**
+ * How many rewards of a tiered rule this ledger's user has that still count
+ * (not Rejected: a reversed or rejected reward stops counting). Reads the
+ * rule's rewards through rewards_rule_friend: bounded by this user's rewards
+ * of that one rule.
+ */
+function countingRewards(tx: TxContext, ruleid: number): number {
+	return tx.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM rewards WHERE ruleid = ? AND status <> 'Rejected'", ruleid).one().n;
 }
 
 /** Queues the `conversion.recorded` webhook of `announcement`: this ledger's rewards of `result`, then `otherRewards`. */

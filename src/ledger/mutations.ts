@@ -5,7 +5,7 @@ import { bucketDelta, contribution, isZeroDelta } from "./balance";
 import { type BalanceKey, owedOf, payClawbacks, restOf, rowsWithOwed, settlingRewards } from "./clawbacks";
 import { couponTransition, markCouponsSeen } from "./coupons";
 import { queueProjection, queueWebhook } from "./outbox";
-import { payoutTransition, startPayout } from "./payouts";
+import { reconcilePayouts } from "./payouts";
 import { Refused } from "./refused";
 import { toView } from "./rows";
 import type { RewardRow } from "./schema";
@@ -138,7 +138,9 @@ export function insertReward(ctx: TxContext, grant: RewardGrant, amount: number)
 	// Its balance row owes nothing (the common case): nothing to settle, and no need to read the row again.
 	const paid = owed === 0 ? 0 : settleIfOwed(ctx, row);
 	couponTransition(ctx, null, row);
-	return asStored(ctx, startPayout(ctx, row), paid);
+	const payout = reconcilePayouts(ctx, row);
+	if (payout.payout_state !== undefined) ctx.sql.exec("UPDATE rewards SET payout_state = ? WHERE seq = ?", payout.payout_state, row.seq);
+	return asStored(ctx, { ...row, ...payout }, paid);
 }
 
 /** `row`, read again when settling clawbacks paid something (`paid` > 0), which rewrites rewards: the row as stored. */
@@ -187,7 +189,8 @@ export function updateReward(ctx: TxContext, before: RewardRow, patch: RewardPat
 export function writeReward(ctx: TxContext, before: RewardRow, patch: RewardPatch, event?: RewardEvent): RewardRow {
 	const changed: RewardRow = { ...before, ...patch, version: before.version + 1, updated_at: iso(ctx.nowMs) };
 	const coupon: RewardRow = { ...changed, ...couponTransition(ctx, before, changed) };
-	const after: RewardRow = { ...coupon, ...payoutTransition(ctx, before, coupon) };
+	// Every change of a Stripe reward books what it owes minus what its payouts booked (payouts.ts).
+	const after: RewardRow = { ...coupon, ...reconcilePayouts(ctx, coupon) };
 	ctx.sql.exec(
 		`UPDATE rewards SET status = ?, redeemed = ?, reversed = ?, settled = ?, comment = ?, hold_until = ?, rewarded_at = ?, coupon = ?,
 		   couponname = ?, coupondetails = ?, couponimage = ?, updated_at = ?, version = ?, payoutid = ?, payout_state = ? WHERE seq = ?`,

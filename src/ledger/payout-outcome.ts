@@ -1,48 +1,184 @@
+import { isCurrencyCode } from "../domain/currency";
 import { rewardRow, type TxContext, updateReward } from "./mutations";
-import { type PayoutOrder, payoutOrderOf, requeueDuePayouts } from "./payouts";
+import { orderOf, type PayoutOrder, payoutRow, payoutsOf, queuePayout, reconcilePayouts } from "./payouts";
+import type { PayoutRow, RewardRow } from "./schema";
 
 /**
- * What the Stripe consumer learned of a payout (integrations/stripe/payouts.ts),
- * written into the reward in one transaction (docs/stripe.md):
- * - paid: the balance transaction's id; an Approved reward becomes Rewarded;
- * - failed: Stripe refused (a 4xx); the reward stays Approved with Stripe's
- *   reason as its comment and a `reward.payout_failed` webhook;
- * - waiting: the user has no paymentcustomerid yet; paid once one is set.
- * A repeat (a redelivered queue message) changes nothing twice.
+ * The steps of a payout record's life that the Stripe consumer drives
+ * (integrations/stripe/payouts.ts), each one ledger transaction (payouts.ts
+ * has the state machine). Repeats (a redelivered message, the re-drive)
+ * change nothing twice: a settled record answers `settled`.
  */
-export type PayoutOutcome = { paid: string } | { failed: string } | { waiting: true };
 
 export const WAITING_COMMENT = "Waiting for a paymentcustomerid: paid into Stripe as soon as updateuser sets one.";
 
-export function recordPayoutOutcome(tx: TxContext, seq: number, outcome: PayoutOutcome): PayoutOrder | null {
-	const row = rewardRow(tx.sql, seq);
-	if (row?.rewardtype !== "Stripe" || row.payoutid !== null) return row ? payoutOrderOf(tx.userkey, row) : null;
-	let after = row;
-	if ("paid" in outcome) {
-		// Paid is paid: the id is kept even if the reward's status moved on while the payout was under way.
-		const rewarded = row.status === "Approved";
-		after = updateReward(
-			tx,
-			row,
-			{
-				payoutid: outcome.paid,
-				payout_state: "paid",
-				...(rewarded ? { status: "Rewarded" as const, rewarded_at: new Date(tx.nowMs).toISOString(), hold_until: null } : {}),
-			},
-			rewarded ? { type: "reward.status_changed", extra: { previousstatus: row.status } } : undefined,
-		);
-	} else if (row.status === "Approved" && "failed" in outcome) {
-		after = updateReward(
-			tx,
-			row,
-			{ comment: outcome.failed, payout_state: "failed" },
-			{ type: "reward.payout_failed", extra: { reason: outcome.failed } },
-		);
-	} else if (row.status === "Approved" && row.payout_state !== "waiting_customer") {
-		after = updateReward(tx, row, { comment: WAITING_COMMENT, payout_state: "waiting_customer" });
-	}
-	return payoutOrderOf(tx.userkey, after);
+/** Why a payout was not sent or Stripe refused it: a code and Stripe's request id, never Stripe's text (it names customers). */
+export interface PayoutFailure {
+	code: string;
+	requestId?: string | null;
 }
 
-/** Pays again what is due: after a paymentcustomerid was set, or an operator's retry. */
-export const retryDuePayouts = (tx: TxContext) => ({ queued: requeueDuePayouts(tx) });
+export type PayoutClaim =
+	/** Nothing to send: paid, failed, cancelled, or no such record. */
+	| { settled: true }
+	/** Sent before and the app is no longer connected: keep it `sending`, try again later. */
+	| { later: true }
+	| { send: PayoutOrder };
+
+const reasonOf = (f: PayoutFailure, key: string) => {
+	const request = f.requestId ? `, request ${f.requestId}` : "";
+	if (f.code === "not_connected") return "Stripe is not connected to this app: connect it, then retry the payout.";
+	if (f.code === "invalid_currency") return "The reward's unit is not a currency Stripe can pay.";
+	if (f.code === "unknown_outcome")
+		return `No answer from Stripe for ${key} within its 24 h key lifetime: check the customer's balance in Stripe, then retry or not.`;
+	return `Stripe refused the payout (${f.code}${request}): fix it in Stripe, then retry.`;
+};
+
+/**
+ * Marks payout `n` of reward `seq` as sending before the consumer calls
+ * Stripe, freezing the customer the first time; answers what to send.
+ * A payout still due that cannot leave (no customer, app not connected, a
+ * unit that is not a currency) fails without being sent.
+ */
+export function claimPayout(tx: TxContext, seq: number, n: number, customer: string | null, connected: boolean): PayoutClaim {
+	const payout = payoutRow(tx.sql, seq, n);
+	const reward = rewardRow(tx.sql, seq);
+	if (!payout || !reward || (payout.state !== "due" && payout.state !== "sending")) return { settled: true };
+	if (payout.state === "due") {
+		const failure = !connected
+			? "not_connected"
+			: !isCurrencyCode(reward.rewardunit)
+				? "invalid_currency"
+				: !customer
+					? "no_customer"
+					: null;
+		if (failure) {
+			failPayout(tx, reward, payout, { code: failure });
+			return { settled: true };
+		}
+		tx.sql.exec(
+			"UPDATE payouts SET state = 'sending', customer = ?, sent_at = ?, attempts = attempts + 1, updated_at = ? WHERE seq = ? AND n = ?",
+			customer,
+			tx.nowMs,
+			tx.nowMs,
+			seq,
+			n,
+		);
+	} else {
+		if (!connected) return { later: true };
+		tx.sql.exec("UPDATE payouts SET attempts = attempts + 1, updated_at = ? WHERE seq = ? AND n = ?", tx.nowMs, seq, n);
+	}
+	const claimed = payoutRow(tx.sql, seq, n) ?? payout;
+	if (reward.payout_state !== "sending") updateReward(tx, reward, {});
+	return { send: orderOf(tx, reward, claimed) };
+}
+
+/** Stripe created the balance transaction `stripeId`: the record is paid; a reward paid what it owes becomes Rewarded. */
+export function payoutPaid(tx: TxContext, seq: number, n: number, stripeId: string, requestId: string | null): boolean {
+	const payout = payoutRow(tx.sql, seq, n);
+	const reward = rewardRow(tx.sql, seq);
+	if (!payout || !reward || payout.state !== "sending") return false;
+	tx.sql.exec(
+		"UPDATE payouts SET state = 'paid', stripe_id = ?, request_id = ?, updated_at = ? WHERE seq = ? AND n = ?",
+		stripeId,
+		requestId,
+		tx.nowMs,
+		seq,
+		n,
+	);
+	const open = payoutsOf(tx.sql, seq).some((r) => r.state === "due" || r.state === "sending");
+	// Paid is paid: the id of the first credit is kept whatever the reward's status did meanwhile.
+	const rewarded = reward.status === "Approved" && !open && reward.amount - reward.reversed > 0;
+	updateReward(
+		tx,
+		reward,
+		{
+			payoutid: reward.payoutid ?? (payout.amount > 0 ? stripeId : null),
+			...(rewarded ? { status: "Rewarded" as const, rewarded_at: new Date(tx.nowMs).toISOString(), hold_until: null } : {}),
+			...(reward.payout_state === "waiting_customer" || reward.payout_state === "failed" ? { comment: null } : {}),
+		},
+		rewarded ? { type: "reward.status_changed", extra: { previousstatus: reward.status } } : undefined,
+	);
+	return true;
+}
+
+/** Stripe refused payout `n` (a 4xx): failed, with the code and request id as the reward's comment and a webhook. */
+export function payoutRefused(tx: TxContext, seq: number, n: number, failure: PayoutFailure): boolean {
+	const payout = payoutRow(tx.sql, seq, n);
+	const reward = rewardRow(tx.sql, seq);
+	if (!payout || !reward || (payout.state !== "sending" && payout.state !== "due")) return false;
+	failPayout(tx, reward, payout, failure);
+	return true;
+}
+
+function failPayout(tx: TxContext, reward: RewardRow, payout: PayoutRow, failure: PayoutFailure): void {
+	tx.sql.exec(
+		"UPDATE payouts SET state = 'failed', error_code = ?, request_id = ?, updated_at = ? WHERE seq = ? AND n = ?",
+		failure.code,
+		failure.requestId ?? null,
+		tx.nowMs,
+		payout.seq,
+		payout.n,
+	);
+	const key = orderOf(tx, reward, payout).key;
+	if (failure.code === "no_customer") {
+		updateReward(tx, reward, { comment: WAITING_COMMENT });
+		return;
+	}
+	const reason = reasonOf(failure, key);
+	updateReward(tx, reward, { comment: reason }, { type: "reward.payout_failed", extra: { reason, code: failure.code } });
+}
+
+/** An operator's retry or a new paymentcustomerid: books again what each Stripe reward owes (also after a failure). */
+export function retryDuePayouts(tx: TxContext): { queued: number } {
+	const rows = tx.sql
+		.exec<RewardRow>(
+			"SELECT * FROM rewards WHERE rewardtype = 'Stripe' AND payout_state IN ('failed', 'waiting_customer', 'pending') ORDER BY seq LIMIT 500",
+		)
+		.toArray();
+	let queued = 0;
+	for (const row of rows) {
+		const before = payoutsOf(tx.sql, row.seq).length;
+		updateReward(tx, row, { ...reconcilePayouts(tx, row, true), ...(row.comment === WAITING_COMMENT ? { comment: null } : {}) });
+		if (payoutsOf(tx.sql, row.seq).length > before) queued++;
+	}
+	return { queued };
+}
+
+/** Stripe keeps an Idempotency-Key 24 hours; a payout sent longer ago than this can no longer be resent safely. */
+const KEY_LIFETIME_MS = 23 * 3_600_000;
+
+/**
+ * The scheduled job's re-drive (docs/stripe.md, "Stuck payouts"): payouts
+ * due or sending untouched for `staleMs` go back to the queue with their
+ * frozen key and amount; one first sent longer ago than Stripe keeps a key
+ * fails as `unknown_outcome` for the operator (resending could pay twice).
+ * Rewards queued before the payout records (`pending`) are reconciled.
+ */
+export function redrivePayouts(tx: TxContext, staleMs: number): { redriven: number; failed: number } {
+	const stale = tx.sql
+		.exec<PayoutRow>(
+			"SELECT * FROM payouts WHERE state IN ('due', 'sending') AND updated_at <= ? ORDER BY updated_at LIMIT 100",
+			tx.nowMs - staleMs,
+		)
+		.toArray();
+	let redriven = 0;
+	let failed = 0;
+	for (const payout of stale) {
+		const reward = rewardRow(tx.sql, payout.seq);
+		if (!reward) continue;
+		if (payout.state === "sending" && payout.sent_at !== null && payout.sent_at > 0 && payout.sent_at <= tx.nowMs - KEY_LIFETIME_MS) {
+			failPayout(tx, reward, payout, { code: "unknown_outcome" });
+			failed++;
+			continue;
+		}
+		tx.sql.exec("UPDATE payouts SET updated_at = ? WHERE seq = ? AND n = ?", tx.nowMs, payout.seq, payout.n);
+		queuePayout(tx, payout.seq, payout.n);
+		redriven++;
+	}
+	const legacy = tx.sql
+		.exec<RewardRow>("SELECT * FROM rewards WHERE rewardtype = 'Stripe' AND payout_state = 'pending' ORDER BY seq LIMIT 100")
+		.toArray();
+	for (const row of legacy) updateReward(tx, row, reconcilePayouts(tx, row));
+	return { redriven: redriven + legacy.length, failed };
+}

@@ -1,121 +1,150 @@
 import { z } from "zod";
 import { rewardId } from "../domain/ledger-ids";
 import type { TxContext } from "./mutations";
-import type { LedgerOutboxEntry, PayoutState, RewardRow } from "./schema";
+import type { LedgerOutboxEntry, PayoutRow, PayoutState, RewardRow } from "./schema";
 import { readLedgerJson } from "./stored-json";
 
 /**
- * Stripe payouts of rewards (docs/stripe.md). A reward of a `Stripe`
- * campaign is paid once it is Approved: the change that approves it writes a
- * `payout` outbox entry in its own transaction; the flush hands the entry to
- * the Stripe queue (never the request path), whose consumer
- * (integrations/stripe/payouts.ts) credits the customer's Stripe balance under
- * an Idempotency-Key fixed per reward, then tells this ledger the outcome
- * (`recordPayout`). A refund of a paid reward queues a debit of the refunded
- * part the same way, keyed by the reward and its running refunded total.
+ * The ledger owns every payout of its Stripe rewards (docs/stripe.md,
+ * issue 31). A payout is a record of this ledger, never only a queue
+ * message: one credit (amount > 0) or debit (amount < 0) of the reward,
+ * numbered `n` per reward, which names its Idempotency-Key for life.
+ *
+ *   due ──claim──> sending ──Stripe 2xx──> paid
+ *    │               └──────Stripe 4xx──> failed (error code + request id)
+ *    └── amended while still due (never sent: its key never left) or cancelled at 0
+ *
+ * The claim (`sending`) is written in the ledger transaction before the call
+ * leaves and freezes the amount and the customer: a retry, a redelivered
+ * message or the scheduled re-drive sends the same key with the same amount
+ * to the same customer, so Stripe answers it with the first answer.
+ *
+ * What a reward owes its user is its worth after refunds while it is
+ * Approved or Rewarded, and 0 once it is Rejected (other statuses hold what
+ * was booked). Every change of a Stripe reward reconciles: the difference
+ * between what is owed and what is booked (due + sending + paid) becomes a
+ * new record under a new key, exactly once, since the new record is itself
+ * booked. A `failed` record books nothing and stops reconciling until an
+ * operator's retry (or a new paymentcustomerid) asks again.
  */
 
 export const payoutMessageSchema = z.object({
-	payout: z.object({
-		appid: z.string(),
-		userkey: z.string(),
-		seq: z.number().int(),
-		kind: z.enum(["credit", "debit"]),
-		/** A debit's amount in hundredths (the refunded part), and the reward's refunded total it brings it to. */
-		amount: z.number().int().optional(),
-		reversedTotal: z.number().int().optional(),
-	}),
+	payout: z.union([
+		z.object({ appid: z.string(), userkey: z.string(), seq: z.number().int(), n: z.number().int() }),
+		// A message queued before the payout records (schema step 7): the ledger reconciles the reward instead.
+		z.object({ appid: z.string(), userkey: z.string(), seq: z.number().int(), kind: z.enum(["credit", "debit"]) }),
+	]),
 });
 export type PayoutMessage = z.output<typeof payoutMessageSchema>;
-type PayoutEntry = Omit<PayoutMessage["payout"], "appid" | "userkey">;
+const entrySchema = z.object({ seq: z.number().int(), n: z.number().int() });
 
-const isDue = (row: Pick<RewardRow, "rewardtype" | "status" | "payoutid">) =>
-	row.rewardtype === "Stripe" && row.status === "Approved" && row.payoutid === null;
+/** The Idempotency-Key of payout `n` of a reward: the first keeps the key of the service's first payouts. */
+export const payoutKey = (appid: string, rewarddtlid: string, n: number) =>
+	n === 1 ? `payout-${appid}-${rewarddtlid}` : `payout-${appid}-${rewarddtlid}-${n}`;
 
-function queuePayout(ctx: TxContext, ref: string, entry: PayoutEntry): void {
+/** What a Stripe reward owes its user now (hundredths), or null: a status that holds what was booked. */
+export function owedOf(row: Pick<RewardRow, "status" | "amount" | "reversed">): number | null {
+	if (row.status === "Rejected") return 0;
+	if (row.status === "Approved" || row.status === "Rewarded") return Math.max(0, row.amount - row.reversed);
+	return null;
+}
+
+export const BOOKED = ["due", "sending", "paid"] as const;
+
+export function payoutsOf(sql: SqlStorage, seq: number): PayoutRow[] {
+	return sql.exec<PayoutRow>("SELECT * FROM payouts WHERE seq = ? ORDER BY n", seq).toArray();
+}
+
+export function payoutRow(sql: SqlStorage, seq: number, n: number): PayoutRow | undefined {
+	return sql.exec<PayoutRow>("SELECT * FROM payouts WHERE seq = ? AND n = ?", seq, n).toArray()[0];
+}
+
+export const bookedOf = (rows: PayoutRow[]) =>
+	rows.filter((r) => (BOOKED as readonly string[]).includes(r.state)).reduce((sum, r) => sum + r.amount, 0);
+
+/** Where the reward's payouts stand, for the reward row and its projection. */
+export function payoutStateOf(rows: PayoutRow[]): PayoutState | null {
+	if (rows.some((r) => r.state === "sending")) return "sending";
+	if (rows.some((r) => r.state === "due")) return "due";
+	const last = rows.filter((r) => r.state !== "cancelled").at(-1);
+	if (!last) return null;
+	if (last.state === "failed") return last.error_code === "no_customer" ? "waiting_customer" : "failed";
+	return "paid";
+}
+
+/** Puts payout `n` in the outbox now (or makes its waiting entry due now): the flush hands it to the Stripe queue. */
+export function queuePayout(ctx: TxContext, seq: number, n: number): void {
 	ctx.sql.exec(
-		"INSERT INTO outbox (kind, ref, payload, next_attempt_at, created_at) VALUES ('payout', ?, ?, ?, ?) ON CONFLICT (ref) DO NOTHING",
-		ref,
-		JSON.stringify(entry),
+		`INSERT INTO outbox (kind, ref, payload, next_attempt_at, created_at) VALUES ('payout', ?, ?, ?, ?)
+		 ON CONFLICT (ref) DO UPDATE SET next_attempt_at = excluded.next_attempt_at`,
+		`payout:${seq}:${n}`,
+		JSON.stringify({ seq, n }),
 		ctx.nowMs,
 		new Date(ctx.nowMs).toISOString(),
 	);
 }
 
-const creditRef = (seq: number) => `payout:${seq}`;
-
-/** A new reward: an approved Stripe reward starts its payout. Answers the row as stored. */
-export function startPayout(ctx: TxContext, row: RewardRow): RewardRow {
-	if (!isDue(row)) return row;
-	queuePayout(ctx, creditRef(row.seq), { seq: row.seq, kind: "credit" });
-	ctx.sql.exec("UPDATE rewards SET payout_state = 'pending' WHERE seq = ?", row.seq);
-	return { ...row, payout_state: "pending" };
-}
-
 /**
- * What a change of a Stripe reward means for its payout, inside the change's
- * transaction: becoming approved (unpaid) queues the credit; a refund of a
- * paid reward queues the debit of the part it took back.
+ * Books the difference between what the reward owes and what its payouts
+ * booked, inside the change's transaction. `force`: also after a failed
+ * payout (an operator's retry, a new paymentcustomerid). Answers the
+ * reward's payout state after it (unchanged for a reward that is not Stripe's).
  */
-export function payoutTransition(ctx: TxContext, before: RewardRow, after: RewardRow): Partial<RewardRow> {
-	if (after.rewardtype !== "Stripe") return {};
-	if (isDue(after) && !isDue(before)) {
-		queuePayout(ctx, creditRef(after.seq), { seq: after.seq, kind: "credit" });
-		return { payout_state: "pending" };
+export function reconcilePayouts(ctx: TxContext, row: RewardRow, force = false): Partial<RewardRow> {
+	if (row.rewardtype !== "Stripe") return {};
+	const owed = owedOf(row);
+	const rows = payoutsOf(ctx.sql, row.seq);
+	const last = rows.at(-1);
+	const blocked = !force && rows.filter((r) => r.state !== "cancelled").at(-1)?.state === "failed";
+	const diff = owed === null || blocked ? 0 : owed - bookedOf(rows);
+	if (diff !== 0) {
+		if (last?.state === "due") {
+			// Never sent (a claim would have made it `sending`): its key has not left, so its amount may still change.
+			const amount = last.amount + diff;
+			ctx.sql.exec(
+				"UPDATE payouts SET amount = ?, state = ?, updated_at = ? WHERE seq = ? AND n = ?",
+				amount,
+				amount === 0 ? "cancelled" : "due",
+				ctx.nowMs,
+				row.seq,
+				last.n,
+			);
+		} else {
+			const n = (last?.n ?? 0) + 1;
+			ctx.sql.exec("INSERT INTO payouts (seq, n, amount, state, updated_at) VALUES (?, ?, ?, 'due', ?)", row.seq, n, diff, ctx.nowMs);
+			queuePayout(ctx, row.seq, n);
+		}
 	}
-	if (after.payoutid !== null && after.reversed > before.reversed) {
-		const entry = { seq: after.seq, kind: "debit" as const, amount: after.reversed - before.reversed, reversedTotal: after.reversed };
-		queuePayout(ctx, `payout_debit:${after.seq}:${after.reversed}`, entry);
-	}
-	return {};
+	const state = payoutStateOf(payoutsOf(ctx.sql, row.seq));
+	return state === row.payout_state ? {} : { payout_state: state };
 }
-
-/** Queues the credit of every approved Stripe reward still unpaid (a new paymentcustomerid, a retry); how many. */
-export function requeueDuePayouts(ctx: TxContext): number {
-	const due = ctx.sql
-		.exec<{ seq: number }>(
-			"SELECT seq FROM rewards WHERE status = 'Approved' AND rewardtype = 'Stripe' AND payoutid IS NULL ORDER BY seq LIMIT 500",
-		)
-		.toArray();
-	for (const { seq } of due) {
-		// A credit already waiting in the outbox is made due now rather than queued twice.
-		ctx.sql.exec("DELETE FROM outbox WHERE ref = ?", creditRef(seq));
-		queuePayout(ctx, creditRef(seq), { seq, kind: "credit" });
-	}
-	return due.length;
-}
-
-/** What the consumer needs to pay a reward: its state, its worth in hundredths, its currency. */
-export interface PayoutOrder {
-	rewarddtlid: string;
-	status: RewardRow["status"];
-	rewardtype: RewardRow["rewardtype"];
-	payoutid: string | null;
-	payoutState: PayoutState | null;
-	/** What the reward is worth now (amount minus refunds), in hundredths. */
-	worth: number;
-	rewardunit: string;
-	campaignname: string;
-	eventname: string;
-}
-
-export function payoutOrderOf(userkey: string, row: RewardRow): PayoutOrder {
-	return {
-		rewarddtlid: rewardId(userkey, row.seq),
-		status: row.status,
-		rewardtype: row.rewardtype,
-		payoutid: row.payoutid,
-		payoutState: row.payout_state,
-		worth: row.amount - row.reversed,
-		rewardunit: row.rewardunit,
-		campaignname: row.campaignname,
-		eventname: row.eventname,
-	};
-}
-
-const entrySchema = payoutMessageSchema.shape.payout.omit({ appid: true, userkey: true });
 
 /** The outbox entries of payouts, as queue messages of the Stripe queue. */
 export function payoutMessages(appid: string, userkey: string, entries: LedgerOutboxEntry[]): PayoutMessage[] {
 	return entries.map((entry) => ({ payout: { appid, userkey, ...readLedgerJson("outbox", "payload", entry.payload, entrySchema) } }));
+}
+
+/** What the consumer sends for a claimed payout (amount in hundredths; > 0 a credit to the customer). */
+export interface PayoutOrder {
+	key: string;
+	rewarddtlid: string;
+	customer: string;
+	amount: number;
+	rewardunit: string;
+	description: string;
+}
+
+export function orderOf(ctx: TxContext, reward: RewardRow, payout: PayoutRow): PayoutOrder {
+	const rewarddtlid = rewardId(ctx.userkey, reward.seq);
+	return {
+		key: payoutKey(ctx.appid, rewarddtlid, payout.n),
+		rewarddtlid,
+		customer: payout.customer ?? "",
+		amount: payout.amount,
+		rewardunit: reward.rewardunit,
+		description:
+			payout.n === 1 && payout.amount > 0
+				? `Referral reward ${rewarddtlid} (${reward.campaignname}, ${reward.eventname})`
+				: `Adjustment ${payout.n} of referral reward ${rewarddtlid}`,
+	};
 }

@@ -2,7 +2,8 @@ import { rewardId } from "../domain/ledger-ids";
 import { fromHundredths } from "../rewards/money";
 import { addClawback } from "./clawbacks";
 import { assertUnlocked } from "./locks";
-import { asStored, keyOf, rewardRow, settleOwed, type TxContext, writeReward } from "./mutations";
+import { milestoneKey, reverseMilestoneEvents } from "./milestones";
+import { asStored, keyOf, rewardRow, rewardRowByKey, settleOwed, type TxContext, writeReward } from "./mutations";
 import { decideRefund, type PriorRefunds, reversalEffect, reversedTarget } from "./refund";
 import { Refused } from "./refused";
 import { toLedgerReward } from "./rows";
@@ -28,6 +29,13 @@ export type ReverseOperation = {
 	refundid: string;
 	/** The refunded part of the transaction value, or null to reverse the whole event. */
 	refundvalue: number | null;
+	/**
+	 * Instead of a part: what was refunded of the payment in total so far (a Stripe charge's
+	 * `amount_refunded`). The ledger takes what its refunds did not take yet, so duplicated,
+	 * concurrent and reordered totals converge to the largest one; a total at or above the
+	 * transaction value reverses the whole event.
+	 */
+	refundedTotal?: number | null;
 	/** The event's transaction value (null when it was sent without one). */
 	transactionvalue: number | null;
 	/** Kept as the comment of the rewards it changes. */
@@ -187,6 +195,18 @@ function reverseReward(
 	};
 }
 
+/**
+ * The part a refund asks for: its `refundvalue`, or for a refunded total what
+ * this ledger's refunds have not taken yet (0: nothing new, an older or
+ * repeated total; null: the whole event, once the total reaches the value).
+ */
+function requestedPart(operation: ReverseOperation, refunded: number): number | null {
+	const total = operation.refundedTotal;
+	if (total == null) return operation.refundvalue;
+	if (operation.transactionvalue === null || total >= operation.transactionvalue) return null;
+	return Math.max(0, total - refunded);
+}
+
 /** Applies a refund in this ledger (checks first; a refusal rolls everything back). */
 export function applyReversal(
 	tx: TxContext,
@@ -197,7 +217,7 @@ export function applyReversal(
 	refuseIfAnotherPrepared(tx.sql, customid, ownTxid);
 	const known = tx.sql.exec<RefundRow>("SELECT * FROM refunds WHERE customid = ? AND refundid = ?", customid, refundid).toArray()[0];
 	if (known) {
-		if (known.requested !== operation.refundvalue) {
+		if (operation.refundedTotal == null && known.requested !== operation.refundvalue) {
 			throw new Refused({
 				code: "refundid_reused",
 				message: `refund ${refundid} of event ${customid} was recorded with another refundvalue`,
@@ -207,7 +227,8 @@ export function applyReversal(
 		return { rewards: [], reversal: { ...first, changed: false, repeat: true } };
 	}
 	const prior = priorRefunds(tx.sql, customid);
-	const decision = decideRefund(prior, operation.refundvalue, operation.transactionvalue);
+	const requested = requestedPart(operation, prior.refunded);
+	const decision = requested === 0 ? ({ kind: "noop" } as const) : decideRefund(prior, requested, operation.transactionvalue);
 	const base = {
 		customid,
 		refundid,
@@ -224,10 +245,13 @@ export function applyReversal(
 	if (decision.kind === "noop") {
 		return {
 			rewards: [],
-			reversal: { ...base, refundvalue: 0, refunded: fromHundredths(prior.refunded), full: true, changed: false, rewards: [] },
+			reversal: { ...base, refundvalue: 0, refunded: fromHundredths(prior.refunded), full: prior.full, changed: false, rewards: [] },
 		};
 	}
-	const seqs = tx.sql.exec<{ seq: number }>("SELECT seq FROM rewards WHERE customid = ? ORDER BY seq", customid).toArray();
+	// A milestone reward is not the event's own: it is reversed below only when its friends fall below N.
+	const seqs = tx.sql
+		.exec<{ seq: number }>("SELECT seq FROM rewards WHERE customid = ? AND key NOT LIKE 'milestone:%' ORDER BY seq", customid)
+		.toArray();
 	const changed: RewardRow[] = [];
 	const reported: ReversedReward[] = [];
 	for (const { seq } of seqs) {
@@ -246,6 +270,18 @@ export function applyReversal(
 		const done = reverseReward(tx, row, target, { customid, refundid, reason: operation.reason });
 		changed.push(done.after);
 		reported.push(done.reported);
+	}
+	if (decision.full) {
+		// Milestones (docs/rewards.md): the event's friend stops counting; a milestone paid but no longer reached is
+		// reversed whole like any reward (its redeemed part becomes a clawback).
+		for (const ruleid of reverseMilestoneEvents(tx, customid)) {
+			const paid = rewardRowByKey(tx.sql, milestoneKey(ruleid));
+			if (!paid || paid.reversed >= paid.amount) continue;
+			assertUnlocked(tx.sql, tx.userkey, paid.seq, ownTxid);
+			const done = reverseReward(tx, paid, paid.amount, { customid, refundid, reason: operation.reason });
+			changed.push(done.after);
+			reported.push(done.reported);
+		}
 	}
 	// Debts are paid by what is left, and what is left of a partly reversed reward may pay older debts.
 	const keys = new Map(changed.map((row) => [JSON.stringify(keyOf(row)), keyOf(row)]));

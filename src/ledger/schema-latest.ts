@@ -11,7 +11,7 @@
  * then new ledgers are migrated step by step (the versions differ).
  */
 export const LEDGER_SCHEMA = {
-	version: 6,
+	version: 8,
 	script: `
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE rewards (
@@ -56,7 +56,6 @@ CREATE INDEX rewards_rule_friend ON rewards(ruleid, friend_userkey);
 CREATE INDEX rewards_hold ON rewards(hold_until) WHERE hold_until IS NOT NULL;
 CREATE INDEX rewards_wallet ON rewards(seq) WHERE status = 'Approved' AND rewardtype = 'InstoreCredits';
 CREATE INDEX rewards_customid ON rewards(customid);
-CREATE INDEX rewards_payout_due ON rewards(seq) WHERE status = 'Approved' AND rewardtype = 'Stripe' AND payoutid IS NULL;
 CREATE TABLE balances (
 	rewardunit TEXT NOT NULL,
 	growthhack TEXT NOT NULL,
@@ -127,6 +126,31 @@ CREATE TABLE clawbacks (
 	updated_at TEXT NOT NULL
 );
 CREATE INDEX clawbacks_open ON clawbacks(rewardunit, growthhack, campaignid, id) WHERE paid < amount;
-INSERT INTO meta (key, value) VALUES ('schema_version', '6');
+CREATE TABLE milestone_events (
+	ruleid INTEGER NOT NULL,
+	customid TEXT NOT NULL,
+	friend_userkey TEXT NOT NULL,
+	milestone INTEGER NOT NULL,
+	reversed INTEGER NOT NULL DEFAULT 0,
+	PRIMARY KEY (ruleid, customid)
+) WITHOUT ROWID;
+CREATE INDEX milestone_events_customid ON milestone_events(customid);
+CREATE TABLE payouts (
+	seq INTEGER NOT NULL,
+	n INTEGER NOT NULL,
+	amount INTEGER NOT NULL,
+	state TEXT NOT NULL,
+	customer TEXT,
+	stripe_id TEXT,
+	error_code TEXT,
+	request_id TEXT,
+	attempts INTEGER NOT NULL DEFAULT 0,
+	sent_at INTEGER,
+	updated_at INTEGER NOT NULL,
+	PRIMARY KEY (seq, n)
+);
+CREATE INDEX payouts_open ON payouts(updated_at) WHERE state IN ('due', 'sending');
+CREATE INDEX rewards_payout_state ON rewards(payout_state, seq) WHERE rewardtype = 'Stripe';
+INSERT INTO meta (key, value) VALUES ('schema_version', '8');
 `,
 } as const;

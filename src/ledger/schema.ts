@@ -156,6 +156,48 @@ export const LEDGER_MIGRATIONS: readonly (readonly string[])[] = [
 		`ALTER TABLE rewards ADD COLUMN payout_state TEXT`,
 		`CREATE INDEX rewards_payout_due ON rewards(seq) WHERE status = 'Approved' AND rewardtype = 'Stripe' AND payoutid IS NULL`,
 	],
+	// 7: milestones (milestones.ts, docs/rewards.md "Milestones"): each event of a milestone rule a referred
+	// friend had, keyed by (rule, event); `reversed` once a full refund took the event back. The referrer's
+	// milestone reward is paid once when the rule's distinct friends with a non-reversed event reach N.
+	[
+		`CREATE TABLE milestone_events (
+			ruleid INTEGER NOT NULL,
+			customid TEXT NOT NULL,
+			friend_userkey TEXT NOT NULL,
+			milestone INTEGER NOT NULL,
+			reversed INTEGER NOT NULL DEFAULT 0,
+			PRIMARY KEY (ruleid, customid)
+		) WITHOUT ROWID`,
+		`CREATE INDEX milestone_events_customid ON milestone_events(customid)`,
+	],
+	// 8: the payout records (payouts.ts, issue 31): each credit or debit a Stripe reward sends, with its key
+	// (its number n), its amount frozen before it first leaves, and its state. A reward paid before this step
+	// gets one `paid` record of what it is worth now (its credit less the debits the old code booked), so
+	// whatever it still owes or was overpaid is booked from there. The old payout entries of the outbox are
+	// dropped: the records replace them, and the scheduled job re-drives rewards still `pending`.
+	[
+		`CREATE TABLE payouts (
+		seq INTEGER NOT NULL,
+		n INTEGER NOT NULL,
+		amount INTEGER NOT NULL,
+		state TEXT NOT NULL,
+		customer TEXT,
+		stripe_id TEXT,
+		error_code TEXT,
+		request_id TEXT,
+		attempts INTEGER NOT NULL DEFAULT 0,
+		sent_at INTEGER,
+		updated_at INTEGER NOT NULL,
+		PRIMARY KEY (seq, n)
+	)`,
+		`CREATE INDEX payouts_open ON payouts(updated_at) WHERE state IN ('due', 'sending')`,
+		// A retry and the re-drive find the Stripe rewards by where their payouts stand.
+		`CREATE INDEX rewards_payout_state ON rewards(payout_state, seq) WHERE rewardtype = 'Stripe'`,
+		`DROP INDEX IF EXISTS rewards_payout_due`,
+		`INSERT INTO payouts (seq, n, amount, state, stripe_id, attempts, sent_at, updated_at)
+		 SELECT seq, 1, amount - reversed, 'paid', payoutid, 1, 0, 0 FROM rewards WHERE payoutid IS NOT NULL`,
+		`DELETE FROM outbox WHERE kind = 'payout'`,
+	],
 ];
 
 /**
@@ -204,11 +246,28 @@ export type RewardRow = {
 	coupon_seen_at: string | null;
 	/** The Stripe balance transaction that paid the reward (payouts.ts), or null. */
 	payoutid: string | null;
-	/** Where a Stripe payout stands: pending, waiting_customer, failed, paid; null for other rewards. */
+	/** Where the reward's payouts stand (payouts.ts): due, sending, paid, failed, waiting_customer; null when it has none. */
 	payout_state: PayoutState | null;
 };
 
-export type PayoutState = "pending" | "waiting_customer" | "failed" | "paid";
+/** `pending` is the state of a reward queued before schema step 7; the scheduled job re-drives it. */
+export type PayoutState = "pending" | "due" | "sending" | "waiting_customer" | "failed" | "paid";
+
+/** One credit (amount > 0) or debit (amount < 0) of a Stripe reward, in hundredths (payouts.ts). */
+export type PayoutRow = {
+	seq: number;
+	n: number;
+	amount: number;
+	state: "due" | "sending" | "paid" | "failed" | "cancelled";
+	/** The Stripe customer, frozen when the payout is first sent. */
+	customer: string | null;
+	stripe_id: string | null;
+	error_code: string | null;
+	request_id: string | null;
+	attempts: number;
+	sent_at: number | null;
+	updated_at: number;
+};
 
 /** A refund applied to an event in this ledger. Amounts in hundredths. */
 export type RefundRow = {

@@ -126,6 +126,7 @@ export const reverseOperationSchema = z.object({
 	customid: z.string(),
 	refundid: z.string(),
 	refundvalue: z.number().nullable(),
+	refundedTotal: z.number().nullable().optional(),
 	transactionvalue: z.number().nullable(),
 	reason: z.string().nullable(),
 	audit: ledgerAuditSchema.optional(),

@@ -45,6 +45,13 @@ export interface RewardGrant {
 	comment: string | null;
 	/** True when the amount is a percent of the transaction value: a partial refund reduces it in proportion. */
 	percent?: boolean;
+	/**
+	 * A tiered Referrer rule's tiers (docs/rewards.md, "Tiers"), increasing by fromcount: the ledger counts this rule's
+	 * rewards that are not Rejected and pays the tier of that count + 1 instead of `amount`. Absent: `amount`.
+	 */
+	tiers?: { fromcount: number; amount: number }[];
+	/** A milestone Referrer rule's N (docs/rewards.md, "Milestones"): the ledger pays `amount` once, when N distinct friends had the event. */
+	milestone?: number;
 }
 
 /** A reward as the public API shows it (field names of the spec's Reward). */
@@ -103,7 +110,7 @@ export interface GrantResult {
 	/** The reward of each grant that was not skipped: newly created or found by key. */
 	rewards: (LedgerReward & { created: boolean })[];
 	/** Grants skipped because the rule's rewardfrequency was reached. */
-	skipped: { key: string; reason: "frequency_limit" | "user_erased" }[];
+	skipped: { key: string; reason: "frequency_limit" | "user_erased" | "zero_amount" | "milestone_pending" | "milestone_paid" }[];
 }
 
 export interface BalanceNumbers {

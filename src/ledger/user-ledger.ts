@@ -4,17 +4,26 @@ import { instrumentEnv } from "../instrument/d1-metrics";
 import { toHundredths } from "../rewards/money";
 import { auditRedemption, type LedgerAudit } from "./audit";
 import { listClawbacks } from "./clawbacks";
+import { redactComments } from "./comment-redaction";
 import { grantWithReferrer, type ReferrerSide } from "./conversion-grant";
 import { FlushSchedule } from "./flush-schedule";
 import { grantRewards } from "./grant";
-import { rewardRow, rewardRowById } from "./mutations";
-import { type PayoutOutcome, recordPayoutOutcome, retryDuePayouts } from "./payout-outcome";
-import { type PayoutOrder, payoutOrderOf } from "./payouts";
+import { rewardRowById } from "./mutations";
+import {
+	claimPayout,
+	type PayoutClaim,
+	type PayoutFailure,
+	payoutPaid,
+	payoutRefused,
+	redrivePayouts,
+	retryDuePayouts,
+} from "./payout-outcome";
+import { payoutsOf } from "./payouts";
 import { erasedAt, erasePersonInLedger } from "./privacy";
 import { balances, listRewards, rewardsForFriends } from "./reads";
 import { redeemAmount, redeemRewards } from "./redemption";
 import { toLedgerReward } from "./rows";
-import { type ClawbackRow, LEDGER_MIGRATIONS } from "./schema";
+import { type ClawbackRow, LEDGER_MIGRATIONS, type PayoutRow } from "./schema";
 import { applyOperation, type LedgerOperation, type LedgerOperationResult } from "./transaction-kinds";
 import { abortTransaction, commitTransaction, type PrepareAnswer, prepareTransaction } from "./transactions";
 import type {
@@ -145,7 +154,13 @@ export class UserLedger extends DurableObject<Env> {
 	 */
 	async erasePerson(personUserkey: string, values: string[]): Promise<{ rewards: number; webhooks: number }> {
 		const own = personUserkey === this.identity.userkey ? { at: new Date().toISOString() } : null;
-		const done = this.writer.transactionSync(() => erasePersonInLedger(this.writer.sql, personUserkey, values, own));
+		const done = this.writer.transactionSync(() => {
+			const erased = erasePersonInLedger(this.writer.sql, personUserkey, values, own);
+			// A provider's message may name the person (Stripe's "No such customer: 'cus_...'", kept by older
+			// code): in the person's own ledger, comments lose every value of the person and any customer id.
+			if (own) redactComments(this.writer.sql, values);
+			return erased;
+		});
 		await this.schedule.flush().catch((error) => console.error("ledger flush after an erasure failed", error));
 		return done;
 	}
@@ -206,23 +221,40 @@ export class UserLedger extends DurableObject<Env> {
 
 	// ---- Stripe payouts (payouts.ts, payout-outcome.ts) ----------------------------------------
 
-	/** What the Stripe consumer needs to pay reward `seq`, or null when there is no such reward. */
-	payoutOrder(seq: number): PayoutOrder | null {
-		if (!this.writer.hasSchema()) return null;
-		const row = rewardRow(this.ctx.storage.sql, seq);
-		return row ? payoutOrderOf(this.identity.userkey, row) : null;
+	/** Marks payout `n` of reward `seq` as sending (freezing its customer) and answers what to send, before the call leaves. */
+	claimPayout(seq: number, n: number, customer: string | null, connected: boolean): LedgerResult<{ claim: PayoutClaim }> {
+		if (!this.writer.hasSchema()) return { ok: true, claim: { settled: true } };
+		return this.writer.attempt((tx) => ({ claim: claimPayout(tx, seq, n, customer, connected) }));
 	}
 
-	/** Records what Stripe answered for the payout of reward `seq`. */
-	recordPayout(seq: number, outcome: PayoutOutcome): LedgerResult<{ order: PayoutOrder | null }> {
-		if (!this.writer.hasSchema()) return { ok: true, order: null };
-		return this.writer.attempt((tx) => ({ order: recordPayoutOutcome(tx, seq, outcome) }));
+	/** Stripe created balance transaction `stripeId` for payout `n` of reward `seq`. */
+	payoutPaid(seq: number, n: number, stripeId: string, requestId: string | null): LedgerResult<{ changed: boolean }> {
+		if (!this.writer.hasSchema()) return { ok: true, changed: false };
+		return this.writer.attempt((tx) => ({ changed: payoutPaid(tx, seq, n, stripeId, requestId) }));
 	}
 
-	/** Queues the payout of every approved Stripe reward still unpaid (a paymentcustomerid was set, or a retry). */
+	/** Stripe refused payout `n` of reward `seq` (a 4xx), or it could not leave. */
+	payoutRefused(seq: number, n: number, failure: PayoutFailure): LedgerResult<{ changed: boolean }> {
+		if (!this.writer.hasSchema()) return { ok: true, changed: false };
+		return this.writer.attempt((tx) => ({ changed: payoutRefused(tx, seq, n, failure) }));
+	}
+
+	/** Books again what each Stripe reward owes, also after a failed payout (a paymentcustomerid was set, or a retry). */
 	retryPayouts(): LedgerResult<{ queued: number }> {
 		if (!this.writer.hasSchema()) return { ok: true, queued: 0 };
 		return this.writer.attempt((tx) => retryDuePayouts(tx));
+	}
+
+	/** The scheduled job's re-drive of payouts untouched for `staleMs` (payout-outcome.ts). */
+	redrivePayouts(staleMs: number): LedgerResult<{ redriven: number; failed: number }> {
+		if (!this.writer.hasSchema()) return { ok: true, redriven: 0, failed: 0 };
+		return this.writer.attempt((tx) => redrivePayouts(tx, staleMs));
+	}
+
+	/** The payout records of reward `seq` (amounts in hundredths), for operators and tests. */
+	payouts(seq: number): PayoutRow[] {
+		if (!this.writer.hasSchema()) return [];
+		return payoutsOf(this.ctx.storage.sql, seq);
 	}
 
 	// ---- alarm and outbox ----------------------------------------------------------------------

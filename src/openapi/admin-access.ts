@@ -18,8 +18,11 @@ const memberView = z.object({
 	memberid: z.string(),
 	email: z.string(),
 	role: z.enum(ROLES),
-	state: z.enum(["invited", "active"]).describe("invited until the person chose a password"),
+	state: z
+		.enum(["invited", "accepted", "expired"])
+		.describe("accepted once the member's own invitation was; invited until then, expired when its invitation expired unused"),
 	createdat: z.string(),
+	acceptedat: z.string().nullable(),
 });
 const auditEntry = z.object({
 	seq: z.number(),
@@ -69,10 +72,11 @@ export const accessApi: AdminRoute[] = [
 	{
 		method: "post",
 		path: "/apps/{appid}/members",
-		summary: "Add a member with a role (owner); answers the invitation URL (valid 7 days, one use), shown only here",
+		summary:
+			"Add a member with a role (owner): the invitation (valid 7 days, one use) is emailed to the address, never answered; the same answer whether or not the person exists",
 		body: createMemberSchema,
 		status: 201,
-		response: memberView.extend({ invitationurl: z.string() }),
+		response: memberView,
 	},
 	{
 		method: "get",
@@ -92,7 +96,7 @@ export const accessApi: AdminRoute[] = [
 	{
 		method: "delete",
 		path: "/apps/{appid}/members/{memberid}",
-		summary: "Remove a member and end their dashboard sessions (owner)",
+		summary: "Remove a member: their sessions lose this app at once, and keep the person's other apps (owner)",
 		status: 200,
 		response: z.object({ removed: z.boolean() }),
 	},

@@ -151,6 +151,13 @@ export const adminApi: AdminRoute[] = [
 		response: z.object({ added: z.number(), skipped: z.number(), couponsavailable: z.number() }),
 	},
 	{
+		method: "post",
+		path: "/apps/{appid}/campaigns/{campaignid}/default",
+		summary: "Make the campaign the app's default (manager): the one register uses when it names none and the user has no referrer",
+		status: 200,
+		response: z.object({ appid: z.string(), defaultcampaignid: z.number() }),
+	},
+	{
 		method: "get",
 		path: "/apps/{appid}/deliveries",
 		summary: "Recent webhook and email deliveries, newest first",
@@ -240,6 +247,7 @@ export const adminApi: AdminRoute[] = [
 			status: z.string().optional(),
 			campaignid: z.number().int().optional(),
 			userkey: z.string().optional(),
+			rewarddtlid: z.string().optional().describe("one reward by its id"),
 			from: z.string().optional(),
 			to: z.string().optional(),
 		},

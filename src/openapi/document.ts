@@ -90,6 +90,9 @@ const OPERATION_ERRORS = {
 	"415": errorResponse("Body is not JSON"),
 	"429": errorResponse("Rate limited"),
 	"500": errorResponse("Internal error"),
+	"503": errorResponse(
+		"The database is busy or unavailable (service_busy, retryable: true): retry after the Retry-After header's seconds; nothing half done is left",
+	),
 };
 
 function operationRequest(schema: z.ZodType): Schema {

@@ -31,6 +31,7 @@ export const ERROR_CODES = [
 	"referrer_already_set",
 	"email_taken",
 	"useraccountid_taken",
+	"referralcode_taken",
 	"insufficient_balance",
 	"coupon_distribution",
 	"reward_not_redeemable",
@@ -54,6 +55,8 @@ export const ERROR_CODES = [
 	"member_exists",
 	"not_wallet_distribution",
 	"invalid_signature",
+	"service_busy",
+	"invalid_event",
 	"internal_error",
 ] as const satisfies readonly ErrorCode[];
 

@@ -102,8 +102,13 @@ const campaignData = {
 			rewardfrequency: z.number(),
 			mintranvalue: z.number(),
 			maxrewardamount: z.number(),
-			categories: z.unknown(),
-			inclusionsandexclusions: z.array(z.unknown()),
+			categories: z.unknown().describe("The categories the rule is limited to, as stored (docs/rewards.md); null: every one"),
+			inclusionsandexclusions: z.array(z.unknown()).describe("Products included or excluded: {type: include|exclude, productid}"),
+			tiers: z
+				.array(z.object({ fromcount: z.number(), reward: z.number() }))
+				.describe("Referrer rules: from the fromcount-th reward on, each is worth reward (docs/rewards.md, Tiers); [] for none"),
+			recurringmonths: z.number().describe("Only events within this many calendar months of the friend's first one earn; 0: no window"),
+			milestone: z.number().describe("Referrer rules: one reward when the N-th distinct friend has the event; 0: not a milestone"),
 		}),
 	),
 };

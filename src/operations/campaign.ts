@@ -45,6 +45,9 @@ export function campaignDataResponse(campaign: CampaignWithDetails, defaultCampa
 			maxrewardamount: rule.maxrewardamount,
 			categories: rule.categories,
 			inclusionsandexclusions: rule.inclusionsandexclusions,
+			tiers: rule.tiers,
+			recurringmonths: rule.recurringmonths,
+			milestone: rule.milestone,
 		})),
 	};
 }

@@ -6,7 +6,7 @@ import { ApiError, badRequest, campaignNotFound, refuseErased, userNotFound } fr
 import { amount, customId, id, MAX_MONEY, optionalCampaignId, optionalEmail, optionalId, optionalText } from "../http/fields";
 import { defineOperation } from "../http/operation";
 import { toHundredths } from "../rewards/money";
-import { campaignClosed, isPercentRule, matchingRules, type OwnedGrant, rewardsForEvent } from "../rewards/rules";
+import { campaignClosed, firingRules, isPercentRule, matchingRules, type OwnedGrant, rewardsForEvent } from "../rewards/rules";
 import { grantConversion } from "./conversion-grants";
 
 const schema = z.object({
@@ -22,6 +22,9 @@ const schema = z.object({
 	customid: customId,
 	campaignid: optionalCampaignId,
 	growthhack: id.pipe(z.string().max(100, "is too long")),
+	/** What was bought (docs/rewards.md, "Products and categories"); rules may be limited to some products or categories. */
+	productid: optionalText(100),
+	category: optionalText(100),
 });
 
 /**
@@ -31,19 +34,27 @@ const schema = z.object({
  * hundredths and at most MAX_MONEY.
  */
 function decide(context: Extract<EventContext, { ok: true }>, input: EventInput, now: Date, fraud?: FraudReview): OwnedGrant[] {
-	const { campaign, rules, user, referrer } = context;
-	const event = { customid: input.customid, eventname: input.eventname, transactionvalue: input.transactionvalue };
-	if (input.transactionvalue === null && matchingRules(rules, input.eventname).some(isPercentRule)) {
+	const { campaign, rules, user, referrer, firstEventAt, timezone } = context;
+	const event = {
+		customid: input.customid,
+		eventname: input.eventname,
+		transactionvalue: input.transactionvalue,
+		productid: input.productid,
+		category: input.category,
+		firstEventAt,
+		timezone,
+	};
+	if (input.transactionvalue === null && firingRules(rules, event).some(isPercentRule)) {
 		throw badRequest("transactionvalue: is required for this event (its campaign rewards a percent of it).", {
 			fields: ["transactionvalue"],
 		});
 	}
 	const owned = rewardsForEvent(campaign, rules, user, referrer, event, now, fraud);
 	for (const { grant } of owned) {
-		const hundredths = toHundredths(grant.amount);
-		if (hundredths === null || grant.amount > MAX_MONEY) {
+		const amounts = [grant.amount, ...(grant.tiers ?? []).map((t) => t.amount)];
+		if (amounts.some((a) => toHundredths(a) === null || a > MAX_MONEY)) {
 			throw badRequest(
-				`transactionvalue: the reward it earns (${grant.amount} ${grant.rewardunit}) is above the limit of ${MAX_MONEY} per reward.`,
+				`transactionvalue: the reward it earns (${Math.max(...amounts)} ${grant.rewardunit}) is above the limit of ${MAX_MONEY} per reward.`,
 				{ fields: ["transactionvalue"] },
 			);
 		}
@@ -137,6 +148,8 @@ export const registerconversionevent = defineOperation({
 			extrainfo: input.extrainfo ?? null,
 			campaignid: input.campaignid ?? null,
 			growthhack: input.growthhack,
+			productid: input.productid ?? null,
+			category: input.category ?? null,
 		});
 		const { friend: friendRewards, referrer: referrerRewards } = await grantConversion(env, app.appid, { event, user, referrer, decision });
 

@@ -1,22 +1,9 @@
 import { z } from "zod";
-import { type CoordinatedResult, type CoordinationOptions, type LedgerPart, runAcrossLedgers } from "../coordination/ledger-transaction";
-import { type EventParties, findEventParties } from "../db/events";
-import { allOf, appHasWebhook, insertOutboxEvent } from "../db/outbox-events";
-import { customIdToken } from "../domain/ids";
-import { ApiError, ledgerError } from "../http/errors";
+import { ApiError } from "../http/errors";
 import { customId, exactAmount, optionalText } from "../http/fields";
 import { defineOperation, type OperationContext } from "../http/operation";
 import { appKeyAudit } from "../ledger/audit";
-import type { ReversalOutcome } from "../ledger/reversal";
-import type { LedgerOperation } from "../ledger/transaction-kinds";
-import { type OutboxEvent, sendOutboxEvents, webhookEvent } from "../outbox/events";
-import { fromHundredths, toHundredths } from "../rewards/money";
-
-/** How often a refund meeting another change of the same rewards (reward_locked) is tried again before answering 409. */
-const LOCKED_RETRIES = 8;
-
-const eventNotFound = (customid: string) =>
-	new ApiError(404, "event_not_found", `No conversion event with customid ${customid} in this app.`, { customid });
+import { reverseConversion } from "./reversal-work";
 
 /** The refund's name in the ledgers: the caller's refundid, else the Idempotency-Key; a full reversal is one refund whatever its retries. */
 function refundIdOf(input: { refundid?: string; refundvalue?: number }, ctx: OperationContext): string {
@@ -24,66 +11,6 @@ function refundIdOf(input: { refundid?: string; refundvalue?: number }, ctx: Ope
 	if (input.refundvalue === undefined) return "full";
 	if (ctx.idempotency) return `key:${ctx.idempotency.key}`;
 	return `call:${crypto.randomUUID()}`;
-}
-
-/** Runs the refund across the ledgers, trying again while another change holds the event's rewards. */
-async function reverseAcrossLedgers(ctx: OperationContext, parts: LedgerPart[], options: CoordinationOptions): Promise<CoordinatedResult> {
-	for (let attempt = 0; ; attempt++) {
-		const result = await runAcrossLedgers(ctx.env, ctx.app.appid, parts, options);
-		if (result.ok || result.error.code !== "reward_locked" || attempt >= LOCKED_RETRIES) return result;
-		// Randomized so two refunds of one event that block each other in two ledgers do not meet again.
-		await new Promise((resolve) => setTimeout(resolve, 20 * 2 ** Math.min(attempt, 4) * (0.5 + Math.random())));
-	}
-}
-
-async function eventIdOf(appid: string, customid: string, refundid: string): Promise<string> {
-	// Refund ids may be long (an Idempotency-Key): a digest keeps the webhook id short and stable.
-	const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(refundid));
-	const hex = [...new Uint8Array(digest).slice(0, 8)].map((b) => b.toString(16).padStart(2, "0")).join("");
-	return `evt_reversal_${appid}_${customIdToken(customid)}_${hex}`;
-}
-
-/** The `conversion.reversed` webhook of a refund (fixed id per refund): one event with every ledger's rewards. */
-function reversedWebhook(appid: string, event: EventParties, reason: string | null, outcomes: ReversalOutcome[], eventid: string) {
-	const first = outcomes[0]!;
-	return webhookEvent(
-		appid,
-		"conversion.reversed",
-		{
-			customid: event.customid,
-			eventname: event.eventname,
-			userkey: event.friendUserkey,
-			referrerkey: event.referrerUserkey,
-			refundvalue: first.refundvalue,
-			refunded: first.refunded,
-			transactionvalue: first.transactionvalue,
-			full: first.full,
-			reason: reason ?? "",
-			rewards: outcomes.flatMap((o) => o.rewards),
-		},
-		eventid,
-	);
-}
-
-/**
- * Records `conversion.reversed` in the same D1 transaction as the decision
- * to commit the refund, from what the ledgers' commits will answer (their
- * prepares' previews): it exists exactly when the refund is certain to
- * apply, whatever dies after. A repeat of a refund records it again under
- * its fixed id (nothing twice), which repairs an event lost before this
- * existed. An app without a webhook URL gets no webhook events (docs/webhooks.md).
- */
-function announceWithDecision(ctx: OperationContext, event: EventParties, reason: string | null, eventid: string) {
-	const announced: { event: OutboxEvent | null } = { event: null };
-	const withDecision: CoordinationOptions["withDecision"] = (previews, committed) => {
-		announced.event = null;
-		const outcomes = previews.map((p) => p?.reversal);
-		const known = outcomes.filter((o): o is ReversalOutcome => o !== undefined);
-		if (known.length === 0 || known.length < outcomes.length || !known.some((o) => o.changed || o.repeat)) return [];
-		announced.event = reversedWebhook(ctx.app.appid, event, reason, known, eventid);
-		return [insertOutboxEvent(ctx.env.DB, announced.event, allOf(committed, appHasWebhook(ctx.app.appid)))];
-	};
-	return { announced, withDecision };
 }
 
 /**
@@ -102,60 +29,8 @@ export const reverseconversionevent = defineOperation({
 		growthhack: optionalText(100),
 	}),
 	async handle(ctx, input) {
-		const event = await findEventParties(ctx.env.DB, ctx.app.appid, input.customid);
-		if (!event) throw eventNotFound(input.customid);
-		if (input.growthhack !== undefined && input.growthhack.toLowerCase() !== event.growthhack.toLowerCase()) {
-			throw eventNotFound(input.customid);
-		}
-		const refundvalue = input.refundvalue === undefined ? null : toHundredths(input.refundvalue);
-		const transactionvalue = event.transactionvalue === null ? null : toHundredths(event.transactionvalue);
-		const operation: LedgerOperation = {
-			kind: "reverse",
-			customid: event.customid,
-			refundid: refundIdOf(input, ctx),
-			refundvalue,
-			transactionvalue,
-			reason: input.reason ?? null,
-			audit: appKeyAudit(ctx.app.apikey),
-		};
-		const userkeys = [
-			event.friendUserkey,
-			...(event.referrerUserkey && event.referrerUserkey !== event.friendUserkey ? [event.referrerUserkey] : []),
-		];
-		const eventid = await eventIdOf(ctx.app.appid, event.customid, operation.refundid);
-		const { announced, withDecision } = announceWithDecision(ctx, event, operation.reason, eventid);
-		const result = await reverseAcrossLedgers(
-			ctx,
-			userkeys.map((userkey) => ({ userkey, operation })),
-			{ withDecision },
-		);
-		if (!result.ok) throw ledgerError(result.error);
-		// Recorded with the decision; sent now when this call applied the refund (a repeat's was sent before, or the sweep sends it).
-		const sent = announced.event;
-		if (sent && ctx.app.webhookurl && result.results.some((r) => r.reversal?.changed)) ctx.waitUntil(sendOutboxEvents(ctx.env, [sent]));
-
-		const outcomes = result.results.map((r) => r.reversal);
-		const known = outcomes.filter((o): o is ReversalOutcome => o !== undefined);
-		const first = known[0];
-		if (!first || known.length < outcomes.length) {
-			// The decision is stored but a ledger did not confirm: it applies the refund when its lease ends.
-			return { message: "Reversal accepted; it completes in a moment.", customid: event.customid, duplicate: false, rewards: [] };
-		}
-		const changed = known.some((o) => o.changed);
-		const repeat = !changed && known.some((o) => o.repeat);
-		const rewards = known.flatMap((o) => o.rewards);
-		let message = `Reversed; ${rewards.length} reward(s) changed.`;
-		if (!changed)
-			message = repeat ? "This refund was already applied; nothing changed." : "The event is already fully reversed; nothing changed.";
-		return {
-			message,
-			customid: event.customid,
-			refundvalue: first.refundvalue,
-			refunded: first.refunded,
-			transactionvalue: event.transactionvalue === null ? null : fromHundredths(transactionvalue ?? 0),
-			full: first.full,
-			duplicate: !changed,
-			rewards,
-		};
+		const outcome = await reverseConversion(ctx, { ...input, refundid: refundIdOf(input, ctx), audit: appKeyAudit(ctx.app.apikey) });
+		if (outcome.kind === "applied" || outcome.kind === "duplicate") return outcome.value;
+		throw new ApiError(outcome.status as ApiError["status"], outcome.code as ApiError["errorcode"], outcome.message, outcome.details);
 	},
 });

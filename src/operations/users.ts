@@ -203,12 +203,24 @@ export const register = defineOperation({
 });
 
 /** Operation 6: changes only the fields sent. An erased user is refused (410): its data is not collected again. */
+/**
+ * A vanity referral code (docs/integration.md, "Vanity codes"): 3-32 of A-Z a-z 0-9 _ -, stored upper case like every
+ * code, so that codes compare ignoring case (the share link upper-cases what it is given).
+ */
+const vanityCode = optionalText(32).pipe(
+	z
+		.string()
+		.regex(/^[A-Za-z0-9_-]{3,32}$/, "must be 3-32 characters of A-Z, a-z, 0-9, _ and -")
+		.transform((v) => v.toUpperCase())
+		.optional(),
+);
+
 export const updateuser = defineOperation({
 	mutating: true,
-	schema: z.object({ userkey: id, ...profileFields, ...networkFields }),
+	schema: z.object({ userkey: id, ...profileFields, ...networkFields, referralcode: vanityCode }),
 	async handle({ env, app, waitUntil }, input) {
 		const network = await networkOf(env, input);
-		const outcome = await updateProfile(env.DB, app.appid, input.userkey, profileOf(input), network);
+		const outcome = await updateProfile(env.DB, app.appid, input.userkey, profileOf(input), network, input.referralcode);
 		if (outcome.updated && input.paymentcustomerid) {
 			// Stripe rewards that waited for a customer id are paid now (through the Stripe queue, not on this request).
 			const retry = ledgerFor(env, app.appid, input.userkey).retryPayouts();
@@ -219,6 +231,11 @@ export const updateuser = defineOperation({
 		if (!outcome.found) throw userNotFound();
 		if (outcome.emailTaken) throw new ApiError(409, "email_taken", "Another user of this app has that email.");
 		if (outcome.accountTaken) throw new ApiError(409, "useraccountid_taken", "Another user of this app has that useraccountid.");
+		if (outcome.codeTaken) {
+			throw new ApiError(409, "referralcode_taken", "referralcode: another user has that code (codes are compared ignoring case).", {
+				fields: ["referralcode"],
+			});
+		}
 		throw new Error("updateuser changed nothing for an unexplained reason");
 	},
 });

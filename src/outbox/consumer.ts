@@ -3,7 +3,7 @@ import { instrumentEnv } from "../instrument/d1-metrics";
 import { type AppsView, takeAppsView } from "./app-settings";
 import { type LoggedAttempt, queueLogNotes, writeAttempts } from "./attempt-log";
 import { passBreaker, reportToBreaker } from "./breaker-gate";
-import { DEFAULT_WEBHOOK_TIMEOUT_MS, type DeliveryOptions, deliver } from "./deliver";
+import { DEFAULT_WEBHOOK_TIMEOUT_MS, type DeliveryOptions, deliver, isTimeout } from "./deliver";
 import type { AttemptRecord, DeliveryApp } from "./deliveries";
 import { type CarriedEvent, outboxMessageSchema } from "./events";
 import { forEachLimited, interleaveByKey, MAX_PARALLEL_ATTEMPTS } from "./parallel";
@@ -96,7 +96,9 @@ export async function queue(
 
 	// At most MAX_PARALLEL_ATTEMPTS at a time, apps taking turns (parallel.ts: the platform's six connections).
 	const ordered = interleaveByKey(work, (w) => w.carried?.appid ?? state.rows.get(w.eventid)?.appid ?? "");
-	await forEachLimited(ordered, MAX_PARALLEL_ATTEMPTS, (w) => attemptSafely(w, state, apps, env, options));
+	// Apps whose endpoint timed out in this batch: their messages not yet attempted are deferred, not attempted.
+	const stalled = new Set<string>();
+	await forEachLimited(ordered, MAX_PARALLEL_ATTEMPTS, (w) => attemptSafely(w, state, apps, env, options, stalled));
 
 	const records = work.flatMap((w) => (w.record ? [w.record] : []));
 	// The sends happened (or not) all the same: a lost log line must not make the sweep send a delivered event again.
@@ -173,9 +175,16 @@ function eventOf(w: Work, state: BatchState): OutboxEventRow | undefined {
  * probe, say) settled as a retry of that message alone: the batch goes on,
  * and messages already delivered in it are logged and acked, not sent again.
  */
-async function attemptSafely(w: Work, state: BatchState, apps: AppsView, env: Env, options: DeliveryOptions): Promise<void> {
+async function attemptSafely(
+	w: Work,
+	state: BatchState,
+	apps: AppsView,
+	env: Env,
+	options: DeliveryOptions,
+	stalled: Set<string>,
+): Promise<void> {
 	try {
-		await attempt(w, state, apps.view, env, options);
+		await attempt(w, state, apps.view, env, options, stalled);
 	} catch (err) {
 		const attemptNo = w.message.attempts;
 		log("error", "outbox delivery crashed", { eventid: w.eventid, attempt: attemptNo, error: String(err) });
@@ -190,6 +199,7 @@ async function attempt(
 	apps: ReadonlyMap<string, DeliveryApp | null>,
 	env: Env,
 	options: DeliveryOptions,
+	stalled: Set<string>,
 ): Promise<void> {
 	if (w.note) return;
 	const { message, eventid } = w;
@@ -205,6 +215,15 @@ async function attempt(
 		return;
 	}
 	if (event.delivered_at) return;
+	if (stalled.has(event.appid)) {
+		// Issue 33: the app's endpoint already timed out in this batch. Waiting on it again would hold the
+		// batch (and every other app's webhooks behind it) for one more timeout; the message comes back
+		// later instead (a delayed retry, no attempt made), so 20 or 200 queued events of a hanging
+		// endpoint cost the other apps at most the one timeout.
+		w.settle = () => message.retry({ delaySeconds: retryDelaySeconds(attemptNo) });
+		log("warn", "outbox delivery deferred: the app's endpoint timed out in this batch", { eventid, attempt: attemptNo });
+		return;
+	}
 	const app = apps.get(event.appid);
 	if (app === undefined) {
 		// Never looked up for this batch (not a "gone" answer from D1): try again rather than drop it.
@@ -226,6 +245,7 @@ async function attempt(
 	const started = Date.now();
 	const result = await deliver(target, env, options);
 	const durationMs = Date.now() - started;
+	if (isTimeout(result)) stalled.add(event.appid);
 	await reportToBreaker(env.DB, target, gate.state, result.outcome === "delivered", result.error).catch((err) =>
 		log("error", "breaker update failed", { eventid, error: String(err) }),
 	);

@@ -4,7 +4,7 @@ import { ERASED } from "../privacy/redact";
 import { type AttemptOutcome, type DeliveryTarget, PERMANENT_FAILURE } from "./deliveries";
 import { webhookBody } from "./envelope";
 import { emailPayloadSchema } from "./events";
-import { headerText } from "./mail-headers";
+import { sendEmail } from "./send-email";
 import { webhookHeaders } from "./signature";
 
 /** How one attempt ended, before it is logged. */
@@ -95,17 +95,8 @@ export async function deliver(target: DeliveryTarget, env: Env, options: Deliver
 			const email = emailPayloadSchema.safeParse(payload.value);
 			if (!email.success)
 				return permanent(`invalid email payload: ${email.error.issues.map((i) => i.path.join(".") || i.message).join(", ")}`);
-			const { to, text, html } = email.data;
-			// Again at sending: a payload stored before headerText existed must not add a header either.
-			const toName = headerText(email.data.toName);
-			const subject = headerText(email.data.subject) || "(no subject)";
-			await env.EMAIL.send({
-				from: app.emailsender || options.defaultSender,
-				to: toName ? { name: toName, email: to } : to,
-				subject,
-				text,
-				html,
-			});
+			const { to, toName, subject, text, html } = email.data;
+			await sendEmail(env, { from: app.emailsender || options.defaultSender, to, toName, subject, text, html });
 			return { outcome: "delivered", responseCode: null, error: null };
 		}
 		return permanent(`unknown event kind '${event.kind}'`);
@@ -157,6 +148,10 @@ async function readSnippet(response: Response): Promise<string> {
 const DEADLINE_GRACE_MS = 250;
 
 const timeoutText = (timeoutMs: number) => `timed out after ${timeoutMs} ms`;
+
+/** True when an attempt failed because the endpoint did not answer within the timeout (the consumer defers its app's other messages). */
+export const isTimeout = (result: AttemptResult) =>
+	result.outcome === "failed" && result.responseCode === null && (result.error ?? "").startsWith("timed out");
 
 const timedOut = (timeoutMs: number): AttemptResult => ({ outcome: "failed", responseCode: null, error: timeoutText(timeoutMs) });
 

@@ -1,6 +1,14 @@
 import { type AttemptRow, type DeliveryRow, deliveryRows, deliveryWithAttempts } from "../db/delivery-attempts";
 import type { OutboxEventRow } from "../db/outbox-events";
+import { SECRET_EMAIL_TYPES } from "./events";
 import { MAX_ATTEMPTS } from "./retry";
+
+/** An email payload with its body left out (its recipient and subject kept). */
+function withoutSecret(payload: unknown): unknown {
+	if (typeof payload !== "object" || payload === null) return "(secret)";
+	const { to, subject } = payload as { to?: unknown; subject?: unknown };
+	return { to, subject, text: "(secret)", html: "(secret)" };
+}
 
 /**
  * Deliveries of outbox events: what one attempt needs and how it is logged
@@ -129,5 +137,7 @@ export async function getDelivery(db: D1Database, appid: string, eventid: string
 	} catch {
 		payload = row.payload;
 	}
+	// An invitation's link is the credential that the email proves: the app's readers see to whom and what, never the link.
+	if (SECRET_EMAIL_TYPES.includes(row.type)) payload = withoutSecret(payload);
 	return { ...summary(row), payload, attemptlog: attempts.map(attemptView) };
 }

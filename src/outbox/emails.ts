@@ -87,3 +87,53 @@ ${raw(input.message ? html`<blockquote>${who} says: ${input.message}</blockquote
 ${raw(input.landingurl ? html`<p><a href="${raw(safeHref(input.landingurl))}">${input.landingurl}</a></p>` : "")}`;
 	return { to: input.to, toName, subject, text, html: layout(subject, body) };
 }
+
+export interface InvitationEmailInput {
+	to: string;
+	appname: string;
+	role: string;
+	url: string;
+	/** Epoch ms. */
+	expiresAt: number;
+}
+
+/**
+ * The invitation to an app's team: the only place its link is ever given
+ * (docs/operators.md). Holding this email is the proof of the address.
+ */
+export function invitationEmail(input: InvitationEmailInput): EmailPayload {
+	const app = headerText(input.appname) || "an app";
+	const subject = headerText(`You are invited to ${app}'s referral dashboard`);
+	const until = new Date(input.expiresAt).toISOString().replace("T", " ").slice(0, 16);
+	const text = [
+		"Hi,",
+		"",
+		`You were invited to the referral dashboard of ${app} as ${input.role}.`,
+		`Open this link to accept (it works once, until ${until} UTC):`,
+		input.url,
+		"",
+		"If you did not expect this, ignore this email: nothing happens until the link is opened.",
+	].join("\n");
+	const body = html`<p>Hi,</p><p>You were invited to the referral dashboard of <strong>${app}</strong> as ${input.role}.</p>
+<p><a href="${raw(safeHref(input.url))}">Accept the invitation</a> (it works once, until ${until} UTC).</p>
+<p>If you did not expect this, ignore this email: nothing happens until the link is opened.</p>`;
+	return { to: input.to, toName: null, subject, text, html: layout(subject, body) };
+}
+
+/** A password reset: the only place its link is given. */
+export function passwordResetEmail(input: { to: string; url: string }): EmailPayload {
+	const subject = "Reset your referral dashboard password";
+	const text = [
+		"Hi,",
+		"",
+		"Someone asked to reset the password of the referral dashboard for this address.",
+		"Open this link within 1 hour to choose a new one (it works once; every signed-in session ends):",
+		input.url,
+		"",
+		"If it was not you, ignore this email: your password stays as it is.",
+	].join("\n");
+	const body = html`<p>Hi,</p><p>Someone asked to reset the password of the referral dashboard for this address.</p>
+<p><a href="${raw(safeHref(input.url))}">Choose a new password</a> within 1 hour (it works once; every signed-in session ends).</p>
+<p>If it was not you, ignore this email: your password stays as it is.</p>`;
+	return { to: input.to, toName: null, subject, text, html: layout(subject, body) };
+}

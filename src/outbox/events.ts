@@ -18,6 +18,10 @@ export type WebhookType =
 	| "reward.clawback_paid"
 	| "reward.payout_failed";
 
+/** The emails the outbox sends. An invitation's text holds a credential (its link): never shown by the delivery log (deliveries.ts). */
+export type EmailType = "email.outreach" | "email.reminder" | "email.invitation";
+export const SECRET_EMAIL_TYPES: readonly string[] = ["email.invitation"];
+
 /** An email to send: rendered when recorded, so a retry sends the same text. */
 export interface EmailPayload {
 	to: string;
@@ -31,7 +35,7 @@ export interface EmailPayload {
 
 export type OutboxEvent =
 	| { eventid: string; appid: string; kind: "webhook"; type: WebhookType; payload: Record<string, unknown>; createdAt: string }
-	| { eventid: string; appid: string; kind: "email"; type: "email.outreach" | "email.reminder"; payload: EmailPayload; createdAt: string };
+	| { eventid: string; appid: string; kind: "email"; type: EmailType; payload: EmailPayload; createdAt: string };
 
 /**
  * The body of a queue message: the outbox row to deliver and, from current
@@ -103,13 +107,8 @@ export function webhookEvent(appid: string, type: WebhookType, payload: Record<s
 }
 
 /** An email event with a fresh id. */
-/** An email event; its payload says `livemode` (docs/test-mode.md). */
-export function emailEvent(
-	appid: string,
-	type: "email.outreach" | "email.reminder",
-	payload: EmailPayload,
-	livemode: boolean,
-): OutboxEvent {
+/** Its payload says `livemode` (docs/test-mode.md): false for an email of an app's test keys. */
+export function emailEvent(appid: string, type: EmailType, payload: EmailPayload, livemode: boolean): OutboxEvent {
 	return { eventid: newEventId(), appid, kind: "email", type, payload: { ...payload, livemode }, createdAt: nowIso() };
 }
 

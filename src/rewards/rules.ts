@@ -4,12 +4,21 @@ import { checkSignals } from "../fraud/check";
 import { commentWithSignals, type FraudReview } from "../fraud/signals";
 import type { FriendSnapshot, RewardGrant } from "../ledger/types";
 import { fromHundredths, percentOfHundredths, toHundredths } from "./money";
+import { type ProductFacts, productMatches, productRestriction } from "./products";
+import { withinRecurringWindow } from "./windows";
 
 /** A recorded conversion event, as the rules see it. */
 export interface ConversionEvent {
 	customid: string;
 	eventname: string;
 	transactionvalue: number | null;
+	/** What was bought (optional): rules with `categories` or `inclusionsandexclusions` fire only for matching products. */
+	productid?: string | null;
+	category?: string | null;
+	/** When the friend's first event of this name in the campaign was recorded (ISO), before this one; null: this is the first. */
+	firstEventAt?: string | null;
+	/** The app's IANA time zone: recurring windows count its calendar months. */
+	timezone?: string;
 }
 
 /** Whose ledger a grant goes to. */
@@ -67,6 +76,19 @@ export function rewardTypeAllows(rewardtype: number, usertype: RewardRule["rewar
 export const matchingRules = (rules: RewardRule[], eventname: string) =>
 	rules.filter((rule) => rule.eventname.trim().toLowerCase() === eventname.trim().toLowerCase());
 
+/**
+ * The rules that fire for an event: its name matches, and so does its
+ * product under the rule's `categories` and `inclusionsandexclusions`
+ * (rewards/products.ts). An event naming no product fires only rules that
+ * restrict neither, as every rule did before these fields had a meaning.
+ */
+export function firingRules(rules: RewardRule[], event: Pick<ConversionEvent, "eventname" | "productid" | "category">): RewardRule[] {
+	const product: ProductFacts = { productid: event.productid ?? null, category: event.category ?? null };
+	return matchingRules(rules, event.eventname).filter((rule) =>
+		productMatches(productRestriction(rule.categories, rule.inclusionsandexclusions), product),
+	);
+}
+
 /** Status, hold and comment of a new reward under the campaign's review settings. */
 export function initialStatus(
 	campaign: Pick<Campaign, "autoapprove" | "holddays">,
@@ -113,10 +135,19 @@ export function rewardsForEvent(
 	const status = initialStatus(campaign, signals.suspicious ? signals.comment : null, now);
 	const review = { ...status, comment: commentWithSignals(status.comment, signals), fraudsignals: signals.signals };
 	const grants: OwnedGrant[] = [];
-	for (const rule of matchingRules(rules, event.eventname)) {
+	for (const rule of firingRules(rules, event)) {
 		if (!rewardTypeAllows(campaign.rewardtype, rule.rewardusertype)) continue;
+		if (!withinRecurringWindow(rule.recurringmonths, event.firstEventAt ?? null, now.toISOString(), event.timezone ?? "UTC")) continue;
 		const amount = ruleAmount(rule, event.transactionvalue);
-		if (amount === null || amount <= 0) continue;
+		// A tier's amount is computed like the rule's own; the referrer's ledger picks one by its count (rewards/tiers.ts).
+		const tiers =
+			rule.rewardusertype === "Referrer"
+				? rule.tiers.map((t) => ({
+						fromcount: t.fromcount,
+						amount: ruleAmount({ ...rule, reward: t.reward }, event.transactionvalue) ?? 0,
+					}))
+				: [];
+		if (amount === null || (amount <= 0 && tiers.every((t) => t.amount <= 0))) continue;
 		grants.push({
 			owner: rule.rewardusertype === "Friend" ? "friend" : "referrer",
 			grant: {
@@ -135,6 +166,9 @@ export function rewardsForEvent(
 				customid: event.customid,
 				friend: snapshot(friend),
 				...review,
+				...(tiers.length > 0 ? { tiers } : {}),
+				// A milestone pays once per referrer (ledger/milestones.ts): the event only counts its friend there.
+				...(rule.milestone > 0 && rule.rewardusertype === "Referrer" ? { milestone: rule.milestone, rewardfrequency: 0 } : {}),
 			},
 		});
 	}

@@ -2,6 +2,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { ledgerFor } from "../../src/ledger/stub";
 import { admin, createApp, request } from "../support/api";
+import { flushClicks } from "../support/clicks";
 
 type App = Awaited<ReturnType<typeof createApp>>;
 let nextCustomId = 1;
@@ -105,6 +106,7 @@ describe("GET /apps/{appid}/users/{userkey}", { timeout: 30_000 }, () => {
 		await event(app, friends[0] as string);
 		await flush(app, ref.userkey);
 		for (let i = 0; i < 2; i++) expect((await request(`/r/${ref.referralcode}`, { redirect: "manual" })).status).toBe(302);
+		await flushClicks(ref.referralcode);
 		const res = await admin("GET", `/apps/${app.appid}/users/${ref.userkey}`);
 		expect(res.status).toBe(200);
 		expect(res.body.user).toMatchObject({ userkey: ref.userkey, friends: 5 });
@@ -198,6 +200,7 @@ describe("GET /apps/{appid}/stats", { timeout: 30_000 }, () => {
 		await request(`/r/${ref.referralcode}`, { redirect: "manual" });
 		await request(`/r/${ref.referralcode.toLowerCase()}`, { redirect: "manual" });
 		await request("/r/NOSUCHCODE", { redirect: "manual" });
+		await flushClicks(ref.referralcode);
 		const friend = await register(app, { email: "f@x.com", referrercode: ref.referralcode });
 		await event(app, friend.userkey, "Signup", "9001");
 		await event(app, friend.userkey, "Signup", "9001"); // a retry

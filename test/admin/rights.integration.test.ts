@@ -10,6 +10,7 @@ import { findPersonByEmail } from "../../src/db/members";
 import { ApiError, errorBody } from "../../src/http/errors";
 import { COLON, routedPath } from "../../src/http/router";
 import { admin, createApp, request } from "../support/api";
+import { acceptFromMailbox } from "../support/mailbox";
 
 /**
  * Scoped admin tokens (issue 22): the rights table, exhaustively. The routes
@@ -58,6 +59,8 @@ async function membersFor(appid: string): Promise<Record<Role, string>> {
 	for (const role of ROLES) {
 		const email = `${role}-${crypto.randomUUID()}@example.com`;
 		expect((await admin("POST", `/apps/${appid}/members`, { email, role })).status).toBe(201);
+		// A membership gives nothing until its own invitation is accepted (issue 32).
+		expect((await acceptFromMailbox(appid, email, "a long enough password")).res.status).toBe(303);
 		out[role] = (await findPersonByEmail(env.DB, email))!.personid;
 	}
 	return out as Record<Role, string>;

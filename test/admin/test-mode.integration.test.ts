@@ -2,6 +2,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { ledgerFor } from "../../src/ledger/stub";
 import { admin, client, createApp, request } from "../support/api";
+import { flushClicks } from "../support/clicks";
 
 /** Test mode in the admin API (docs/test-mode.md): ?mode=test reads and DELETE .../testdata. */
 
@@ -24,6 +25,7 @@ async function appWithBothModes() {
 		const purchase = { userkey: friend.userkey, eventname: "Purchase", customid: `${tag}-2`, growthhack: "SaaS_Referrals" };
 		expect((await api("registerconversionevent", purchase)).body.success).toBe(true);
 		await request(`/r/${ref.referralcode}`, { redirect: "manual" });
+		await flushClicks(ref.referralcode);
 		for (const u of [ref, friend]) await ledgerFor(env, tag === "test" ? `${app.appid}_test` : app.appid, u.userkey).flush();
 		return { ref, friend };
 	};

@@ -2,6 +2,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { localDay } from "../../src/domain/time-zone";
 import { admin, createApp, request } from "../support/api";
+import { flushClicks } from "../support/clicks";
 import { conversion, flushLedger, newCustomId, registerUser, signIn } from "../support/dashboard";
 
 /** Counters written straight into slots, as the service's hooks write them (src/db/stats.ts). */
@@ -74,6 +75,7 @@ describe("analytics in the app's time zone", { timeout: 60_000 }, () => {
 		const ref = await registerUser(app, { email: "cur-ref@x.com" });
 		const friend = await registerUser(app, { email: "cur-friend@x.com", referrercode: ref.referralcode });
 		await request(`/r/${ref.referralcode}`, { redirect: "manual" });
+		await flushClicks(ref.referralcode);
 		await conversion(app, friend.userkey, "Purchase", { customid: newCustomId(), transactionvalue: "50" });
 		const renewal = newCustomId();
 		await conversion(app, friend.userkey, "Renewal", { customid: renewal, transactionvalue: "50" });

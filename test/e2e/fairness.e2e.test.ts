@@ -103,6 +103,42 @@ describe("one app's hanging endpoint does not hold back another app's webhooks (
 });
 
 describe("per-endpoint isolation: a hanging endpoint never delays another app's webhooks (wrangler dev)", () => {
+	it("after a burst of 25 events of an app whose endpoint hangs, app A's sign-ups every 500 ms for 20 s each arrive within 2 s", {
+		timeout: 240_000,
+	}, async () => {
+		const hanging = await appWithHook("burst-hanging");
+		const steady = await appWithHook("burst-steady");
+		await fetch(`${receiver.url}/__mode/burst-hanging`, { method: "POST", body: JSON.stringify({ default: { delayMs: 120_000 } }) });
+		// Issue 33: the burst first, all at once, so its messages fill whole batches ahead of app A's.
+		const burst = await Promise.all(Array.from({ length: 25 }, (_, i) => register(hanging, `burst${i}@example.org`)));
+		expect(burst.map((r) => r.status)).toEqual(Array(25).fill(200));
+		const sentAt = new Map<string, number>();
+		const start = Date.now();
+		const at = (ms: number) => new Promise((r) => setTimeout(r, Math.max(0, start + ms - Date.now())));
+		const calls = Array.from({ length: 40 }, async (_, i) => {
+			await at(i * 500);
+			const email = `burst-a${i}@example.org`;
+			sentAt.set(email, Date.now());
+			return (await register(steady, email)).status;
+		});
+		expect(await Promise.all(calls)).toEqual(Array(40).fill(200));
+		const deliveries = await waitFor("every webhook of app A", async () => {
+			const got = receiver.received("burst-steady");
+			return got.length >= sentAt.size ? got : undefined;
+		}).catch(async (err) => {
+			throw new Error(`${(err as Error).message.split("\n")[0]}\n${await whyMissing(steady.appid, sentAt)}`);
+		});
+		const latency = new Map<string, number>();
+		for (const d of deliveries as { body: string; at: number }[]) {
+			const email = JSON.parse(d.body).data.email as string;
+			if (!latency.has(email)) latency.set(email, d.at - sentAt.get(email)!);
+		}
+		console.log(`burst: app A ${latency.size} webhooks, p100 ${Math.max(...latency.values())} ms`);
+		expect([...latency.keys()].sort()).toEqual([...sentAt.keys()].sort());
+		expect([...latency].filter(([, ms]) => ms > 2_000)).toEqual([]);
+		expect(receiver.received("burst-hanging").length).toBeGreaterThanOrEqual(1);
+	});
+
 	it("every webhook of app A arrives within 2 s of its event for 45 s while app H's endpoint hangs on 20 deliveries", {
 		timeout: 240_000,
 	}, async () => {

@@ -7,8 +7,12 @@ import type { AddressInfo } from "node:net";
  * through the app's `apiurl`), and a webhook receiver for the service's own
  * events. It records every request with its Idempotency-Key and, like
  * Stripe, answers a repeated key with the first answer without doing it
- * again. Customers behave by name: `cus_missing` does not exist (404),
- * `cus_flaky...` fails once with a 500, then succeeds.
+ * again; a key sent again with another amount is refused 400
+ * `idempotency_error`, as Stripe does. Customers behave by name:
+ * `cus_missing` does not exist (404), `cus_flaky...` fails once with a 500,
+ * then succeeds. Tests can also hold a customer's requests until released
+ * (a payout in flight), fail the next ones with a status, and read each
+ * customer's net.
  */
 export interface StripeCall {
 	method: string;
@@ -28,6 +32,15 @@ export interface FakeStripe {
 	created: { id: string; customer: string; amount: number; currency: string; idempotencyKey: string | null }[];
 	/** The service's webhooks as received: `{type, timestamp, livemode, data}` (Standard Webhooks). */
 	hooks: { type: string; livemode: boolean; data: Record<string, any> }[];
+	/** Every amount each Idempotency-Key was sent with (one each, when the service is right). */
+	keyAmounts: Map<string, Set<number>>;
+	/** Requests for `customer` wait (after being recorded) until release(customer); `arrived` resolves at the first. */
+	hold(customer: string): { arrived: Promise<void> };
+	release(customer: string): void;
+	/** The next `count` requests for `customer` answer `status` without doing anything (not remembered under their key). */
+	failNext(customer: string, count: number, status?: number): void;
+	/** Sum of the balance transactions created for `customer` (minor units; negative: credited). */
+	net(customer: string): number;
 	close(): Promise<void>;
 }
 
@@ -48,6 +61,9 @@ export async function startFakeStripe(): Promise<FakeStripe> {
 	const hooks: FakeStripe["hooks"] = [];
 	const answered = new Map<string, { status: number; json: unknown }>();
 	const failedOnce = new Set<string>();
+	const keyAmounts = new Map<string, Set<number>>();
+	const holds = new Map<string, { arrived: () => void; released: Promise<void>; release: () => void }>();
+	const failures = new Map<string, { count: number; status: number }>();
 	let next = 1;
 	const server: Server = createServer(async (req, res) => {
 		const text = await body(req);
@@ -73,18 +89,40 @@ export async function startFakeStripe(): Promise<FakeStripe> {
 			status: 0,
 		};
 		calls.push(call);
+		const match = /^\/v1\/customers\/([^/]+)\/balance_transactions$/.exec(path);
+		const customer = decodeURIComponent(match?.[1] ?? "");
+		const held = holds.get(customer);
+		if (held) {
+			held.arrived();
+			await held.released;
+		}
+		if (key && match) {
+			const amounts = keyAmounts.get(key) ?? new Set<number>();
+			amounts.add(Number(form.amount));
+			keyAmounts.set(key, amounts);
+		}
+		const failure = failures.get(customer);
+		if (failure && failure.count > 0) {
+			failure.count--;
+			call.status = failure.status;
+			return send(failure.status, { error: { type: "api_error", message: "Injected failure." } });
+		}
 		const earlier = key ? answered.get(key) : undefined;
+		if (earlier && key && (keyAmounts.get(key)?.size ?? 0) > 1) {
+			call.status = 400;
+			return send(400, {
+				error: { type: "idempotency_error", message: "Keys for idempotent requests can only be used with the same parameters." },
+			});
+		}
 		if (earlier) {
 			call.replayed = true;
 			call.status = earlier.status;
 			return send(earlier.status, earlier.json);
 		}
-		const match = /^\/v1\/customers\/([^/]+)\/balance_transactions$/.exec(path);
 		if (req.method !== "POST" || !match) {
 			call.status = 404;
 			return send(404, { error: { type: "invalid_request_error", message: `Unrecognized request URL (${req.method}: ${path})` } });
 		}
-		const customer = decodeURIComponent(match[1] ?? "");
 		if (customer.startsWith("cus_flaky") && !failedOnce.has(customer)) {
 			// A 500 is not remembered under its key: Stripe lets the same key be tried again after a server error.
 			failedOnce.add(customer);
@@ -124,6 +162,27 @@ export async function startFakeStripe(): Promise<FakeStripe> {
 		calls,
 		created,
 		hooks,
+		keyAmounts,
+		hold(customer) {
+			let arrived = () => {};
+			const arrival = new Promise<void>((resolve) => {
+				arrived = resolve;
+			});
+			let release = () => {};
+			const released = new Promise<void>((resolve) => {
+				release = resolve;
+			});
+			holds.set(customer, { arrived, released, release });
+			return { arrived: arrival };
+		},
+		release(customer) {
+			holds.get(customer)?.release();
+			holds.delete(customer);
+		},
+		failNext(customer, count, status = 500) {
+			failures.set(customer, { count, status });
+		},
+		net: (customer) => created.filter((t) => t.customer === customer).reduce((sum, t) => sum + t.amount, 0),
 		close: () => new Promise((resolve) => server.close(() => resolve())),
 	};
 }

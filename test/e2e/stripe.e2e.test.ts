@@ -170,18 +170,22 @@ describe("Stripe", () => {
 		expect(paidFor("cus_cid")).toMatchObject([{ amount: -300 }]);
 	});
 
-	it("a 404 from Stripe leaves the reward Approved with Stripe's reason and sends reward.payout_failed", async () => {
+	it("a 404 from Stripe leaves the reward Approved with Stripe's error code and request id (never its text) and sends reward.payout_failed", async () => {
 		const { friendCustomer, rewardid } = await referral("gone", "cus_missing");
 		expect((await deliver(invoicePaid(friendCustomer, 2000))).status).toBe(200);
 		const failed = await until("the payout refused", async () => {
 			const s = await status(rewardid);
-			return s.comment?.includes("No such customer") ? s : undefined;
+			return s.comment?.includes("resource_missing") ? s : undefined;
 		});
 		expect(failed.rewardstatus).toBe("Approved");
+		// Stripe's text names the customer: personal data the service does not keep (docs/stripe.md).
+		expect(failed.comment).not.toContain("cus_missing");
+		expect(failed.comment).toMatch(/request req_\d+/);
 		const hook = await until("reward.payout_failed", async () =>
 			fake.hooks.find((h) => h.type === "reward.payout_failed" && h.data.reward?.rewarddtlid === rewardid),
 		);
-		expect(hook.data.reason).toContain("No such customer");
+		expect(hook.data).toMatchObject({ code: "resource_missing" });
+		expect(hook.data.reason).not.toContain("cus_missing");
 	});
 
 	it("a 500 then a 200 pays once, under the same Idempotency-Key", async () => {

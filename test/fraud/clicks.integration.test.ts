@@ -3,6 +3,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { scheduled } from "../../src/scheduled";
 import { createApp, request } from "../support/api";
+import { flushClicks } from "../support/clicks";
 
 const click = (code: string, ip: string, agent: string) =>
 	request(`/r/${code}`, { headers: { "cf-connecting-ip": ip, "user-agent": agent }, redirect: "manual" });
@@ -13,6 +14,7 @@ describe("share-link click log", () => {
 		const ann = (await app.api("register", { email: "ann@example.com", ipaddress: "192.0.2.44" })).body;
 		expect((await click(ann.referralcode, "192.0.2.44", "Firefox/1")).status).toBe(302);
 		expect((await click(ann.referralcode, "192.0.2.45", "Chrome/2")).status).toBe(302);
+		await flushClicks(ann.referralcode);
 		const rows = await env.DB.prepare("SELECT iphash, useragent FROM link_click_log WHERE referralcode = ? ORDER BY clickid")
 			.bind(ann.referralcode)
 			.all<{ iphash: string; useragent: string }>();

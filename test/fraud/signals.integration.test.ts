@@ -2,6 +2,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { ledgerFor } from "../../src/ledger/stub";
 import { admin, createApp, request, withWebhook } from "../support/api";
+import { flushClicks } from "../support/clicks";
 
 type App = Awaited<ReturnType<typeof createApp>>;
 
@@ -164,6 +165,7 @@ describe("IP addresses are never stored in clear", () => {
 		await app.api("updateuser", { userkey: friend.userkey, ipaddress: v4 });
 		await app.api("invokeoutreach", { userkey: referrer.userkey, ipaddress: v6 });
 		await request(`/r/${referrer.referralcode}`, { headers: { "cf-connecting-ip": v4, "user-agent": "Clicker/1" }, redirect: "manual" });
+		await flushClicks(referrer.referralcode);
 		await signup(app, friend.userkey);
 		await ledgerFor(env, app.appid, referrer.userkey).flush();
 

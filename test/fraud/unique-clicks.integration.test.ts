@@ -1,12 +1,20 @@
-import { createExecutionContext, createScheduledController, waitOnExecutionContext } from "cloudflare:test";
+import { createExecutionContext, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { scheduled } from "../../src/scheduled";
+import { clickCounterFor } from "../../src/clicks/click-counter";
+import { ipHash, ipNetwork } from "../../src/domain/ip";
+import { UNIQUE_CLICK_WINDOW_MS } from "../../src/fraud/clicks";
+import { app as worker } from "../../src/http/app";
+import { withBindings } from "../../src/instrument/d1-metrics";
+import { d1DownFrom } from "../http/d1-down";
 import { ADMIN_TOKEN, admin, createApp, request } from "../support/api";
+import { flushClicks } from "../support/clicks";
 
 // Issue 21, "honest clicks": every share-link request is redirected, but only
 // a person's first click in 30 minutes counts; HEADs, unfurlers and known bots
-// count zero; requests per client network are rate limited.
+// count zero; requests per client network are rate limited. Issue 33: a client
+// is its network whatever its User-Agent, and the counting happens in the
+// code's click counter (no D1 on the request path), rolled up into D1.
 
 const CHROME = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36";
 const SAFARI_IPHONE =
@@ -27,6 +35,7 @@ async function referrer() {
 		userkey: string;
 	};
 	const counts = async () => {
+		await flushClicks(ref.referralcode);
 		const user = await admin("GET", `/apps/${app.appid}/users/${ref.userkey}`);
 		const stats = await admin("GET", `/apps/${app.appid}/stats`);
 		return {
@@ -90,48 +99,68 @@ describe("unique clicks", () => {
 		expect(await counts()).toEqual({ user: 1, clicks: 1, requests: 11 });
 	});
 
-	it("another browser or another network is another client; the same client counts again after 30 minutes", async () => {
+	it("another network is another client, another browser is not; the same client counts again after 30 minutes", async () => {
 		const { code, counts } = await referrer();
 		await visit(code, "203.0.113.30", CHROME);
 		await visit(code, "203.0.113.30", CHROME);
+		// Another User-Agent from the same address is the same client.
 		await visit(code, "203.0.113.30", SAFARI_IPHONE);
 		await visit(code, "203.0.113.31", CHROME);
 		// Two addresses of one IPv6 /64 are one network.
 		await visit(code, "2001:db8:1:2::10", CHROME);
-		await visit(code, "2001:db8:1:2::99", CHROME);
-		expect(await counts()).toEqual({ user: 4, clicks: 4, requests: 6 });
+		await visit(code, "2001:db8:1:2::99", SAFARI_IPHONE);
+		expect(await counts()).toEqual({ user: 3, clicks: 3, requests: 6 });
 
-		// 29 minutes later the repeat still counts nothing; past 30 minutes it counts again.
-		const ago = (minutes: number) => new Date(Date.now() - minutes * 60_000).toISOString();
-		await env.DB.prepare("UPDATE link_click_seen SET counted_at = ? WHERE referralcode = ?").bind(ago(29), code).run();
-		await visit(code, "203.0.113.30", CHROME);
+		// The counter's clock is the request's: 29 minutes later the repeat still counts nothing; past 30 minutes it counts again.
+		const counter = clickCounterFor(env, code);
+		const clientkey = await ipHash(env.IP_HASH_KEY, ipNetwork("203.0.113.30")!);
+		const at = (minutes: number) => new Date(Date.now() + minutes * 60_000).toISOString();
+		const again = (minutes: number) =>
+			counter.visit(
+				{ code, host: "service.test", at: at(minutes), kind: "click", clientkey, iphash: clientkey, useragent: CHROME },
+				UNIQUE_CLICK_WINDOW_MS,
+			);
+		await again(29);
+		expect((await counts()).clicks).toBe(3);
+		await again(31);
+		await again(32);
 		expect((await counts()).clicks).toBe(4);
-		await env.DB.prepare("UPDATE link_click_seen SET counted_at = ? WHERE referralcode = ?").bind(ago(31), code).run();
-		await visit(code, "203.0.113.30", CHROME);
-		await visit(code, "203.0.113.30", CHROME);
-		expect(await counts()).toEqual({ user: 5, clicks: 5, requests: 9 });
 	});
 
-	it("stores neither the address nor the user agent in the marks, and the every-minute job deletes marks past their window", async () => {
-		const { code } = await referrer();
-		await visit(code, "203.0.113.40", CHROME);
-		const mark = await env.DB.prepare("SELECT clientkey, counted_at FROM link_click_seen WHERE referralcode = ?")
-			.bind(code)
-			.first<{ clientkey: string; counted_at: string }>();
-		expect(mark?.clientkey).toMatch(/^[0-9a-f]{64}$/);
-		expect(JSON.stringify(mark)).not.toContain("203.0.113.40");
+	it("one client sending 200 User-Agents counts one click", async () => {
+		const { code, counts } = await referrer();
+		// Straight to the code's counter, so all 200 are counted requests (over HTTP the rate limit answers the 61st with 429).
+		const counter = clickCounterFor(env, code);
+		const clientkey = await ipHash(env.IP_HASH_KEY, ipNetwork("203.0.113.77")!);
+		for (let i = 0; i < 200; i++) {
+			const at = new Date().toISOString();
+			await counter.visit(
+				{ code, host: "service.test", at, kind: "click", clientkey, iphash: clientkey, useragent: `${CHROME} #${i}` },
+				UNIQUE_CLICK_WINDOW_MS,
+			);
+		}
+		expect(await counts()).toEqual({ user: 1, clicks: 1, requests: 200 });
+		const log = await env.DB.prepare("SELECT COUNT(*) AS n FROM link_click_log WHERE referralcode = ?").bind(code).first<{ n: number }>();
+		expect(log?.n).toBe(1);
+	});
 
-		const now = Date.parse(mark!.counted_at);
-		const ctx = createExecutionContext();
-		await scheduled(createScheduledController({ scheduledTime: now + 29 * 60_000, cron: "* * * * *" }), env, ctx);
-		await waitOnExecutionContext(ctx);
-		const kept = await env.DB.prepare("SELECT COUNT(*) AS n FROM link_click_seen WHERE referralcode = ?").bind(code).first<{ n: number }>();
-		expect(kept?.n).toBe(1);
-		const later = createExecutionContext();
-		await scheduled(createScheduledController({ scheduledTime: now + 31 * 60_000, cron: "* * * * *" }), env, later);
-		await waitOnExecutionContext(later);
-		const left = await env.DB.prepare("SELECT COUNT(*) AS n FROM link_click_seen WHERE referralcode = ?").bind(code).first<{ n: number }>();
-		expect(left?.n).toBe(0);
+	it("a click reaches no D1 on its request path: with the Worker's D1 down it is still redirected and counted", async () => {
+		const { code, counts } = await referrer();
+		const down = d1DownFrom(env.DB, 1);
+		const res = await worker.fetch(
+			new Request(`http://service.test/r/${code}`, { headers: { "cf-connecting-ip": "203.0.113.40", "user-agent": CHROME } }),
+			withBindings(env, { DB: down.db }),
+			createExecutionContext(),
+		);
+		expect(res.status).toBe(302);
+		expect(down.calls).toBe(0);
+		expect(await counts()).toEqual({ user: 1, clicks: 1, requests: 1 });
+		// The counter's marks hold neither the address nor the user agent.
+		const keys = await runInDurableObject(clickCounterFor(env, code), async (_object, state) => [...(await state.storage.list()).keys()]);
+		const marks = keys.filter((k) => k.startsWith("m:") && k.includes(code));
+		expect(marks).toHaveLength(1);
+		expect(JSON.stringify(marks)).not.toContain("203.0.113.40");
+		expect(JSON.stringify(marks)).not.toContain("Chrome");
 	});
 });
 

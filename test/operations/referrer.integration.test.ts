@@ -1,6 +1,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { admin, createApp, request, withWebhook } from "../support/api";
+import { flushClicks } from "../support/clicks";
 
 const userRow = (userkey: string) => env.DB.prepare("SELECT * FROM users WHERE userkey = ?").bind(userkey).first<Record<string, any>>();
 
@@ -119,6 +120,7 @@ describe("share links", () => {
 			expect(location.searchParams.get("src")).toBe("ref");
 			expect(location.searchParams.get("referrercode")).toBe(r.referralcode);
 		}
+		await flushClicks(r.referralcode);
 		const clicks = await env.DB.prepare("SELECT clicks FROM link_clicks WHERE referralcode = ?")
 			.bind(r.referralcode)
 			.first<{ clicks: number }>();

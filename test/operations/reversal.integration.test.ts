@@ -155,10 +155,13 @@ describe("reverseconversionevent: full and partial reversals", () => {
 		expect((await ctx.reverse({ customid: "987654321" })).body).toMatchObject({ errorcode: "event_not_found" });
 		expect((await ctx.reverse({ customid: "987654321" })).status).toBe(404);
 		expect((await ctx.reverse({ customid, growthHack: "Other" })).status).toBe(404);
+		// Order ids are text (docs/api.md): an unknown one is not found, not refused.
+		expect((await ctx.reverse({ customid: "abc" })).status).toBe(404);
 		expect((await ctx.reverse({ customid, growthHack: "saas_referrals", refundvalue: 1 })).status).toBe(200);
 		for (const bad of [
 			{},
-			{ customid: "abc" },
+			{ customid: "" },
+			{ customid: "x".repeat(101) },
 			{ customid, refundvalue: "-1" },
 			{ customid, refundvalue: 0 },
 			{ customid, refundvalue: "1.001" },

@@ -16,17 +16,38 @@ describe("a batch's attempts and the platform's six outgoing connections", () =>
 		const other = await recordWebhook(healthy.appid);
 
 		// The healthy app's message last in the batch, as the queue may hand it.
-		await runBatch([...stuck, other].map((e) => ({ body: { eventid: e.eventid } })));
+		const run = await runBatch([...stuck, other].map((e) => ({ body: { eventid: e.eventid } })));
 
 		const hung = (await received(hangKey)).map((r) => r.at).sort((a, b) => a - b);
 		const [delivered] = await received(okKey);
-		expect(hung).toHaveLength(7);
-		// Two waves: five at once, then the sixth and seventh only once the first ones gave up (the 1,000 ms
-		// timeout). The gaps are measured between waves, so a slow machine spreading a wave cannot fail them.
-		expect(hung[5]! - hung[0]!).toBeGreaterThanOrEqual(800);
-		expect(hung[5]! - hung[4]!).toBeGreaterThanOrEqual(400);
+		// One wave of five at once; the sixth and seventh are not attempted behind them (issue 33): the
+		// app's endpoint timed out in this batch, so they are deferred, retried later with a delay.
+		expect(hung).toHaveLength(5);
+		expect(hung[4]! - hung[0]!).toBeLessThan(800);
 		// The other app's delivery took its turn second, in the first wave, not behind the hanging ones.
-		expect(hung[5]! - delivered!.at).toBeGreaterThanOrEqual(400);
+		expect(delivered!.at - hung[0]!).toBeLessThan(800);
+		const retried = new Set(run.retries.map((r) => r.msgId));
+		expect(retried.size).toBe(7);
+		expect(run.retries.every((r) => (r.delaySeconds ?? 0) > 0)).toBe(true);
+		expect((await attemptsOf(stuck[6]!.eventid)).length).toBe(0);
+	});
+
+	it("20 queued events of a hanging endpoint cost another app's message in the batch one timeout", async () => {
+		const hangKey = uniqueKey("defer-hang");
+		const okKey = uniqueKey("defer-ok");
+		const hanging = await createOutboxApp({ webhookurl: hookUrl(hangKey) });
+		const healthy = await createOutboxApp({ webhookurl: hookUrl(okKey) });
+		await setAnswers(hangKey, [], { delayMs: 5_000 });
+		const stuck = [];
+		for (let i = 0; i < 20; i++) stuck.push(await recordWebhook(hanging.appid));
+		const last = await recordWebhook(healthy.appid);
+		const started = Date.now();
+		const run = await runBatch([...stuck, last].map((e) => ({ body: { eventid: e.eventid } })));
+		// One timeout (1,000 ms here) plus its grace; attempted in waves of five, the 20 would hold it four timeouts.
+		expect(Date.now() - started).toBeLessThan(2_900);
+		expect(await received(okKey)).toHaveLength(1);
+		expect((await received(hangKey)).length).toBeLessThanOrEqual(5);
+		expect(new Set(run.retries.map((r) => r.msgId)).size).toBe(20);
 	});
 });
 

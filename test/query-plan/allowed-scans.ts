@@ -7,6 +7,13 @@ import type { AllowedScan } from "./plans";
  * than use. Every entry must still match a statement the tour sends.
  */
 export const ALLOWED_SCANS: readonly AllowedScan[] = [
+	// ---- D1, local development only ----
+	{
+		file: "src/db/dev-mail.ts",
+		sql: "FROM dev_mail ORDER BY seq DESC LIMIT ?",
+		table: "dev_mail",
+		bound: "the primary key read backwards, LIMIT 100 rows; only in local development (a deployed Worker answers 404 and keeps no mail)",
+	},
 	// ---- a ledger's own SQLite (one user's rewards) ----
 	{
 		file: "src/ledger/reads.ts",
@@ -69,9 +76,21 @@ export const ALLOWED_SCANS: readonly AllowedScan[] = [
 		bound: "the user's approved wallet rewards (rewards_wallet), read to settle clawbacks after a refund only",
 	},
 	{
-		file: "src/ledger/payouts.ts",
-		sql: "rewardtype = 'Stripe' AND payoutid IS NULL ORDER BY seq LIMIT 500",
+		file: "src/ledger/migrate.ts",
+		sql: "SELECT seq, 1, amount - reversed, 'paid', payoutid, 1, 0, 0 FROM rewards WHERE payoutid IS NOT NULL",
 		table: "rewards",
-		bound: "the partial index rewards_payout_due holds only the user's approved Stripe rewards not paid yet (LIMIT 500); read on a retry",
+		bound: "once per ledger, in its migration to schema step 7 (the payout records of rewards paid before)",
+	},
+	{
+		file: "src/ledger/migrate.ts",
+		sql: "DELETE FROM outbox WHERE kind = 'payout'",
+		table: "outbox",
+		bound: "once per ledger, in its migration to schema step 7 (the outbox holds what is not flushed yet)",
+	},
+	{
+		file: "src/ledger/comment-redaction.ts",
+		sql: "SELECT seq, comment FROM rewards WHERE comment IS NOT NULL",
+		table: "rewards",
+		bound: "the erased person's own ledger (one user's rewards), once, at erasure",
 	},
 ];

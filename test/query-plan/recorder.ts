@@ -30,7 +30,8 @@ function callerFile(): string | null {
 	const frames = (new Error().stack ?? "").split("\n").slice(1);
 	for (const frame of frames) {
 		const match = /\/((?:src|test)\/[\w./-]+\.tsx?):\d+:\d+/.exec(frame);
-		if (!match?.[1] || match[1].endsWith("query-plan/recorder.ts")) continue;
+		// The read-retrying wrapper of the D1 binding (http/service-busy.ts) prepares on behalf of its caller.
+		if (!match?.[1] || match[1].endsWith("query-plan/recorder.ts") || match[1] === "src/instrument/d1-availability.ts") continue;
 		return match[1].startsWith("src/") ? match[1] : null;
 	}
 	return null;

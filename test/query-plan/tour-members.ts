@@ -1,4 +1,5 @@
 import { admin } from "../support/api";
+import { invitationLinkFor } from "../support/mailbox";
 import { cookieOf, csrfOf, ok, page } from "./tour-http";
 
 /**
@@ -11,7 +12,7 @@ export async function membersTour(appid: string): Promise<void> {
 	const email = `plan-${Date.now()}@example.com`;
 	const member = ok(await admin("POST", `/apps/${appid}/members`, { email, role: "reviewer" }), "invite").body;
 	ok(await admin("GET", `/apps/${appid}/members`), "list members");
-	const path = new URL(member.invitationurl).pathname;
+	const path = new URL(await invitationLinkFor(appid, email)).pathname;
 	const invitation = await page(path);
 	const password = "correct horse battery";
 	const accepted = await page(path, {
@@ -41,5 +42,33 @@ export async function membersTour(appid: string): Promise<void> {
 	]) {
 		ok(await admin("GET", `/apps/${appid}/audit${query}`), `audit ${query}`);
 	}
+	await resetTour(email);
 	ok(await admin("DELETE", `/apps/${appid}/members/${member.memberid}`), "remove member");
+}
+
+/** Issue 32: a password reset asked, its email read from the local mailbox, the link opened and used. */
+async function resetTour(email: string): Promise<void> {
+	const form = await page("/dashboard/reset");
+	const asked = await page("/dashboard/reset", {
+		method: "POST",
+		headers: { cookie: cookieOf(form, "dash_login") },
+		body: new URLSearchParams({ _csrf: csrfOf(await form.text()), email }),
+	});
+	if (asked.status !== 200) throw new Error(`ask reset: ${asked.status}`);
+	let link: string | undefined;
+	for (let i = 0; i < 100 && !link; i++) {
+		const { mail } = (await (await page("/dev/mail")).json()) as { mail: { to: string; text: string }[] };
+		link = /https?:\/\/\S+\/dashboard\/reset\/rst_[0-9a-z]+/.exec(mail.find((m) => m.to === email)?.text ?? "")?.[0];
+		if (!link) await new Promise((r) => setTimeout(r, 100));
+	}
+	if (!link) throw new Error("no reset email in /dev/mail");
+	const path = new URL(link).pathname;
+	const choose = await page(path);
+	const password = "another correct horse";
+	const used = await page(path, {
+		method: "POST",
+		headers: { cookie: cookieOf(choose, "dash_login") },
+		body: new URLSearchParams({ _csrf: csrfOf(await choose.text()), password, password2: password }),
+	});
+	if (used.status !== 303) throw new Error(`use reset: ${used.status}`);
 }

@@ -1,6 +1,7 @@
 import { env } from "cloudflare:workers";
-import { runStripeEvent } from "../../src/integrations/stripe/events";
+import { runStripeEvent } from "../../src/integrations/stripe/handle";
 import { runPayout } from "../../src/integrations/stripe/payouts";
+import { redriveStuckPayouts, sweepStripeInbox } from "../../src/integrations/stripe/sweep";
 import { ledgerFor } from "../../src/ledger/stub";
 import { admin, createApp } from "../support/api";
 
@@ -39,6 +40,19 @@ export async function stripeTour(request: (path: string, init?: RequestInit) => 
 		body: payload,
 	});
 	if (res.status !== 200) throw new Error(`stripe endpoint: ${res.status}`);
+	// A handled type is stored in the inbox before the answer.
+	const paidPayload = JSON.stringify({
+		id: "evt_plan_inbox",
+		object: "event",
+		type: "invoice.paid",
+		data: { object: { id: "in_plan_inbox", customer: "cus_nobody", amount_paid: 100, currency: "usd" } },
+	});
+	const stored = await request(`/integrations/stripe/${app.appid}`, {
+		method: "POST",
+		headers: { "stripe-signature": await signature(webhooksecret, paidPayload) },
+		body: paidPayload,
+	});
+	if (stored.status !== 200) throw new Error(`stripe endpoint: ${stored.status}`);
 	const waitUntil = () => undefined;
 	const object = {
 		id: "in_plan",
@@ -61,12 +75,24 @@ export async function stripeTour(request: (path: string, init?: RequestInit) => 
 		charge: null,
 	};
 	await runStripeEvent(env, { appid: app.appid, eventid: "evt_plan_2", type: "charge.refunded", object: refund }, waitUntil);
+	// A refund of a payment not seen yet waits for it.
+	const early = { ...refund, id: "ch_plan_early", payment_intent: "pi_plan_early" };
+	await runStripeEvent(env, { appid: app.appid, eventid: "evt_plan_3", type: "charge.refunded", object: early }, waitUntil);
 	const ledger = ledgerFor(env, app.appid, referrer.userkey);
 	await ledger.flush();
+	await runPayout(env, { appid: app.appid, userkey: referrer.userkey, seq: 1, n: 1 }).catch(() => "retry");
 	await runPayout(env, { appid: app.appid, userkey: referrer.userkey, seq: 1, kind: "credit" }).catch(() => "retry");
-	await ledger.recordPayout(1, { waiting: true });
 	await admin("POST", `/apps/${app.appid}/users/${referrer.userkey}/payouts/retry`);
-	await ledger.recordPayout(1, { paid: "cbtxn_plan" });
+	await ledger.payoutPaid(1, 1, "cbtxn_plan", "req_plan");
+	// A larger refund after the payout: a debit record, refused here.
+	const more = { ...refund, amount_refunded: 2000 };
+	await runStripeEvent(env, { appid: app.appid, eventid: "evt_plan_4", type: "charge.refunded", object: more }, waitUntil);
+	await ledger.payoutRefused(1, 2, { code: "resource_missing", requestId: "req_plan" });
+	// The operator's retry books it again (a new record, due), and the re-drive sends what is due.
+	await admin("POST", `/apps/${app.appid}/users/${referrer.userkey}/payouts/retry`);
+	await ledger.redrivePayouts(0);
+	await redriveStuckPayouts(env, Date.now() + 3_600_000);
+	await sweepStripeInbox(env, Date.now() + 3_600_000);
 	await ledger.flush();
 	await app.api("updateuser", { userkey: friend.userkey, paymentcustomerid: "cus_plan_fr2" });
 	await admin("PATCH", `/apps/${app.appid}`, { stripe: null });

@@ -2,6 +2,7 @@ import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { releaseKey } from "../../src/db/idempotency-replies";
 import { markNotEnqueued } from "../../src/db/outbox-events";
+import { redactComments } from "../../src/ledger/comment-redaction";
 import { migrateLedger } from "../../src/ledger/migrate";
 import { flushOutboxOnce, queueWebhook } from "../../src/ledger/outbox";
 import { erasePersonInLedger } from "../../src/ledger/privacy";
@@ -10,6 +11,7 @@ import { ledgerFor } from "../../src/ledger/stub";
 import { webhookEvent } from "../../src/outbox/events";
 import { hookUrl, recordWebhook, runBatch, setAnswers, uniqueKey } from "../outbox/support";
 import { ADMIN_TOKEN, admin, createApp, request } from "../support/api";
+import { flushClicks } from "../support/clicks";
 import { cookieOf, csrfOf, ok, page } from "./tour-http";
 import { membersTour } from "./tour-members";
 import { stripeTour } from "./tour-stripe";
@@ -47,8 +49,11 @@ async function operations() {
 			rewardrules: [
 				{ rewardusertype: "Referrer", eventname: "Signup", reward: 10, rewardunit: "USD" },
 				{ rewardusertype: "Friend", eventname: "Signup", reward: 5, rewardunit: "USD", rewardfrequency: 1 },
-				{ rewardusertype: "Referrer", eventname: "Purchase", reward: 10, rewardunit: "%" },
-				{ rewardusertype: "Friend", eventname: "Purchase", reward: 2, rewardunit: "USD" },
+				// Tiers (never reached here) make the referrer's ledger count the rule's rewards; the window reads the first event.
+				{ rewardusertype: "Referrer", eventname: "Purchase", reward: 10, rewardunit: "%", tiers: [{ fromcount: 50, reward: 20 }] },
+				{ rewardusertype: "Friend", eventname: "Purchase", reward: 2, rewardunit: "USD", recurringmonths: 12 },
+				// A milestone never reached here: each purchase is kept in the referrer's ledger, a full refund marks it.
+				{ rewardusertype: "Referrer", eventname: "Purchase", reward: 100, rewardunit: "USD", milestone: 50 },
 			],
 		},
 		{ webhookurl: hookUrl(hook), emailsender: "shop@example.com" },
@@ -66,6 +71,11 @@ async function operations() {
 	ok(await api("applyreferrercode", { userkey: late.userkey, referrercode: referrer.referralcode }), "applyreferrercode");
 	ok(await api("validatereferrercode", { referrercode: referrer.referralcode }), "validatereferrercode");
 	ok(await api("updateuser", { userkey: friend.userkey, name: "Freddy", ...friendNet }), "updateuser");
+	// A vanity code: the old code becomes an alias, which the share link below and this attribution resolve.
+	const vanity = `RITA-${crypto.randomUUID().slice(0, 8)}`;
+	ok(await api("updateuser", { userkey: referrer.userkey, referralcode: vanity }), "updateuser referralcode");
+	const viaAlias = ok(await api("register", { email: "alias@x.com" }), "register").body;
+	ok(await api("applyreferrercode", { userkey: viaAlias.userkey, referrercode: referrer.referralcode }), "applyreferrercode alias");
 	ok(await api("getcampaigndata", { campaignid }), "getcampaigndata");
 	ok(await api("campaignterms", { campaignid }), "campaignterms");
 	const share = ok(await api("getsharepage", { userkey: referrer.userkey }), "getsharepage").body;
@@ -77,6 +87,9 @@ async function operations() {
 		headers: { "cf-connecting-ip": "198.51.100.7", "user-agent": CHROME },
 	});
 	await request(`/r/NOSUCHCODE`, { redirect: "manual", headers: { "cf-connecting-ip": "198.51.100.8", "user-agent": CHROME } });
+	await flushClicks(referrer.referralcode);
+	// From here on the referrer is known by its vanity code (the admin import takes current codes only).
+	referrer.referralcode = vanity;
 
 	const signup = nextCustomId();
 	const event = (userkey: string, eventname: string, customid: string, extra = {}) =>
@@ -265,6 +278,9 @@ async function rarePaths(tour: Awaited<ReturnType<typeof operations>>) {
 		const event = webhookEvent(app.appid, "reward.created", { userkey: friend.userkey, email: "fr@x.com" });
 		queueWebhook(sql, event, Date.now());
 		erasePersonInLedger(sql, friend.userkey, ["fr@x.com"], null);
+		// A comment naming a Stripe customer, redacted at the erasure of the ledger's own user.
+		sql.exec("UPDATE rewards SET comment = 'No such customer: cus_plan' WHERE seq = 1");
+		redactComments(sql, ["fr@x.com"]);
 		const failing = { batch: () => Promise.reject(new Error("D1 down")), prepare: env.DB.prepare.bind(env.DB) } as unknown as D1Database;
 		await flushOutboxOnce({
 			sql,
@@ -293,6 +309,8 @@ async function oldLedger() {
 			"idempotency_keys",
 			"refunds",
 			"clawbacks",
+			"milestone_events",
+			"payouts",
 		])
 			sql.exec(`DROP TABLE ${name}`);
 		for (const statement of LEDGER_MIGRATIONS[0] ?? []) sql.exec(statement);

@@ -23,6 +23,9 @@ const rule = (over: Partial<RewardRule> = {}): RewardRule => ({
 	maxrewardamount: 0,
 	categories: null,
 	inclusionsandexclusions: [],
+	tiers: [],
+	recurringmonths: 0,
+	milestone: 0,
 	...over,
 });
 

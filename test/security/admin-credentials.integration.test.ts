@@ -106,7 +106,7 @@ describe("failed admin sign-ins are limited per client IP (10 per 10 s)", () => 
 			const ip = `198.51.100.${30 + round}`;
 			const seen: number[] = [];
 			for (let i = 0; i < 6; i++) seen.push((await bearer(`guess-${i}`, ip)).status);
-			for (let i = 0; i < 5; i++) seen.push((await signInForm(`guess-${i}`, ip)).status);
+			for (let i = 0; i < 5; i++) seen.push((await signInForm(`form-guess-${i}`, ip)).status);
 			return seen;
 		});
 		expect(statuses).toEqual([...Array(10).fill(401), 429]);

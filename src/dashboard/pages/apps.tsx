@@ -183,13 +183,13 @@ export function registerApps(dash: Dash) {
 		return back(c, `/dashboard/apps/${res.body.appid}/keys`, { ok: "The app was created." });
 	});
 
-	dash.get("/apps/:appid", async (c) => {
-		const app = await loadApp(c, c.req.param("appid"));
+	/** The app's page; after a refused save, with what was typed in the settings (not the stored values) and the error. */
+	const overview = (c: DashContext, app: AppInfo, messages: { ok?: string | null; error?: string | null }, status: 200 | 400 = 200) => {
 		const csrf = c.var.session.csrf;
 		// The webhook secret comes back only to an owner (or the superuser): the settings and keys are theirs alone.
 		const owner = app.webhooksecret !== null;
 		return c.html(
-			<Page title={app.name} appid={app.appid} appname={app.name} tab="overview" csrf={csrf} {...flash(c)}>
+			<Page title={app.name} appid={app.appid} appname={app.name} tab="overview" csrf={csrf} {...messages}>
 				<h2>Keys</h2>
 				<dl class="props">
 					<dt>appid</dt>
@@ -203,13 +203,29 @@ export function registerApps(dash: Dash) {
 				</dl>
 				{owner && <OwnerSections app={app} csrf={csrf} />}
 			</Page>,
+			status,
 		);
-	});
+	};
+
+	dash.get("/apps/:appid", async (c) => overview(c, await loadApp(c, c.req.param("appid")), flash(c)));
 
 	dash.post("/apps/:appid", async (c) => {
 		const appid = c.req.param("appid");
-		const res = await c.var.api("PATCH", `/apps/${encodeURIComponent(appid)}`, appForm(await c.req.parseBody(), true));
-		return back(c, `/dashboard/apps/${appid}`, res.ok ? { ok: "Settings saved." } : { error: res.error });
+		const typed = appForm(await c.req.parseBody(), true);
+		const res = await c.var.api("PATCH", `/apps/${encodeURIComponent(appid)}`, typed);
+		if (res.ok) return back(c, `/dashboard/apps/${appid}`, { ok: "Settings saved." });
+		// Shown again as typed, so a fix is one field, not the whole form again.
+		const stored = await loadApp(c, appid);
+		const shown: AppInfo = {
+			...stored,
+			name: typed.name || stored.name,
+			landingurl: typed.landingurl ?? null,
+			webhookurl: typed.webhookurl ?? null,
+			emailsender: typed.emailsender ?? null,
+			frameorigin: typed.frameorigin ?? null,
+			timezone: typed.timezone ?? stored.timezone,
+		};
+		return overview(c, shown, { error: res.error }, 400);
 	});
 
 	dash.post("/apps/:appid/rotate-privatekey", async (c) => {

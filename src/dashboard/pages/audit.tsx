@@ -106,18 +106,92 @@ export function registerAudit(dash: Dash) {
 		});
 	});
 
-	/** One reward: who changed its status, and when. */
+	/** One reward: what it is (amounts, status, owner, event, payout) and who changed its status, and when. */
 	dash.get("/apps/:appid/rewards/:rewarddtlid", async (c) => {
 		const appid = c.req.param("appid");
 		const rewarddtlid = c.req.param("rewarddtlid");
 		const app = await loadApp(c, appid);
 		const query = new URLSearchParams({ targettype: "reward", targetid: rewarddtlid, limit: "200" });
-		const { entries } = must(await c.var.api<{ entries: AuditRecord[] }>("GET", `/apps/${appid}/audit?${query}`));
+		const [{ entries }, { rewards }] = await Promise.all([
+			c.var.api<{ entries: AuditRecord[] }>("GET", `/apps/${appid}/audit?${query}`).then(must),
+			c.var.api<{ rewards: RewardView[] }>("GET", `/apps/${appid}/rewards?${new URLSearchParams({ rewarddtlid, limit: "1" })}`).then(must),
+		]);
+		const reward = rewards[0];
 		return c.html(
 			<Page title={`Reward ${rewarddtlid}`} appid={appid} appname={app.name} tab="review" csrf={c.var.session.csrf} {...flash(c)}>
+				{reward ? (
+					<RewardFacts appid={appid} reward={reward} />
+				) : (
+					<p>No reward with this id in the app (yet: a new reward shows once its ledger wrote it).</p>
+				)}
 				<h2>Who changed it</h2>
 				<Entries entries={entries} />
 			</Page>,
 		);
 	});
+}
+
+interface PersonView {
+	userkey: string;
+	email: string | null;
+	name: string | null;
+}
+
+interface RewardView {
+	rewarddtlid: string;
+	userkey: string;
+	campaignid: number;
+	eventname: string;
+	usertype: string;
+	reward: number;
+	rewardunit: string;
+	rewardtype: string;
+	rewardstatus: string;
+	redeemed: number;
+	comment: string | null;
+	payoutid: string | null;
+	payoutstate: string | null;
+	createdat: string;
+	updatedat: string;
+	friend: PersonView | null;
+	referrer: PersonView | null;
+	fraudsignals: string[];
+}
+
+const who = (appid: string, p: PersonView | null) =>
+	p ? <a href={`/dashboard/apps/${appid}/users/${encodeURIComponent(p.userkey)}`}>{p.email ?? p.name ?? p.userkey}</a> : "—";
+
+function RewardFacts({ appid, reward: r }: { appid: string; reward: RewardView }) {
+	return (
+		<dl class="props" data-testid="reward">
+			<dt>Amount</dt>
+			<dd>
+				{r.reward} {r.rewardunit} ({r.rewardtype}){r.redeemed > 0 ? `, ${r.redeemed} ${r.rewardunit} redeemed` : ""}
+			</dd>
+			<dt>Status</dt>
+			<dd>{r.rewardstatus}</dd>
+			<dt>Owner</dt>
+			<dd>
+				{who(appid, r.usertype === "Friend" ? r.friend : r.referrer)} ({r.usertype.toLowerCase()})
+			</dd>
+			<dt>Event</dt>
+			<dd>
+				{r.eventname}, campaign {r.campaignid}
+			</dd>
+			<dt>Friend</dt>
+			<dd>{who(appid, r.friend)}</dd>
+			<dt>Referrer</dt>
+			<dd>{who(appid, r.referrer)}</dd>
+			<dt>Payout</dt>
+			<dd>{r.payoutstate ? `${r.payoutstate}${r.payoutid ? ` (${r.payoutid})` : ""}` : "none (not a Stripe reward)"}</dd>
+			<dt>Fraud signals</dt>
+			<dd>{r.fraudsignals.length ? r.fraudsignals.join(", ") : "none"}</dd>
+			<dt>Comment</dt>
+			<dd>{r.comment || "—"}</dd>
+			<dt>Created</dt>
+			<dd>{dateTime(r.createdat)}</dd>
+			<dt>Last changed</dt>
+			<dd>{dateTime(r.updatedat)}</dd>
+		</dl>
+	);
 }

@@ -1,6 +1,6 @@
 /** @jsxImportSource hono/jsx */
 import { DEFAULT_VELOCITY_THRESHOLD, FRAUD_SIGNALS, SIGNAL_WORDS } from "../../fraud/signals";
-import { listText } from "../forms";
+import { listText, productsText, tiersText } from "../forms";
 import { Field, Select, TextArea } from "../layout";
 
 /**
@@ -32,9 +32,9 @@ export const withBlankActions = (actions: Values[] | undefined) => [
  * that is not a list of words (set through the admin API) rides along hidden
  * and unchanged, so saving the form never loses it.
  */
-function ListField({ label, name, value }: { label: string; name: string; value: unknown }) {
-	const text = listText(value);
-	if (text !== null) return <Field label={label} name={name} value={text} hint="comma-separated, optional" />;
+function ListField({ label, name, value, hint }: { label: string; name: string; value: unknown; hint?: string }) {
+	const text = name.endsWith("inclusionsandexclusions") ? productsText(value) : listText(value);
+	if (text !== null) return <Field label={label} name={name} value={text} hint={hint ?? "comma-separated, optional"} />;
 	return (
 		<div>
 			<input type="hidden" name={`${name}_kept`} value={JSON.stringify(value)} />
@@ -86,7 +86,29 @@ export function RuleFields({ rule, i }: { rule: Values; i: number }) {
 			</div>
 			<div class="row">
 				<ListField label="Categories" name={`${p}categories`} value={rule.categories} />
-				<ListField label="Inclusions and exclusions" name={`${p}inclusionsandexclusions`} value={rule.inclusionsandexclusions} />
+				<ListField
+					label="Inclusions and exclusions"
+					name={`${p}inclusionsandexclusions`}
+					value={rule.inclusionsandexclusions}
+					hint="include:SKU-1, exclude:SKU-2"
+				/>
+			</div>
+			<div class="row">
+				<Field label="Tiers" name={`${p}tiers`} value={tiersText(rule.tiers)} hint="Referrer rules: count=reward, e.g. 3=20, 5=50" />
+				<Field
+					label="Recurring months"
+					name={`${p}recurringmonths`}
+					value={rule.recurringmonths ?? 0}
+					hint="0 = no window"
+					attrs={{ inputmode: "numeric" }}
+				/>
+				<Field
+					label="Milestone"
+					name={`${p}milestone`}
+					value={rule.milestone ?? 0}
+					hint="Referrer rules: pay once at the N-th friend; 0 = none"
+					attrs={{ inputmode: "numeric" }}
+				/>
 			</div>
 			{!isNew && (
 				<label>

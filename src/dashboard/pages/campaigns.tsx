@@ -1,7 +1,7 @@
 /** @jsxImportSource hono/jsx */
 import { must } from "../api";
 import { back, type Dash, type DashContext, field, flash } from "../context";
-import { campaignFromForm, couponsFromText } from "../forms";
+import { campaignFromForm, couponsFromText, formErrorText } from "../forms";
 import { Csrf, Field, Page, Select, Table, TextArea } from "../layout";
 import { mayAct, READ_ONLY_NOTE, roleIn } from "../role";
 import { loadApp } from "./apps";
@@ -177,7 +177,7 @@ export function registerCampaigns(dash: Dash) {
 
 	dash.post("/apps/:appid/campaigns", async (c) => {
 		const appid = c.req.param("appid");
-		const { body, errors } = campaignFromForm(await c.req.parseBody({ all: true }));
+		const { body, errors, rows } = campaignFromForm(await c.req.parseBody({ all: true }));
 		const res = errors.length ? null : await c.var.api("POST", `/apps/${appid}/campaigns`, body);
 		if (res?.ok) return back(c, `${campaignsPath(appid)}/${res.body.campaignid}`, { ok: "Campaign created." });
 		const app = await loadApp(c, appid);
@@ -188,7 +188,7 @@ export function registerCampaigns(dash: Dash) {
 				appname={app.name}
 				tab="campaigns"
 				csrf={c.var.session.csrf}
-				error={res?.error ?? errors.join(" ")}
+				error={res ? formErrorText(res.error, rows) : errors.join(" ")}
 			>
 				<CampaignForm action={campaignsPath(appid)} campaign={body} csrf={c.var.session.csrf} submit="Create campaign" />
 			</Page>,
@@ -214,17 +214,19 @@ export function registerCampaigns(dash: Dash) {
 	dash.post("/apps/:appid/campaigns/:campaignid", async (c) => {
 		const appid = c.req.param("appid");
 		const path = `/apps/${appid}/campaigns/${encodeURIComponent(c.req.param("campaignid"))}`;
-		const { body, errors } = campaignFromForm(await c.req.parseBody({ all: true }));
+		const { body, errors, rows } = campaignFromForm(await c.req.parseBody({ all: true }));
 		const res = errors.length ? null : await c.var.api("PATCH", path, body);
 		if (res?.ok) return back(c, `/dashboard${path}`, { ok: "Campaign saved." });
 		const stored = must(await c.var.api<Values>("GET", path));
-		return c.html(await renderEdit(c, appid, { ...stored, ...body }, { error: res?.error ?? errors.join(" ") }), 400);
+		const error = res ? formErrorText(res.error, rows) : errors.join(" ");
+		return c.html(await renderEdit(c, appid, { ...stored, ...body }, { error }), 400);
 	});
 
 	dash.post("/apps/:appid/campaigns/:campaignid/default", async (c) => {
 		const appid = c.req.param("appid");
 		const campaignid = c.req.param("campaignid");
-		const res = await c.var.api("PATCH", `/apps/${appid}`, { defaultcampaignid: campaignid });
+		// A manager's right (docs/operators.md), apart from the app's settings (owner).
+		const res = await c.var.api("POST", `/apps/${appid}/campaigns/${encodeURIComponent(campaignid)}/default`);
 		return back(
 			c,
 			`${campaignsPath(appid)}/${encodeURIComponent(campaignid)}`,

@@ -3,6 +3,7 @@ import { dashboardPathOr } from "../../domain/redirect";
 import { FRAUD_SIGNALS, SIGNAL_WORDS } from "../../fraud/signals";
 import { must } from "../api";
 import { back, type Dash, flash } from "../context";
+import { normalizeNewlines } from "../forms";
 import { Csrf, dateTime, Field, Page, Pager, Select, Status, Table, TextArea } from "../layout";
 import { mayAct, READ_ONLY_NOTE, roleIn } from "../role";
 import { loadApp } from "./apps";
@@ -169,7 +170,8 @@ export function registerReview(dash: Dash) {
 		const form = await c.req.parseBody({ all: true });
 		const ids = ([] as unknown[]).concat(form.ids ?? []).filter((v): v is string => typeof v === "string");
 		const action = form.action === "Rejected" ? "Rejected" : "Approved";
-		const message = typeof form.message === "string" ? form.message.trim() : "";
+		// Browsers send a textarea's line breaks as CR LF (HTML's form encoding): kept as the LF the API's own callers send.
+		const message = typeof form.message === "string" ? normalizeNewlines(form.message).trim() : "";
 		// Checked once normalized: `.../review/../../../..//evil.example/x` starts like the queue but resolves off the site.
 		const asked = dashboardPathOr(form.return, "");
 		const ret = asked.startsWith(`/dashboard/apps/${appid}/review`) ? asked : `/dashboard/apps/${appid}/review`;

@@ -92,7 +92,7 @@ export function registerTeam(dash: Dash) {
 		);
 	});
 
-	/** The invitation URL (or token) is shown in the answer itself, once: it is a credential, never put in a redirect's URL. */
+	/** A new token is shown in the answer itself, once: it is a credential, never put in a redirect's URL. */
 	const shownOnce = (c: DashContext, appid: string, title: string, label: string, secret: string) =>
 		c.html(
 			<Page title={title} appid={appid} tab="team" csrf={c.var.session.csrf}>
@@ -114,7 +114,8 @@ export function registerTeam(dash: Dash) {
 		const form = await c.req.parseBody();
 		const res = await c.var.api("POST", `/apps/${appid}/members`, { email: field(form, "email"), role: field(form, "role") });
 		if (!res.ok) return back(c, `/dashboard/apps/${appid}/team#invite`, { error: res.error });
-		return shownOnce(c, appid, `${res.body.email} invited`, "Invitation link (valid 7 days, one use)", res.body.invitationurl);
+		// The link went to the address only: holding the email is the proof of it.
+		return back(c, `/dashboard/apps/${appid}/team`, { ok: `Invitation emailed to ${res.body.email} (valid 7 days, one use).` });
 	});
 
 	dash.post("/apps/:appid/team/members/:memberid", async (c) => {

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { payoutMessageSchema } from "../../ledger/payouts";
-import { runStripeEvent, stripeEventMessageSchema } from "./events";
+import { stripeEventMessageSchema } from "./events";
+import { runStripeEvent } from "./handle";
 import { runPayout } from "./payouts";
 
 /**

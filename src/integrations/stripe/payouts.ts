@@ -1,19 +1,20 @@
+import Stripe from "stripe";
 import { paymentCustomerOf } from "../../db/stripe";
-import { hundredthsToMinor, isCurrencyCode } from "../../domain/currency";
+import { hundredthsToMinor } from "../../domain/currency";
 import type { PayoutMessage } from "../../ledger/payouts";
 import { ledgerFor } from "../../ledger/stub";
 import { refusedByStripe, stripeConnection } from "./connection";
 
 /**
- * Pays a reward into Stripe (docs/stripe.md), from the Stripe queue: a
- * customer balance credit (a negative balance transaction, which Stripe
- * takes off the customer's next invoices) of what the reward is worth, under
- * an Idempotency-Key fixed per reward, so a retry or a redelivered message
- * never pays twice. A refund of a paid reward books the refunded part as a
- * debit (a positive balance transaction) under its own key.
- *
- * Answers "retry" for what may pass (network, 5xx, 429, 409 in progress);
- * everything else is recorded on the reward and acked.
+ * Sends one payout record of a reward's ledger to Stripe (docs/stripe.md):
+ * a customer balance transaction, negative for a credit (Stripe takes it
+ * off the customer's next invoices), positive for a debit. The ledger owns
+ * the record (ledger/payouts.ts): it is claimed (`sending`, amount and
+ * customer frozen) in a ledger transaction before the call leaves, so the
+ * same Idempotency-Key always goes out with the same amount, and Stripe's
+ * answer is written back to it. What may pass later (network, timeout, 5xx,
+ * 429, 409 in progress) is retried with the same key; a 4xx is recorded
+ * with Stripe's error code and request id.
  */
 export type Settle = "ack" | "retry";
 
@@ -22,46 +23,41 @@ const log = (msg: string, fields: Record<string, unknown>) => console.warn(JSON.
 export async function runPayout(env: Env, work: PayoutMessage["payout"]): Promise<Settle> {
 	const { appid, userkey, seq } = work;
 	const ledger = ledgerFor(env, appid, userkey);
-	const order = await ledger.payoutOrder(seq);
-	if (order?.rewardtype !== "Stripe") return "ack";
-	if (work.kind === "credit" && (order.status !== "Approved" || order.payoutid)) return "ack";
-	if (work.kind === "debit" && !order.payoutid) return "ack";
-	const connection = await stripeConnection(env, appid);
-	const failed = async (reason: string): Promise<Settle> => {
-		if (work.kind === "credit") await ledger.recordPayout(seq, { failed: reason });
-		else log("stripe: debit of a refunded reward refused", { appid, rewarddtlid: order.rewarddtlid, reason });
-		return "ack";
-	};
-	if (!connection) return failed("Stripe is not connected to this app: connect it (PATCH /admin/v1/apps/{appid} with stripe), then retry.");
-	if (!isCurrencyCode(order.rewardunit)) return failed(`The reward's unit ${order.rewardunit} is not a currency Stripe can pay.`);
-	const customer = await paymentCustomerOf(env.DB, appid, userkey);
-	if (!customer) {
-		if (work.kind === "credit") await ledger.recordPayout(seq, { waiting: true });
-		else log("stripe: debit of a refunded reward without a customer", { appid, rewarddtlid: order.rewarddtlid });
-		return "ack";
+	if (!("n" in work)) {
+		// A message from before the payout records: the ledger books what the reward owes under a record of its own.
+		const retried = await ledger.retryPayouts();
+		return retried.ok ? "ack" : "retry";
 	}
+	const [connection, customer] = await Promise.all([stripeConnection(env, appid), paymentCustomerOf(env.DB, appid, userkey)]);
+	const claimed = await ledger.claimPayout(seq, work.n, customer, connection !== null);
+	if (!claimed.ok) return "retry";
+	const { claim } = claimed;
+	if ("settled" in claim) return "ack";
+	if ("later" in claim || !connection) return "retry";
+	const order = claim.send;
 	const currency = order.rewardunit.toLowerCase();
-	const credit = work.kind === "credit";
-	const amount = hundredthsToMinor(credit ? order.worth : (work.amount ?? 0), currency);
-	if (amount <= 0) return "ack";
+	const minor = hundredthsToMinor(order.amount, currency);
 	try {
 		const transaction = await connection.stripe.customers.createBalanceTransaction(
-			customer,
+			order.customer,
 			{
-				amount: credit ? -amount : amount,
+				amount: -minor,
 				currency,
-				description: credit
-					? `Referral reward ${order.rewarddtlid} (${order.campaignname}, ${order.eventname})`
-					: `Refund of referral reward ${order.rewarddtlid}`,
-				metadata: { rewarddtlid: order.rewarddtlid, kind: credit ? "reward" : "clawback" },
+				description: order.description,
+				metadata: { rewarddtlid: order.rewarddtlid, kind: order.amount > 0 ? "reward" : "clawback", payout: String(work.n) },
 			},
-			{ idempotencyKey: credit ? `payout-${appid}-${order.rewarddtlid}` : `clawback-${appid}-${order.rewarddtlid}-${work.reversedTotal}` },
+			{ idempotencyKey: order.key },
 		);
-		if (credit) await ledger.recordPayout(seq, { paid: transaction.id });
-		return "ack";
+		const paid = await ledger.payoutPaid(seq, work.n, transaction.id, transaction.lastResponse?.requestId ?? null);
+		return paid.ok ? "ack" : "retry";
 	} catch (error) {
-		if (refusedByStripe(error)) return failed(`Stripe refused the payout: ${error.message}`.slice(0, 500));
-		log("stripe: payout failed, retried", { appid, rewarddtlid: order.rewarddtlid, error: String(error) });
+		if (refusedByStripe(error)) {
+			const code = error.code ?? error.type ?? `http_${error.statusCode}`;
+			const refused = await ledger.payoutRefused(seq, work.n, { code, requestId: error.requestId ?? null });
+			return refused.ok ? "ack" : "retry";
+		}
+		const status = error instanceof Stripe.errors.StripeError ? error.statusCode : undefined;
+		log("stripe: payout not answered, retried under the same key", { appid, key: order.key, status, error: String(error) });
 		return "retry";
 	}
 }

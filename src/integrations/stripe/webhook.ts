@@ -1,6 +1,8 @@
 import { Hono } from "hono";
 import Stripe from "stripe";
+import { z } from "zod";
 import { countStripeEvent } from "../../db/stripe";
+import { storeInboxEvent } from "../../db/stripe-inbox";
 import { ApiError } from "../../http/errors";
 import { stripeConnection } from "./connection";
 import { HANDLED_TYPES, type StripeEventMessage, stripeObjectSchema } from "./events";
@@ -20,6 +22,17 @@ export const stripeWebhookRoutes = new Hono<{ Bindings: Env }>();
 const MAX_BODY_BYTES = 512 * 1024;
 const TOLERANCE_SECONDS = 300;
 const crypto = Stripe.createSubtleCryptoProvider();
+const envelopeSchema = z.object({
+	id: z.string().min(1).max(255),
+	type: z.string().min(1).max(255),
+	data: z.object({ object: z.record(z.string(), z.unknown()) }),
+});
+const malformed = (error: z.ZodError) =>
+	new ApiError(
+		400,
+		"invalid_event",
+		`The signed event is not a Stripe event this endpoint can read: ${z.prettifyError(error)}`.slice(0, 500),
+	);
 const tooLarge = () => new ApiError(413, "payload_too_large", "The body is larger than a Stripe event.");
 
 stripeWebhookRoutes.post("/integrations/stripe/:appid", async (c) => {
@@ -48,16 +61,29 @@ stripeWebhookRoutes.post("/integrations/stripe/:appid", async (c) => {
 		await countStripeEvent(c.env.DB, appid, event.livemode ? "ignored:livemode_at_test_endpoint" : "ignored:testmode_at_live_endpoint");
 		return c.json({ received: true, handled: false });
 	}
-	if (!(HANDLED_TYPES as readonly string[]).includes(event.type)) {
-		await countStripeEvent(c.env.DB, appid, `ignored:${event.type}`.slice(0, 100));
+	// Signed is not well formed: an event without an id, a type or `data.object` is refused 400, never a 500.
+	const envelope = envelopeSchema.safeParse(event);
+	if (!envelope.success) throw malformed(envelope.error);
+	if (!(HANDLED_TYPES as readonly string[]).includes(envelope.data.type)) {
+		await countStripeEvent(c.env.DB, appid, `ignored:${envelope.data.type}`.slice(0, 100));
 		return c.json({ received: true, handled: false });
 	}
-	const object = stripeObjectSchema.safeParse(event.data.object);
-	if (!object.success) {
-		await countStripeEvent(c.env.DB, appid, "malformed");
-		return c.json({ received: true, handled: false });
+	const object = stripeObjectSchema.safeParse(envelope.data.data.object);
+	if (!object.success) throw malformed(object.error);
+	const work: StripeEventMessage = { appid, eventid: envelope.data.id, type: envelope.data.type, object: object.data };
+	// Stored before the answer (db/stripe-inbox.ts): a crash after the 200 loses nothing, the sweep sends it again.
+	const open = await storeInboxEvent(
+		c.env.DB,
+		{ appid, eventid: work.eventid, type: work.type, object: JSON.stringify(work.object) },
+		Date.now(),
+	);
+	if (!open) {
+		await countStripeEvent(c.env.DB, appid, "duplicate");
+		return c.json({ received: true, handled: true });
 	}
-	const work: StripeEventMessage = { appid, eventid: event.id, type: event.type, object: object.data };
-	await c.env.STRIPE_WORK.send({ stripeEvent: work });
+	// If this send fails the event is stored: the sweep sends it (the 200 stands).
+	await c.env.STRIPE_WORK.send({ stripeEvent: work }).catch((error) =>
+		console.warn(JSON.stringify({ msg: "stripe: event stored, enqueue failed; the sweep sends it", appid, error: String(error) })),
+	);
 	return c.json({ received: true, handled: true });
 });

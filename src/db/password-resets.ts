@@ -1,0 +1,47 @@
+import { z } from "zod";
+import type { PasswordRecord } from "./members";
+
+/**
+ * Password resets (migration 0020): one use, valid 1 hour, only the SHA-256
+ * of the token kept. Using one sets the password, ends every dashboard
+ * session of the person and every other open reset, in one batch.
+ */
+
+export async function insertPasswordReset(db: D1Database, reset: { tokenHash: string; personid: string; expiresAt: number }) {
+	await db
+		.prepare("INSERT INTO password_resets (token_hash, personid, expires_at) VALUES (?, ?, ?)")
+		.bind(reset.tokenHash, reset.personid, reset.expiresAt)
+		.run();
+}
+
+const openReset = z.object({ personid: z.string(), email: z.string() });
+
+/** The open reset with this token hash (unused, not expired at `now` epoch ms), with its person's email. */
+export async function findPasswordReset(db: D1Database, tokenHash: string, now: number): Promise<z.output<typeof openReset> | null> {
+	const row = await db
+		.prepare(
+			`SELECT r.personid, p.email FROM password_resets r JOIN people p ON p.personid = r.personid
+			 WHERE r.token_hash = ? AND r.used_at IS NULL AND r.expires_at > ?`,
+		)
+		.bind(tokenHash, now)
+		.first();
+	return row ? openReset.parse(row) : null;
+}
+
+/** Uses the reset (once: the first of two concurrent uses wins); true when this call did and the password is set. */
+export async function usePasswordReset(db: D1Database, tokenHash: string, now: number, password: PasswordRecord): Promise<boolean> {
+	const at = new Date(now).toISOString();
+	const personOf = "SELECT personid FROM password_resets WHERE token_hash = ? AND used_at = ?";
+	const [used] = await db.batch([
+		db
+			.prepare("UPDATE password_resets SET used_at = ? WHERE token_hash = ? AND used_at IS NULL AND expires_at > ?")
+			.bind(at, tokenHash, now),
+		db
+			.prepare(`UPDATE people SET password_hash = ?, password_salt = ?, password_iterations = ? WHERE personid = (${personOf})`)
+			.bind(password.hash, password.salt, password.iterations, tokenHash, at),
+		// Every session of the person ends: whoever knew the old password is out.
+		db.prepare(`DELETE FROM admin_sessions WHERE personid = (${personOf})`).bind(tokenHash, at),
+		db.prepare(`UPDATE password_resets SET used_at = ? WHERE personid = (${personOf}) AND used_at IS NULL`).bind(at, tokenHash, at),
+	]);
+	return (used?.meta.changes ?? 0) > 0;
+}

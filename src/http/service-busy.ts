@@ -1,0 +1,34 @@
+import type { MiddlewareHandler } from "hono";
+import { isD1Unavailable, retryingReads } from "../instrument/d1-availability";
+import { withBindings } from "../instrument/d1-metrics";
+import { type ApiError, serviceBusy } from "./errors";
+
+/**
+ * D1 busy or down is a clean, retryable answer (issue 33): idempotent reads
+ * are retried once (instrument/d1-availability.ts), and what still fails becomes 503
+ * `service_busy` with `Retry-After` in every error handler (API, admin,
+ * dashboard, pages), never a 500.
+ */
+
+const retrying = new WeakMap<Env, Env>();
+
+/** The env whose D1 retries a failed read once; made once per env object (the isolate's env is one object). */
+export function withRetryingReads(env: Env): Env {
+	let wrapped = retrying.get(env);
+	if (!wrapped) {
+		wrapped = withBindings(env, { DB: retryingReads(env.DB) });
+		retrying.set(env, wrapped);
+	}
+	return wrapped;
+}
+
+/** Hono middleware: this request's D1 retries a failed read once. */
+export const retryReads: MiddlewareHandler<{ Bindings: Env }> = async (c, next) => {
+	c.env = withRetryingReads(c.env);
+	await next();
+};
+
+/** The 503 `service_busy` an error stands for when D1 refused or lost a query; null for any other error. */
+export function busyError(err: unknown): ApiError | null {
+	return isD1Unavailable(err) ? serviceBusy() : null;
+}

@@ -1,0 +1,98 @@
+/**
+ * D1 busy or down (issue 33). One D1 database runs one query at a time; when
+ * its queue is full it refuses with `overloaded`, and a reset or a lost
+ * connection fails a query that may be retried. Those failures are the
+ * platform's, not the caller's: the HTTP layer answers them as 503
+ * `service_busy` with `Retry-After` (http/errors.ts), and idempotent reads are
+ * retried once first (`retryingReads`).
+ *
+ * The texts are D1's own (Cloudflare D1 docs, "Error list" and "Retry
+ * queries"): the JavaScript client throws `D1_ERROR: <message>`, or the
+ * runtime's own error for a lost connection.
+ */
+const TRANSIENT = [
+	/D1 DB is overloaded/i, // "Requests queued for too long." / "Too many requests queued."
+	/overloaded/i,
+	/Network connection lost/i,
+	/storage operation exceeded timeout/i,
+	/(caused|which caused) object to be reset/i,
+	/D1 DB reset because its code was updated/i,
+	/exceeded its (memory|CPU time) limit and was reset/i,
+	/transient issue on remote node/i,
+	/D1 is (temporarily )?unavailable/i,
+	/D1_ERROR: .*timed? ?out/i,
+];
+
+/** True when `error` is D1 refusing or losing a query for a reason of its own, so the same query may succeed later. */
+export function isD1Unavailable(error: unknown): boolean {
+	const message = error instanceof Error ? `${error.message} ${String((error as { cause?: unknown }).cause ?? "")}` : String(error);
+	return TRANSIENT.some((pattern) => pattern.test(message));
+}
+
+/** A statement that only reads: retrying it cannot write twice. */
+export function isReadOnly(sql: string): boolean {
+	const text = sql.trimStart().toUpperCase();
+	return (text.startsWith("SELECT") || text.startsWith("WITH")) && !/\b(INSERT|UPDATE|DELETE|REPLACE)\b/.test(text);
+}
+
+/** How long the one retry of a read waits: long enough for a full queue to drain a little, short for a client. */
+const RETRY_DELAY_MS = 40;
+
+async function onceMore<T>(run: () => Promise<T>, readOnly: boolean): Promise<T> {
+	try {
+		return await run();
+	} catch (error) {
+		if (!readOnly || !isD1Unavailable(error)) throw error;
+		await new Promise((resolve) => setTimeout(resolve, RETRY_DELAY_MS + Math.random() * RETRY_DELAY_MS));
+		return run();
+	}
+}
+
+const ROUND_TRIPS = new Set(["first", "run", "all", "raw"]);
+
+/** A method of `target` called with `target` as `this` (the binding's classes keep private state). */
+function own(target: object, prop: string | symbol): unknown {
+	const value = Reflect.get(target, prop);
+	return typeof value === "function" ? value.bind(target) : value;
+}
+
+/**
+ * `db` with every read-only round trip (a statement, or a batch of only
+ * reads) retried once when D1 is unavailable. Writes are never retried here:
+ * a write that timed out may have committed, and each write path has its own
+ * guard or idempotency key for the client's retry.
+ */
+export function retryingReads(db: D1Database): D1Database {
+	const sqlOf = new WeakMap<object, string>();
+	const real = new WeakMap<object, D1PreparedStatement>();
+	const wrap = (statement: D1PreparedStatement, sql: string): D1PreparedStatement => {
+		const proxy = new Proxy(statement, {
+			get(target, prop) {
+				if (prop === "bind") return (...values: unknown[]) => wrap(target.bind(...values), sql);
+				if (typeof prop === "string" && ROUND_TRIPS.has(prop)) {
+					const method = own(target, prop) as (...args: unknown[]) => Promise<unknown>;
+					return (...args: unknown[]) => onceMore(() => method(...args), isReadOnly(sql));
+				}
+				return own(target, prop);
+			},
+		});
+		sqlOf.set(proxy, sql);
+		real.set(proxy, statement);
+		return proxy;
+	};
+	return new Proxy(db, {
+		get(target, prop) {
+			if (prop === "prepare") return (sql: string) => wrap(target.prepare(sql), sql);
+			if (prop === "batch") {
+				return (statements: D1PreparedStatement[]) => {
+					const readOnly = statements.every((s) => isReadOnly(sqlOf.get(s) ?? "INSERT"));
+					return onceMore(() => target.batch(statements.map((s) => real.get(s) ?? s)), readOnly);
+				};
+			}
+			if (prop === "withSession") {
+				return (constraint?: string) => retryingReads(target.withSession(constraint) as unknown as D1Database);
+			}
+			return own(target, prop);
+		},
+	});
+}

@@ -1,0 +1,123 @@
+import { type App, findApp } from "../../db/apps";
+import { getCampaign } from "../../db/campaigns";
+import { countStripeEvent, findStripeLink, raiseRefunded, saveStripeLink, userOfCustomer } from "../../db/stripe";
+import { finishInboxEvent, inboxEventDone, releaseWaitingRefunds, waitForPayment } from "../../db/stripe-inbox";
+import { minorToUnits } from "../../domain/currency";
+import { ApiError } from "../../http/errors";
+import { appKeyAudit } from "../../ledger/audit";
+import { registerconversionevent } from "../../operations/conversion";
+import { reverseConversion, type WorkContext } from "../../operations/reversal-work";
+import { stripeConnection } from "./connection";
+import { paymentOf, type StripeEventMessage, type StripeObject, stripeCustomId } from "./events";
+import type { Settle } from "./payouts";
+
+/**
+ * Stripe events into conversions and refunds (docs/stripe.md), from the
+ * Stripe queue, each event stored in the inbox (db/stripe-inbox.ts) before
+ * Stripe was answered. An event is marked done only when its work was
+ * applied or refused for good; anything that may pass later (a reward
+ * locked by another change, a 409/429/5xx of the shared work, a D1 error)
+ * answers "retry" and stays open, so the queue or the sweep brings it back.
+ */
+
+const RETRYABLE_STATUS = (status: number) => status === 409 || status === 429 || status >= 500;
+
+export async function runStripeEvent(env: Env, work: StripeEventMessage, waitUntil: (p: Promise<unknown>) => void): Promise<Settle> {
+	const now = Date.now();
+	if (await inboxEventDone(env.DB, work.appid, work.eventid)) {
+		await countStripeEvent(env.DB, work.appid, "duplicate");
+		return "ack";
+	}
+	const finish = (outcome: string) => finishInboxEvent(env.DB, work.appid, work.eventid, outcome, now).then(() => "ack" as const);
+	const app = await findApp(env.DB, work.appid);
+	const connection = app ? await stripeConnection(env, app.appid) : null;
+	if (!app || !connection) return finish("not_connected");
+	const ctx: WorkContext = { env, app, waitUntil };
+	if (work.type === "charge.refunded") return refund(ctx, work, finish);
+	const payment = paymentOf(work.type, work.object);
+	if (!payment) return finish("not_paid");
+	const customer = work.object.customer;
+	const user = customer ? await userOfCustomer(env.DB, app.appid, customer) : null;
+	if (!user || user.erased_at) return finish("unknown_customer");
+	const currency = (work.object.currency ?? "").toLowerCase();
+	const campaign = await getCampaign(env.DB, app.appid, user.campaignid);
+	// No conversion across currencies without a rate: a payment in another currency than the campaign's earns nothing.
+	if (!campaign || campaign.currency.toLowerCase() !== currency) return finish("currency_mismatch");
+	const customid = await stripeCustomId(app.appid, payment.externalid);
+	let duplicate = false;
+	try {
+		const input = registerconversionevent.schema.parse({
+			userkey: user.userkey,
+			eventname: connection.eventname,
+			customid,
+			transactionvalue: minorToUnits(payment.amount, currency),
+			// The event keeps the Stripe object it stands for (docs/stripe.md).
+			extrainfo: JSON.stringify({ stripe: { externalid: payment.externalid } }),
+			growthhack: campaign.growthhack,
+		});
+		const result = await registerconversionevent.handle({ ...ctx, origin: "" }, input);
+		duplicate = result.duplicate === true;
+	} catch (error) {
+		if (!(error instanceof ApiError) || RETRYABLE_STATUS(error.status)) throw error;
+		return finish(`refused:${error.errorcode}`);
+	}
+	await saveStripeLink(env.DB, app.appid, { customid, ...payment.links, currency, amount_minor: payment.amount });
+	await releaseRefunds(env, app, [payment.links.charge, payment.links.payment_intent, payment.links.invoice]);
+	return finish(duplicate ? "duplicate" : "converted");
+}
+
+/** Refunds that arrived before this payment go back to the queue now that it is linked. */
+async function releaseRefunds(env: Env, app: App, refs: (string | null)[]): Promise<void> {
+	const released = await releaseWaitingRefunds(
+		env.DB,
+		app.appid,
+		refs.filter((r): r is string => r !== null),
+		Date.now(),
+	);
+	if (released.length === 0) return;
+	await env.STRIPE_WORK.sendBatch(released.map((e) => ({ body: { stripeEvent: inboxMessage(e) } })));
+}
+
+/** A stored inbox event as the queue message the endpoint sent. */
+export function inboxMessage(e: { appid: string; eventid: string; type: string; object: string }): StripeEventMessage {
+	return { appid: e.appid, eventid: e.eventid, type: e.type, object: JSON.parse(e.object) };
+}
+
+/**
+ * A refund, as the charge's refunded total (`amount_refunded`, cumulative):
+ * the ledgers take what their refunds did not take yet, so duplicated,
+ * concurrent and reordered events converge to the largest total, and a
+ * total at or above the payment reverses it whole. A refund of a payment not
+ * linked yet waits in the inbox for it.
+ */
+async function refund(ctx: WorkContext, work: StripeEventMessage, finish: (outcome: string) => Promise<"ack">): Promise<Settle> {
+	const { env, app } = ctx;
+	const charge: StripeObject = work.object;
+	const ids = { charge: charge.id, payment_intent: charge.payment_intent, invoice: charge.invoice };
+	let link = await findStripeLink(env.DB, app.appid, ids);
+	if (!link) {
+		await waitForPayment(env.DB, app.appid, work.eventid, charge.payment_intent ?? charge.id);
+		// The payment may have been linked between the two: then it released nothing, so look again.
+		link = await findStripeLink(env.DB, app.appid, ids);
+		if (!link) {
+			await countStripeEvent(env.DB, app.appid, "waiting_payment");
+			return "ack";
+		}
+		await releaseWaitingRefunds(env.DB, app.appid, [charge.payment_intent ?? charge.id], Date.now());
+	}
+	if ((charge.currency ?? link.currency).toLowerCase() !== link.currency) return finish("currency_mismatch");
+	const refunded = charge.amount_refunded ?? 0;
+	if (refunded <= 0) return finish("not_refunded");
+	const outcome = await reverseConversion(ctx, {
+		customid: link.customid,
+		refundedTotal: minorToUnits(refunded, link.currency),
+		// Named by the charge and its total: the same total twice is the same refund.
+		refundid: `stripe:${charge.id}:${refunded}`,
+		reason: "Refunded in Stripe",
+		audit: appKeyAudit(app.apikey),
+	});
+	if (outcome.kind === "retry_later") return "retry";
+	if (outcome.kind === "refused") return RETRYABLE_STATUS(outcome.status) ? "retry" : finish(`refused:${outcome.code}`);
+	await raiseRefunded(env.DB, app.appid, link.customid, refunded);
+	return finish(outcome.kind === "applied" ? "refunded" : "duplicate");
+}

@@ -1,0 +1,82 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { chargeRefunded, type Harness, invoicePaid, startHarness } from "./stripe-harness";
+
+// Issue 31 end to end against `wrangler dev`: Stripe's events in any order,
+// duplicated and concurrent, converge to exactly what Stripe says was paid
+// and refunded; a payment in another currency earns nothing; both payload
+// shapes link; a malformed signed event is a 400.
+
+let h: Harness;
+
+beforeAll(async () => {
+	h = await startHarness("stripe-events");
+}, 300_000);
+
+afterAll(async () => {
+	await h?.stop();
+});
+
+describe("Stripe's events in any order, exactly once", () => {
+	it("two refund events at once reverse exactly the refunded total", async () => {
+		const { customer, friendCustomer, rewardid } = await h.referral("two-refunds");
+		const paid = invoicePaid(friendCustomer, 10_000);
+		expect(await h.deliver(paid)).toBe(200);
+		await h.settlesAt(customer, -1000);
+		// Refunds totalling 30.00: Stripe's events say 10.00 so far, then 30.00 so far.
+		const answers = await Promise.all([h.deliver(chargeRefunded(paid, 1000)), h.deliver(chargeRefunded(paid, 3000))]);
+		expect(answers).toEqual([200, 200]);
+		await h.settlesAt(customer, -700);
+		expect(await h.status(rewardid)).toMatchObject({ reward: "7", reversedamount: "3" });
+	});
+
+	it("a refund that arrives before its payment is applied when the payment arrives", async () => {
+		const { customer, friendCustomer, rewardid } = await h.referral("refund-first");
+		const paid = invoicePaid(friendCustomer, 10_000);
+		expect(await h.deliver(chargeRefunded(paid, 4000))).toBe(200);
+		expect(await h.deliver(paid)).toBe(200);
+		await h.settlesAt(customer, -600);
+		expect(
+			await h.until("the refund applied", async () => {
+				const s = await h.status(rewardid);
+				return s.reversedamount === "4" ? s : undefined;
+			}),
+		).toMatchObject({ reward: "6" });
+	});
+
+	it("a refund larger than the payment reverses the whole", async () => {
+		const { customer, friendCustomer, rewardid } = await h.referral("over-refund");
+		const paid = invoicePaid(friendCustomer, 5000);
+		expect(await h.deliver(paid)).toBe(200);
+		await h.settlesAt(customer, -500);
+		expect(await h.deliver(chargeRefunded(paid, 9000))).toBe(200);
+		await h.settlesAt(customer, 0);
+		expect((await h.status(rewardid)).rewardstatus).toBe("Rejected");
+	});
+
+	it("a KRW payment to a USD campaign earns nothing and is counted currency_mismatch", async () => {
+		const { customer, friendCustomer, rewardid } = await h.referral("krw");
+		const before = (await h.counts()).currency_mismatch ?? 0;
+		expect(await h.deliver(invoicePaid(friendCustomer, 100_000, { currency: "krw" }))).toBe(200);
+		await h.until("the mismatch counted", async () => (((await h.counts()).currency_mismatch ?? 0) > before ? true : undefined));
+		expect((await h.api("checkrewardstatus", { rewarddtlid: rewardid })).status).toBe(404);
+		expect(h.fake.net(customer)).toBe(0);
+	});
+
+	it("an invoice paid in the pinned API version's shape (invoice.payments) is refunded correctly", async () => {
+		const { customer, friendCustomer, rewardid } = await h.referral("pinned-shape");
+		const paid = invoicePaid(friendCustomer, 8000, { shape: "pinned" });
+		expect(await h.deliver(paid)).toBe(200);
+		await h.settlesAt(customer, -800);
+		// The pinned version's charge has no invoice: it links by its payment intent.
+		expect(await h.deliver(chargeRefunded(paid, 8000))).toBe(200);
+		await h.settlesAt(customer, 0);
+		expect((await h.status(rewardid)).rewardstatus).toBe("Rejected");
+	});
+
+	it("a signed event without data is a 400, not a 500", async () => {
+		const status = await h.deliver({ id: "evt_nodata", object: "event", type: "invoice.paid" });
+		expect(status).toBe(400);
+		const wrong = await h.deliver({ id: "evt_bad", object: "event", type: "charge.refunded", data: { object: { id: 42 } } });
+		expect(wrong).toBe(400);
+	});
+});
