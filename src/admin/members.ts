@@ -73,6 +73,7 @@ memberRoutes.post("/apps/:appid/members", async (c) => {
 		appid,
 		"email.invitation",
 		invitationEmail({ to: input.email, appname: app.name, role: input.role, url, expiresAt }),
+		app.livemode,
 	);
 	const row = { ...input, appid, memberid, personid: `per_${randomString(16, ALNUM)}`, tokenHash: await sha256Hex(token), expiresAt };
 	const outcome = await insertMember(c.env.DB, row, audit, mail);

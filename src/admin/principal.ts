@@ -42,6 +42,11 @@ export function settle(request: Request, auth: RequestAuth): void {
 	settled.set(request, auth);
 }
 
+/** The request was authenticated already (a test-mode request re-dispatched to its twin, admin/test-mode.ts). */
+export function isSettled(request: Request): boolean {
+	return settled.has(request);
+}
+
 /** The settled auth of a request that passed the middleware (the superuser for one that did not need it). */
 export function authOf(c: Context): RequestAuth {
 	return settled.get(c.req.raw) ?? { actor: { type: "superuser", id: null, name: "superuser", iphash: null } };

@@ -23,6 +23,8 @@ export const RIGHTS: Readonly<Record<string, Needed>> = {
 	"PATCH /apps/:appid": "owner",
 	"POST /apps/:appid/rotate-privatekey": "owner",
 	"POST /apps/:appid/rotate-webhooksecret": "owner",
+	"POST /apps/:appid/testkeys": "owner",
+	"DELETE /apps/:appid/testdata": "owner",
 	"POST /apps/:appid/campaigns": "manager",
 	"GET /apps/:appid/campaigns": "viewer",
 	"GET /apps/:appid/campaigns/:campaignid": "viewer",

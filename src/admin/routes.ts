@@ -1,13 +1,15 @@
 import { Hono } from "hono";
+import { RegExpRouter } from "hono/router/reg-exp-router";
 import { findAdminToken } from "../db/admin-tokens";
-import { type App, insertApp, listApps, updateApp } from "../db/apps";
+import { type App, findTestApp, insertApp, listApps, saveTestKeys, testAppid, updateApp } from "../db/apps";
 import { constantTimeEqual, sha256Hex } from "../domain/crypto";
-import { newApiKey, newAppId, newPrivateKey, newWebhookSecret } from "../domain/ids";
+import { newApiKey, newAppId, newPrivateKey, newTestApiKey, newTestPrivateKey, newWebhookSecret } from "../domain/ids";
 import { countAdminFailure, refuseThrottledAdmin } from "../http/admin-throttle";
 import { refuseInsecureAdminToken } from "../http/admin-token";
 import { forgetCachedApp, forgetCachedKey } from "../http/auth";
 import { ApiError, badRequest } from "../http/errors";
 import { clientIp } from "../http/rate-limits";
+import { routedPath } from "../http/router";
 import { auditRoutes } from "./audit";
 import { body } from "./body";
 import { breakerRoutes } from "./breakers";
@@ -18,13 +20,15 @@ import { importRoutes } from "./import";
 import { leaderboardRoutes } from "./leaderboard";
 import { memberRoutes } from "./members";
 import { pageOf } from "./paging";
-import { auditEntry, authOf, clientIpHash, diff, settle, signedInPersonOf } from "./principal";
+import { auditEntry, authOf, clientIpHash, diff, isSettled, settle, signedInPersonOf } from "./principal";
 import { privacyRoutes } from "./privacy";
 import { rewardRoutes } from "./rewards";
 import { authorizeMember, authorizeToken } from "./rights";
 import { createAppSchema, updateAppSchema } from "./schemas";
 import { statsRoutes } from "./stats";
 import { applyStripeSettings, checkStripeSettings, stripeRoutes, stripeView } from "./stripe";
+import { testDataRoutes } from "./test-data";
+import { testModeSwitch } from "./test-mode";
 import { createTokenSchema, registerTokenRoutes, tokenRoutes } from "./tokens";
 import { userRoutes } from "./users";
 import { requireAllowedWebhookUrl } from "./webhook-policy";
@@ -39,6 +43,8 @@ export const adminRoutes = new Hono<{ Bindings: Env }>();
 adminRoutes.use("*", async (c, next) => {
 	// A deployment with a guessable token serves nothing; a client over its failed sign-ins is refused before the compare.
 	refuseInsecureAdminToken(c.env);
+	// A ?mode=test request re-dispatched to the twin's path was authenticated on the live app's path (test-mode.ts).
+	if (isSettled(c.req.raw)) return next();
 	const path = c.req.path.replace(/^\/admin\/v1(?=\/)/, "");
 	// The dashboard's own in-process requests: it checked the session already (dashboard/session.ts).
 	const person = signedInPersonOf(c.req.raw);
@@ -68,6 +74,23 @@ adminRoutes.use("*", async (c, next) => {
 	settle(c.req.raw, { actor, role: scoped.role });
 	await next();
 });
+
+// ?mode=test: served by these same routes on the app's test twin (test-mode.ts); a twin's appid alone is a 404.
+// Hono copies routes when mounted, so the copy that serves the twin is made on first use, after every route exists.
+let twinRoutes: Hono<{ Bindings: Env }> | undefined;
+function onTwinRoutes(): Hono<{ Bindings: Env }> {
+	if (!twinRoutes) {
+		twinRoutes = new Hono<{ Bindings: Env }>({ router: new RegExpRouter(), getPath: routedPath }).route("/", adminRoutes);
+		// Errors go back to the caller's app, which answers them as for any admin request.
+		twinRoutes.onError((err) => {
+			throw err;
+		});
+	}
+	return twinRoutes;
+}
+const onTwin = testModeSwitch((c) => (request) => onTwinRoutes().fetch(request, c.env, c.executionCtx));
+adminRoutes.use("/apps/:appid", onTwin);
+adminRoutes.use("/apps/:appid/*", onTwin);
 
 function appView(app: App) {
 	return {
@@ -110,9 +133,23 @@ adminRoutes.post("/apps", async (c) => {
 		targetId: created.appid,
 		changes: diff({}, { ...fields, apikey: created.apikey }),
 	});
-	await insertApp(c.env.DB, { ...created, ...fields, privatekeyHash: await sha256Hex(privatekey) }, audit);
+	// The test pair too (docs/test-mode.md): shown once, like the private key.
+	const test = { apikey: newTestApiKey(), privatekey: newTestPrivateKey() };
+	const testKeys = { apikey: test.apikey, privatekeyHash: await sha256Hex(test.privatekey) };
+	await insertApp(c.env.DB, { ...created, ...fields, privatekeyHash: await sha256Hex(privatekey) }, testKeys, audit);
 	forgetCachedKey(created.apikey);
-	return c.json({ appid: created.appid, apikey: created.apikey, privatekey, webhooksecret: created.webhookSecret }, 201);
+	forgetCachedKey(test.apikey);
+	return c.json(
+		{
+			appid: created.appid,
+			apikey: created.apikey,
+			privatekey,
+			webhooksecret: created.webhookSecret,
+			testapikey: test.apikey,
+			testprivatekey: test.privatekey,
+		},
+		201,
+	);
 });
 
 adminRoutes.get("/apps", async (c) => {
@@ -126,16 +163,25 @@ adminRoutes.get("/apps/:appid", async (c) => {
 	// The webhook secret signs what the app trusts: only an owner (or the superuser) reads it.
 	const { role } = authOf(c);
 	const stripe = await stripeView(c, view.appid);
-	return c.json(role === undefined || role === "owner" ? { ...view, stripe } : { ...view, webhooksecret: null, stripe });
+	const teststripe = await stripeView(c, testAppid(view.appid));
+	const shown = { ...view, stripe, teststripe };
+	return c.json(role === undefined || role === "owner" ? shown : { ...shown, webhooksecret: null });
 });
 
 adminRoutes.patch("/apps/:appid", async (c) => {
 	const input = await body(c.req.raw, updateAppSchema);
 	requireAllowedWebhookUrl(c, input.webhookurl);
 	const appid = c.req.param("appid");
-	const { defaultcampaignid, stripe, ...fields } = input;
+	const { defaultcampaignid, stripe, teststripe, ...fields } = input;
 	checkStripeSettings(c, stripe);
+	checkStripeSettings(c, teststripe);
 	const before = await requireApp(c.env.DB, appid);
+	// The test connection belongs to the test twin (docs/test-mode.md), which the test keys create.
+	if (teststripe !== undefined && !(await findTestApp(c.env.DB, appid))) {
+		throw badRequest("teststripe: the app has no test keys yet; create them with POST /admin/v1/apps/{appid}/testkeys.", {
+			fields: ["teststripe"],
+		});
+	}
 	const audit = auditEntry(c, appid, {
 		action: "app.update",
 		targetType: "app",
@@ -143,7 +189,7 @@ adminRoutes.patch("/apps/:appid", async (c) => {
 		changes: diff(appView(before), { ...fields, defaultcampaignid }),
 	});
 	// A call that only connects Stripe changes no column of the app (and records no empty app.update).
-	const onlyStripe = stripe !== undefined && Object.keys(audit.changes).length === 0;
+	const onlyStripe = (stripe !== undefined || teststripe !== undefined) && Object.keys(audit.changes).length === 0;
 	if (!onlyStripe && !(await updateApp(c.env.DB, appid, { ...fields, defaultCampaignId: defaultcampaignid }, audit))) {
 		const app = await requireApp(c.env.DB, appid);
 		if (defaultcampaignid !== undefined) {
@@ -152,8 +198,11 @@ adminRoutes.patch("/apps/:appid", async (c) => {
 		throw new Error("app update changed nothing for an unexplained reason");
 	}
 	if (stripe !== undefined) await applyStripeSettings(c, appid, stripe);
+	if (teststripe !== undefined) await applyStripeSettings(c, testAppid(appid), teststripe);
 	forgetCachedApp(appid);
-	return c.json({ ...appView(await requireApp(c.env.DB, appid)), stripe: await stripeView(c, appid) });
+	forgetCachedApp(testAppid(appid));
+	const stripeViews = { stripe: await stripeView(c, appid), teststripe: await stripeView(c, testAppid(appid)) };
+	return c.json({ ...appView(await requireApp(c.env.DB, appid)), ...stripeViews });
 });
 
 /** Issues a new private key; the old one stops working (other isolates: within the auth cache TTL). */
@@ -173,6 +222,26 @@ adminRoutes.post("/apps/:appid/rotate-privatekey", async (c) => {
 	return c.json({ appid, privatekey });
 });
 
+/** Creates the app's test key pair, or rotates it (the old test keys stop working); answered once. */
+adminRoutes.post("/apps/:appid/testkeys", async (c) => {
+	const appid = c.req.param("appid");
+	const testapikey = newTestApiKey();
+	const testprivatekey = newTestPrivateKey();
+	const before = await findTestApp(c.env.DB, appid);
+	const audit = auditEntry(c, appid, {
+		action: "app.rotate_testkeys",
+		targetType: "app",
+		targetId: appid,
+		changes: { ...diff({ testapikey: before?.apikey ?? null }, { testapikey }), ...SECRET_CHANGED("testprivatekey") },
+	});
+	if (!(await saveTestKeys(c.env.DB, appid, { apikey: testapikey, privatekeyHash: await sha256Hex(testprivatekey) }, audit))) {
+		throw new ApiError(404, "app_not_found", "No app with that appid.");
+	}
+	forgetCachedApp(testAppid(appid));
+	forgetCachedKey(testapikey);
+	return c.json({ appid, testapikey, testprivatekey });
+});
+
 adminRoutes.post("/apps/:appid/rotate-webhooksecret", async (c) => {
 	const appid = c.req.param("appid");
 	const webhooksecret = newWebhookSecret();
@@ -186,6 +255,7 @@ adminRoutes.post("/apps/:appid/rotate-webhooksecret", async (c) => {
 		throw new ApiError(404, "app_not_found", "No app with that appid.");
 	}
 	forgetCachedApp(appid);
+	forgetCachedApp(testAppid(appid));
 	return c.json({ appid, webhooksecret });
 });
 
@@ -203,3 +273,4 @@ adminRoutes.route("/", tokenRoutes);
 adminRoutes.route("/", memberRoutes);
 adminRoutes.route("/", auditRoutes);
 adminRoutes.route("/", stripeRoutes);
+adminRoutes.route("/", testDataRoutes);

@@ -40,8 +40,28 @@ export const stripeSettingsSchema = z
 	})
 	.nullable();
 
+/** The test mode's Stripe connection (docs/test-mode.md): the same shape, with a test key only. */
+export const testStripeSettingsSchema = z
+	.object({
+		secretkey: z
+			.string()
+			.trim()
+			.regex(
+				/^(sk|rk)_test_[A-Za-z0-9]{8,}$/,
+				"must be a Stripe test key (sk_test_... or rk_test_...): test rewards never move real money",
+			),
+		webhooksecret: z
+			.string()
+			.trim()
+			.regex(/^whsec_[A-Za-z0-9+/=]{8,}$/, "must be the endpoint's signing secret (whsec_...)"),
+		eventname: z.string().trim().min(1, "must not be empty").max(100).default("Transaction"),
+		apiurl: z.url({ protocol: /^https?$/, error: "must be an http(s) URL" }).nullish(),
+	})
+	.nullable();
+
 export const updateAppSchema = createAppSchema.partial().extend({
 	stripe: stripeSettingsSchema.optional(),
+	teststripe: testStripeSettingsSchema.optional(),
 	/** Who may frame the hosted referral page; stored as an exact origin (no wildcard); null resets to the landing URL's origin. */
 	frameorigin: url
 		.refine((v) => exactOrigin(v) !== null, "must be an exact origin (scheme, host, port) without wildcards")

@@ -9,6 +9,7 @@ import { describeZodError } from "../http/fields";
 import { clientIp } from "../http/rate-limits";
 import { routedPath } from "../http/router";
 import { busyError } from "../http/service-busy";
+import { dashboardApiPath } from "./test-mode";
 
 /**
  * The dashboard is a client of the admin JSON API: every page reads and
@@ -44,7 +45,7 @@ export type Api = <T = any>(method: string, path: string, body?: unknown) => Pro
 export function apiFor(c: Context<any>, personid: string | null): Api {
 	const person = { personid, ip: clientIp(c.req.raw), origin: new URL(c.req.url).origin };
 	return async (method, path, body) => {
-		const request = new Request(`http://dashboard.internal/admin/v1${path}`, {
+		const request = new Request(`http://dashboard.internal/admin/v1${dashboardApiPath(c, path)}`, {
 			method,
 			headers: { "content-type": "application/json" },
 			body: body === undefined ? undefined : JSON.stringify(body),

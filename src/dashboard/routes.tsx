@@ -27,6 +27,7 @@ import { SCRIPT } from "./script";
 import { checkLoginCsrf, endSession, loginCsrf, readSession, startSession } from "./session";
 import { checkSignIn } from "./sign-in";
 import { CSS } from "./style";
+import { registerTestModeSwitch, testModeChrome } from "./test-mode";
 
 /**
  * The dashboard, under /dashboard: server-rendered pages over the admin API.
@@ -122,6 +123,10 @@ dashboardRoutes.use("*", async (c, next) => {
 	c.set("api", apiFor(c, session.personid));
 	await next();
 });
+
+dashboardRoutes.use("/apps/:appid/*", testModeChrome());
+dashboardRoutes.use("/apps/:appid", testModeChrome());
+registerTestModeSwitch(dashboardRoutes);
 
 dashboardRoutes.post("/logout", async (c) => {
 	await endSession(c, c.var.session);

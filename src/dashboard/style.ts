@@ -14,7 +14,7 @@ nav.tabs a{padding:6px 10px;border-radius:6px;text-decoration:none}
 nav.tabs a[aria-current=page]{background:var(--accent);color:#fff}
 main{padding:16px;max-width:1200px;margin:0 auto}
 h1{font-size:1.5rem;margin:.2em 0 .6em}h2{font-size:1.2rem;margin:1.4em 0 .5em}
-.flash{padding:10px 12px;border-radius:6px;margin:0 0 12px}.flash.ok{background:#dafbe1;color:var(--ok)}.flash.error{background:#ffebe9;color:var(--bad)}
+.flash{padding:10px 12px;border-radius:6px;margin:0 0 12px}.flash.ok{background:#dafbe1;color:var(--ok)}.flash.error{background:#ffebe9;color:var(--bad)}.flash.testmode{background:#fff8c5;color:#3b2300;border:2px dashed #9a6700}
 .secret{font-family:ui-monospace,monospace;background:#fff8c5;padding:8px;border-radius:6px;word-break:break-all}
 form.grid{display:grid;grid-template-columns:1fr;gap:10px;max-width:760px}
 @media(min-width:720px){form.grid .two{display:grid;grid-template-columns:1fr 1fr;gap:10px}}

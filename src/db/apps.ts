@@ -1,5 +1,5 @@
 import { nowIso } from "../domain/dates";
-import { type AuditEntry, runAudited } from "./audit";
+import { type AuditEntry, auditStatement, runAudited } from "./audit";
 
 /** An app (tenant) as the service uses it; never carries the private key. */
 export interface App {
@@ -18,6 +18,12 @@ export interface App {
 	defaultCampaignId: number | null;
 	createdAt: string;
 	updatedAt: string;
+	/** False for the test twin of an app (test keys, docs/test-mode.md). */
+	livemode: boolean;
+	/** The live app of a test twin; its own appid for a live app (the appid admin routes and the dashboard know). */
+	liveAppid: string;
+	/** Whose campaigns the app reads: a twin shares its live app's campaigns. */
+	campaignAppid: string;
 }
 
 interface AppRow {
@@ -34,6 +40,7 @@ interface AppRow {
 	default_campaignid: number | null;
 	created_at: string;
 	updated_at: string;
+	live_appid: string | null;
 }
 
 const toApp = (row: AppRow): App => ({
@@ -50,7 +57,13 @@ const toApp = (row: AppRow): App => ({
 	defaultCampaignId: row.default_campaignid,
 	createdAt: row.created_at,
 	updatedAt: row.updated_at,
+	livemode: row.live_appid === null,
+	liveAppid: row.live_appid ?? row.appid,
+	campaignAppid: row.live_appid ?? row.appid,
 });
+
+/** The appid of an app's test twin (docs/test-mode.md). */
+export const testAppid = (appid: string) => `${appid}_test`;
 
 /** The app that owns `apikey`, or null. */
 export async function findAppByApiKey(db: D1Database, apikey: string): Promise<App | null> {
@@ -58,8 +71,15 @@ export async function findAppByApiKey(db: D1Database, apikey: string): Promise<A
 	return row ? toApp(row) : null;
 }
 
+/** The app `appid` (live or a test twin), or null. */
 export async function findApp(db: D1Database, appid: string): Promise<App | null> {
 	const row = await db.prepare("SELECT * FROM apps WHERE appid = ?").bind(appid).first<AppRow>();
+	return row ? toApp(row) : null;
+}
+
+/** The test twin of the live app `appid`, or null when it has none (apps_live). */
+export async function findTestApp(db: D1Database, appid: string): Promise<App | null> {
+	const row = await db.prepare("SELECT * FROM apps WHERE live_appid = ?").bind(appid).first<AppRow>();
 	return row ? toApp(row) : null;
 }
 
@@ -68,8 +88,9 @@ export async function listApps(db: D1Database, limit: number, after?: string): P
 	const { results } = await db
 		.prepare(
 			// One row-value range on apps_created: the first page starts after ('', ''); an unknown cursor (NULLs) matches nothing.
+			// Test twins are not listed: they are reached through their live app (?mode=test). At most one twin per app is skipped.
 			`SELECT * FROM apps WHERE (created_at, appid) > (SELECT CASE WHEN ?1 IS NULL THEN '' ELSE MAX(created_at) END,
-			   CASE WHEN ?1 IS NULL THEN '' ELSE MAX(appid) END FROM apps WHERE appid = ?1)
+			   CASE WHEN ?1 IS NULL THEN '' ELSE MAX(appid) END FROM apps WHERE appid = ?1) AND live_appid IS NULL
 			 ORDER BY created_at, appid LIMIT ?2`,
 		)
 		.bind(after ?? null, limit)
@@ -88,7 +109,13 @@ export interface NewApp {
 	emailsender: string | null;
 }
 
-export async function insertApp(db: D1Database, app: NewApp, audit: AuditEntry): Promise<void> {
+export interface TestKeys {
+	apikey: string;
+	privatekeyHash: string;
+}
+
+/** Creates the app and its test twin (keys `test`) in one batch, with its audit entry. */
+export async function insertApp(db: D1Database, app: NewApp, test: TestKeys, audit: AuditEntry): Promise<void> {
 	const now = nowIso();
 	const insert = db
 		.prepare(
@@ -107,7 +134,28 @@ export async function insertApp(db: D1Database, app: NewApp, audit: AuditEntry):
 			now,
 			now,
 		);
-	await runAudited(db, insert, audit);
+	await db.batch([insert, upsertTestApp(db, app.appid, test), auditStatement(db, audit)]);
+}
+
+/**
+ * Creates the test twin of live app `appid` with `keys`, a copy of the live
+ * app's settings (the columns every settings change writes to both, below),
+ * or gives an existing twin these keys. Nothing when `appid` is not a live app.
+ */
+function upsertTestApp(db: D1Database, appid: string, keys: TestKeys): D1PreparedStatement {
+	return db
+		.prepare(
+			`INSERT INTO apps (appid, live_appid, name, apikey, privatekey_hash, ${SHARED_COLUMNS.join(", ")}, created_at, updated_at)
+			 SELECT ?1 || '_test', ?1, name, ?2, ?3, ${SHARED_COLUMNS.join(", ")}, ?4, ?4 FROM apps WHERE appid = ?1 AND live_appid IS NULL
+			 ON CONFLICT (appid) DO UPDATE SET apikey = excluded.apikey, privatekey_hash = excluded.privatekey_hash, updated_at = excluded.updated_at`,
+		)
+		.bind(appid, keys.apikey, keys.privatekeyHash, nowIso());
+}
+
+/** Creates or rotates the test keys of live app `appid`; false when there is no such live app. */
+export async function saveTestKeys(db: D1Database, appid: string, keys: TestKeys, audit: AuditEntry): Promise<boolean> {
+	const result = await runAudited(db, upsertTestApp(db, appid, keys), audit);
+	return result.meta.changes > 0;
 }
 
 export type AppChanges = Partial<
@@ -124,6 +172,24 @@ export type AppChanges = Partial<
 		| "defaultCampaignId"
 	>
 >;
+
+/**
+ * The settings a test twin shares with its live app (docs/test-mode.md). The
+ * twin keeps a copy, written in the same statement as the live row, so every
+ * SQL that reads an app's settings by appid (webhook deliveries, share links)
+ * reads the same values for both modes. The webhook secret is shared too: both
+ * modes deliver to the one webhook URL, whose receiver verifies with one secret
+ * and tells the modes apart by `livemode`.
+ */
+const SHARED_COLUMNS = [
+	"webhook_secret",
+	"landingurl",
+	"webhookurl",
+	"emailsender",
+	"frameorigin",
+	"timezone",
+	"default_campaignid",
+] as const;
 
 const APP_COLUMNS: Record<keyof AppChanges, string> = {
 	name: "name",
@@ -142,11 +208,16 @@ export async function updateApp(db: D1Database, appid: string, changes: AppChang
 	const entries = Object.entries(changes).filter(([, v]) => v !== undefined) as [keyof AppChanges, string | number | null][];
 	const sets = entries.map(([key]) => `${APP_COLUMNS[key]} = ?`);
 	// A default campaign must be one of the app's own: checked in the write itself, so nothing changes otherwise.
+	// A settings change writes the live app and its test twin alike; a private key is each mode's own.
+	const own = changes.privatekeyHash !== undefined;
+	const rows = own ? "appid = ?" : "(appid = ? OR live_appid = ?)";
 	const guard =
-		changes.defaultCampaignId != null ? " AND EXISTS (SELECT 1 FROM campaigns WHERE campaignid = ? AND appid = apps.appid)" : "";
+		changes.defaultCampaignId != null
+			? " AND EXISTS (SELECT 1 FROM campaigns WHERE campaignid = ? AND appid = COALESCE(apps.live_appid, apps.appid))"
+			: "";
 	const update = db
-		.prepare(`UPDATE apps SET ${[...sets, "updated_at = ?"].join(", ")} WHERE appid = ?${guard}`)
-		.bind(...entries.map(([, v]) => v), nowIso(), appid, ...(guard ? [changes.defaultCampaignId] : []));
+		.prepare(`UPDATE apps SET ${[...sets, "updated_at = ?"].join(", ")} WHERE ${rows}${guard}`)
+		.bind(...entries.map(([, v]) => v), nowIso(), appid, ...(own ? [] : [appid]), ...(guard ? [changes.defaultCampaignId] : []));
 	const result = await runAudited(db, update, audit);
 	return result.meta.changes > 0;
 }

@@ -228,7 +228,10 @@ export async function insertCampaign(
 			.bind(appid, ...CAMPAIGN_COLUMNS.map((c) => columnValue(fields, c)), now, now),
 		...ruleInserts(db, NEWEST_CAMPAIGN, [appid], rules),
 		...socialActionInserts(db, NEWEST_CAMPAIGN, [appid], actions),
-		db.prepare(`UPDATE apps SET default_campaignid = COALESCE(default_campaignid, ${NEWEST_CAMPAIGN}) WHERE appid = ?`).bind(appid, appid),
+		// The test twin shares the setting (db/apps.ts SHARED_COLUMNS).
+		db
+			.prepare(`UPDATE apps SET default_campaignid = COALESCE(default_campaignid, ${NEWEST_CAMPAIGN}) WHERE appid = ? OR live_appid = ?`)
+			.bind(appid, appid, appid),
 		auditStatement(db, audit, { targetIdSql: { sql: NEWEST_CAMPAIGN, args: [appid] } }),
 		db.prepare(`SELECT ${NEWEST_CAMPAIGN} AS campaignid`).bind(appid),
 	]);

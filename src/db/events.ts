@@ -135,14 +135,16 @@ export async function readEventContext(db: D1Database, input: EventInput): Promi
 		(SELECT campaignid FROM users WHERE userid = ${userid}))`;
 	const args = [input.appid, input.customid, input.userkey, input.campaignid];
 	const referrerid = `(SELECT referrer_userid FROM users WHERE userid = ${userid})`;
+	// A test twin reads its live app's campaigns (docs/test-mode.md); found by the apps primary key, in the same statement.
+	const campaignApp = "(SELECT COALESCE(live_appid, appid) FROM apps WHERE appid = ?1)";
 	const [eventResult, userResult, referrerResult, campaignResult, rulesResult, factsResult, firstResult] = await db.batch([
 		db.prepare(STORED_EVENT).bind(input.appid, input.customid),
 		db.prepare(`${USER_VIEW} WHERE u.userid = ${userid}`).bind(...args.slice(0, 3)),
 		db.prepare(`${USER_VIEW} WHERE u.userid = (SELECT referrer_userid FROM users WHERE userid = ${userid})`).bind(...args.slice(0, 3)),
-		db.prepare(`SELECT * FROM campaigns WHERE campaignid = ${campaignid} AND appid = ?1`).bind(...args),
+		db.prepare(`SELECT * FROM campaigns WHERE campaignid = ${campaignid} AND appid = ${campaignApp}`).bind(...args),
 		db
 			.prepare(
-				`SELECT r.* FROM reward_rules r JOIN campaigns c USING (campaignid) WHERE r.campaignid = ${campaignid} AND c.appid = ?1
+				`SELECT r.* FROM reward_rules r JOIN campaigns c USING (campaignid) WHERE r.campaignid = ${campaignid} AND c.appid = ${campaignApp}
 				   AND r.${ACTIVE_RULE} ORDER BY r.position`,
 			)
 			.bind(...args),

@@ -177,6 +177,7 @@ interface DeliveryAppRow {
 	webhookurl: string | null;
 	webhook_secret: string | null;
 	emailsender: string | null;
+	live_appid: string | null;
 }
 
 const jsonList = (values: string[]) => JSON.stringify([...new Set(values)]);
@@ -195,7 +196,7 @@ export async function loadBatchState(db: D1Database, lookup: BatchLookup): Promi
 		db.prepare("SELECT * FROM outbox_events WHERE eventid IN (SELECT value FROM json_each(?))").bind(jsonList(lookup.byId)),
 		db
 			.prepare(
-				`SELECT appid, webhookurl, webhook_secret, emailsender FROM apps
+				`SELECT appid, webhookurl, webhook_secret, emailsender, live_appid FROM apps
 				 WHERE appid IN (SELECT value FROM json_each(?1))
 				    OR appid IN (SELECT appid FROM outbox_events WHERE eventid IN (SELECT value FROM json_each(?2)))`,
 			)
@@ -221,7 +222,12 @@ export async function loadBatchState(db: D1Database, lookup: BatchLookup): Promi
 	for (const id of lookup.appids) state.apps.set(id, null);
 	for (const r of state.rows.values()) state.apps.set(r.appid, null);
 	for (const a of rowsOf<DeliveryAppRow>(apps)) {
-		state.apps.set(a.appid, { webhookurl: a.webhookurl, webhookSecret: a.webhook_secret ?? "", emailsender: a.emailsender });
+		state.apps.set(a.appid, {
+			webhookurl: a.webhookurl,
+			webhookSecret: a.webhook_secret ?? "",
+			emailsender: a.emailsender,
+			livemode: a.live_appid === null,
+		});
 	}
 	return state;
 }

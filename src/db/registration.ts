@@ -36,6 +36,8 @@ export interface RegistrationContext {
 export async function readRegistrationContext(
 	db: D1Database,
 	appid: string,
+	/** App.campaignAppid: a test twin's default campaign is its live app's. */
+	campaignAppid: string,
 	profile: Pick<Profile, "email" | "useraccountid">,
 	referrercode: string | undefined,
 	defaultCampaignId: number | null,
@@ -44,7 +46,7 @@ export async function readRegistrationContext(
 	const [existing, referrer, campaign, device] = await db.batch([
 		existingUserLookup(db, appid, profile.email, profile.useraccountid),
 		referrercode ? referrerLookup(db, appid, referrercode) : db.prepare("SELECT NULL WHERE 0"),
-		db.prepare("SELECT campaignid, customdomain FROM campaigns WHERE campaignid = ? AND appid = ?").bind(defaultCampaignId, appid),
+		db.prepare("SELECT campaignid, customdomain FROM campaigns WHERE campaignid = ? AND appid = ?").bind(defaultCampaignId, campaignAppid),
 		deviceSeenLookup(db, appid, deviceid),
 	]);
 	const existingRow = firstRowOf<UserRow>(existing);

@@ -10,16 +10,17 @@ import { type FriendRow, friendsPageLookup, referrerLookup, toUser, type User, t
  * know the user.
  */
 
-/** The user's key and whether the campaign is the app's (getuserbalance). */
+/** The user's key and whether the campaign is the app's (getuserbalance); `campaignAppid`: App.campaignAppid. */
 export async function findUserAndCampaign(
 	db: D1Reader,
 	appid: string,
 	ref: UserRef,
 	campaignid: number,
+	campaignAppid: string,
 ): Promise<{ userkey: string; erasedAt: string | null; campaignFound: boolean } | null> {
 	const lookup = userLookup(db, appid, ref);
 	if (!lookup) return null;
-	const [userResult, campaignResult] = await db.batch([lookup, campaignFoundLookup(db, appid, campaignid)]);
+	const [userResult, campaignResult] = await db.batch([lookup, campaignFoundLookup(db, campaignAppid, campaignid)]);
 	const row = firstRowOf<UserRow>(userResult);
 	return row
 		? { userkey: row.userkey, erasedAt: row.erased_at, campaignFound: firstRowOf<{ found: number }>(campaignResult) !== undefined }
@@ -32,12 +33,13 @@ export async function findUserAndDistribution(
 	appid: string,
 	ref: UserRef,
 	campaignid: number | undefined,
+	campaignAppid: string,
 ): Promise<{ user: User; campaign: { distribution: Distribution } | null } | null> {
 	const lookup = userLookup(db, appid, ref);
 	if (!lookup) return null;
 	const [userResult, campaignResult] = await db.batch([
 		lookup,
-		db.prepare("SELECT distribution FROM campaigns WHERE campaignid = ? AND appid = ?").bind(campaignid ?? null, appid),
+		db.prepare("SELECT distribution FROM campaigns WHERE campaignid = ? AND appid = ?").bind(campaignid ?? null, campaignAppid),
 	]);
 	const row = firstRowOf<UserRow>(userResult);
 	if (!row) return null;

@@ -37,6 +37,9 @@ export function looksLikeReferralCode(code: string): boolean {
 export const newAppId = () => `app_${randomString(16, LOWER_ALNUM)}`;
 export const newApiKey = () => `ak_${randomString(32, LOWER_ALNUM)}`;
 export const newPrivateKey = () => `pk_${randomString(48, LOWER_ALNUM)}`;
+/** Test keys (docs/test-mode.md): the prefix tells a reader which mode a key works in. */
+export const newTestApiKey = () => `ak_test_${randomString(32, LOWER_ALNUM)}`;
+export const newTestPrivateKey = () => `pk_test_${randomString(48, LOWER_ALNUM)}`;
 export const newUserKey = () => `u${randomString(19, LOWER_ALNUM)}`;
 export const newEventId = () => `msg_${randomString(24, LOWER_ALNUM)}`;
 

@@ -51,10 +51,15 @@ const ipKey = (ip: string) => `admin:${ip.slice(0, 64)}`;
 const targetKey = (target: string) => `admin-target:${target.slice(0, 254)}`;
 const tooMany = () => rateLimited("Too many failed sign-ins; try again later.");
 
-/** A per-isolate random key, so the digests of wrong passwords kept for a window are not plain hashes of them. */
-const digestKey = crypto.getRandomValues(new Uint8Array(32));
+/**
+ * A per-isolate random key, so the digests of wrong passwords kept for a window are not plain hashes of them. Made on
+ * first use: workerd refuses random values in global scope, and `wrangler dev` did not start with it made there.
+ */
+let digestKeyBytes: Uint8Array | undefined;
 
 async function failureDigest(check: FailedCheck): Promise<string> {
+	digestKeyBytes ??= crypto.getRandomValues(new Uint8Array(32));
+	const digestKey = digestKeyBytes;
 	const text = new TextEncoder().encode(`${check.ip}\n${check.target ?? ""}\n${check.credential ?? ""}`);
 	const bytes = new Uint8Array(digestKey.length + text.length);
 	bytes.set(digestKey);

@@ -97,6 +97,8 @@ export class FlushSchedule {
 	 * more, so nothing is delivered twice in parallel.
 	 */
 	flush(): Promise<FlushReport> {
+		// A ledger without tables (never written, or a test ledger erased whole) has nothing to deliver.
+		if (!this.writer.hasSchema()) return Promise.resolve({ done: 0, pending: 0 });
 		if (this.flushing) {
 			this.flushAgain = true;
 			return this.flushing;
@@ -181,6 +183,7 @@ export class FlushSchedule {
 	 * outbox.
 	 */
 	private armAlarm(minDelayMs: number): number {
+		if (!this.writer.hasSchema()) return 0;
 		const { at, pending } = this.nextDue();
 		if (at === null) {
 			this.alarmAt = null;

@@ -272,6 +272,20 @@ export class UserLedger extends DurableObject<Env> {
 	}
 
 	/** Refuses a call meant for another ledger: that would be a routing bug, and would mix two users' rewards. */
+	/**
+	 * Erases this ledger whole, alarm included: DELETE .../testdata
+	 * (docs/test-mode.md). Refused (false) unless the ledger is a test twin's,
+	 * whose appid ends in `_test`: a live ledger is never erased this way.
+	 */
+	async eraseTestLedger(appid: string, userkey: string): Promise<boolean> {
+		this.checkIdentity(appid, userkey);
+		if (!this.identity.appid.endsWith("_test")) return false;
+		await this.ctx.storage.deleteAlarm();
+		await this.ctx.storage.deleteAll();
+		this.writer.forgetSchema();
+		return true;
+	}
+
 	private checkIdentity(appid: string, userkey: string): void {
 		const expected = ledgerName(this.identity.appid, this.identity.userkey);
 		if (expected !== ledgerName(appid, userkey)) throw new Error(`ledger ${expected} called for ${ledgerName(appid, userkey)}`);

@@ -49,6 +49,11 @@ export class LedgerWriter {
 		return this.schema;
 	}
 
+	/** The storage was emptied (a test ledger erased whole): the next write creates the tables again. */
+	forgetSchema(): void {
+		this.schema = false;
+	}
+
 	/** Creates the ledger's tables (newest schema, one script) before its first write. */
 	ensureSchema(): void {
 		if (this.schema) return;

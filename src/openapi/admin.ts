@@ -39,6 +39,15 @@ const app = z.looseObject({
 		})
 		.optional()
 		.describe("The app's Stripe connection, never its secrets (docs/stripe.md); on the single app's view"),
+	teststripe: z
+		.looseObject({
+			connected: z.boolean(),
+			secretkeylast4: z.string().optional(),
+			eventname: z.string().optional(),
+			webhookurl: z.string().describe("The address to paste into Stripe's test-mode dashboard as the webhook endpoint"),
+		})
+		.optional()
+		.describe("The test mode's Stripe connection (an sk_test_ key), paying only test rewards (docs/test-mode.md)"),
 	createdat: z.string(),
 	updatedat: z.string(),
 });
@@ -55,10 +64,17 @@ export const adminApi: AdminRoute[] = [
 	{
 		method: "post",
 		path: "/apps",
-		summary: "Create an app (tenant); answers its keys once",
+		summary: "Create an app (tenant); answers its live and test keys once",
 		body: createAppSchema,
 		status: 201,
-		response: z.object({ appid: z.string(), apikey: z.string(), privatekey: z.string(), webhooksecret: z.string() }),
+		response: z.object({
+			appid: z.string(),
+			apikey: z.string(),
+			privatekey: z.string(),
+			webhooksecret: z.string(),
+			testapikey: z.string().describe("The test mode's API key (ak_test_...): what it makes is invisible to the live keys"),
+			testprivatekey: z.string().describe("The test mode's private key (pk_test_...), shown once"),
+		}),
 	},
 	{ method: "get", path: "/apps", summary: "List apps", query: page, status: 200, response: z.object({ apps: z.array(app), nextcursor }) },
 	{ method: "get", path: "/apps/{appid}", summary: "One app", status: 200, response: app },
@@ -73,9 +89,27 @@ export const adminApi: AdminRoute[] = [
 	{
 		method: "post",
 		path: "/apps/{appid}/rotate-webhooksecret",
-		summary: "Issue a new webhook signing secret",
+		summary: "Issue a new webhook signing secret (live and test deliveries share it)",
 		status: 200,
 		response: z.object({ appid: z.string(), webhooksecret: z.string() }),
+	},
+	{
+		method: "post",
+		path: "/apps/{appid}/testkeys",
+		summary: "Create or rotate the app's test key pair (the old test keys stop working); answers it once",
+		status: 200,
+		response: z.object({ appid: z.string(), testapikey: z.string(), testprivatekey: z.string() }),
+	},
+	{
+		method: "delete",
+		path: "/apps/{appid}/testdata",
+		summary: "Erase what the app's test keys made (users, ledgers, events, rewards, webhooks, clicks, stats); live data untouched",
+		status: 200,
+		response: z.object({
+			appid: z.string(),
+			deleted: z.object({ users: z.number(), rows: z.number() }),
+			done: z.boolean().describe("false: the call's bound was reached; call again to erase the rest"),
+		}),
 	},
 	{
 		method: "post",

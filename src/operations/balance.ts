@@ -31,8 +31,8 @@ export const getuserbalance = defineOperation({
 		}
 		// The user (and whether the campaign is the app's) in one round trip: the nearest replica first, then the primary.
 		const user =
-			(await findUserAndCampaign(readSession(env.DB), app.appid, input, input.campaignid)) ??
-			(await findUserAndCampaign(env.DB, app.appid, input, input.campaignid));
+			(await findUserAndCampaign(readSession(env.DB), app.appid, input, input.campaignid, app.campaignAppid)) ??
+			(await findUserAndCampaign(env.DB, app.appid, input, input.campaignid, app.campaignAppid));
 		if (!user) throw userNotFound();
 		refuseErased(user);
 		if (!user.campaignFound) throw campaignNotFound();

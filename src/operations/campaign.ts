@@ -56,7 +56,7 @@ export function campaignDataResponse(campaign: CampaignWithDetails, defaultCampa
 export const getcampaigndata = defineOperation({
 	schema: campaignRequest,
 	async handle({ env, app }, { campaignid }) {
-		const campaign = await getCampaignWithDetails(env.DB, app.appid, campaignid);
+		const campaign = await getCampaignWithDetails(env.DB, app.campaignAppid, campaignid);
 		if (!campaign) throw campaignNotFound();
 		return campaignDataResponse(campaign, app.defaultCampaignId);
 	},
@@ -66,7 +66,7 @@ export const getcampaigndata = defineOperation({
 export const campaignterms = defineOperation({
 	schema: campaignRequest,
 	async handle({ env, app }, { campaignid }) {
-		const campaign = await getCampaign(env.DB, app.appid, campaignid);
+		const campaign = await getCampaign(env.DB, app.campaignAppid, campaignid);
 		if (!campaign) throw campaignNotFound();
 		return { message: formUrlEncode(campaign.terms) };
 	},

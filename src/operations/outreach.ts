@@ -64,7 +64,7 @@ export const invokeoutreach = defineOperation({
 		if (!user.email) throw noEmail("The user has no email address to send the outreach to.");
 		// A user found (not created) here still gets the device and network the product reports now.
 		if (alreadyRegistered) await recordNetwork(env.DB, app.appid, user.userkey, network);
-		const campaign = await getCampaignWithDetails(env.DB, app.appid, user.campaignid);
+		const campaign = await getCampaignWithDetails(env.DB, app.campaignAppid, user.campaignid);
 		if (!campaign) throw campaignNotFound();
 		const summary = userSummary(ctx, user);
 		await queueEmail(
@@ -80,6 +80,7 @@ export const invokeoutreach = defineOperation({
 					shareurl: summary.shareurl,
 					referralcode: user.referralcode,
 				}),
+				app.livemode,
 			),
 		);
 		return {
@@ -130,7 +131,7 @@ export const remindfriend = defineOperation({
 			throw new ApiError(404, "not_a_friend", "That user is not a friend of this referrer.", { statuscode: 0 });
 		}
 		if (!friend.email) throw new ApiError(409, "friend_has_no_email", "The friend has no email address.");
-		const campaign = await getCampaignWithDetails(env.DB, app.appid, friend.campaignid);
+		const campaign = await getCampaignWithDetails(env.DB, app.campaignAppid, friend.campaignid);
 		if (!campaign) throw campaignNotFound();
 
 		const event = emailEvent(
@@ -144,6 +145,7 @@ export const remindfriend = defineOperation({
 				message: input.messageforfriend ?? null,
 				landingurl: app.landingurl,
 			}),
+			app.livemode,
 		);
 		const cutoff = new Date(Date.now() - REMINDER_INTERVAL_MS).toISOString();
 		// The guarded upsert decides atomically whether this call may send; the email is recorded only if it did.

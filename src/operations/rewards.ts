@@ -34,7 +34,7 @@ export const redeemrewards = defineOperation({
 			path: ["amount"],
 		}),
 	async handle({ env, app, idempotency }, input) {
-		const found = await findUserAndDistribution(env.DB, app.appid, input, input.campaignid);
+		const found = await findUserAndDistribution(env.DB, app.appid, input, input.campaignid, app.campaignAppid);
 		if (!found) throw userNotFound();
 		const { user, campaign } = found;
 		refuseErased(user);

@@ -82,7 +82,15 @@ export async function findOrRegisterUser(
 		let profile = sentProfile;
 		// The campaign asked for (it must be the app's), else the app's default: read in the same round trip.
 		const campaignAsked = askedCampaignId ?? app.defaultCampaignId;
-		const context = await readRegistrationContext(env.DB, app.appid, profile, referrercode, campaignAsked, network.deviceid);
+		const context = await readRegistrationContext(
+			env.DB,
+			app.appid,
+			app.campaignAppid,
+			profile,
+			referrercode,
+			campaignAsked,
+			network.deviceid,
+		);
 		if (context.existing) return { user: context.existing, alreadyRegistered: true };
 		if (context.deviceSeen) profile = { ...profile, isexistinguser: true };
 		const referrerUser = context.referrer;

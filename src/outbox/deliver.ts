@@ -84,7 +84,7 @@ export async function deliver(target: DeliveryTarget, env: Env, options: Deliver
 				app.webhookurl,
 				app.webhookSecret,
 				event.eventid,
-				webhookBody(event.type, event.created_at, payload.value),
+				webhookBody(event.type, event.created_at, payload.value, app.livemode),
 				options,
 			);
 			return await withDeadline(post, options.timeoutMs + DEADLINE_GRACE_MS, () => timedOut(options.timeoutMs));

@@ -21,6 +21,8 @@ export interface DeliveryApp {
 	webhookurl: string | null;
 	webhookSecret: string;
 	emailsender: string | null;
+	/** False for an app's test twin (docs/test-mode.md). */
+	livemode: boolean;
 }
 
 export interface DeliveryTarget {

@@ -1,19 +1,22 @@
 /**
- * The JSON a webhook receiver gets: `{"type", "timestamp", "data"}` as the
- * Standard Webhooks specification suggests. `timestamp` is when the event
- * happened (the outbox row's creation), the same on every retry.
+ * The JSON a webhook receiver gets: `{"type", "timestamp", "livemode", "data"}`
+ * as the Standard Webhooks specification suggests. `timestamp` is when the
+ * event happened (the outbox row's creation), the same on every retry.
+ * `livemode` is false for what an app's test keys made (docs/test-mode.md):
+ * both modes deliver to the app's one webhook URL.
  */
 export interface WebhookEnvelope {
 	type: string;
 	timestamp: string;
+	livemode: boolean;
 	data: unknown;
 }
 
-export function webhookEnvelope(type: string, createdAt: string, data: unknown): WebhookEnvelope {
-	return { type, timestamp: new Date(createdAt).toISOString(), data };
+export function webhookEnvelope(type: string, createdAt: string, data: unknown, livemode: boolean): WebhookEnvelope {
+	return { type, timestamp: new Date(createdAt).toISOString(), livemode, data };
 }
 
 /** The exact body that is signed and sent. */
-export function webhookBody(type: string, createdAt: string, data: unknown): string {
-	return JSON.stringify(webhookEnvelope(type, createdAt, data));
+export function webhookBody(type: string, createdAt: string, data: unknown, livemode: boolean): string {
+	return JSON.stringify(webhookEnvelope(type, createdAt, data, livemode));
 }

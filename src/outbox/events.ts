@@ -29,6 +29,8 @@ export interface EmailPayload {
 	subject: string;
 	text: string;
 	html: string;
+	/** False for an email of an app's test keys (docs/test-mode.md); absent in emails recorded before test mode (live). */
+	livemode?: boolean;
 }
 
 export type OutboxEvent =
@@ -96,6 +98,7 @@ export const emailPayloadSchema = z.object({
 	subject: z.string().min(1),
 	text: z.string(),
 	html: z.string(),
+	livemode: z.boolean().optional(),
 });
 
 /** A webhook event with a fresh id (or a deterministic one, when a retry must not duplicate it). */
@@ -104,8 +107,9 @@ export function webhookEvent(appid: string, type: WebhookType, payload: Record<s
 }
 
 /** An email event with a fresh id. */
-export function emailEvent(appid: string, type: EmailType, payload: EmailPayload): OutboxEvent {
-	return { eventid: newEventId(), appid, kind: "email", type, payload, createdAt: nowIso() };
+/** Its payload says `livemode` (docs/test-mode.md): false for an email of an app's test keys. */
+export function emailEvent(appid: string, type: EmailType, payload: EmailPayload, livemode: boolean): OutboxEvent {
+	return { eventid: newEventId(), appid, kind: "email", type, payload: { ...payload, livemode }, createdAt: nowIso() };
 }
 
 /** What a send in several batches did: the events of the batches that failed (none: all sent) and the first error. */

@@ -65,7 +65,7 @@ sharePageRoutes.get("/share/:appid/:userkey", async (c) => {
 		return c.html(<GonePage nonce={nonce} />, 410);
 	}
 	const [campaign, balance] = await Promise.all([
-		getCampaignWithDetails(c.env.DB, appid, user.campaignid),
+		getCampaignWithDetails(c.env.DB, app.campaignAppid, user.campaignid),
 		ledgerFor(c.env, appid, user.userkey).balance({}),
 	]);
 	const shareurl = shareUrl(user.referralcode, user.customdomain, c.env.SHARE_BASE_URL, new URL(c.req.url).origin);

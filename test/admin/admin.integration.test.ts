@@ -18,7 +18,7 @@ describe("admin API", () => {
 			webhookurl: "https://hooks.example.com/x",
 		});
 		expect(res.status).toBe(201);
-		expect(Object.keys(res.body).sort()).toEqual(["apikey", "appid", "privatekey", "webhooksecret"]);
+		expect(Object.keys(res.body).sort()).toEqual(["apikey", "appid", "privatekey", "testapikey", "testprivatekey", "webhooksecret"]);
 		expect(res.body.webhooksecret).toMatch(/^whsec_[A-Za-z0-9+/]+=*$/);
 		const row = await env.DB.prepare("SELECT * FROM apps WHERE appid = ?").bind(res.body.appid).first<Record<string, unknown>>();
 		expect(JSON.stringify(row)).not.toContain(res.body.privatekey);

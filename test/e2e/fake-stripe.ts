@@ -30,8 +30,8 @@ export interface FakeStripe {
 	calls: StripeCall[];
 	/** Balance transactions actually created (not replays), by customer. */
 	created: { id: string; customer: string; amount: number; currency: string; idempotencyKey: string | null }[];
-	/** The service's webhooks as received: `{type, timestamp, data}` (Standard Webhooks). */
-	hooks: { type: string; data: Record<string, any> }[];
+	/** The service's webhooks as received: `{type, timestamp, livemode, data}` (Standard Webhooks). */
+	hooks: { type: string; livemode: boolean; data: Record<string, any> }[];
 	/** Every amount each Idempotency-Key was sent with (one each, when the service is right). */
 	keyAmounts: Map<string, Set<number>>;
 	/** Requests for `customer` wait (after being recorded) until release(customer); `arrived` resolves at the first. */
@@ -73,8 +73,8 @@ export async function startFakeStripe(): Promise<FakeStripe> {
 			res.end(JSON.stringify(json));
 		};
 		if (path.startsWith("/hooks")) {
-			const envelope = JSON.parse(text) as { type: string; data: Record<string, any> };
-			hooks.push({ type: envelope.type, data: envelope.data });
+			const envelope = JSON.parse(text) as { type: string; livemode: boolean; data: Record<string, any> };
+			hooks.push({ type: envelope.type, livemode: envelope.livemode, data: envelope.data });
 			return send(200, { ok: true });
 		}
 		const key = (req.headers["idempotency-key"] as string | undefined) ?? null;

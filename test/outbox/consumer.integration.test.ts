@@ -49,6 +49,7 @@ describe("webhook delivery", () => {
 		expect(JSON.parse(request!.body)).toEqual({
 			type: "reward.created",
 			timestamp: event.createdAt,
+			livemode: true,
 			data: { rewarddtlid: "r_42", reward: 10, rewardstatus: "Approved" },
 		});
 
@@ -68,6 +69,7 @@ describe("webhook delivery", () => {
 		expect(verified).toEqual({
 			type: "conversion.recorded",
 			timestamp: event.createdAt,
+			livemode: true,
 			data: { customid: "7", extrainfo: "order #7 & more", rewards: [] },
 		});
 		// A receiver holding another secret, or a tampered body, rejects it.

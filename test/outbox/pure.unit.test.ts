@@ -60,15 +60,17 @@ describe("Standard Webhooks signature", () => {
 });
 
 describe("envelope", () => {
-	it("is {type, timestamp, data} with the event's own time", () => {
-		expect(webhookEnvelope("reward.created", "2026-11-21T22:05:00.000Z", { a: 1 })).toEqual({
+	it("is {type, timestamp, livemode, data} with the event's own time and the app's mode", () => {
+		expect(webhookEnvelope("reward.created", "2026-11-21T22:05:00.000Z", { a: 1 }, true)).toEqual({
 			type: "reward.created",
 			timestamp: "2026-11-21T22:05:00.000Z",
+			livemode: true,
 			data: { a: 1 },
 		});
-		expect(JSON.parse(webhookBody("user.registered", "2026-11-21T22:05:00Z", { userkey: "u1" }))).toEqual({
+		expect(JSON.parse(webhookBody("user.registered", "2026-11-21T22:05:00Z", { userkey: "u1" }, false))).toEqual({
 			type: "user.registered",
 			timestamp: "2026-11-21T22:05:00.000Z",
+			livemode: false,
 			data: { userkey: "u1" },
 		});
 	});

@@ -107,13 +107,18 @@ describe("messages queued before an erasure", () => {
 			webhookEvent(app.appid, "user.registered", { userkey: bob.userkey, email: `queued-${n}@example.com`, name: `Queued Bob ${n}` }),
 		);
 		const mail = await recordEvent(
-			emailEvent(app.appid, "email.outreach", {
-				to: `queued-${n}@example.com`,
-				toName: `Queued Bob ${n}`,
-				subject: "Your link",
-				text: `Hi Queued Bob ${n}`,
-				html: `<p>Hi Queued Bob ${n}</p>`,
-			}),
+			emailEvent(
+				app.appid,
+				"email.outreach",
+				{
+					to: `queued-${n}@example.com`,
+					toName: `Queued Bob ${n}`,
+					subject: "Your link",
+					text: `Hi Queued Bob ${n}`,
+					html: `<p>Hi Queued Bob ${n}</p>`,
+				},
+				true,
+			),
 		);
 		const messages = [hook, mail].map((e) => ({ body: outboxMessage(e) }));
 		expect(JSON.stringify(messages)).toContain(`queued-${n}@example.com`);

@@ -15,6 +15,7 @@ import { flushClicks } from "../support/clicks";
 import { cookieOf, csrfOf, ok, page } from "./tour-http";
 import { membersTour } from "./tour-members";
 import { stripeTour } from "./tour-stripe";
+import { testModeTour } from "./tour-test-mode";
 
 /**
  * A scripted tour of the service: every public operation, admin route and
@@ -230,6 +231,7 @@ async function adminRoutes(tour: Awaited<ReturnType<typeof operations>>) {
 	await dashboardSession();
 	ok(await admin("POST", `/apps/${appid}/rotate-privatekey`), "rotate key");
 	ok(await admin("POST", `/apps/${appid}/rotate-webhooksecret`), "rotate secret");
+	ok(await admin("POST", `/apps/${appid}/testkeys`), "rotate test keys");
 }
 
 function couponCampaign() {
@@ -327,5 +329,6 @@ export async function tour(): Promise<void> {
 	await stripeTour(request);
 	await rarePaths(state);
 	await oldLedger();
+	await testModeTour();
 	await scheduledJobs();
 }

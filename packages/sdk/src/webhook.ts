@@ -12,6 +12,8 @@ export type WebhookHeaders = Headers | Record<string, string | string[] | undefi
 export interface WebhookEvent {
 	type: string;
 	timestamp?: string;
+	/** false: made with the app's test keys (test mode); true: live. */
+	livemode?: boolean;
 	data: Record<string, any>;
 	[field: string]: unknown;
 }

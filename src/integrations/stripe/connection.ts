@@ -12,6 +12,8 @@ export interface StripeConnection {
 	stripe: Stripe;
 	webhookSecret: string;
 	eventname: string;
+	/** False for a test key (sk_test_/rk_test_): its events say livemode false, and its payouts move no real money. */
+	livemode: boolean;
 }
 
 /** A client for `secretKey`: no retries of its own, so a failure goes back to the queue, which retries under the same key. */
@@ -33,7 +35,12 @@ export async function stripeConnection(env: Env, appid: string): Promise<StripeC
 		open(env.SECRETS_KEY, `stripe-secretkey:${appid}`, row.secretkey_box),
 		open(env.SECRETS_KEY, `stripe-webhooksecret:${appid}`, row.webhooksecret_box),
 	]);
-	return { stripe: stripeClient(secretKey, row.apiurl), webhookSecret, eventname: row.eventname };
+	return {
+		stripe: stripeClient(secretKey, row.apiurl),
+		webhookSecret,
+		eventname: row.eventname,
+		livemode: !/^(sk|rk)_test_/.test(secretKey),
+	};
 }
 
 /** The address to paste into Stripe's dashboard as the webhook endpoint. */

@@ -55,6 +55,12 @@ stripeWebhookRoutes.post("/integrations/stripe/:appid", async (c) => {
 			`Stripe-Signature does not verify with this app's webhook secret: ${reason}`.slice(0, 300),
 		);
 	}
+	// Events of one mode never touch the other (docs/test-mode.md): a test twin's connection holds a test key, so a live
+	// event there (or a test event at a live key's endpoint) is counted and left alone.
+	if (typeof event.livemode === "boolean" && event.livemode !== connection.livemode) {
+		await countStripeEvent(c.env.DB, appid, event.livemode ? "ignored:livemode_at_test_endpoint" : "ignored:testmode_at_live_endpoint");
+		return c.json({ received: true, handled: false });
+	}
 	// Signed is not well formed: an event without an id, a type or `data.object` is refused 400, never a 500.
 	const envelope = envelopeSchema.safeParse(event);
 	if (!envelope.success) throw malformed(envelope.error);

@@ -1,0 +1,49 @@
+import type { Context, Next } from "hono";
+import { findTestApp } from "../db/apps";
+import { ApiError, badRequest } from "../http/errors";
+import { authOf, isSettled, settle } from "./principal";
+
+/**
+ * `?mode=test` on the admin routes of an app's data (docs/test-mode.md): the
+ * request is authenticated and its rights checked on the live app's path, then
+ * served by the same routes on the test twin's appid, so every read and change
+ * of users, rewards, deliveries, the webhook breaker and stats sees only test
+ * data. Without it (or `mode=live`) nothing changes. A twin's own appid is not
+ * an app of the admin API: it is reached only this way.
+ */
+const DATA_ROUTES = /^\/apps\/[^/]+\/(users|rewards|stats|deliveries|webhook-breaker)(\/|$|:)/;
+
+/** `path` (relative to /admin/v1) with mode=test when it is a data route (the dashboard's switch, dashboard/test-mode.ts). */
+export function withTestMode(path: string): string {
+	const [route = ""] = path.split("?");
+	if (!DATA_ROUTES.test(route)) return path;
+	return `${path}${path.includes("?") ? "&" : "?"}mode=test`;
+}
+
+export type AdminDispatch = (request: Request) => Response | Promise<Response>;
+
+export function testModeSwitch(dispatch: (c: Context) => AdminDispatch) {
+	return async (c: Context<{ Bindings: Env }>, next: Next) => {
+		const appid = c.req.param("appid") ?? "";
+		if (isTestDispatch.has(c.req.raw)) return next();
+		if (appid.endsWith("_test")) throw new ApiError(404, "app_not_found", "No app with that appid.");
+		const mode = c.req.query("mode");
+		if (mode === undefined || mode === "live") return next();
+		if (mode !== "test") throw badRequest("mode: expected live or test.", { fields: ["mode"] });
+		const path = c.req.path.replace(/^\/admin\/v1/, "");
+		if (!DATA_ROUTES.test(path))
+			throw badRequest("mode: test applies to users, rewards, stats, deliveries and the webhook breaker.", { fields: ["mode"] });
+		const twin = await findTestApp(c.env.DB, appid);
+		if (!twin) throw new ApiError(404, "app_not_found", "The app has no test keys yet (POST /admin/v1/apps/{appid}/testkeys).");
+		// adminRoutes' own paths: it is mounted under /admin/v1 by its callers (http/app.ts, dashboard/api.ts).
+		const url = new URL(c.req.url);
+		url.pathname = path.replace(`/apps/${appid}`, `/apps/${twin.appid}`);
+		url.searchParams.delete("mode");
+		const inner = new Request(url, c.req.raw);
+		if (isSettled(c.req.raw)) settle(inner, authOf(c));
+		isTestDispatch.add(inner);
+		return dispatch(c)(inner);
+	};
+}
+
+const isTestDispatch = new WeakSet<Request>();

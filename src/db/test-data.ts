@@ -1,0 +1,85 @@
+import { type AuditEntry, auditStatement } from "./audit";
+
+/**
+ * Erasing a test twin's data (DELETE /admin/v1/apps/{appid}/testdata,
+ * docs/test-mode.md), in bounded rounds: each statement deletes at most
+ * ROUND rows through an index on its appid (or on the round's users), so a
+ * round costs the same whatever the twin holds. The twin's row, keys and
+ * Stripe connection stay. Only ever called with a twin's appid (the route
+ * resolves it from the live app), never a live one.
+ */
+export const ROUND = 200;
+/** Users per round: each has a ledger to erase (one Durable Object call), so fewer than rows. */
+export const USER_ROUND = 50;
+
+/** One round's users of the twin: their ledgers are erased before their rows (users_app). */
+export async function testUsersRound(db: D1Database, testAppid: string): Promise<{ userid: number; userkey: string }[]> {
+	const { results } = await db
+		.prepare("SELECT userid, userkey FROM users WHERE appid = ? ORDER BY userid DESC LIMIT ?")
+		.bind(testAppid, USER_ROUND)
+		.all<{ userid: number; userkey: string }>();
+	return results;
+}
+
+/** The rows keyed by the twin's appid, each table bounded by ROUND (its appid index). */
+const APP_TABLES = [
+	// Attempts first: they name outbox events of the twin (delivery_attempts_event, outbox_app).
+	`DELETE FROM delivery_attempts WHERE eventid IN (SELECT eventid FROM outbox_events WHERE appid = ?1 ORDER BY created_at DESC LIMIT ${ROUND})`,
+	`DELETE FROM outbox_events WHERE eventid IN (SELECT eventid FROM outbox_events WHERE appid = ?1 ORDER BY created_at DESC LIMIT ${ROUND})`,
+	`DELETE FROM rewards WHERE rewarddtlid IN (SELECT rewarddtlid FROM rewards WHERE appid = ?1 ORDER BY created_at DESC LIMIT ${ROUND})`,
+	`DELETE FROM conversion_events WHERE eventid IN (SELECT eventid FROM conversion_events WHERE appid = ?1 ORDER BY customid LIMIT ${ROUND})`,
+	`DELETE FROM idempotency_keys WHERE (appid, idempotency_key) IN
+	   (SELECT appid, idempotency_key FROM idempotency_keys WHERE appid = ?1 ORDER BY idempotency_key LIMIT ${ROUND})`,
+	`DELETE FROM privacy_log WHERE logid IN (SELECT logid FROM privacy_log WHERE appid = ?1 ORDER BY userkey LIMIT ${ROUND})`,
+	`DELETE FROM stats_daily WHERE (appid, day, campaignid, metric, unit) IN
+	   (SELECT appid, day, campaignid, metric, unit FROM stats_daily WHERE appid = ?1 ORDER BY day LIMIT ${ROUND})`,
+	`DELETE FROM stats_slots WHERE (appid, slot, campaignid, metric, unit) IN
+	   (SELECT appid, slot, campaignid, metric, unit FROM stats_slots WHERE appid = ?1 ORDER BY slot LIMIT ${ROUND})`,
+	`DELETE FROM stats_referrer_daily WHERE (appid, day, referrer_userid, campaignid) IN
+	   (SELECT appid, day, referrer_userid, campaignid FROM stats_referrer_daily WHERE appid = ?1 ORDER BY day LIMIT ${ROUND})`,
+	`DELETE FROM stripe_links WHERE (appid, customid) IN (SELECT appid, customid FROM stripe_links WHERE appid = ?1 ORDER BY customid LIMIT ${ROUND})`,
+	`DELETE FROM stripe_inbox WHERE (appid, eventid) IN (SELECT appid, eventid FROM stripe_inbox WHERE appid = ?1 ORDER BY eventid LIMIT ${ROUND})`,
+	"DELETE FROM stripe_event_counts WHERE appid = ?1",
+	"DELETE FROM webhook_breakers WHERE appid = ?1",
+];
+
+/**
+ * One round of the rows keyed by the twin's appid, in ONE batch: up to ROUND
+ * of each table. Answers how many it deleted (0: none left). Runs after the
+ * users rounds, once no ledger of the twin is left to flush into these tables.
+ */
+export async function deleteTestAppRows(db: D1Database, testAppid: string): Promise<number> {
+	const results = await db.batch(APP_TABLES.map((sql) => db.prepare(sql).bind(testAppid)));
+	return results.reduce((sum, r) => sum + (r.meta.changes ?? 0), 0);
+}
+
+/**
+ * One round of users in ONE batch, after their ledgers were erased: the rows
+ * they own (events, reward projections, clicks by their codes, reminders,
+ * identifiers), then the users. Referrals pointing at them are cut first, so
+ * the foreign key holds whichever of referrer and friend goes first.
+ */
+export async function deleteTestUsers(db: D1Database, testAppid: string, users: { userid: number; userkey: string }[]): Promise<number> {
+	const ids = JSON.stringify(users.map((u) => u.userid));
+	const keys = JSON.stringify(users.map((u) => u.userkey));
+	const userids = "SELECT value FROM json_each(?2)";
+	const codes = `SELECT referralcode FROM users WHERE appid = ?1 AND userid IN (${userids})`;
+	const results = await db.batch([
+		db.prepare(`UPDATE users SET referrer_userid = NULL WHERE referrer_userid IN (${userids})`).bind(testAppid, ids),
+		db.prepare(`DELETE FROM conversion_events WHERE userid IN (${userids})`).bind(testAppid, ids),
+		db.prepare("DELETE FROM rewards WHERE appid = ?1 AND userkey IN (SELECT value FROM json_each(?2))").bind(testAppid, keys),
+		db.prepare(`DELETE FROM link_clicks WHERE referralcode IN (${codes})`).bind(testAppid, ids),
+		db.prepare(`DELETE FROM link_click_log WHERE referralcode IN (${codes})`).bind(testAppid, ids),
+		db.prepare(`DELETE FROM link_click_seen WHERE referralcode IN (${codes})`).bind(testAppid, ids),
+		db.prepare(`DELETE FROM friend_reminders WHERE friend_userid IN (${userids})`).bind(testAppid, ids),
+		db.prepare(`DELETE FROM user_identifiers WHERE userid IN (${userids})`).bind(testAppid, ids),
+		db.prepare(`DELETE FROM referral_code_aliases WHERE userid IN (${userids})`).bind(testAppid, ids),
+		db.prepare(`DELETE FROM users WHERE appid = ?1 AND userid IN (${userids})`).bind(testAppid, ids),
+	]);
+	return results.reduce((sum, r) => sum + (r.meta.changes ?? 0), 0);
+}
+
+/** Records who erased the test data and how much, once the erasure is done. */
+export async function auditTestDataErased(db: D1Database, audit: AuditEntry): Promise<void> {
+	await auditStatement(db, audit).run();
+}
