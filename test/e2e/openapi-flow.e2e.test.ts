@@ -184,6 +184,11 @@ describe("integration flow through openapi-fetch (typed from the served document
 		const limited = await client.POST("/saas/v1_0/remindfriend", { body: { ...auth, userkey: ann.userkey, frienduserkey: bob.userkey } });
 		expect(limited.error).toMatchObject({ errorcode: "rate_limited" });
 
+		// The campaign's leaderboard (its counters follow the ledgers' flush: checked against the document, not for Ann's rank).
+		const board = await client.POST("/saas/v1_0/getleaderboard", { body: { ...auth, campaignid, userkey: ann.userkey } });
+		expect(board.response.status).toBe(200);
+		expect(board.data!.leaderboard).toEqual(expect.any(Array));
+
 		// Errors are the documented envelope too.
 		const unknown = await client.POST("/saas/v1_0/getuserbalance", { body: { ...auth, userkey: "nobody", campaignid } });
 		expect(unknown.response.status).toBe(404);
