@@ -64,6 +64,8 @@ const toApp = (row: AppRow): App => ({
 
 /** The appid of an app's test twin (docs/test-mode.md). */
 export const testAppid = (appid: string) => `${appid}_test`;
+/** Whether `appid` is a test twin's (migrations/0026): what its keys make is test data. */
+export const isTestAppid = (appid: string) => appid.endsWith("_test");
 
 /** The app that owns `apikey`, or null. */
 export async function findAppByApiKey(db: D1Database, apikey: string): Promise<App | null> {

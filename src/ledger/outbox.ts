@@ -1,4 +1,5 @@
 import type { z } from "zod";
+import { isTestAppid } from "../db/apps";
 import { auditEntrySchema, auditStatement } from "../db/audit";
 import { grantsConfirmed } from "../db/event-grants";
 import { appTimeZone, leaderboardCounters } from "../db/leaderboard";
@@ -230,7 +231,7 @@ async function runCouponClaim(host: FlushHost, entry: LedgerOutboxEntry): Promis
 	}
 	let coupon: AssignedCoupon | null;
 	try {
-		coupon = await claimCoupon(host.env.DB, claim, new Date().toISOString());
+		coupon = await claimCoupon(host.env.DB, { ...claim, livemode: !isTestAppid(host.appid) }, new Date().toISOString());
 	} catch (error) {
 		console.warn("ledger outbox: coupon claim failed", { appid: host.appid, userkey: host.userkey, error: errorText(error) });
 		postpone(host, [entry], error);

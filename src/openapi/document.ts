@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { ruleFor } from "../admin/rights";
+import { takesMode } from "../admin/test-mode";
 import { COLON } from "../http/router";
 import { operations } from "../operations";
 import { type AdminRoute, adminApi } from "./admin";
@@ -154,7 +155,19 @@ function adminOperation(route: AdminRoute): Record<string, unknown> {
 		required: false,
 		schema: jsonSchema(schema, "input"),
 	}));
-	const parameters = [...pathParams, ...queryParams];
+	const modeParam = takesMode(route.method, route.path)
+		? [
+				{
+					name: "mode",
+					in: "query",
+					required: false,
+					description:
+						"live (default) or test: the app's test data (users, rewards, stats, deliveries, breaker) or the campaign's test coupon pool (docs/test-mode.md)",
+					schema: { type: "string", enum: ["live", "test"] },
+				},
+			]
+		: [];
+	const parameters = [...pathParams, ...queryParams, ...modeParam];
 	return {
 		operationId: `admin_${route.method}_${route.path
 			.replace(/[{}]/g, "")
