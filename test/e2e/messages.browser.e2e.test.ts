@@ -17,15 +17,20 @@ let page: Page;
 const WAIT = { timeoutMs: 30_000, context: () => service.logs().slice(-2000) };
 const client = serviceClient(() => service);
 
+// Kept as promises: when the start outlives the hook's timeout (a loaded machine), afterAll still stops what started.
+const starting = { service: null as ReturnType<typeof startService> | null, browser: null as Promise<Browser> | null };
+
 beforeAll(async () => {
-	[service, browser] = await Promise.all([startService({ name: "messages" }), launchBrowser()]);
+	starting.service = startService({ name: "messages" });
+	starting.browser = launchBrowser();
+	[service, browser] = await Promise.all([starting.service, starting.browser]);
 	page = await browser.newPage();
 	await page.setBypassCSP(true); // lets the test inject axe-core; the pages themselves run under their CSP
-});
+}, 240_000);
 
 afterAll(async () => {
-	await browser?.close();
-	await service?.stop();
+	await (await starting.browser?.catch(() => null))?.close();
+	await (await starting.service?.catch(() => null))?.stop();
 });
 
 const go = async (path: string) => (await page.goto(`${service.base}${path}`, { waitUntil: "domcontentloaded" }))?.status() ?? 0;
