@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { brandedLayout, renderMessage } from "../../src/outbox/branded";
-import { outreachEmail, previewMessage, reminderEmail, sideReward } from "../../src/outbox/emails";
+import { invitationEmail, outreachEmail, passwordResetEmail, previewMessage, reminderEmail, sideReward } from "../../src/outbox/emails";
 import { DEFAULT_TEMPLATES } from "../../src/outbox/template-defaults";
 import { checkTemplate, fill, LANGS, langOfTag, MESSAGE_KINDS, pickTemplate, type Template, VARIABLES } from "../../src/outbox/templates";
 
@@ -161,5 +161,24 @@ describe("a campaign's template in an email", () => {
 		expect(sideReward(rules, "Referrer")).toBe("5%");
 		const preview = previewMessage("reminder", templates.get("en")!, { ...campaign, rewardrules: [] }, brand, "en");
 		expect(preview.text).toBe("Hi Bob, you get 10 USD: https://example.com/r/ANN123");
+	});
+});
+
+describe("every email of an app is branded", () => {
+	it("a team invitation carries the app's logo and colour; a password reset (a person's, no app's) the service's look", () => {
+		const invitation = invitationEmail({
+			to: "m@example.com",
+			appname: "Acme",
+			role: "viewer",
+			url: "https://s/dashboard/invitations/inv_x",
+			expiresAt: 0,
+			brand,
+		});
+		expect(invitation.html).toContain('<img src="https://cdn.example.com/logo.png" alt="Acme"');
+		expect(invitation.html).toContain('<a href="https://s/dashboard/invitations/inv_x">');
+		expect(invitation.html).toContain("#ff6600");
+		const reset = passwordResetEmail({ to: "m@example.com", url: "https://s/dashboard/reset/rst_x" });
+		expect(reset.html).not.toContain("<img");
+		expect(reset.html).not.toContain("#ff6600");
 	});
 });
