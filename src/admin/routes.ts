@@ -19,6 +19,7 @@ import { requireApp } from "./guard";
 import { importRoutes } from "./import";
 import { leaderboardRoutes } from "./leaderboard";
 import { memberRoutes } from "./members";
+import { messageRoutes } from "./messages";
 import { pageOf } from "./paging";
 import { auditEntry, authOf, clientIpHash, diff, isSettled, settle, signedInPersonOf } from "./principal";
 import { privacyRoutes } from "./privacy";
@@ -102,6 +103,8 @@ function appView(app: App) {
 		emailsender: app.emailsender,
 		frameorigin: app.frameorigin,
 		timezone: app.timezone,
+		logourl: app.logourl,
+		accentcolor: app.accentcolor,
 		webhooksecret: app.webhookSecret,
 		defaultcampaignid: app.defaultCampaignId,
 		createdat: app.createdAt,
@@ -260,6 +263,7 @@ adminRoutes.post("/apps/:appid/rotate-webhooksecret", async (c) => {
 });
 
 adminRoutes.route("/", campaignRoutes);
+adminRoutes.route("/", messageRoutes);
 adminRoutes.route("/", deliveryRoutes);
 adminRoutes.route("/", breakerRoutes);
 adminRoutes.route("/", userRoutes);

@@ -36,6 +36,9 @@ export interface AppInfo {
 	webhooksecret: string | null;
 	defaultcampaignid: number | null;
 	frameorigin: string | null;
+	/** The app's logo (https) and accent colour (#rrggbb) on its share page, widget and emails. */
+	logourl: string | null;
+	accentcolor: string | null;
 	/** IANA time zone of the app's analytics days. */
 	timezone: string;
 	/** The Stripe connection, never its secrets (docs/stripe.md). */

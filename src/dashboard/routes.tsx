@@ -17,6 +17,7 @@ import { registerCampaigns } from "./pages/campaigns";
 import { registerDeliveries } from "./pages/deliveries";
 import { registerLeaderboard } from "./pages/leaderboard";
 import { registerMail } from "./pages/mail";
+import { registerMessages } from "./pages/messages";
 import { registerReview } from "./pages/review";
 import { registerStripe } from "./pages/stripe";
 import { registerTeam } from "./pages/team";
@@ -38,7 +39,11 @@ export const dashboardRoutes = new Hono<DashEnv>();
 dashboardRoutes.use("*", async (c, next) => {
 	await next();
 	c.header("X-Frame-Options", "DENY");
-	c.header("Content-Security-Policy", "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; frame-ancestors 'none'");
+	// img-src https: for an app's logo (an https URL the operator chose) in the settings and the email preview.
+	c.header(
+		"Content-Security-Policy",
+		"default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: https:; frame-ancestors 'none'",
+	);
 	c.header("Referrer-Policy", "same-origin");
 	if (!c.req.path.startsWith("/dashboard/static/")) c.header("Cache-Control", "no-store");
 });
@@ -157,6 +162,7 @@ dashboardRoutes.use("/apps/:appid/*", tabsByRole);
 
 registerApps(dashboardRoutes);
 registerCampaigns(dashboardRoutes);
+registerMessages(dashboardRoutes);
 registerUsers(dashboardRoutes);
 registerReview(dashboardRoutes);
 registerDeliveries(dashboardRoutes);

@@ -15,6 +15,9 @@ export interface App {
 	frameorigin: string | null;
 	/** IANA time zone of the app's analytics days (default UTC). */
 	timezone: string;
+	/** The app's logo (an https URL) and accent colour (#rrggbb) on its share page, widget and emails (docs/messages.md). */
+	logourl: string | null;
+	accentcolor: string | null;
 	defaultCampaignId: number | null;
 	createdAt: string;
 	updatedAt: string;
@@ -37,6 +40,8 @@ interface AppRow {
 	emailsender: string | null;
 	frameorigin: string | null;
 	timezone: string | null;
+	logourl: string | null;
+	accentcolor: string | null;
 	default_campaignid: number | null;
 	created_at: string;
 	updated_at: string;
@@ -54,6 +59,8 @@ const toApp = (row: AppRow): App => ({
 	emailsender: row.emailsender,
 	frameorigin: row.frameorigin ?? null,
 	timezone: row.timezone ?? "UTC",
+	logourl: row.logourl ?? null,
+	accentcolor: row.accentcolor ?? null,
 	defaultCampaignId: row.default_campaignid,
 	createdAt: row.created_at,
 	updatedAt: row.updated_at,
@@ -169,6 +176,8 @@ export type AppChanges = Partial<
 		| "emailsender"
 		| "frameorigin"
 		| "timezone"
+		| "logourl"
+		| "accentcolor"
 		| "privatekeyHash"
 		| "webhookSecret"
 		| "defaultCampaignId"
@@ -190,6 +199,8 @@ const SHARED_COLUMNS = [
 	"emailsender",
 	"frameorigin",
 	"timezone",
+	"logourl",
+	"accentcolor",
 	"default_campaignid",
 ] as const;
 
@@ -200,6 +211,8 @@ const APP_COLUMNS: Record<keyof AppChanges, string> = {
 	emailsender: "emailsender",
 	frameorigin: "frameorigin",
 	timezone: "timezone",
+	logourl: "logourl",
+	accentcolor: "accentcolor",
 	privatekeyHash: "privatekey_hash",
 	webhookSecret: "webhook_secret",
 	defaultCampaignId: "default_campaignid",

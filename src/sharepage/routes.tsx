@@ -30,11 +30,21 @@ export function frameOrigin(app: { frameorigin: string | null; landingurl: strin
 	return app.landingurl ? exactOrigin(app.landingurl) : null;
 }
 
-function secureHeaders(c: Context, nonce: string, ancestor: string | null) {
-	// No request leaves the page: everything is inline (nonce'd) and nothing else may load.
+/** The app's logo as the page shows it: an https URL (the admin API allows no other), else none. */
+function logoOf(app: { logourl: string | null }): { url: string; origin: string } | null {
+	try {
+		const url = app.logourl ? new URL(app.logourl) : null;
+		return url?.protocol === "https:" ? { url: url.href, origin: url.origin } : null;
+	} catch {
+		return null;
+	}
+}
+
+function secureHeaders(c: Context, nonce: string, ancestor: string | null, imageOrigin: string | null = null) {
+	// No request leaves the page but the app's logo: everything is inline (nonce'd), one image origin at most.
 	c.header(
 		"Content-Security-Policy",
-		`default-src 'none'; style-src 'nonce-${nonce}'; script-src 'nonce-${nonce}'; img-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors ${ancestor ?? "'none'"}`,
+		`default-src 'none'; style-src 'nonce-${nonce}'; script-src 'nonce-${nonce}'; img-src ${imageOrigin ?? "'none'"}; base-uri 'none'; form-action 'none'; frame-ancestors ${ancestor ?? "'none'"}`,
 	);
 	// X-Frame-Options cannot name another origin; frame-ancestors governs when one is allowed.
 	if (!ancestor) c.header("X-Frame-Options", "DENY");
@@ -70,6 +80,7 @@ sharePageRoutes.get("/share/:appid/:userkey", async (c) => {
 	]);
 	const shareurl = shareUrl(user.referralcode, user.customdomain, c.env.SHARE_BASE_URL, new URL(c.req.url).origin);
 	const background = safeColor(campaign?.campaignbgcolor);
+	const logo = logoOf(app);
 	const offertitle = campaign?.offertitle ?? "";
 	const data: SharePageData = {
 		offertitle,
@@ -85,9 +96,10 @@ sharePageRoutes.get("/share/:appid/:userkey", async (c) => {
 		rewards: balance.map((b) => ({ unit: b.rewardunit, earned: b.total, pending: b.pending, available: b.approved })),
 		terms: campaign?.terms ?? "",
 		lang: negotiateLang(c.req.header("accept-language")),
+		brand: { name: app.name, logourl: logo?.url ?? null, accent: app.accentcolor ? safeColor(app.accentcolor) : null },
 	};
 	const nonce = newNonce();
-	secureHeaders(c, nonce, frameOrigin(app));
+	secureHeaders(c, nonce, frameOrigin(app), logo?.origin ?? null);
 	// The labels follow the browser's language: a cache must keep one copy per language.
 	c.header("Vary", "Accept-Language");
 	return c.html(<SharePage data={data} nonce={nonce} />);

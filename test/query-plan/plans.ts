@@ -53,6 +53,7 @@ export const GROWING_TABLES: Record<Engine, readonly string[]> = {
 		"stripe_event_counts",
 		"stripe_inbox",
 		"leaderboard_counts",
+		"campaign_messages",
 	],
 	ledger: [
 		"rewards",

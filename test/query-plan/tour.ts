@@ -14,6 +14,7 @@ import { ADMIN_TOKEN, admin, createApp, request } from "../support/api";
 import { flushClicks } from "../support/clicks";
 import { cookieOf, csrfOf, ok, page } from "./tour-http";
 import { membersTour } from "./tour-members";
+import { messagesTour } from "./tour-messages";
 import { stripeTour } from "./tour-stripe";
 import { testModeTour } from "./tour-test-mode";
 
@@ -332,5 +333,6 @@ export async function tour(): Promise<void> {
 	await rarePaths(state);
 	await oldLedger();
 	await testModeTour();
+	await messagesTour();
 	await scheduledJobs();
 }

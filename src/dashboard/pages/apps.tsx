@@ -17,7 +17,7 @@ export async function loadApp(c: DashContext, appid: string): Promise<AppInfo> {
 /** The app body of the admin API; settings (PATCH) also carry the frame origin and the time zone. */
 function appForm(form: Record<string, unknown>, settings = false) {
 	const out: Record<string, string | null> = {};
-	const names = ["name", "landingurl", "webhookurl", "emailsender", ...(settings ? ["frameorigin"] : [])];
+	const names = ["name", "landingurl", "webhookurl", "emailsender", ...(settings ? ["frameorigin", "logourl", "accentcolor"] : [])];
 	if (settings) out.timezone = field(form, "timezone").trim() || "UTC";
 	for (const name of names) {
 		const value = field(form, name).trim();
@@ -108,6 +108,22 @@ function OwnerSections({ app, csrf }: { app: AppInfo; csrf: string }) {
 					hint="the site allowed to frame the referral page, e.g. https://shop.example.com; empty: the landing URL's"
 				/>
 				<TimeZoneField value={app.timezone} />
+				<div class="two">
+					<Field
+						label="Logo URL"
+						name="logourl"
+						type="url"
+						value={app.logourl}
+						hint="https only; on the share page, the widget and every email"
+					/>
+					<Field
+						label="Accent colour"
+						name="accentcolor"
+						value={app.accentcolor}
+						hint="hex, e.g. #1a56db; empty: the service's own"
+						attrs={{ pattern: "#([0-9a-fA-F]{3}|[0-9a-fA-F]{6})", placeholder: "#1a56db" }}
+					/>
+				</div>
 				<div>
 					<button type="submit">Save settings</button>
 				</div>
@@ -223,6 +239,8 @@ export function registerApps(dash: Dash) {
 			webhookurl: typed.webhookurl ?? null,
 			emailsender: typed.emailsender ?? null,
 			frameorigin: typed.frameorigin ?? null,
+			logourl: typed.logourl ?? null,
+			accentcolor: typed.accentcolor ?? null,
 			timezone: typed.timezone ?? stored.timezone,
 		};
 		return overview(c, shown, { error: res.error }, 400);

@@ -112,6 +112,10 @@ async function renderEdit(c: DashContext, appid: string, campaign: Values, messa
 				The referral page may be framed by <code data-testid="frameorigin">{app.frameorigin ?? "the landing URL's origin"}</code> (
 				<a href={`/dashboard/apps/${appid}#settings`}>change the app's frame origin</a>).
 			</p>
+			<p>
+				<a href={`${base}/messages`}>Edit this campaign's emails</a> (outreach and reminder, in English, French, German and Spanish, with a
+				live preview)
+			</p>
 			<CampaignForm action={base} campaign={campaign} csrf={csrf} submit={manager ? "Save campaign" : null} />
 			<h2 id="coupons">Coupon pool</h2>
 			<p>
