@@ -9,6 +9,7 @@ import { reconcilePayouts } from "./payouts";
 import { Refused } from "./refused";
 import { toView } from "./rows";
 import type { RewardRow } from "./schema";
+import type { TxContext } from "./transaction-types";
 import type { RewardGrant } from "./types";
 
 /**
@@ -17,14 +18,6 @@ import type { RewardGrant } from "./types";
  * the outbox entries that report the change. Callers run them inside one
  * `transactionSync`.
  */
-
-/** Who the ledger belongs to and when the current transaction happens. */
-export interface TxContext {
-	sql: SqlStorage;
-	appid: string;
-	userkey: string;
-	nowMs: number;
-}
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
