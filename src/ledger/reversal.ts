@@ -10,7 +10,7 @@ import { toLedgerReward } from "./rows";
 import type { RefundRow, RewardRow } from "./schema";
 import { readLedgerJson, reversalOutcomeSchema, reverseOperationSchema } from "./stored-json";
 import type { ReversalOutcome, ReversedReward, ReverseOperation, RewardSnapshot, TxContext } from "./transaction-types";
-import type { LedgerReward, RewardStatus } from "./types";
+import type { LedgerReward } from "./types";
 
 /**
  * The ledger's part of `reverseconversionevent` (docs/rewards.md, "Refunds

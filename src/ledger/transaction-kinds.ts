@@ -1,10 +1,9 @@
 import { seqOfRewardId } from "../domain/ledger-ids";
-import { type LedgerAudit, queueRewardAudits, rewardsBefore } from "./audit";
+import { queueRewardAudits, rewardsBefore } from "./audit";
 import { Refused } from "./refused";
 import { applyReversal, eventRewardIds } from "./reversal";
 import { applyStatusChanges } from "./status-changes";
-import type { LedgerOperation, LedgerOperationResult, ReversalOutcome, ReverseOperation, TxContext } from "./transaction-types";
-import type { LedgerReward, StatusChange } from "./types";
+import type { LedgerOperation, LedgerOperationResult, TxContext } from "./transaction-types";
 
 /**
  * The changes a ledger can take part in through a multi-ledger transaction
