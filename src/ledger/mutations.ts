@@ -1,5 +1,6 @@
 import { seqOfRewardId } from "../domain/ledger-ids";
-import { type WebhookType, webhookEvent } from "../outbox/events";
+import type { WebhookType } from "../domain/outbox-event";
+import { webhookEvent } from "../outbox/events";
 import { fromHundredths } from "../rewards/money";
 import { bucketDelta, contribution, isZeroDelta } from "./balance";
 import { type BalanceKey, owedOf, payClawbacks, restOf, rowsWithOwed, settlingRewards } from "./clawbacks";

@@ -2,11 +2,12 @@ import { type CoordinatedResult, type CoordinationOptions, type LedgerPart, runA
 import { type EventParties, findEventParties } from "../db/events";
 import { allOf, appHasWebhook, insertOutboxEvent } from "../db/outbox-events";
 import { customIdToken } from "../domain/ids";
+import type { OutboxEvent } from "../domain/outbox-event";
 import type { WorkOutcome } from "../domain/outcome";
 import { ApiError, ledgerError } from "../http/errors";
 import type { LedgerAudit } from "../ledger/audit";
 import type { LedgerOperation, ReversalOutcome } from "../ledger/transaction-types";
-import { type OutboxEvent, sendOutboxEvents, webhookEvent } from "../outbox/events";
+import { sendOutboxEvents, webhookEvent } from "../outbox/events";
 import { fromHundredths, toHundredths } from "../rewards/money";
 import { failureOf, type WorkContext } from "./work";
 

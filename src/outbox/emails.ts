@@ -1,5 +1,5 @@
 import type { Campaign, SocialAction } from "../db/campaigns";
-import type { EmailPayload } from "./events";
+import type { EmailPayload } from "../domain/outbox-event";
 import { html, raw, safeHref } from "./html";
 import { headerText } from "./mail-headers";
 
