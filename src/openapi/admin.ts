@@ -3,22 +3,13 @@ import { importSchema } from "../admin/import";
 import { addCouponsSchema, createAppSchema, createCampaignSchema, updateAppSchema, updateCampaignSchema } from "../admin/schemas";
 import { statusChangesSchema } from "../operations/schemas";
 import { accessApi } from "./admin-access";
+import type { AdminRoute } from "./admin-route";
 
 /**
  * The admin API (/admin/v1) for the OpenAPI document. Hono routes carry no
  * schema, so each route is described here; test/openapi/document.integration.test.ts
  * fails when a route of adminRoutes has no entry.
  */
-export interface AdminRoute {
-	method: "get" | "post" | "patch" | "put" | "delete";
-	/** OpenAPI form, relative to /admin/v1: `/apps/{appid}`. */
-	path: string;
-	summary: string;
-	body?: z.ZodType;
-	query?: Record<string, z.ZodType>;
-	status: number;
-	response: z.ZodType;
-}
 
 const app = z.looseObject({
 	appid: z.string(),

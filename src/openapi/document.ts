@@ -2,7 +2,8 @@ import { z } from "zod";
 import { ruleFor } from "../admin/rights";
 import { COLON } from "../http/router";
 import { operations } from "../operations";
-import { type AdminRoute, adminApi } from "./admin";
+import { adminApi } from "./admin";
+import type { AdminRoute } from "./admin-route";
 import { ERROR_CODES } from "./error-codes";
 import { genericSuccess, operationResponses } from "./responses";
 
