@@ -74,7 +74,7 @@ describe("Stripe's events in any order, exactly once", () => {
 		expect((await h.status(rewardid)).rewardstatus).toBe("Rejected");
 	});
 
-	it("a refund that meets a locked reward is retried and applied once the lock is gone", async () => {
+	it("a refund that meets a locked reward is retried and applied once the lock is gone", { timeout: 150_000 }, async () => {
 		const { customer, friendCustomer, rewardid } = await h.referral("locked");
 		const paid = invoicePaid(friendCustomer, 10_000);
 		expect(await h.deliver(paid)).toBe(200);
