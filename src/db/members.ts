@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { nowIso } from "../domain/dates";
-import type { OutboxEvent } from "../outbox/events";
+import type { OutboxEvent } from "../domain/outbox-event";
 import { ROLES, type Role } from "./admin-tokens";
 import { type AuditEntry, auditStatement } from "./audit";
 import { insertOutboxEvent } from "./outbox-events";

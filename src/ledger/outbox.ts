@@ -7,12 +7,14 @@ import { appHasWebhook, insertOutboxEvent } from "../db/outbox-events";
 import { type AssignedCoupon, claimCoupon, projectionStatement, releaseCoupon, sendFlushBatch } from "../db/projection";
 import { rewardCounters } from "../db/stats";
 import { rewardId } from "../domain/ledger-ids";
-import { type OutboxEvent, sendInBatches } from "../outbox/events";
-import { type CouponClaim, holdsCode } from "./coupons";
+import type { OutboxEvent } from "../domain/outbox-event";
+import { sendInBatches } from "../outbox/events";
+import { holdsCode } from "./coupons";
 import { payoutMessages } from "./payouts";
 import { erasedAt } from "./privacy";
 import type { LedgerOutboxEntry, RewardRow } from "./schema";
 import { couponClaimSchema, projectionPayloadSchema, readLedgerJson, webhookEventSchema } from "./stored-json";
+import type { CouponClaim } from "./transaction-types";
 
 /**
  * The ledger's transactional outbox. Entries are written in the same storage

@@ -3,7 +3,7 @@ import { createMemberSchema, updateMemberSchema } from "../admin/members";
 import { createTokenSchema } from "../admin/tokens";
 import { ROLES } from "../db/admin-tokens";
 import { ACTOR_TYPES } from "../db/audit";
-import type { AdminRoute } from "./admin";
+import type { AdminRoute } from "./admin-route";
 
 /** The admin API's access routes (docs/operators.md): tokens, members and the audit log. */
 

@@ -5,22 +5,13 @@ import { addCouponsSchema, createAppSchema, createCampaignSchema, updateAppSchem
 import { statusChangesSchema } from "../operations/schemas";
 import { LANGS, MESSAGE_KINDS } from "../outbox/templates";
 import { accessApi } from "./admin-access";
+import type { AdminRoute } from "./admin-route";
 
 /**
  * The admin API (/admin/v1) for the OpenAPI document. Hono routes carry no
  * schema, so each route is described here; test/openapi/document.integration.test.ts
  * fails when a route of adminRoutes has no entry.
  */
-export interface AdminRoute {
-	method: "get" | "post" | "patch" | "put" | "delete";
-	/** OpenAPI form, relative to /admin/v1: `/apps/{appid}`. */
-	path: string;
-	summary: string;
-	body?: z.ZodType;
-	query?: Record<string, z.ZodType>;
-	status: number;
-	response: z.ZodType;
-}
 
 const app = z.looseObject({
 	appid: z.string(),

@@ -3,7 +3,8 @@ import { ruleFor } from "../admin/rights";
 import { takesMode } from "../admin/test-mode";
 import { COLON } from "../http/router";
 import { operations } from "../operations";
-import { type AdminRoute, adminApi } from "./admin";
+import { adminApi } from "./admin";
+import type { AdminRoute } from "./admin-route";
 import { ERROR_CODES } from "./error-codes";
 import { genericSuccess, operationResponses } from "./responses";
 

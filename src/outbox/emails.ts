@@ -1,6 +1,6 @@
 import type { Campaign, CampaignWithDetails, RewardRule, SocialAction } from "../db/campaigns";
+import type { EmailPayload } from "../domain/outbox-event";
 import { type Brand, brandedLayout, renderMessage } from "./branded";
-import type { EmailPayload } from "./events";
 import { html, raw, safeHref } from "./html";
 import { headerText } from "./mail-headers";
 import { DEFAULT_TEMPLATES, SAMPLE_VALUES, SOMEONE } from "./template-defaults";

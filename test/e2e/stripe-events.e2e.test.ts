@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { stripeCustomId } from "../../src/integrations/stripe/events";
 import { chargeRefunded, type Harness, invoicePaid, startHarness } from "./stripe-harness";
 
 // Issue 31 end to end against `wrangler dev`: Stripe's events in any order,
@@ -71,6 +72,31 @@ describe("Stripe's events in any order, exactly once", () => {
 		expect(await h.deliver(chargeRefunded(paid, 8000))).toBe(200);
 		await h.settlesAt(customer, 0);
 		expect((await h.status(rewardid)).rewardstatus).toBe("Rejected");
+	});
+
+	it("a refund that meets a locked reward is retried and applied once the lock is gone", { timeout: 150_000 }, async () => {
+		const { customer, friendCustomer, rewardid } = await h.referral("locked");
+		const paid = invoicePaid(friendCustomer, 10_000);
+		expect(await h.deliver(paid)).toBe(200);
+		await h.settlesAt(customer, -1000);
+		// A refund through the API whose coordinator dies between prepare and decision (D1 refuses this app's commit
+		// decisions for a moment): its prepare holds the event's rewards in the ledger until its lease ends (15 s).
+		const customid = await stripeCustomId(h.appid, paid.data.object.id);
+		const trigger = `refuse_commit_${h.appid}`;
+		h.service.sql(
+			`CREATE TRIGGER ${trigger} BEFORE INSERT ON ledger_decisions WHEN NEW.appid = '${h.appid}' AND NEW.decision = 'commit' BEGIN SELECT RAISE(ABORT, 'held for the test'); END`,
+		);
+		try {
+			const stalled = await h.api("reverseconversionevent", { customid, refundvalue: 10, refundid: "api-refund" });
+			expect(stalled.status).toBeGreaterThanOrEqual(500);
+		} finally {
+			h.service.sql(`DROP TRIGGER IF EXISTS ${trigger}`);
+		}
+		// Stripe's refund now meets the lock (reward_locked): retried, not acknowledged, and applied once the lease ended.
+		expect(await h.deliver(chargeRefunded(paid, 4000))).toBe(200);
+		await h.settlesAt(customer, -600);
+		expect(await h.status(rewardid)).toMatchObject({ reward: "6", reversedamount: "4" });
+		expect(Object.keys(await h.counts()).filter((k) => k.startsWith("refused"))).toEqual([]);
 	});
 
 	it("a signed event without data is a 400, not a 500", async () => {
