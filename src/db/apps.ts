@@ -16,6 +16,8 @@ export interface App {
 	/** IANA time zone of the app's analytics days (default UTC). */
 	timezone: string;
 	defaultCampaignId: number | null;
+	/** Members sign in to the dashboard with a passkey (issue 32, docs/operators.md "Passkeys"). */
+	requirePasskeys: boolean;
 	createdAt: string;
 	updatedAt: string;
 	/** False for the test twin of an app (test keys, docs/test-mode.md). */
@@ -38,6 +40,7 @@ interface AppRow {
 	frameorigin: string | null;
 	timezone: string | null;
 	default_campaignid: number | null;
+	require_passkeys: number | null;
 	created_at: string;
 	updated_at: string;
 	live_appid: string | null;
@@ -55,6 +58,7 @@ const toApp = (row: AppRow): App => ({
 	frameorigin: row.frameorigin ?? null,
 	timezone: row.timezone ?? "UTC",
 	defaultCampaignId: row.default_campaignid,
+	requirePasskeys: row.require_passkeys === 1,
 	createdAt: row.created_at,
 	updatedAt: row.updated_at,
 	livemode: row.live_appid === null,
@@ -170,6 +174,7 @@ export type AppChanges = Partial<
 		| "privatekeyHash"
 		| "webhookSecret"
 		| "defaultCampaignId"
+		| "requirePasskeys"
 	>
 >;
 
@@ -201,11 +206,15 @@ const APP_COLUMNS: Record<keyof AppChanges, string> = {
 	privatekeyHash: "privatekey_hash",
 	webhookSecret: "webhook_secret",
 	defaultCampaignId: "default_campaignid",
+	requirePasskeys: "require_passkeys",
 };
 
 /** Applies the given changes with their audit entry; returns false when the app does not exist (nothing is recorded then). */
 export async function updateApp(db: D1Database, appid: string, changes: AppChanges, audit: AuditEntry): Promise<boolean> {
-	const entries = Object.entries(changes).filter(([, v]) => v !== undefined) as [keyof AppChanges, string | number | null][];
+	const entries = Object.entries(changes)
+		.filter(([, v]) => v !== undefined)
+		// SQLite has no booleans: a flag is stored as 0 or 1.
+		.map(([k, v]) => [k, typeof v === "boolean" ? Number(v) : v]) as [keyof AppChanges, string | number | null][];
 	const sets = entries.map(([key]) => `${APP_COLUMNS[key]} = ?`);
 	// A default campaign must be one of the app's own: checked in the write itself, so nothing changes otherwise.
 	// A settings change writes the live app and its test twin alike; a private key is each mode's own.
