@@ -49,6 +49,7 @@ const view = (m: Member) => ({
 	state: memberState(m),
 	createdat: m.created_at,
 	acceptedat: m.accepted_at,
+	passkeys: m.passkeys,
 });
 
 const memberNotFound = () => new ApiError(404, "not_found", "No member with that memberid in this app.");

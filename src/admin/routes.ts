@@ -107,6 +107,7 @@ function appView(app: App) {
 		accentcolor: app.accentcolor,
 		webhooksecret: app.webhookSecret,
 		defaultcampaignid: app.defaultCampaignId,
+		requirepasskeys: app.requirePasskeys,
 		createdat: app.createdAt,
 		updatedat: app.updatedAt,
 	};
@@ -175,7 +176,7 @@ adminRoutes.patch("/apps/:appid", async (c) => {
 	const input = await body(c.req.raw, updateAppSchema);
 	requireAllowedWebhookUrl(c, input.webhookurl);
 	const appid = c.req.param("appid");
-	const { defaultcampaignid, stripe, teststripe, ...fields } = input;
+	const { defaultcampaignid, requirepasskeys, stripe, teststripe, ...fields } = input;
 	checkStripeSettings(c, stripe);
 	checkStripeSettings(c, teststripe);
 	const before = await requireApp(c.env.DB, appid);
@@ -189,11 +190,14 @@ adminRoutes.patch("/apps/:appid", async (c) => {
 		action: "app.update",
 		targetType: "app",
 		targetId: appid,
-		changes: diff(appView(before), { ...fields, defaultcampaignid }),
+		changes: diff(appView(before), { ...fields, defaultcampaignid, requirepasskeys }),
 	});
 	// A call that only connects Stripe changes no column of the app (and records no empty app.update).
 	const onlyStripe = (stripe !== undefined || teststripe !== undefined) && Object.keys(audit.changes).length === 0;
-	if (!onlyStripe && !(await updateApp(c.env.DB, appid, { ...fields, defaultCampaignId: defaultcampaignid }, audit))) {
+	if (
+		!onlyStripe &&
+		!(await updateApp(c.env.DB, appid, { ...fields, defaultCampaignId: defaultcampaignid, requirePasskeys: requirepasskeys }, audit))
+	) {
 		const app = await requireApp(c.env.DB, appid);
 		if (defaultcampaignid !== undefined) {
 			throw badRequest(`defaultcampaignid: ${defaultcampaignid} is not a campaign of app ${app.appid}.`, { fields: ["defaultcampaignid"] });

@@ -84,6 +84,8 @@ export const updateAppSchema = createAppSchema.partial().extend({
 		.nullish(),
 	/** The campaign new users join when register names none and they have no referrer (must be one of the app's). */
 	defaultcampaignid: int.pipe(z.number().int().positive("must be a campaign id")).optional(),
+	/** Members must sign in to the dashboard with a passkey (docs/operators.md "Passkeys"); owners only, as every setting. */
+	requirepasskeys: z.boolean("must be true or false").optional(),
 });
 
 const capitalized = <T extends string>(values: readonly [T, ...T[]]) =>

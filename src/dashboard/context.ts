@@ -41,6 +41,8 @@ export interface AppInfo {
 	accentcolor: string | null;
 	/** IANA time zone of the app's analytics days. */
 	timezone: string;
+	/** Members sign in with a passkey (docs/operators.md "Passkeys"). */
+	requirepasskeys: boolean;
 	/** The Stripe connection, never its secrets (docs/stripe.md). */
 	stripe?: { connected: boolean; secretkeylast4?: string; eventname?: string; webhookurl: string; events?: Record<string, number> };
 	createdat: string;

@@ -19,6 +19,8 @@ export interface App {
 	logourl: string | null;
 	accentcolor: string | null;
 	defaultCampaignId: number | null;
+	/** Members sign in to the dashboard with a passkey (issue 32, docs/operators.md "Passkeys"). */
+	requirePasskeys: boolean;
 	createdAt: string;
 	updatedAt: string;
 	/** False for the test twin of an app (test keys, docs/test-mode.md). */
@@ -43,6 +45,7 @@ interface AppRow {
 	logourl: string | null;
 	accentcolor: string | null;
 	default_campaignid: number | null;
+	require_passkeys: number | null;
 	created_at: string;
 	updated_at: string;
 	live_appid: string | null;
@@ -62,6 +65,7 @@ const toApp = (row: AppRow): App => ({
 	logourl: row.logourl ?? null,
 	accentcolor: row.accentcolor ?? null,
 	defaultCampaignId: row.default_campaignid,
+	requirePasskeys: row.require_passkeys === 1,
 	createdAt: row.created_at,
 	updatedAt: row.updated_at,
 	livemode: row.live_appid === null,
@@ -181,6 +185,7 @@ export type AppChanges = Partial<
 		| "privatekeyHash"
 		| "webhookSecret"
 		| "defaultCampaignId"
+		| "requirePasskeys"
 	>
 >;
 
@@ -216,11 +221,15 @@ const APP_COLUMNS: Record<keyof AppChanges, string> = {
 	privatekeyHash: "privatekey_hash",
 	webhookSecret: "webhook_secret",
 	defaultCampaignId: "default_campaignid",
+	requirePasskeys: "require_passkeys",
 };
 
 /** Applies the given changes with their audit entry; returns false when the app does not exist (nothing is recorded then). */
 export async function updateApp(db: D1Database, appid: string, changes: AppChanges, audit: AuditEntry): Promise<boolean> {
-	const entries = Object.entries(changes).filter(([, v]) => v !== undefined) as [keyof AppChanges, string | number | null][];
+	const entries = Object.entries(changes)
+		.filter(([, v]) => v !== undefined)
+		// SQLite has no booleans: a flag is stored as 0 or 1.
+		.map(([k, v]) => [k, typeof v === "boolean" ? Number(v) : v]) as [keyof AppChanges, string | number | null][];
 	const sets = entries.map(([key]) => `${APP_COLUMNS[key]} = ?`);
 	// A default campaign must be one of the app's own: checked in the write itself, so nothing changes otherwise.
 	// A settings change writes the live app and its test twin alike; a private key is each mode's own.

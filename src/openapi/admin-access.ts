@@ -23,6 +23,9 @@ const memberView = z.object({
 		.describe("accepted once the member's own invitation was; invited until then, expired when its invitation expired unused"),
 	createdat: z.string(),
 	acceptedat: z.string().nullable(),
+	passkeys: z
+		.number()
+		.describe("How many passkeys the member has registered (0 until accepted): who is ready before requiring passkeys (docs/operators.md)"),
 });
 const auditEntry = z.object({
 	seq: z.number(),

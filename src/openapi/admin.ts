@@ -25,6 +25,7 @@ const app = z.looseObject({
 	accentcolor: z.string().nullable().describe("The app's accent colour (#rrggbb) on its share page, widget and emails"),
 	webhooksecret: z.string().nullable().describe("null unless the caller is an owner or the superuser"),
 	defaultcampaignid: z.number().nullable(),
+	requirepasskeys: z.boolean().describe("Members sign in to the dashboard with a passkey (docs/operators.md, Passkeys)"),
 	stripe: z
 		.looseObject({
 			connected: z.boolean(),

@@ -5,6 +5,7 @@ import { COLON } from "../http/router";
 import { operations } from "../operations";
 import { adminApi } from "./admin";
 import type { AdminRoute } from "./admin-route";
+import { dashboardPaths, devPaths } from "./dashboard";
 import { ERROR_CODES } from "./error-codes";
 import { genericSuccess, operationResponses } from "./responses";
 
@@ -254,8 +255,10 @@ export function openApiDocument(serverUrl: string) {
 			{ name: "Operations", description: "The public API, called from your back end" },
 			{ name: "Admin", description: "Apps, campaigns, coupons and deliveries" },
 			{ name: "Integrations", description: "Endpoints other services call: Stripe's events" },
+			{ name: "Dashboard", description: "The dashboard's passkey routes a browser script calls (docs/operators.md, Passkeys)" },
+			{ name: "Development", description: "Local development only (ENVIRONMENT=development): a deployed Worker answers 404" },
 		],
-		paths: { ...publicPaths(), ...adminPaths(), ...integrationPaths() },
+		paths: { ...publicPaths(), ...adminPaths(), ...integrationPaths(), ...dashboardPaths(), ...devPaths() },
 		components: {
 			schemas: { Error: errorEnvelope },
 			parameters: {

@@ -46,6 +46,9 @@ export const GROWING_TABLES: Record<Engine, readonly string[]> = {
 		"members",
 		"member_invitations",
 		"password_resets",
+		// Issue 32's passkeys (a few per person) and the challenges used in the last 5 minutes (one per passkey ceremony).
+		"passkeys",
+		"passkey_challenges_used",
 		"dev_mail",
 		"audit_log",
 		"app_stripe",

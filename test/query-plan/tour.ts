@@ -15,6 +15,7 @@ import { flushClicks } from "../support/clicks";
 import { cookieOf, csrfOf, ok, page } from "./tour-http";
 import { membersTour } from "./tour-members";
 import { messagesTour } from "./tour-messages";
+import { passkeysTour } from "./tour-passkeys";
 import { stripeTour } from "./tour-stripe";
 import { testModeTour } from "./tour-test-mode";
 
@@ -329,6 +330,7 @@ export async function tour(): Promise<void> {
 	const state = await operations();
 	await adminRoutes(state);
 	await membersTour(state.app.appid);
+	await passkeysTour(state.app.appid);
 	await stripeTour(request);
 	await rarePaths(state);
 	await oldLedger();
