@@ -153,7 +153,23 @@ export async function readBoard(
 			 ORDER BY ${ORDER} LIMIT ?4`,
 		)
 		.bind(q.appid, q.campaignid, q.bucket, q.limit);
-	const standing = db
+	const standing = standingLookup(db, { ...q, userkey: q.userkey ?? "" });
+	const [found, rows, mine] = await db.batch(q.userkey === null ? [campaign, top] : [campaign, top, standing]);
+	const me = firstRowOf<{ userid: number; erased: number; friends: number; rank: number | null }>(mine);
+	return {
+		campaignFound: firstRowOf<{ found: number }>(found) !== undefined,
+		rows: rowsOf<BoardRow>(rows),
+		standing: me ? { userid: me.userid, erased: me.erased === 1, rank: me.rank, friends: me.friends } : null,
+	};
+}
+
+/**
+ * Where one user stands in a bucket: its counter row by the primary key, and
+ * its rank as 1 + the rows ranked ahead of it, a range of
+ * leaderboard_counts_rank as long as the rank (never a scan of the users).
+ */
+function standingLookup(db: D1Database, q: Omit<BoardQuery, "limit"> & { userkey: string }): D1PreparedStatement {
+	return db
 		.prepare(
 			`SELECT u.userid, u.erased_at IS NOT NULL AS erased, COALESCE(m.friends, 0) AS friends,
 			   CASE WHEN m.friends > 0 THEN 1 + (
@@ -165,11 +181,10 @@ export async function readBoard(
 			 WHERE u.userkey = ?4 AND u.appid = ?1`,
 		)
 		.bind(q.appid, q.campaignid, q.bucket, q.userkey);
-	const [found, rows, mine] = await db.batch(q.userkey === null ? [campaign, top] : [campaign, top, standing]);
-	const me = firstRowOf<{ userid: number; erased: number; friends: number; rank: number | null }>(mine);
-	return {
-		campaignFound: firstRowOf<{ found: number }>(found) !== undefined,
-		rows: rowsOf<BoardRow>(rows),
-		standing: me ? { userid: me.userid, erased: me.erased === 1, rank: me.rank, friends: me.friends } : null,
-	};
+}
+
+/** One user's standing in a bucket (the share page's rank), or null when the user is not the app's: ONE round trip. */
+export async function readStanding(db: D1Database, q: Omit<BoardQuery, "limit"> & { userkey: string }): Promise<BoardStanding | null> {
+	const me = await standingLookup(db, q).first<{ userid: number; erased: number; friends: number; rank: number | null }>();
+	return me ? { userid: me.userid, erased: me.erased === 1, rank: me.rank, friends: me.friends } : null;
 }

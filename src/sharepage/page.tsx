@@ -21,6 +21,8 @@ export interface SharePageData {
 	terms: string;
 	/** The language of the page's own labels (Accept-Language). */
 	lang: Lang;
+	/** The user's rank among this month's referrers when the campaign shows it (null: not ranked yet); absent: not shown. */
+	rank?: number | null;
 }
 
 const amount = (n: number) => (Number.isInteger(n) ? String(n) : n.toFixed(2));
@@ -153,6 +155,7 @@ export function SharePage({ data, nonce }: { data: SharePageData; nonce: string 
 						))}
 					</dl>
 					{data.rewards.length === 0 ? <p id="no-rewards">{t.noRewards}</p> : null}
+					{data.rank === undefined ? null : <p id="leaderboard-rank">{data.rank === null ? t.unranked : t.rank(data.rank)}</p>}
 				</section>
 				{data.terms ? (
 					<details class="card" id="terms">

@@ -2,8 +2,10 @@
 import { type Context, Hono } from "hono";
 import { findApp } from "../db/apps";
 import { getCampaignWithDetails } from "../db/campaigns";
+import { readStanding } from "../db/leaderboard";
 import { findUser } from "../db/users";
 import { exactOrigin } from "../domain/frame-origin";
+import { bucketOf } from "../domain/leaderboard";
 import { shareUrl } from "../domain/share-url";
 import { ledgerFor } from "../ledger/stub";
 import { negotiateLang } from "./i18n";
@@ -68,6 +70,15 @@ sharePageRoutes.get("/share/:appid/:userkey", async (c) => {
 		getCampaignWithDetails(c.env.DB, app.campaignAppid, user.campaignid),
 		ledgerFor(c.env, appid, user.userkey).balance({}),
 	]);
+	// The rank among this month's referrers (app's time zone), from the maintained counters: read only when shown.
+	const standing = campaign?.showleaderboard
+		? await readStanding(c.env.DB, {
+				appid,
+				campaignid: user.campaignid,
+				bucket: bucketOf("month", app.timezone, Date.now()).key,
+				userkey: user.userkey,
+			})
+		: undefined;
 	const shareurl = shareUrl(user.referralcode, user.customdomain, c.env.SHARE_BASE_URL, new URL(c.req.url).origin);
 	const background = safeColor(campaign?.campaignbgcolor);
 	const offertitle = campaign?.offertitle ?? "";
@@ -85,6 +96,7 @@ sharePageRoutes.get("/share/:appid/:userkey", async (c) => {
 		rewards: balance.map((b) => ({ unit: b.rewardunit, earned: b.total, pending: b.pending, available: b.approved })),
 		terms: campaign?.terms ?? "",
 		lang: negotiateLang(c.req.header("accept-language")),
+		...(standing === undefined ? {} : { rank: standing?.rank ?? null }),
 	};
 	const nonce = newNonce();
 	secureHeaders(c, nonce, frameOrigin(app));
