@@ -15,6 +15,9 @@ import { fontStack, safeColor, textColorOn } from "./style";
 import { shareTargets } from "./targets";
 import { WIDGET_JS } from "./widget";
 
+/** The share page names ranks up to this one; below it, the user is told it is not in this month's top SHARE_RANK_TOP yet. */
+const SHARE_RANK_TOP = 1000;
+
 /** The hosted referral page (`/share/<appid>/<userkey>?exp&sig`) and the script that frames it (`/widget.js`). */
 export const sharePageRoutes = new Hono<{ Bindings: Env }>();
 
@@ -77,6 +80,8 @@ sharePageRoutes.get("/share/:appid/:userkey", async (c) => {
 				campaignid: user.campaignid,
 				bucket: bucketOf("month", app.timezone, Date.now()).key,
 				userkey: user.userkey,
+				// Bounded: a page view reads at most SHARE_RANK_TOP rows ahead, however large the board.
+				ahead: SHARE_RANK_TOP,
 			})
 		: undefined;
 	const shareurl = shareUrl(user.referralcode, user.customdomain, c.env.SHARE_BASE_URL, new URL(c.req.url).origin);
@@ -96,7 +101,7 @@ sharePageRoutes.get("/share/:appid/:userkey", async (c) => {
 		rewards: balance.map((b) => ({ unit: b.rewardunit, earned: b.total, pending: b.pending, available: b.approved })),
 		terms: campaign?.terms ?? "",
 		lang: negotiateLang(c.req.header("accept-language")),
-		...(standing === undefined ? {} : { rank: standing?.rank ?? null }),
+		...(standing === undefined ? {} : { rank: standing?.rank ?? null, rankTop: SHARE_RANK_TOP }),
 	};
 	const nonce = newNonce();
 	secureHeaders(c, nonce, frameOrigin(app));

@@ -67,4 +67,35 @@ describe("the share page's rank", () => {
 		expect(rankLine(await sharePage(app, bob.userkey))).toBe("You are #2 of this month's referrers");
 		expect(rankLine(await sharePage(app, cid.userkey))).toBe("You are #3 of this month's referrers");
 	});
+
+	it("names ranks up to 1000 and, beyond, says the user is not in the top 1000 yet (the read stays bounded)", async () => {
+		const app = await createApp({
+			campaignstartdate: "2020-01-01T00:00:00Z",
+			showleaderboard: true,
+			rewardrules: [{ rewardusertype: "Referrer", eventname: "Purchase", reward: 5, rewardunit: "USD" }],
+		});
+		const me = await register(app, {});
+		await referFriends(app, me, 1);
+		expect(rankLine(await sharePage(app, me.userkey))).toBe("You are #1 of this month's referrers");
+		// 1000 referrers ahead, each with 2 friends this month (users and their counters as the flush keeps them).
+		const bucket = `month:${new Date().toISOString().slice(0, 7)}`;
+		const run = crypto.randomUUID().slice(0, 8);
+		await env.DB.prepare(
+			`WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < 1000)
+			 INSERT INTO users (appid, userkey, referralcode, campaignid, created_at, updated_at)
+			 SELECT ?1, ?2 || i, upper(?2) || i, ?3, '2026-11-01T00:00:00Z', '2026-11-01T00:00:00Z' FROM s`,
+		)
+			.bind(app.appid, `ahead${run}-`, app.campaignid)
+			.run();
+		await env.DB.prepare(
+			`INSERT INTO leaderboard_counts (appid, campaignid, bucket, userkey, friends, earned, reached_at)
+			 SELECT appid, campaignid, ?2, userkey, 2, 10, '2026-11-01T00:00:00Z' FROM users WHERE appid = ?1 AND userkey LIKE ?3`,
+		)
+			.bind(app.appid, bucket, `ahead${run}-%`)
+			.run();
+		expect(rankLine(await sharePage(app, me.userkey))).toBe("Not in this month's top 1000 referrers yet: keep sharing.");
+		// getleaderboard still counts every row ahead.
+		const board = await app.api<{ user: { rank: number } }>("getleaderboard", { period: "month", userkey: me.userkey });
+		expect(board.body.user.rank).toBe(1001);
+	});
 });
