@@ -232,6 +232,8 @@ const campaignFields = {
 		.nullable()
 		.default(null),
 	velocitythreshold: int.pipe(z.number().int().min(0).max(1_000_000)).default(DEFAULT_VELOCITY_THRESHOLD),
+	// The user's rank among this month's referrers on the share page (docs/rewards.md, "Leaderboards").
+	showleaderboard: z.boolean().default(false),
 	rewardrules: z.array(rewardRuleSchema).max(50).default([]),
 	socialactions: z.array(socialActionSchema).max(50).default([]),
 };

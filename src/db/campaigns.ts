@@ -68,6 +68,8 @@ export interface Campaign {
 	suspicioussignals: FraudSignal[] | null;
 	/** Referred sign-ups per hour above which `velocity` fires; 0 disables it. */
 	velocitythreshold: number;
+	/** The share page shows the user's rank among this month's referrers (docs/rewards.md, "Leaderboards"). */
+	showleaderboard: boolean;
 	createdAt: string;
 	updatedAt: string;
 }
@@ -77,8 +79,9 @@ export interface CampaignWithDetails extends Campaign {
 	socialactions: SocialAction[];
 }
 
-export interface CampaignRow extends Omit<Campaign, "autoapprove" | "suspicioussignals" | "createdAt" | "updatedAt"> {
+export interface CampaignRow extends Omit<Campaign, "autoapprove" | "suspicioussignals" | "showleaderboard" | "createdAt" | "updatedAt"> {
 	autoapprove: number;
+	showleaderboard: number;
 	suspicioussignals: string | null;
 	created_at: string;
 	updated_at: string;
@@ -96,9 +99,17 @@ const categoriesJson = z.unknown();
 const inclusionsJson = z.array(z.unknown());
 const tiersJson = z.array(z.object({ fromcount: z.number().int(), reward: z.number() }));
 
-export const toCampaign = ({ autoapprove, suspicioussignals, created_at, updated_at, ...rest }: CampaignRow): Campaign => ({
+export const toCampaign = ({
+	autoapprove,
+	suspicioussignals,
+	showleaderboard,
+	created_at,
+	updated_at,
+	...rest
+}: CampaignRow): Campaign => ({
 	...rest,
 	autoapprove: autoapprove === 1,
+	showleaderboard: showleaderboard === 1,
 	suspicioussignals:
 		suspicioussignals === null ? null : parseStoredJson("campaigns", "suspicioussignals", suspicioussignals, suspiciousSignalsJson),
 	createdAt: created_at,
@@ -142,6 +153,7 @@ const CAMPAIGN_COLUMNS = [
 	"currency",
 	"suspicioussignals",
 	"velocitythreshold",
+	"showleaderboard",
 ] as const satisfies readonly (keyof CampaignFields)[];
 
 const columnValue = (fields: Partial<CampaignFields>, column: (typeof CAMPAIGN_COLUMNS)[number]) => {

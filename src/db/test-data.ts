@@ -40,6 +40,8 @@ const APP_TABLES = [
 	`DELETE FROM stripe_links WHERE (appid, customid) IN (SELECT appid, customid FROM stripe_links WHERE appid = ?1 ORDER BY customid LIMIT ${ROUND})`,
 	`DELETE FROM stripe_inbox WHERE (appid, eventid) IN (SELECT appid, eventid FROM stripe_inbox WHERE appid = ?1 ORDER BY eventid LIMIT ${ROUND})`,
 	"DELETE FROM stripe_event_counts WHERE appid = ?1",
+	`DELETE FROM stripe_promotion_codes WHERE (appid, promotion_code) IN
+	   (SELECT appid, promotion_code FROM stripe_promotion_codes WHERE appid = ?1 ORDER BY promotion_code LIMIT ${ROUND})`,
 	"DELETE FROM webhook_breakers WHERE appid = ?1",
 	// Codes of the campaigns' test pools held by the twin's rewards go back to their pool (reward_key is
 	// `<appid>:<userkey>:<key>`, so the twin's keys are the range after `<appid>:`, on its unique index).

@@ -24,6 +24,16 @@ export interface SharePageData {
 	lang: Lang;
 	/** The app's brand (docs/messages.md): its logo (https, allowed by the page's CSP) and accent colour (#rrggbb, safeColor'd). */
 	brand?: { name: string; logourl: string | null; accent: string | null };
+	/** The user's rank among this month's referrers when the campaign shows it (null: not ranked yet); absent: not shown. */
+	rank?: number | null;
+	/** The largest rank named; a rank beyond it reads as "not in the top N yet". */
+	rankTop?: number;
+}
+
+/** The rank line: named up to `top`, "not in the top N yet" beyond it, "not on the board yet" without a rank. */
+function rankText(t: ReturnType<typeof textFor>, rank: number | null, top = Number.POSITIVE_INFINITY): string {
+	if (rank === null) return t.unranked;
+	return rank > top ? t.beyond(top) : t.rank(rank);
 }
 
 const amount = (n: number) => (Number.isInteger(n) ? String(n) : n.toFixed(2));
@@ -161,6 +171,7 @@ export function SharePage({ data, nonce }: { data: SharePageData; nonce: string 
 						))}
 					</dl>
 					{data.rewards.length === 0 ? <p id="no-rewards">{t.noRewards}</p> : null}
+					{data.rank === undefined ? null : <p id="leaderboard-rank">{rankText(t, data.rank, data.rankTop)}</p>}
 				</section>
 				{data.terms ? (
 					<details class="card" id="terms">

@@ -2,8 +2,10 @@
 import { type Context, Hono } from "hono";
 import { findApp } from "../db/apps";
 import { getCampaignWithDetails } from "../db/campaigns";
+import { readStanding } from "../db/leaderboard";
 import { findUser } from "../db/users";
 import { exactOrigin } from "../domain/frame-origin";
+import { bucketOf } from "../domain/leaderboard";
 import { shareUrl } from "../domain/share-url";
 import { ledgerFor } from "../ledger/stub";
 import { negotiateLang } from "./i18n";
@@ -12,6 +14,9 @@ import { verifySharePage } from "./signature";
 import { fontStack, safeColor, textColorOn } from "./style";
 import { shareTargets } from "./targets";
 import { WIDGET_JS } from "./widget";
+
+/** The share page names ranks up to this one; below it, the user is told it is not in this month's top SHARE_RANK_TOP yet. */
+const SHARE_RANK_TOP = 1000;
 
 /** The hosted referral page (`/share/<appid>/<userkey>?exp&sig`) and the script that frames it (`/widget.js`). */
 export const sharePageRoutes = new Hono<{ Bindings: Env }>();
@@ -78,6 +83,17 @@ sharePageRoutes.get("/share/:appid/:userkey", async (c) => {
 		getCampaignWithDetails(c.env.DB, app.campaignAppid, user.campaignid),
 		ledgerFor(c.env, appid, user.userkey).balance({}),
 	]);
+	// The rank among this month's referrers (app's time zone), from the maintained counters: read only when shown.
+	const standing = campaign?.showleaderboard
+		? await readStanding(c.env.DB, {
+				appid,
+				campaignid: user.campaignid,
+				bucket: bucketOf("month", app.timezone, Date.now()).key,
+				userkey: user.userkey,
+				// Bounded: a page view reads at most SHARE_RANK_TOP rows ahead, however large the board.
+				ahead: SHARE_RANK_TOP,
+			})
+		: undefined;
 	const shareurl = shareUrl(user.referralcode, user.customdomain, c.env.SHARE_BASE_URL, new URL(c.req.url).origin);
 	const background = safeColor(campaign?.campaignbgcolor);
 	const logo = logoOf(app);
@@ -97,6 +113,7 @@ sharePageRoutes.get("/share/:appid/:userkey", async (c) => {
 		terms: campaign?.terms ?? "",
 		lang: negotiateLang(c.req.header("accept-language")),
 		brand: { name: app.name, logourl: logo?.url ?? null, accent: app.accentcolor ? safeColor(app.accentcolor) : null },
+		...(standing === undefined ? {} : { rank: standing?.rank ?? null, rankTop: SHARE_RANK_TOP }),
 	};
 	const nonce = newNonce();
 	secureHeaders(c, nonce, frameOrigin(app), logo?.origin ?? null);

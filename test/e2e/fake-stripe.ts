@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import type Stripe from "stripe";
 
 /**
  * A real HTTP server on 127.0.0.1 playing the part of Stripe's API for the
@@ -12,7 +13,9 @@ import type { AddressInfo } from "node:net";
  * `cus_missing` does not exist (404), `cus_flaky...` fails once with a 500,
  * then succeeds. Tests can also hold a customer's requests until released
  * (a payout in flight), fail the next ones with a status, and read each
- * customer's net.
+ * customer's net. It also knows the promotion codes and invoices a test
+ * gives it (`GET /v1/promotion_codes/{id}`, `GET /v1/invoices/{id}` with or
+ * without `expand[]=discounts`), answered as Stripe's API types them.
  */
 export interface StripeCall {
 	method: string;
@@ -41,6 +44,10 @@ export interface FakeStripe {
 	failNext(customer: string, count: number, status?: number): void;
 	/** Sum of the balance transactions created for `customer` (minor units; negative: credited). */
 	net(customer: string): number;
+	/** A promotion code carrying `code`; answers its id (`promo_...`). */
+	promotionCode(code: string): string;
+	/** An invoice `GET /v1/invoices/{id}` answers: its discounts as ids, or as Stripe.Discount objects with `expand[]=discounts`. */
+	invoice(invoice: { id: string; discounts: Pick<Stripe.Discount, "id" | "object" | "promotion_code">[] } & Record<string, unknown>): void;
 	close(): Promise<void>;
 }
 
@@ -64,10 +71,16 @@ export async function startFakeStripe(): Promise<FakeStripe> {
 	const keyAmounts = new Map<string, Set<number>>();
 	const holds = new Map<string, { arrived: () => void; released: Promise<void>; release: () => void }>();
 	const failures = new Map<string, { count: number; status: number }>();
+	const promotionCodes = new Map<string, Pick<Stripe.PromotionCode, "id" | "object" | "code" | "active">>();
+	const invoices = new Map<
+		string,
+		{ id: string; discounts: Pick<Stripe.Discount, "id" | "object" | "promotion_code">[] } & Record<string, unknown>
+	>();
 	let next = 1;
 	const server: Server = createServer(async (req, res) => {
 		const text = await body(req);
-		const path = new URL(req.url ?? "/", "http://x").pathname;
+		const url = new URL(req.url ?? "/", "http://x");
+		const path = url.pathname;
 		const send = (status: number, json: unknown) => {
 			res.writeHead(status, { "content-type": "application/json", "request-id": `req_${next}` });
 			res.end(JSON.stringify(json));
@@ -89,6 +102,18 @@ export async function startFakeStripe(): Promise<FakeStripe> {
 			status: 0,
 		};
 		calls.push(call);
+		if (req.method === "GET") {
+			const [, kind, id = ""] = /^\/v1\/(promotion_codes|invoices)\/([^/]+)$/.exec(path) ?? [];
+			const missing = { error: { type: "invalid_request_error", code: "resource_missing", message: `No such object: '${id}'` } };
+			const promotion = kind === "promotion_codes" ? promotionCodes.get(decodeURIComponent(id)) : undefined;
+			const invoice = kind === "invoices" ? invoices.get(decodeURIComponent(id)) : undefined;
+			call.status = promotion || invoice ? 200 : 404;
+			if (promotion) return send(200, promotion);
+			if (!invoice) return send(404, missing);
+			// Stripe lists an invoice's discounts as ids unless asked to expand them.
+			const expand = [...url.searchParams.entries()].some(([k, v]) => k.startsWith("expand") && v === "discounts");
+			return send(200, { ...invoice, discounts: expand ? invoice.discounts : invoice.discounts.map((d) => d.id) });
+		}
 		const match = /^\/v1\/customers\/([^/]+)\/balance_transactions$/.exec(path);
 		const customer = decodeURIComponent(match?.[1] ?? "");
 		const held = holds.get(customer);
@@ -181,6 +206,14 @@ export async function startFakeStripe(): Promise<FakeStripe> {
 		},
 		failNext(customer, count, status = 500) {
 			failures.set(customer, { count, status });
+		},
+		promotionCode(code) {
+			const id = `promo_${next++}`;
+			promotionCodes.set(id, { id, object: "promotion_code", code, active: true });
+			return id;
+		},
+		invoice(invoice) {
+			invoices.set(invoice.id, invoice);
 		},
 		net: (customer) => created.filter((t) => t.customer === customer).reduce((sum, t) => sum + t.amount, 0),
 		close: () => new Promise((resolve) => server.close(() => resolve())),

@@ -1,3 +1,4 @@
+import type Stripe from "stripe";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { stripeCustomId } from "../../src/integrations/stripe/events";
 import { chargeRefunded, type Harness, invoicePaid, startHarness } from "./stripe-harness";
@@ -5,7 +6,12 @@ import { chargeRefunded, type Harness, invoicePaid, startHarness } from "./strip
 // Issue 31 end to end against `wrangler dev`: Stripe's events in any order,
 // duplicated and concurrent, converge to exactly what Stripe says was paid
 // and refunded; a payment in another currency earns nothing; both payload
-// shapes link; a malformed signed event is a 400.
+// shapes link; a malformed signed event is a 400. Issue 34 (in this file to
+// share its service): a checkout with a referrer's promotion code pays that
+// referrer (10 % of the payment credited to the referrer's Stripe customer
+// balance), for a customer the service did not know and for a known user
+// without a referrer whose invoice lists its discounts as ids; the promotion
+// code is read from Stripe once.
 
 let h: Harness;
 
@@ -104,5 +110,64 @@ describe("Stripe's events in any order, exactly once", () => {
 		expect(status).toBe(400);
 		const wrong = await h.deliver({ id: "evt_bad", object: "event", type: "charge.refunded", data: { object: { id: 42 } } });
 		expect(wrong).toBe(400);
+	});
+});
+
+const event = (type: string, object: object) => ({
+	id: `evt_${type.replace(/\W/g, "_")}_${Date.now().toString(36)}`,
+	object: "event",
+	type,
+	created: Math.floor(Date.now() / 1000),
+	data: { object },
+});
+
+describe("a referrer's promotion code at checkout", () => {
+	it("pays the referrer for a new customer's checkout and a known user's invoice, reading the code from Stripe once", async () => {
+		const referrer = (await h.api("register", { email: "ann.promo@example.com", name: "Ann", paymentcustomerid: "cus_ann_promo" })).body;
+		// The code typed at checkout, in another case than the referral code.
+		const promo = h.fake.promotionCode(referrer.referralcode.toLowerCase());
+
+		const session: Pick<Stripe.Checkout.Session, "id" | "object" | "amount_total" | "currency" | "payment_status" | "discounts"> & {
+			customer: string;
+			customer_details: Pick<Stripe.Checkout.Session.CustomerDetails, "email">;
+		} = {
+			id: "cs_promo_new",
+			object: "checkout.session",
+			customer: "cus_new_buyer",
+			customer_details: { email: "new.buyer@example.com" },
+			amount_total: 5000,
+			currency: "usd",
+			payment_status: "paid",
+			discounts: [{ coupon: "co_ten", promotion_code: promo }],
+		};
+		expect(await h.deliver(event("checkout.session.completed", session))).toBe(200);
+		await h.settlesAt("cus_ann_promo", -500);
+		const buyer = (await h.api("register", { email: "new.buyer@example.com" })).body;
+		expect(buyer).toMatchObject({ hasreferrer: true, referrercode: referrer.referralcode });
+
+		// A known user without a referrer pays an invoice of the pinned API version: its discounts are ids.
+		expect((await h.api("register", { email: "known.buyer@example.com", paymentcustomerid: "cus_known_buyer" })).status).toBe(200);
+		const discount: Pick<Stripe.Discount, "id" | "object" | "promotion_code" | "invoice" | "start"> = {
+			id: "di_known",
+			object: "discount",
+			promotion_code: promo,
+			invoice: "in_promo_known",
+			start: Math.floor(Date.now() / 1000),
+		};
+		const invoice: Pick<Stripe.Invoice, "id" | "object" | "amount_paid" | "currency" | "discounts"> & { customer: string } = {
+			id: "in_promo_known",
+			object: "invoice",
+			customer: "cus_known_buyer",
+			amount_paid: 8000,
+			currency: "usd",
+			discounts: [discount.id],
+		};
+		h.fake.invoice({ ...invoice, discounts: [discount] });
+		expect(await h.deliver(event("invoice.paid", invoice))).toBe(200);
+		await h.settlesAt("cus_ann_promo", -1300);
+		expect((await h.api("register", { email: "known.buyer@example.com" })).body).toMatchObject({ hasreferrer: true });
+
+		expect(h.fake.calls.filter((c) => c.path === `/v1/promotion_codes/${promo}`)).toHaveLength(1);
+		expect(await h.counts()).toMatchObject({ "promotion_code:attributed": 2 });
 	});
 });

@@ -55,6 +55,7 @@ export const GROWING_TABLES: Record<Engine, readonly string[]> = {
 		"stripe_links",
 		"stripe_event_counts",
 		"stripe_inbox",
+		"stripe_promotion_codes",
 		"leaderboard_counts",
 		"campaign_messages",
 	],

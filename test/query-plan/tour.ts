@@ -109,6 +109,10 @@ async function operations() {
 	ok(await api("getfriendsandrewards", { userkey: referrer.userkey }), "getfriendsandrewards");
 	ok(await api("getleaderboard", {}), "getleaderboard");
 	ok(await api("getleaderboard", { campaignid, period: "week", userkey: referrer.userkey }), "getleaderboard with a user");
+	// The share page with the user's rank (issue 34): the campaign turns it on, the page reads the month's standing.
+	await admin("PATCH", `/apps/${appid}/campaigns/${campaignid}`, { showleaderboard: true });
+	const ranked = ok(await api("getsharepage", { userkey: referrer.userkey }), "getsharepage").body;
+	await request(new URL(ranked.url).pathname + new URL(ranked.url).search);
 	const rewards = await ledgerFor(env, appid, referrer.userkey).listRewards();
 	const [first, second, third] = rewards;
 	if (!first || !second || !third) throw new Error(`tour: referrer has ${rewards.length} rewards`);

@@ -71,6 +71,10 @@ function CampaignForm({ action, campaign, csrf, submit }: { action: string; camp
 				<Field label="Widget font" name="widgetfont" value={campaign.widgetfont} />
 			</div>
 			<Field label="Custom share domain" name="customdomain" value={campaign.customdomain} hint="e.g. refer.example.com" />
+			<label>
+				<input type="checkbox" name="showleaderboard" checked={campaign.showleaderboard === true} /> Show each user's rank among this
+				month's referrers on the share page
+			</label>
 			<h2>Reward rules</h2>
 			<p class="muted">Edit a rule in place, tick Retire to end it, or fill in as many of the new rows as you need.</p>
 			{rules.map((rule, i) => (

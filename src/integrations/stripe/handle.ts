@@ -10,6 +10,7 @@ import type { WorkContext } from "../../operations/work";
 import { stripeConnection } from "./connection";
 import { paymentOf, type StripeEventMessage, type StripeObject, stripeCustomId } from "./events";
 import type { Settle } from "./payouts";
+import { attributeByPromotionCode } from "./promotion";
 
 /**
  * Stripe events into conversions and refunds (docs/stripe.md), from the
@@ -37,7 +38,9 @@ export async function runStripeEvent(env: Env, work: StripeEventMessage, waitUnt
 	const payment = paymentOf(work.type, work.object);
 	if (!payment) return finish("not_paid");
 	const customer = work.object.customer;
-	const user = customer ? await userOfCustomer(env.DB, app.appid, customer) : null;
+	const known = customer ? await userOfCustomer(env.DB, app.appid, customer) : null;
+	// A referrer's promotion code attributes the payer before the conversion is recorded (promotion.ts).
+	const user = customer ? await attributeByPromotionCode(ctx, connection, work, customer, known) : null;
 	if (!user || user.erased_at) return finish("unknown_customer");
 	const currency = (work.object.currency ?? "").toLowerCase();
 	const campaign = await getCampaign(env.DB, app.appid, user.campaignid);
