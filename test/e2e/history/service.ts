@@ -41,8 +41,16 @@ export async function startLive(): Promise<Live> {
 		async crash() {
 			const started = Date.now();
 			await current.kill();
-			current = await startService({ ...OPTIONS, persistTo: first.persist });
-			return Date.now() - started;
+			// Another process may take the port freePort() chose before wrangler binds it (a shared machine):
+			// "Address already in use" ended the 20-seed run once. Try another port, on the same state.
+			for (let attempt = 1; ; attempt++) {
+				try {
+					current = await startService({ ...OPTIONS, persistTo: first.persist });
+					return Date.now() - started;
+				} catch (error) {
+					if (attempt >= 3) throw error;
+				}
+			}
 		},
 		async stop() {
 			if (current !== first) await current.stop();
