@@ -1,15 +1,8 @@
 import { Hono } from "hono";
 import { updateApp } from "../db/apps";
 import { listCampaignsWithDetails } from "../db/campaign-list";
-import {
-	addCoupons,
-	type Campaign,
-	countFreeCoupons,
-	getCampaign,
-	getCampaignWithDetails,
-	insertCampaign,
-	updateCampaign,
-} from "../db/campaigns";
+import { type Campaign, getCampaign, getCampaignWithDetails, insertCampaign, updateCampaign } from "../db/campaigns";
+import { addCoupons, countFreeCoupons } from "../db/coupons";
 import { nowIso } from "../domain/dates";
 import { forgetCachedApp } from "../http/auth";
 import { badRequest, campaignNotFound } from "../http/errors";

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { nowIso } from "../domain/dates";
-import { LANGS, type Lang, type MessageKind, type Template } from "../outbox/templates";
+import { LANGS, type Lang, type MessageKind, type Template } from "../domain/messages";
 import { type AuditEntry, auditStatement } from "./audit";
 
 /**

@@ -6,21 +6,9 @@
  * inject markup and a user's name cannot either.
  */
 
-/** The emails a campaign sends whose text the campaign may set. */
-export const MESSAGE_KINDS = ["outreach", "reminder"] as const;
-export type MessageKind = (typeof MESSAGE_KINDS)[number];
+import { isLang, LANGS, type Lang, langOfTag, MESSAGE_KINDS, type MessageKind, type Template } from "../domain/messages";
 
-/** The languages a message is written in (those of the share page, sharepage/i18n.ts). */
-export const LANGS = ["en", "fr", "de", "es"] as const;
-export type Lang = (typeof LANGS)[number];
-
-export const isLang = (tag: string): tag is Lang => (LANGS as readonly string[]).includes(tag);
-
-/** The language of a BCP 47 tag (`fr-CA` is `fr`), or null when it is not one of LANGS (or absent). */
-export function langOfTag(tag: string | null | undefined): Lang | null {
-	const primary = (tag ?? "").trim().toLowerCase().split(/[-_]/)[0] ?? "";
-	return isLang(primary) ? primary : null;
-}
+export { isLang, LANGS, type Lang, langOfTag, MESSAGE_KINDS, type MessageKind, type Template };
 
 /** What each variable stands for, per kind (shown by the editor and the admin API, docs/messages.md). */
 export const VARIABLES: Record<MessageKind, Record<string, string>> = {
@@ -49,11 +37,6 @@ export const VARIABLES: Record<MessageKind, Record<string, string>> = {
 		appname: "the app's name",
 	},
 };
-
-export interface Template {
-	subject: string;
-	body: string;
-}
 
 export const MAX_SUBJECT = 200;
 export const MAX_BODY = 5000;
