@@ -5,16 +5,10 @@
  * busy day, not thirty rows of zeros under a flat line.
  */
 
-export interface StatsDay {
-	day: string;
-	clicks: number;
-	signups: number;
-	referredsignups: number;
-	conversions: number;
-	rewardscreated: number;
-	rewardamount: Record<string, number>;
-	redeemed: Record<string, number>;
-}
+import type { DayStats } from "../domain/stats";
+
+/** A day of the stats answer (domain/stats.ts), as the page reads it. */
+export type StatsDay = DayStats;
 
 /** A run of consecutive days without activity, oldest first. */
 export interface QuietRun {
