@@ -41,11 +41,14 @@ export function testModeSwitch(dispatch: (c: Context) => AdminDispatch) {
 		if (mode === undefined || mode === "live") return next();
 		if (mode !== "test") throw badRequest("mode: expected live or test.", { fields: ["mode"] });
 		const path = c.req.path.replace(/^\/admin\/v1/, "");
+		// Pool routes read the mode themselves; any other method on a campaign (PATCH, DELETE) changes what both
+		// modes share, so `mode=test` there is refused rather than silently ignored.
+		if (!takesMode(c.req.method.toLowerCase(), path))
+			throw badRequest(
+				"mode: test applies to users, rewards, stats, deliveries, the webhook breaker, reading a campaign and its coupon pool.",
+				{ fields: ["mode"] },
+			);
 		if (POOL_ROUTES.test(path)) return next();
-		if (!DATA_ROUTES.test(path))
-			throw badRequest("mode: test applies to users, rewards, stats, deliveries, the webhook breaker and coupon pools.", {
-				fields: ["mode"],
-			});
 		const twin = await findTestApp(c.env.DB, appid);
 		if (!twin) throw new ApiError(404, "app_not_found", "The app has no test keys yet (POST /admin/v1/apps/{appid}/testkeys).");
 		// adminRoutes' own paths: it is mounted under /admin/v1 by its callers (http/app.ts, dashboard/api.ts).

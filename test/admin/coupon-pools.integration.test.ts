@@ -80,4 +80,14 @@ describe("coupon pools by mode", () => {
 			errorcode: "validation_failed",
 		});
 	});
+
+	it("refuses mode=test on a change of the shared campaign instead of applying it to both modes", async () => {
+		const app = await createApp(COUPONS);
+		const path = `/apps/${app.appid}/campaigns/${app.campaignid}`;
+		const before = (await admin("GET", path)).body;
+		const patched = await admin("PATCH", `${path}?mode=test`, { name: "Only for test?" });
+		expect(patched.status).toBe(400);
+		expect(patched.body).toMatchObject({ errorcode: "validation_failed", fields: ["mode"] });
+		expect((await admin("GET", path)).body.name).toBe(before.name);
+	});
 });
