@@ -1,14 +1,10 @@
 import { z } from "zod";
-import { attributeReferrer } from "../db/referrals";
 import { findUserAndReferrer } from "../db/user-reads";
 import { findReferrer } from "../db/users";
-import { nowIso } from "../domain/dates";
-import { newEventId } from "../domain/ids";
 import { ApiError, refuseErased, userNotFound } from "../http/errors";
 import { id, optionalEmail, optionalId } from "../http/fields";
 import { defineOperation } from "../http/operation";
-import { sendOutboxEvents, webhookEvent } from "../outbox/events";
-import { attributionData } from "./users";
+import { attributeToReferrer } from "./attribution";
 
 const referrerCode = id.pipe(z.string().max(32, "is too long"));
 const unknownCode = () => new ApiError(404, "referrer_code_not_found", "No user of this app has that referral code.", { statuscode: 0 });
@@ -27,26 +23,8 @@ export const applyreferrercode = defineOperation({
 		if (referrer.userid === user.userid) throw new ApiError(400, "own_referrer_code", "A user cannot use their own referral code.");
 		if (user.referrerUserid !== null) throw referrerAlreadySet();
 
-		const attributionId = newEventId();
-		const now = nowIso();
-		const event = webhookEvent(
-			app.appid,
-			"referral.attributed",
-			attributionData(ctx, { ...user, campaignid: referrer.campaignid }, referrer, now),
-		);
-		// One guarded UPDATE decides: no referrer yet and no cycle, checked and written atomically.
-		const outcome = await attributeReferrer(env.DB, {
-			appid: app.appid,
-			userid: user.userid,
-			referrer: { userid: referrer.userid, campaignid: referrer.campaignid },
-			attributionId,
-			at: now,
-			event,
-		});
-		if (outcome.applied) {
-			if (outcome.recorded) ctx.waitUntil(sendOutboxEvents(env, [event]));
-			return { message: "Referrer applied." };
-		}
+		const outcome = await attributeToReferrer(ctx, user, referrer);
+		if (outcome.applied) return { message: "Referrer applied." };
 		if (outcome.current !== null && outcome.current !== referrer.userid) throw referrerAlreadySet();
 		if (outcome.cycle) throw new ApiError(409, "referral_cycle", "That referrer was referred, directly or not, by this user.");
 		throw referrerAlreadySet();

@@ -1,15 +1,12 @@
 import type Stripe from "stripe";
-import { attributeReferrer } from "../../db/referrals";
 import { countStripeEvent } from "../../db/stripe";
 import { cachedPromotionCode, linkCustomer, savePromotionCode } from "../../db/stripe-promotions";
 import { findReferrer, findUser, type User } from "../../db/users";
-import { nowIso } from "../../domain/dates";
-import { newEventId } from "../../domain/ids";
 import { isSelfReferral } from "../../fraud/self-referral";
 import type { OperationContext } from "../../http/operation";
-import { attributionData, findOrRegisterUser } from "../../operations/users";
+import { attributeToReferrer } from "../../operations/attribution";
+import { findOrRegisterUser } from "../../operations/users";
 import type { WorkContext } from "../../operations/work";
-import { sendOutboxEvents, webhookEvent } from "../../outbox/events";
 import { refusedByStripe, type StripeConnection } from "./connection";
 import type { StripeDiscount, StripeEventMessage, StripeObject } from "./events";
 
@@ -88,40 +85,28 @@ export async function attributeByPromotionCode(
 		return payerOf(user);
 	}
 	if (user.referrerUserid !== null) return payerOf(user);
-	return attributeUser(ctx, user.userkey, referrer, count);
+	return attributeUser(ctx, user, referrer, count);
 }
 
-/** Sets a known user's referrer as applyreferrercode does: one guarded UPDATE, with its webhook. */
+/**
+ * Sets a known user's referrer as applyreferrercode does (operations/attribution.ts).
+ * A customer known by its id arrives as a `Payer` (the four columns every payment
+ * reads), so its full row is read here, only when there is a code to attribute.
+ */
 async function attributeUser(
 	ctx: WorkContext,
-	userkey: string,
+	known: string | User,
 	referrer: User,
 	count: (outcome: string) => Promise<void>,
 ): Promise<Payer | null> {
-	const { env, app } = ctx;
-	const user = await findUser(env.DB, app.appid, { userkey });
+	const user = typeof known === "string" ? await findUser(ctx.env.DB, ctx.app.appid, { userkey: known }) : known;
 	if (!user || user.erasedAt !== null) return null;
-	const now = nowIso();
-	const attributionId = newEventId();
-	const event = webhookEvent(
-		app.appid,
-		"referral.attributed",
-		attributionData({ ...ctx, origin: "" }, { ...user, campaignid: referrer.campaignid }, referrer, now),
-	);
-	const outcome = await attributeReferrer(env.DB, {
-		appid: app.appid,
-		userid: user.userid,
-		referrer: { userid: referrer.userid, campaignid: referrer.campaignid },
-		attributionId,
-		at: now,
-		event,
-	});
+	const outcome = await attributeToReferrer({ ...ctx, origin: "" }, user, referrer);
 	if (!outcome.applied) {
 		// Another attribution came first (its referrer is kept), or this one would close a cycle.
 		await count(outcome.cycle ? "referral_cycle" : "referrer_kept");
 		return payerOf(user);
 	}
-	if (outcome.recorded) ctx.waitUntil(sendOutboxEvents(env, [event]));
 	await count("attributed");
 	return { ...payerOf(user), campaignid: referrer.campaignid, referrer_userid: referrer.userid };
 }
