@@ -24,6 +24,16 @@ export const createAppSchema = z.object({
 	emailsender: z.email("must be an email address").nullish(),
 });
 
+/** The fields of a Stripe connection besides its key (docs/stripe.md). */
+const stripeConnectionFields = {
+	webhooksecret: z
+		.string()
+		.trim()
+		.regex(/^whsec_[A-Za-z0-9+/=]{8,}$/, "must be the endpoint's signing secret (whsec_...)"),
+	eventname: z.string().trim().min(1, "must not be empty").max(100).default("Transaction"),
+	apiurl: z.url({ protocol: /^https?$/, error: "must be an http(s) URL" }).nullish(),
+};
+
 /** An app's Stripe connection (docs/stripe.md); null disconnects. */
 export const stripeSettingsSchema = z
 	.object({
@@ -31,12 +41,7 @@ export const stripeSettingsSchema = z
 			.string()
 			.trim()
 			.regex(/^(sk|rk)_(test|live)_[A-Za-z0-9]{8,}$/, "must be a Stripe secret or restricted key (sk_test_..., sk_live_..., rk_...)"),
-		webhooksecret: z
-			.string()
-			.trim()
-			.regex(/^whsec_[A-Za-z0-9+/=]{8,}$/, "must be the endpoint's signing secret (whsec_...)"),
-		eventname: z.string().trim().min(1, "must not be empty").max(100).default("Transaction"),
-		apiurl: z.url({ protocol: /^https?$/, error: "must be an http(s) URL" }).nullish(),
+		...stripeConnectionFields,
 	})
 	.nullable();
 
@@ -50,12 +55,7 @@ export const testStripeSettingsSchema = z
 				/^(sk|rk)_test_[A-Za-z0-9]{8,}$/,
 				"must be a Stripe test key (sk_test_... or rk_test_...): test rewards never move real money",
 			),
-		webhooksecret: z
-			.string()
-			.trim()
-			.regex(/^whsec_[A-Za-z0-9+/=]{8,}$/, "must be the endpoint's signing secret (whsec_...)"),
-		eventname: z.string().trim().min(1, "must not be empty").max(100).default("Transaction"),
-		apiurl: z.url({ protocol: /^https?$/, error: "must be an http(s) URL" }).nullish(),
+		...stripeConnectionFields,
 	})
 	.nullable();
 
