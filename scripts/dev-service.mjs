@@ -32,11 +32,33 @@ function tail(max) {
 }
 
 /**
+ * Every start of this process, kept as its promise: a test file's `beforeAll`
+ * that times out still leaves its start running, and the service it brings up
+ * would outlive the file (test/e2e/setup.ts stops them all after each file).
+ * @type {Set<Promise<{ stop: () => Promise<void> }>>}
+ */
+const started = new Set();
+
+/** Stops every service this process started and not stopped yet, the last started first; waits for starts still under way. */
+export async function stopAllServices() {
+	const starts = [...started].reverse();
+	started.clear();
+	for (const start of starts) await (await start.catch(() => null))?.stop();
+}
+
+/**
  * @param {{ name?: string, vars?: Record<string, string>, logLevel?: string, args?: string[], persistBase?: string, persistTo?: string }} options
  *   `persistTo`: the state directory of an earlier service (its `persist`), to restart on it; it is then not removed by `stop()`.
  * @returns {Promise<{ base: string, adminToken: string, persist: string, logs: () => string, sql: (statement: string) => void, cpuSeconds: () => number, cpuByProcess: () => Record<string, number>, stop: () => Promise<void>, kill: () => Promise<void> }>}
  */
-export async function startService(options = {}) {
+export function startService(options = {}) {
+	const start = start_(options);
+	started.add(start);
+	return start;
+}
+
+/** @param {Parameters<typeof startService>[0]} options */
+async function start_(options) {
 	const name = options.name ?? "dev";
 	const persist = options.persistTo ?? mkdtempSync(join(options.persistBase || tmpdir(), `referral-${name}-`));
 	const ownsState = options.persistTo === undefined;

@@ -10,5 +10,6 @@ export default defineConfig({
 		testTimeout: 60_000,
 		hookTimeout: 120_000,
 		fileParallelism: false,
+		setupFiles: ["test/e2e/setup.ts"],
 	},
 });
