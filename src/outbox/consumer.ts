@@ -5,8 +5,8 @@ import { type AppsView, takeAppsView } from "./app-settings";
 import { queueLogNotes, writeAttempts } from "./attempt-log";
 import { passBreaker, reportToBreaker } from "./breaker-gate";
 import { DEFAULT_WEBHOOK_TIMEOUT_MS, type DeliveryOptions, deliver, isTimeout } from "./deliver";
+import { DETACH_AFTER_MS, waitWithin } from "./detach";
 import { type CarriedEvent, type LoggedAttempt, outboxMessageSchema } from "./events";
-import { HANDOFF_AFTER_MS, waitWithin } from "./handoff";
 import { interleaveByKey, MAX_PARALLEL_ATTEMPTS, startLimited } from "./parallel";
 import { isLastAttempt, MISSING_EVENT_ATTEMPTS, missingEventDelaySeconds, retryDelaySeconds } from "./retry";
 import { sweepOutbox } from "./sweep";
@@ -42,7 +42,7 @@ interface Work {
 	record?: AttemptRecord;
 	/** What to do with the message once the attempts are logged. */
 	settle: () => void;
-	/** Its work ended (false: still running when the batch returned, handed off: handoff.ts). */
+	/** Its work ended (false: still running when the batch returned, detached: detach.ts). */
 	done?: boolean;
 }
 
@@ -62,9 +62,9 @@ interface Work {
  * and acks; a failure retries with the delay of `retryDelaySeconds`, and after
  * the last attempt the platform moves the message to the dead-letter queue.
  *
- * The batch waits for its work at most HANDOFF_AFTER_MS: a message whose
+ * The batch waits for its work at most DETACH_AFTER_MS: a message whose
  * delivery is still running then is settled as a delayed retry and its
- * attempt goes on in the background (handoff.ts), so a hanging endpoint holds
+ * attempt goes on in the background (detach.ts), so a hanging endpoint holds
  * the batch, and every other app's events behind it, that long and no longer.
  */
 export async function queue(
@@ -103,7 +103,7 @@ export async function queue(
 	apps.addRead(state.apps);
 
 	// At most MAX_PARALLEL_ATTEMPTS at a time, apps taking turns (parallel.ts: the platform's six connections).
-	// Log notes send nothing: they are written with the batch's records, never handed off.
+	// Log notes send nothing: they are written with the batch's records, never detached.
 	const sends = interleaveByKey(
 		work.filter((w) => !w.note),
 		(w) => w.carried?.appid ?? state.rows.get(w.eventid)?.appid ?? "",
@@ -114,17 +114,17 @@ export async function queue(
 		await attemptSafely(w, state, apps, env, options, stalled);
 		w.done = true;
 	});
-	// A message on its last attempt is waited for: handed off, its retry would dead-letter it (handoff.ts).
+	// A message on its last attempt is waited for: detached, its retry would dead-letter it (detach.ts).
 	await waitWithin(
 		finished,
-		HANDOFF_AFTER_MS,
+		DETACH_AFTER_MS,
 		finished.filter((_, i) => isLastAttempt(sends[i]!.message.attempts)),
 	);
-	// Decided now, once: a handed-off attempt that ends while the batch's log is written changes nothing here.
+	// Decided now, once: a detached attempt that ends while the batch's log is written changes nothing here.
 	const late = new Set(sends.filter((w) => !w.done));
-	const settles = work.map((w) => (late.has(w) ? handOff(w) : w.settle));
+	const settles = work.map((w) => (late.has(w) ? detach(w) : w.settle));
 	if (late.size > 0) {
-		// What the handed-off attempts record is written when they end, as the batch's own records are.
+		// What the detached attempts record is written when they end, as the batch's own records are.
 		const running = finished.filter((_, i) => late.has(sends[i]!));
 		ctx.waitUntil(Promise.allSettled(running).then(() => logAttempts(env, [...late])));
 	}
@@ -135,13 +135,13 @@ export async function queue(
 	for (const settle of settles) settle();
 }
 
-/** The settlement of a message whose work still runs (handoff.ts): a delayed retry, as a failed attempt gets. */
-function handOff(w: Work): () => void {
+/** The settlement of a message whose work still runs (detach.ts): a delayed retry, as a failed attempt gets. */
+function detach(w: Work): () => void {
 	const attemptNo = w.message.attempts;
-	log("warn", "outbox delivery handed off: still running at the batch's budget; the message comes back later", {
+	log("warn", "outbox delivery detached: still running at the batch's budget; the message comes back later", {
 		eventid: w.eventid,
 		attempt: attemptNo,
-		budgetms: HANDOFF_AFTER_MS,
+		budgetms: DETACH_AFTER_MS,
 	});
 	return () => w.message.retry({ delaySeconds: retryDelaySeconds(attemptNo) });
 }
@@ -269,10 +269,10 @@ async function attempt(
 	}
 	if (event.delivered_at) return;
 	if (stalled.has(event.appid)) {
-		// Issue 33: the app's endpoint already timed out in this batch. Waiting on it again would hold the
-		// batch (and every other app's webhooks behind it) for one more timeout; the message comes back
-		// later instead (a delayed retry, no attempt made), so 20 or 200 queued events of a hanging
-		// endpoint cost the other apps at most the one timeout.
+		// Issue 33: the app's endpoint already timed out in this batch. Another attempt would most likely
+		// hang as well and hold a connection (and, on a last attempt, the batch) for one more timeout; the
+		// message comes back later instead (a delayed retry, no attempt made), so 20 or 200 queued events
+		// of a hanging endpoint cost one wave of attempts.
 		w.settle = () => message.retry({ delaySeconds: retryDelaySeconds(attemptNo) });
 		log("warn", "outbox delivery deferred: the app's endpoint timed out in this batch", { eventid, attempt: attemptNo });
 		return;

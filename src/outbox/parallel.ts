@@ -42,7 +42,7 @@ export function interleaveByKey<T>(items: readonly T[], keyOf: (item: T) => stri
  * Starts `fn` on every item, at most `limit` at a time, in order, and
  * answers each item's promise (settled when its `fn` has), so a caller can
  * stop waiting for some items while the others go on (the consumer's
- * hand-off, handoff.ts). `fn` must not reject (the consumer's attempts catch
+ * detached attempts, detach.ts). `fn` must not reject (the consumer's attempts catch
  * their own errors); a rejection rejects that item's promise only.
  */
 export function startLimited<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void>[] {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { waitWithin } from "../../src/outbox/handoff";
+import { waitWithin } from "../../src/outbox/detach";
 import { forEachLimited, interleaveByKey, startLimited } from "../../src/outbox/parallel";
 
 describe("interleaveByKey", () => {
@@ -94,7 +94,7 @@ describe("startLimited", () => {
 	});
 });
 
-describe("waitWithin (the consumer's hand-off)", () => {
+describe("waitWithin (the consumer's detached attempts)", () => {
 	it("stops waiting at the budget for work that has not ended", async () => {
 		const never = new Promise<void>(() => {});
 		const started = Date.now();
@@ -108,7 +108,7 @@ describe("waitWithin (the consumer's hand-off)", () => {
 		expect(waited).toBe(false);
 	});
 
-	it("waits past the budget for the work that may not be handed off, and survives a rejection", async () => {
+	it("waits past the budget for the work that may not be detached, and survives a rejection", async () => {
 		const last = gate();
 		let returned = false;
 		const waiting = waitWithin([new Promise<void>(() => {}), last.opened, Promise.reject(new Error("x"))], 0, [last.opened]).then(() => {

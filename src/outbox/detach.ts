@@ -1,6 +1,6 @@
 /**
- * The consumer's hand-off: a batch never waits for a slow endpoint longer
- * than HANDOFF_AFTER_MS (issue 33, "no tenant's burst delays another's
+ * Detached attempts: a batch never waits for a slow endpoint longer
+ * than DETACH_AFTER_MS (issue 33, "no tenant's burst delays another's
  * webhooks past 2 s").
  *
  * The queue hands the consumer its next batch only when this one is done
@@ -10,8 +10,8 @@
  * delivery to an endpoint that hangs lasts its whole timeout (1.5 s,
  * deliver.ts), so every other app's event queued behind such a batch waited
  * that long, plus its own batch. Now the batch waits for its deliveries at
- * most HANDOFF_AFTER_MS after they start; a message whose work is still
- * running then is **handed off**:
+ * most DETACH_AFTER_MS after they start; a message whose work is still
+ * running then is **detached**:
  *
  * - it is settled at once as a delayed retry, exactly as a failed attempt
  *   would be (`retryDelaySeconds` of its attempt), before the handler returns,
@@ -24,7 +24,7 @@
  *   is acked without sending (its `delivered_at`, read with the batch), and a
  *   failed one makes its next attempt, numbered by the queue as before.
  *
- * A message on its last attempt is not handed off: its retry would move it to
+ * A message on its last attempt is not detached: its retry would move it to
  * the dead-letter queue even if the delivery then succeeded, so the batch
  * waits for it (at most one timeout, as before).
  *
@@ -32,24 +32,24 @@
  * `queue_consumer_no_wait_for_wait_until` (wrangler.toml): by default the
  * platform acknowledges a batch only after the promises given to
  * `ctx.waitUntil()` resolved, which would make the batch wait for the
- * hand-off all the same (developers.cloudflare.com/workers/configuration/compatibility-flags/,
+ * detached attempt all the same (developers.cloudflare.com/workers/configuration/compatibility-flags/,
  * "Queue consumers don't wait for ctx.waitUntil() to resolve"). Without the
  * flag the behaviour is still correct, only as slow as before.
  */
 
 /**
- * How long a batch waits for its deliveries before handing off the unfinished
+ * How long a batch waits for its deliveries before detaching the unfinished
  * ones. A receiver still gets the whole webhook timeout (1.5 s) to answer;
  * this only bounds how long other apps' events wait behind it. Most
- * endpoints answer well within it, so a hand-off (and the message's return to
+ * endpoints answer well within it, so a detached attempt (and the message's return to
  * be acked, one more queue operation and batch read) is the exception.
  */
-export const HANDOFF_AFTER_MS = 500;
+export const DETACH_AFTER_MS = 500;
 
 /**
  * Waits until every item of `finished` has settled or `budgetMs` passed,
  * whichever comes first, and in any case for `mustWait` (the items that may
- * not be handed off). Never rejects.
+ * not be detached). Never rejects.
  */
 export async function waitWithin(finished: readonly Promise<void>[], budgetMs: number, mustWait: readonly Promise<void>[]): Promise<void> {
 	let timer: ReturnType<typeof setTimeout> | undefined;

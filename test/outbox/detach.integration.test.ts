@@ -2,15 +2,15 @@ import { createExecutionContext, createMessageBatch, getQueueResult } from "clou
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { queue } from "../../src/outbox/consumer";
-import { HANDOFF_AFTER_MS } from "../../src/outbox/handoff";
+import { DETACH_AFTER_MS } from "../../src/outbox/detach";
 import { MAX_ATTEMPTS } from "../../src/outbox/retry";
 import { admin } from "../support/api";
 import { attemptsOf, createOutboxApp, eventRow, hookUrl, received, recordWebhook, setAnswers, uniqueKey } from "./support";
 
-// The consumer's hand-off (src/outbox/handoff.ts): a batch waits for its deliveries at most HANDOFF_AFTER_MS;
+// Detached attempts (src/outbox/detach.ts): a batch waits for its deliveries at most DETACH_AFTER_MS;
 // a delivery still running then is settled as a delayed retry BEFORE the handler returns and goes on in the
 // background with its whole timeout. The webhook timeout is 3 s here, so that a batch that waited for it (the
-// code before the hand-off) is told apart from one that did not by far more than any load can blur.
+// code before detached attempts) is told apart from one that did not by far more than any load can blur.
 const TIMEOUT_MS = 3_000;
 const slowEnv = { ...env, WEBHOOK_TIMEOUT_MS: String(TIMEOUT_MS) };
 
@@ -51,10 +51,10 @@ async function hookApp(name: string) {
 	return { key, app: await createOutboxApp({ webhookurl: hookUrl(key) }) };
 }
 
-describe("a batch never waits for a slow endpoint beyond the hand-off budget", () => {
+describe("a batch never waits for a slow endpoint beyond the detach budget", () => {
 	it("returns at the budget with the hanging message retried and the healthy one acked; the background logs the timeout and tells the breaker", async () => {
-		const hang = await hookApp("handoff-hang");
-		const ok = await hookApp("handoff-ok");
+		const hang = await hookApp("detach-hang");
+		const ok = await hookApp("detach-ok");
 		await setAnswers(hang.key, [], { delayMs: 10_000 });
 		const stuck = await recordWebhook(hang.app.appid);
 		const fine = await recordWebhook(ok.app.appid);
@@ -62,7 +62,7 @@ describe("a batch never waits for a slow endpoint beyond the hand-off budget", (
 		const run = await runTimedBatch([{ eventid: stuck.eventid }, { eventid: fine.eventid }]);
 
 		// Waiting for the hanging delivery would take the whole 3 s timeout.
-		expect(run.returnedAfterMs).toBeGreaterThanOrEqual(HANDOFF_AFTER_MS - 50);
+		expect(run.returnedAfterMs).toBeGreaterThanOrEqual(DETACH_AFTER_MS - 50);
 		expect(run.returnedAfterMs).toBeLessThan(TIMEOUT_MS - 1_000);
 		// Both settled before the handler returned: the queue keeps the hanging one, whatever happens next.
 		expect(run.atReturn).toEqual(
@@ -77,7 +77,7 @@ describe("a batch never waits for a slow endpoint beyond the hand-off budget", (
 		expect(await received(ok.key)).toHaveLength(1);
 		expect(await received(hang.key)).toHaveLength(1);
 
-		// The handed-off attempt went on with its whole timeout, was logged, and counted by the breaker.
+		// The detached attempt went on with its whole timeout, was logged, and counted by the breaker.
 		const [attempt] = await attemptsOf(stuck.eventid);
 		expect(attempt).toMatchObject({ attempt: 1, outcome: "failed", error: `timed out after ${TIMEOUT_MS} ms` });
 		expect(attempt!.duration_ms).toBeGreaterThanOrEqual(TIMEOUT_MS - 50);
@@ -85,13 +85,13 @@ describe("a batch never waits for a slow endpoint beyond the hand-off budget", (
 		expect((await eventRow(stuck.eventid))?.delivered_at).toBeNull();
 	});
 
-	it("a handed-off delivery that then succeeds is logged, and its message, back from the queue, is acked without sending again", async () => {
-		const slow = await hookApp("handoff-slow");
-		await setAnswers(slow.key, [{ delayMs: HANDOFF_AFTER_MS + 700 }], {});
+	it("a detached delivery that then succeeds is logged, and its message, back from the queue, is acked without sending again", async () => {
+		const slow = await hookApp("detach-slow");
+		await setAnswers(slow.key, [{ delayMs: DETACH_AFTER_MS + 700 }], {});
 		const event = await recordWebhook(slow.app.appid);
 
 		const first = await runTimedBatch([{ eventid: event.eventid }]);
-		expect(first.returnedAfterMs).toBeLessThan(HANDOFF_AFTER_MS + 600);
+		expect(first.returnedAfterMs).toBeLessThan(DETACH_AFTER_MS + 600);
 		expect(first.atReturn).toEqual([{ id: first.ids[0], how: "retry", delaySeconds: 5 }]);
 		expect(await attemptsOf(event.eventid)).toMatchObject([{ attempt: 1, outcome: "delivered", response_code: 200 }]);
 		expect((await eventRow(event.eventid))?.delivered_at).not.toBeNull();
@@ -103,9 +103,9 @@ describe("a batch never waits for a slow endpoint beyond the hand-off budget", (
 		expect(await attemptsOf(event.eventid)).toHaveLength(1);
 	});
 
-	it("the message of a handed-off delivery that fails makes its next attempt when it comes back", async () => {
-		const flaky = await hookApp("handoff-flaky");
-		// First: hangs past the timeout (handed off, then failed). Then: answers at once.
+	it("the message of a detached delivery that fails makes its next attempt when it comes back", async () => {
+		const flaky = await hookApp("detach-flaky");
+		// First: hangs past the timeout (detached, then failed). Then: answers at once.
 		await setAnswers(flaky.key, [{ delayMs: 10_000 }], {});
 		const event = await recordWebhook(flaky.app.appid);
 
@@ -121,8 +121,8 @@ describe("a batch never waits for a slow endpoint beyond the hand-off budget", (
 		expect(await received(flaky.key)).toHaveLength(2);
 	});
 
-	it("messages still waiting for a connection are handed off too, and a stalled app's are not attempted behind it", async () => {
-		const hang = await hookApp("handoff-wave");
+	it("messages still waiting for a connection are detached too, and a stalled app's are not attempted behind it", async () => {
+		const hang = await hookApp("detach-wave");
 		await setAnswers(hang.key, [], { delayMs: 10_000 });
 		const events = [];
 		for (let i = 0; i < 8; i++) events.push(await recordWebhook(hang.app.appid));
@@ -138,14 +138,14 @@ describe("a batch never waits for a slow endpoint beyond the hand-off budget", (
 		expect(logged.filter((rows) => rows.length === 1)).toHaveLength(5);
 	});
 
-	it("a message on its last attempt is waited for, not handed off: its retry would dead-letter a delivery still under way", async () => {
-		const slow = await hookApp("handoff-last");
-		await setAnswers(slow.key, [{ delayMs: HANDOFF_AFTER_MS + 700 }], {});
+	it("a message on its last attempt is waited for, not detached: its retry would dead-letter a delivery still under way", async () => {
+		const slow = await hookApp("detach-last");
+		await setAnswers(slow.key, [{ delayMs: DETACH_AFTER_MS + 700 }], {});
 		const event = await recordWebhook(slow.app.appid);
 
 		const run = await runTimedBatch([{ eventid: event.eventid, attempts: MAX_ATTEMPTS }]);
 
-		expect(run.returnedAfterMs).toBeGreaterThanOrEqual(HANDOFF_AFTER_MS + 650);
+		expect(run.returnedAfterMs).toBeGreaterThanOrEqual(DETACH_AFTER_MS + 650);
 		expect(run.atReturn).toEqual([{ id: run.ids[0], how: "ack" }]);
 		expect(await attemptsOf(event.eventid)).toMatchObject([{ attempt: MAX_ATTEMPTS, outcome: "delivered" }]);
 	});
