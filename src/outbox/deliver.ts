@@ -31,8 +31,8 @@ export interface DeliveryOptions {
  * has failed, and its message is retried later with a delay. The batch does
  * not wait that long for it: after the consumer's detach budget (0.5 s,
  * detach.ts) the attempt goes on in the background, so a hanging endpoint
- * holds other apps' webhooks for the budget only (this long while a message
- * on its last attempt hangs; docs/webhooks.md, "Delivery isolation"). Short
+ * holds other apps' webhooks for the budget only (a message on its last
+ * attempt is waited for; docs/webhooks.md, "Delivery isolation"). Short
  * all the same: a background attempt holds one of the invocation's
  * connections (parallel.ts). The body of a 2xx is never waited for.
  */
