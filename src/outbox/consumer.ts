@@ -5,8 +5,9 @@ import { type AppsView, takeAppsView } from "./app-settings";
 import { queueLogNotes, writeAttempts } from "./attempt-log";
 import { passBreaker, reportToBreaker } from "./breaker-gate";
 import { DEFAULT_WEBHOOK_TIMEOUT_MS, type DeliveryOptions, deliver, isTimeout } from "./deliver";
+import { DETACH_AFTER_MS, waitWithin } from "./detach";
 import { type CarriedEvent, type LoggedAttempt, outboxMessageSchema } from "./events";
-import { forEachLimited, interleaveByKey, MAX_PARALLEL_ATTEMPTS } from "./parallel";
+import { interleaveByKey, MAX_PARALLEL_ATTEMPTS, startLimited } from "./parallel";
 import { isLastAttempt, MISSING_EVENT_ATTEMPTS, missingEventDelaySeconds, retryDelaySeconds } from "./retry";
 import { sweepOutbox } from "./sweep";
 
@@ -41,6 +42,8 @@ interface Work {
 	record?: AttemptRecord;
 	/** What to do with the message once the attempts are logged. */
 	settle: () => void;
+	/** Its work ended (false: still running when the batch returned, detached: detach.ts). */
+	done?: boolean;
 }
 
 /**
@@ -58,6 +61,11 @@ interface Work {
  * `delivery_attempts`. Success (or nothing to send) marks the event delivered
  * and acks; a failure retries with the delay of `retryDelaySeconds`, and after
  * the last attempt the platform moves the message to the dead-letter queue.
+ *
+ * The batch waits for its work at most DETACH_AFTER_MS: a message whose
+ * delivery is still running then is settled as a delayed retry and its
+ * attempt goes on in the background (detach.ts), so a hanging endpoint holds
+ * the batch, and every other app's events behind it, that long and no longer.
  */
 export async function queue(
 	batch: MessageBatch<unknown>,
@@ -95,16 +103,61 @@ export async function queue(
 	apps.addRead(state.apps);
 
 	// At most MAX_PARALLEL_ATTEMPTS at a time, apps taking turns (parallel.ts: the platform's six connections).
-	const ordered = interleaveByKey(work, (w) => w.carried?.appid ?? state.rows.get(w.eventid)?.appid ?? "");
+	// Log notes send nothing: they are written with the batch's records, never detached.
+	const sends = interleaveByKey(
+		work.filter((w) => !w.note),
+		(w) => w.carried?.appid ?? state.rows.get(w.eventid)?.appid ?? "",
+	);
 	// Apps whose endpoint timed out in this batch: their messages not yet attempted are deferred, not attempted.
 	const stalled = new Set<string>();
-	await forEachLimited(ordered, MAX_PARALLEL_ATTEMPTS, (w) => attemptSafely(w, state, apps, env, options, stalled));
+	const finished = startLimited(sends, MAX_PARALLEL_ATTEMPTS, async (w) => {
+		await attemptSafely(w, state, apps, env, options, stalled);
+		w.done = true;
+	});
+	// A message on its last attempt is waited for: detached, its retry would dead-letter it (detach.ts).
+	await waitWithin(
+		finished,
+		DETACH_AFTER_MS,
+		finished.filter((_, i) => isLastAttempt(sends[i]!.message.attempts)),
+	);
+	// Decided now, once: a detached attempt that ends while the batch's log is written changes nothing here.
+	const late = new Set(sends.filter((w) => !w.done));
+	const settles = work.map((w) => (late.has(w) ? detach(w) : w.settle));
+	if (late.size > 0) {
+		// What the detached attempts record is written when they end, as the batch's own records are.
+		const running = finished.filter((_, i) => late.has(sends[i]!));
+		ctx.waitUntil(Promise.allSettled(running).then(() => logAttempts(env, [...late])));
+	}
+	await logAttempts(
+		env,
+		work.filter((w) => !late.has(w)),
+	);
+	for (const settle of settles) settle();
+}
 
+/** The settlement of a message whose work still runs (detach.ts): a delayed retry, as a failed attempt gets. */
+function detach(w: Work): () => void {
+	const attemptNo = w.message.attempts;
+	log("warn", "outbox delivery detached: still running at the batch's budget; the message comes back later", {
+		eventid: w.eventid,
+		attempt: attemptNo,
+		budgetms: DETACH_AFTER_MS,
+	});
+	return () => w.message.retry({ delaySeconds: retryDelaySeconds(attemptNo) });
+}
+
+/**
+ * Writes the attempts of `work`. The sends happened (or not) all the same: a lost log line must not make the
+ * sweep send a delivered event again. The marks alone are written when the log is refused; when D1 takes nothing,
+ * the records come back as log notes. Never throws.
+ */
+async function logAttempts(env: Env, work: readonly Work[]): Promise<void> {
 	const records = work.flatMap((w) => (w.record ? [w.record] : []));
-	// The sends happened (or not) all the same: a lost log line must not make the sweep send a delivered event again.
-	// The marks alone are written when the log is refused; when D1 takes nothing, the records come back as log notes.
-	if (!(await writeAttempts(env.DB, records))) await queueLogNotes(env, records);
-	for (const w of work) w.settle();
+	try {
+		if (!(await writeAttempts(env.DB, records))) await queueLogNotes(env, records);
+	} catch (err) {
+		log("error", "outbox attempt log failed", { count: records.length, error: String(err) });
+	}
 }
 
 /** Validates the bodies; invalid ones and repeats of an event within the batch are acked at once. */
@@ -216,10 +269,10 @@ async function attempt(
 	}
 	if (event.delivered_at) return;
 	if (stalled.has(event.appid)) {
-		// Issue 33: the app's endpoint already timed out in this batch. Waiting on it again would hold the
-		// batch (and every other app's webhooks behind it) for one more timeout; the message comes back
-		// later instead (a delayed retry, no attempt made), so 20 or 200 queued events of a hanging
-		// endpoint cost the other apps at most the one timeout.
+		// Issue 33: the app's endpoint already timed out in this batch. Another attempt would most likely
+		// hang as well and hold a connection (and, on a last attempt, the batch) for one more timeout; the
+		// message comes back later instead (a delayed retry, no attempt made), so 20 or 200 queued events
+		// of a hanging endpoint cost one wave of attempts.
 		w.settle = () => message.retry({ delaySeconds: retryDelaySeconds(attemptNo) });
 		log("warn", "outbox delivery deferred: the app's endpoint timed out in this batch", { eventid, attempt: attemptNo });
 		return;

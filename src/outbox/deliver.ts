@@ -28,12 +28,13 @@ export interface DeliveryOptions {
 
 /**
  * A receiver that has not connected and answered (status and headers) by then
- * has failed, and its message is retried later with a delay. Short, because
- * the queue hands the consumer its next batch only when this one is done: a
- * hanging endpoint holds every other app's webhooks for at most this long
- * (twice, when the endpoints of more than five apps of one batch hang:
- * parallel.ts; docs/webhooks.md, "Delivery isolation"). The body of a 2xx is
- * never waited for.
+ * has failed, and its message is retried later with a delay. The batch does
+ * not wait that long for it: after the consumer's detach budget (0.5 s,
+ * detach.ts) the attempt goes on in the background, so a hanging endpoint
+ * holds other apps' webhooks for the budget only (a message on its last
+ * attempt is waited for; docs/webhooks.md, "Delivery isolation"). Short
+ * all the same: a background attempt holds one of the invocation's
+ * connections (parallel.ts). The body of a 2xx is never waited for.
  */
 export const DEFAULT_WEBHOOK_TIMEOUT_MS = 1_500;
 /** Response text kept in the attempt log, at most. */

@@ -39,14 +39,32 @@ export function interleaveByKey<T>(items: readonly T[], keyOf: (item: T) => stri
 }
 
 /**
- * Runs `fn` on every item, at most `limit` at a time, starting them in order;
- * resolves when all have finished. `fn` must not reject (the consumer's
- * attempts catch their own errors); a rejection still rejects the whole.
+ * Starts `fn` on every item, at most `limit` at a time, in order, and
+ * answers each item's promise (settled when its `fn` has), so a caller can
+ * stop waiting for some items while the others go on (the consumer's
+ * detached attempts, detach.ts). `fn` must not reject (the consumer's attempts catch
+ * their own errors); a rejection rejects that item's promise only.
  */
-export async function forEachLimited<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
+export function startLimited<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void>[] {
+	const settlers: { resolve: () => void; reject: (err: unknown) => void }[] = [];
+	const finished = items.map(() => new Promise<void>((resolve, reject) => settlers.push({ resolve, reject })));
 	let next = 0;
 	const lane = async () => {
-		while (next < items.length) await fn(items[next++]!);
+		while (next < items.length) {
+			const i = next++;
+			try {
+				await fn(items[i]!);
+				settlers[i]!.resolve();
+			} catch (err) {
+				settlers[i]!.reject(err);
+			}
+		}
 	};
-	await Promise.all(Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, lane));
+	for (let l = 0; l < Math.min(Math.max(1, limit), items.length); l++) void lane();
+	return finished;
+}
+
+/** startLimited, waiting for every item; resolves when all have finished. */
+export async function forEachLimited<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
+	await Promise.all(startLimited(items, limit, fn));
 }

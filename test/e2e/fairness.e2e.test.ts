@@ -103,7 +103,7 @@ describe("one app's hanging endpoint does not hold back another app's webhooks (
 });
 
 describe("per-endpoint isolation: a hanging endpoint never delays another app's webhooks (wrangler dev)", () => {
-	it("after a burst of 25 events of an app whose endpoint hangs, app A's sign-ups every 500 ms for 20 s each arrive within one webhook timeout of 2 s", {
+	it("after a burst of 25 events of an app whose endpoint hangs, app A's sign-ups every 500 ms for 20 s each arrive within 2 s", {
 		timeout: 240_000,
 	}, async () => {
 		const hanging = await appWithHook("burst-hanging");
@@ -135,12 +135,9 @@ describe("per-endpoint isolation: a hanging endpoint never delays another app's 
 		}
 		console.log(`burst: app A ${latency.size} webhooks, p100 ${Math.max(...latency.values())} ms`);
 		expect([...latency.keys()].sort()).toEqual([...sentAt.keys()].sort());
-		// Issue 33's goal is 2 s for every one of them; not met yet: the sign-ups right after the burst wait for
-		// the batch that meets the hanging endpoint first (one 1.5 s timeout; measured 2.4 and 2.9 s, the
-		// others within 2 s). The deferral bounds that to one timeout whatever the burst's size: without it,
-		// 25 hanging events held app A's webhooks for several timeouts in a row (2.4, 3.4, 4.4 s ... for 20).
-		const ONE_TIMEOUT_MS = 1_500;
-		expect([...latency].filter(([, ms]) => ms > 2_000 + ONE_TIMEOUT_MS)).toEqual([]);
+		// Issue 33: every one of them within 2 s, named when late. The batch that meets the hanging endpoint
+		// returns after the detach budget (0.5 s, src/outbox/detach.ts), not after the 1.5 s timeout.
+		expect([...latency].filter(([, ms]) => ms > 2_000)).toEqual([]);
 		expect(receiver.received("burst-hanging").length).toBeGreaterThanOrEqual(1);
 	});
 
