@@ -111,6 +111,8 @@ describe("passkeys", { timeout: 60_000 }, () => {
 		expect(await checkedChallenge(ADMIN_TOKEN, "signin", nonce, clientData, Date.now())).not.toBeNull();
 		expect(await checkedChallenge(ADMIN_TOKEN, "signin", nonce, clientData, Date.now() + CHALLENGE_TTL_MS + 1)).toBeNull();
 
+		// Two sessions of the person: the invitation's (cookie) and the passkey's (session).
+		expect((await fetchPage("/dashboard", { headers: { cookie } })).status).toBe(200);
 		const removed = await post("/dashboard/account/passkeys/remove", session, {
 			_csrf: (await accountPage(session)).csrf,
 			credentialid: authenticator.credentialId,
@@ -118,6 +120,10 @@ describe("passkeys", { timeout: 60_000 }, () => {
 		expect(removed.headers.get("location")).toContain("ok=");
 		expect((await accountPage(session)).html).not.toContain(`data-passkey="${authenticator.credentialId}"`);
 		expect(await auditActions(app.appid, "passkey.remove")).toHaveLength(1);
+		// The other session ended (it may be on the device the passkey was removed for); the one that removed it goes on.
+		const ended = await fetchPage("/dashboard", { headers: { cookie } });
+		expect([ended.status, ended.headers.get("location")]).toEqual([303, "/dashboard/login"]);
+		expect((await fetchPage("/dashboard", { headers: { cookie: session } })).status).toBe(200);
 		// Removed: it signs nobody in.
 		expect((await (await signInCeremony(authenticator)).send()).status).toBe(401);
 	});
