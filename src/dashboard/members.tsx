@@ -6,7 +6,7 @@ import { sha256Hex } from "../domain/crypto";
 import { type AdminLimiters, countAdminFailure, refuseThrottledAdmin } from "../http/admin-throttle";
 import { ApiError } from "../http/errors";
 import { clientIp, RETRY_AFTER_SECONDS } from "../http/rate-limits";
-import type { Dash } from "./context";
+import { back, type Dash } from "./context";
 import { Csrf, Field, Page } from "./layout";
 import { PASSKEY_REQUIRED, passwordSessionAllowed } from "./passkeys";
 import { checkLoginCsrf, loginCsrf, startSession } from "./session";
@@ -88,6 +88,13 @@ function InvitationPage(props: { csrf: string; email: string; appname: string; e
 				{!props.existing && (
 					<Field label="Repeat the password" name="password2" type="password" required attrs={{ autocomplete: "new-password" }} />
 				)}
+				<div class="check">
+					<input id="f-addpasskey" name="addpasskey" type="checkbox" aria-describedby="h-addpasskey" />
+					<label for="f-addpasskey">Add a passkey next</label>
+					<p id="h-addpasskey" class="hint">
+						Sign in with this device's fingerprint, face or lock instead of the password: your account page opens to add it.
+					</p>
+				</div>
 				<div>
 					<button type="submit">Accept and sign in</button>
 				</div>
@@ -161,6 +168,9 @@ export function registerMemberSignIn(dash: Dash, loginPage: (csrf: string, error
 			return c.html(loginPage(await loginCsrf(c), `You joined ${invitation.appname}. ${PASSKEY_REQUIRED}`) as string, 200);
 		}
 		await startSession(c, invitation.personid, "password");
+		// Offered on the invitation page, so a new member need not find the account page to stop using the password.
+		if (form.addpasskey === "on")
+			return back(c, "/dashboard/account#add-passkey", { ok: `You joined ${invitation.appname}. Add a passkey below.` });
 		return c.redirect(`/dashboard/apps/${invitation.appid}`, 303);
 	});
 }

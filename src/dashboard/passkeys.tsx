@@ -259,8 +259,21 @@ export function registerAccount(dash: Dash) {
 		const person = await memberOf(c);
 		const credentialId = field(await c.req.parseBody(), "credentialid");
 		const passkey = (await listPasskeys(c.env.DB, person.personid)).find((k) => k.credentialId === credentialId);
-		const removed = passkey && (await deletePasskey(c.env.DB, person.personid, credentialId, passkey.name, await passkeyAudit(c)));
-		return back(c, "/dashboard/account", removed ? { ok: `Passkey "${passkey.name}" removed.` } : { error: "No such passkey of yours." });
+		const removed =
+			passkey &&
+			(await deletePasskey(
+				c.env.DB,
+				person.personid,
+				credentialId,
+				passkey.name,
+				await passkeyAudit(c),
+				await sha256Hex(c.var.session.id),
+			));
+		return back(
+			c,
+			"/dashboard/account",
+			removed ? { ok: `Passkey "${passkey.name}" removed; your other sessions are signed out.` } : { error: "No such passkey of yours." },
+		);
 	});
 }
 

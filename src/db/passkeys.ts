@@ -124,15 +124,30 @@ export async function insertPasskey(db: D1Database, passkey: Omit<Passkey, "last
 	return (inserted?.meta.changes ?? 0) > 0;
 }
 
-/** Removes one of the person's own passkeys with its audit entries; false when they have no such passkey. */
+/**
+ * Removes one of the person's own passkeys with its audit entries, and ends
+ * every other session of theirs (`keepIdhash` is the one removing it): a
+ * passkey is removed because its device is lost or not trusted, and a session
+ * signed in on that device must not outlive it (as a reset ends every session,
+ * password-resets.ts). False when they have no such passkey, and then no
+ * session ends.
+ */
 export async function deletePasskey(
 	db: D1Database,
 	personid: string,
 	credentialId: string,
 	name: string,
 	audit: PasskeyAudit,
+	keepIdhash: string,
 ): Promise<boolean> {
-	const [deleted] = await db.batch([
+	const [, deleted] = await db.batch([
+		// First, while the passkey is still there to decide by (admin_sessions_person index).
+		db
+			.prepare(
+				`DELETE FROM admin_sessions WHERE personid = ?1 AND idhash <> ?2
+				   AND EXISTS (SELECT 1 FROM passkeys WHERE credential_id = ?3 AND personid = ?1)`,
+			)
+			.bind(personid, keepIdhash, credentialId),
 		db.prepare("DELETE FROM passkeys WHERE credential_id = ? AND personid = ?").bind(credentialId, personid),
 		passkeyAuditStatement(db, personid, "passkey.remove", credentialId, { name: { before: name, after: null } }, audit),
 	]);

@@ -82,6 +82,9 @@ describe("the console tells the truth", { timeout: 60_000 }, () => {
 		const html = await res.text();
 		expect(html).toContain("Rule 3 reward");
 		expect(html).not.toContain("rewardrules.1");
+		// Shown again as typed: the row labelled Rule 3 holds the -5, row 2 is still the blank one.
+		expect(html).toMatch(/<legend>Rule 3<\/legend>(?:(?!<\/fieldset>)[\s\S])*value="-5"/);
+		expect(html).toContain("<legend>New rule (row 2)</legend>");
 		expect(
 			formErrorText("rewardrules.0.reward: must be positive; socialactions.1.sharetitle: too long", { rules: [4], actions: [0, 2] }),
 		).toBe("Rule 5 reward: must be positive; Social action 3 sharetitle: too long");

@@ -4,7 +4,7 @@ import { CHALLENGE_TTL_MS, checkedChallenge } from "../../src/dashboard/webauthn
 import { ADMIN_TOKEN, admin, createApp } from "../support/api";
 import { type SoftAuthenticator, softAuthenticator } from "../support/authenticator";
 import { BASE, csrfOf, fetchPage } from "../support/dashboard";
-import { acceptFromMailbox } from "../support/mailbox";
+import { acceptFromMailbox, invitationLinkFor } from "../support/mailbox";
 
 /**
  * Issue 32: passkeys for the dashboard, with a software authenticator
@@ -73,6 +73,27 @@ const auditActions = async (appid: string, action: string) =>
 	(await admin("GET", `/apps/${appid}/audit?action=${action}`)).body.entries as { actor: string; targettype: string; changes: unknown }[];
 
 describe("passkeys", { timeout: 60_000 }, () => {
+	it("the invitation page offers a passkey: accepted with the box ticked, the new member lands where they add one", async () => {
+		const app = await createApp();
+		const email = `invitee-${crypto.randomUUID()}@example.com`;
+		expect((await admin("POST", `/apps/${app.appid}/members`, { email, role: "viewer" })).status).toBe(201);
+		const invitation = await (await fetchPage(new URL(await invitationLinkFor(app.appid, email)).pathname)).text();
+		expect(invitation).toMatch(/<input id="f-addpasskey" name="addpasskey" type="checkbox"/);
+		expect(invitation).toContain('<label for="f-addpasskey">Add a passkey next</label>');
+		const { res, cookie } = await acceptFromMailbox(app.appid, email, PASSWORD, {}, { addpasskey: "on" });
+		expect(res.status).toBe(303);
+		const location = new URL(res.headers.get("location") ?? "", BASE);
+		expect([location.pathname, location.hash]).toEqual(["/dashboard/account", "#add-passkey"]);
+		const account = await (await fetchPage(`${location.pathname}${location.search}`, { headers: { cookie } })).text();
+		expect(account).toContain(`You joined Test app. Add a passkey below.`);
+		expect(account).toContain('<h2 id="add-passkey">Add a passkey</h2>');
+		// Without the box, as before: the app's page.
+		const other = `invitee-${crypto.randomUUID()}@example.com`;
+		expect((await admin("POST", `/apps/${app.appid}/members`, { email: other, role: "viewer" })).status).toBe(201);
+		const plain = await acceptFromMailbox(app.appid, other, PASSWORD);
+		expect(plain.res.headers.get("location")).toBe(`/dashboard/apps/${app.appid}`);
+	});
+
 	it("a member registers a passkey and signs in with it; each challenge works once; adding and removing are audited", async () => {
 		const { app, email: who, cookie } = await member();
 		const authenticator = await softAuthenticator();
@@ -111,6 +132,8 @@ describe("passkeys", { timeout: 60_000 }, () => {
 		expect(await checkedChallenge(ADMIN_TOKEN, "signin", nonce, clientData, Date.now())).not.toBeNull();
 		expect(await checkedChallenge(ADMIN_TOKEN, "signin", nonce, clientData, Date.now() + CHALLENGE_TTL_MS + 1)).toBeNull();
 
+		// Two sessions of the person: the invitation's (cookie) and the passkey's (session).
+		expect((await fetchPage("/dashboard", { headers: { cookie } })).status).toBe(200);
 		const removed = await post("/dashboard/account/passkeys/remove", session, {
 			_csrf: (await accountPage(session)).csrf,
 			credentialid: authenticator.credentialId,
@@ -118,6 +141,10 @@ describe("passkeys", { timeout: 60_000 }, () => {
 		expect(removed.headers.get("location")).toContain("ok=");
 		expect((await accountPage(session)).html).not.toContain(`data-passkey="${authenticator.credentialId}"`);
 		expect(await auditActions(app.appid, "passkey.remove")).toHaveLength(1);
+		// The other session ended (it may be on the device the passkey was removed for); the one that removed it goes on.
+		const ended = await fetchPage("/dashboard", { headers: { cookie } });
+		expect([ended.status, ended.headers.get("location")]).toEqual([303, "/dashboard/login"]);
+		expect((await fetchPage("/dashboard", { headers: { cookie: session } })).status).toBe(200);
 		// Removed: it signs nobody in.
 		expect((await (await signInCeremony(authenticator)).send()).status).toBe(401);
 	});

@@ -57,10 +57,11 @@ async function invitationFor(appid: string, email: string): Promise<string> {
 	return `${base}${new URL(link).pathname}`;
 }
 
-async function accept(page: Page, link: string, password: string) {
+async function accept(page: Page, link: string, password: string, { addPasskeyNext = false } = {}) {
 	await page.goto(link, { waitUntil: "domcontentloaded" });
 	await page.type("#f-password", password);
 	await page.type("#f-password2", password);
+	if (addPasskeyNext) await page.click("#f-addpasskey");
 	await submit(page, "button[type=submit]");
 }
 
@@ -86,10 +87,10 @@ describe("passkeys in a browser", () => {
 		await cdp.send("WebAuthn.enable");
 		const authenticatorId = await virtualAuthenticator(cdp);
 
-		// Paula accepts her invitation with a password, then adds a passkey on her account page.
-		await accept(page, await invitationFor(appid, "paula@example.com"), "paula password 123");
-		expect(path(page)).toBe(`/dashboard/apps/${appid}`);
-		await page.goto(`${base}/dashboard/account`, { waitUntil: "domcontentloaded" });
+		// Paula accepts her invitation with a password, ticking the offer of a passkey: her account page opens to add it.
+		await accept(page, await invitationFor(appid, "paula@example.com"), "paula password 123", { addPasskeyNext: true });
+		expect(path(page)).toBe("/dashboard/account");
+		expect(await page.$eval("[role=status]", (e) => e.textContent)).toContain("You joined Passkey shop. Add a passkey below.");
 		await addPasskey(page, "Test laptop");
 		expect(await page.$$eval("tr[data-passkey]", (rows) => rows.length)).toBe(1);
 		expect(await seriousAxeViolations(page)).toEqual([]);

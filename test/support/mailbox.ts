@@ -30,14 +30,20 @@ const cookieOf = (res: Response, name: string) =>
  * would: opens the link, posts the password (a new person repeats it).
  * Answers the response and the session cookie it set.
  */
-export async function acceptFromMailbox(appid: string, email: string, password: string, headers: Record<string, string> = {}) {
+export async function acceptFromMailbox(
+	appid: string,
+	email: string,
+	password: string,
+	headers: Record<string, string> = {},
+	fields: Record<string, string> = {},
+) {
 	const path = new URL(await invitationLinkFor(appid, email)).pathname;
 	const page = await fetchPage(path);
 	const html = await page.text();
 	const res = await fetchPage(path, {
 		method: "POST",
 		headers: { cookie: cookieOf(page, "dash_login"), ...headers },
-		body: new URLSearchParams({ _csrf: csrfOf(html), password, password2: password }),
+		body: new URLSearchParams({ _csrf: csrfOf(html), password, password2: password, ...fields }),
 	});
 	return { res, cookie: cookieOf(res, "dash_session"), path };
 }

@@ -28,6 +28,26 @@ export const withBlankActions = (actions: Values[] | undefined) => [
 ];
 
 /**
+ * A refused campaign form shown again as it was typed: each rule and social
+ * action sent goes back to the row it was typed in, blank rows kept between
+ * them. The error names rows as typed (forms.ts formErrorText), so "Rule 3
+ * reward" must sit on the row labelled Rule 3; packed together, a rule typed
+ * in row 3 under a blank row 2 came back as Rule 2.
+ */
+export function asTyped(campaign: Values, rows: { rules: number[]; actions: number[] }): Values {
+	const place = (list: Values[] | undefined, at: number[], empty: Values) => {
+		const out: Values[] = Array.from({ length: at.length ? Math.max(...at) + 1 : 0 }, () => empty);
+		for (const [k, value] of (list ?? []).entries()) out[at[k] ?? k] = value;
+		return out;
+	};
+	return {
+		...campaign,
+		rewardrules: place(campaign.rewardrules, rows.rules, EMPTY_RULE),
+		socialactions: place(campaign.socialactions, rows.actions, EMPTY_ACTION),
+	};
+}
+
+/**
  * A list-valued rule field as a comma-separated text field; a stored value
  * that is not a list of words (set through the admin API) rides along hidden
  * and unchanged, so saving the form never loses it.

@@ -5,7 +5,7 @@ import { campaignFromForm, couponsFromText, formErrorText } from "../forms";
 import { Csrf, Field, Page, Select, Table, TextArea } from "../layout";
 import { mayAct, READ_ONLY_NOTE, roleIn } from "../role";
 import { loadApp } from "./apps";
-import { ActionFields, FraudFields, RuleFields, withBlankActions, withBlankRules } from "./campaign-rows";
+import { ActionFields, asTyped, FraudFields, RuleFields, withBlankActions, withBlankRules } from "./campaign-rows";
 
 /** Campaigns: list, create, edit every field the admin API has, coupon pool upload. */
 
@@ -198,7 +198,7 @@ export function registerCampaigns(dash: Dash) {
 				csrf={c.var.session.csrf}
 				error={res ? formErrorText(res.error, rows) : errors.join(" ")}
 			>
-				<CampaignForm action={campaignsPath(appid)} campaign={body} csrf={c.var.session.csrf} submit="Create campaign" />
+				<CampaignForm action={campaignsPath(appid)} campaign={asTyped(body, rows)} csrf={c.var.session.csrf} submit="Create campaign" />
 			</Page>,
 			400,
 		);
@@ -227,7 +227,7 @@ export function registerCampaigns(dash: Dash) {
 		if (res?.ok) return back(c, `/dashboard${path}`, { ok: "Campaign saved." });
 		const stored = must(await c.var.api<Values>("GET", path));
 		const error = res ? formErrorText(res.error, rows) : errors.join(" ");
-		return c.html(await renderEdit(c, appid, { ...stored, ...body }, { error }), 400);
+		return c.html(await renderEdit(c, appid, asTyped({ ...stored, ...body }, rows), { error }), 400);
 	});
 
 	dash.post("/apps/:appid/campaigns/:campaignid/default", async (c) => {
