@@ -1,5 +1,6 @@
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { leaderboardCounters } from "../../src/db/leaderboard";
 import { ledgerFor } from "../../src/ledger/stub";
 import { admin, createApp } from "../support/api";
 
@@ -144,6 +145,40 @@ describe("getleaderboard", () => {
 		expect(ranks(after)).toEqual([[bob.userkey, 1]]);
 		expect(after.user).toEqual({ rank: 1, friendsconverted: 1 });
 		expect((await board(app, { userkey: ann.userkey })).body.errorcode).toBe("user_erased");
+	});
+
+	it("counts no erased referrer ahead of anyone, also when its rewards reach the board after the erasure", async () => {
+		const app = await program();
+		const ann = await referrer(app, "Ann Lee");
+		const bob = await referrer(app, "Bob Stone");
+		const cat = await referrer(app, "Cat Wu");
+		const [a1, a2, b1, c1] = [await friendOf(app, ann), await friendOf(app, ann), await friendOf(app, bob), await friendOf(app, cat)];
+		for (const f of [b1, c1]) await purchase(app, f);
+		await flush(app, bob, cat);
+		// Ann's rewards are granted but not yet on the board when she is erased: her ledger's flush comes after.
+		for (const f of [a1, a2]) await purchase(app, f);
+		expect((await admin("DELETE", `/apps/${app.appid}/users/${ann.userkey}`)).status).toBe(200);
+		await flush(app, ann);
+		for (const period of ["all", "month", "week"]) {
+			const after = (await board(app, { period, userkey: cat.userkey })).body;
+			expect(ranks(after)).toEqual([
+				[bob.userkey, 1],
+				[cat.userkey, 1],
+			]);
+			expect(after.user).toEqual({ rank: 2, friendsconverted: 1 });
+		}
+		// A flush of Ann's that was under way at the erasure and lands after it adds no counter back (the counters' guard).
+		const late = {
+			seq: 99,
+			campaignid: app.campaignid,
+			usertype: "Referrer",
+			friend_userkey: `late-${crypto.randomUUID()}`,
+			amount: 500,
+			reversed: 0,
+		};
+		const row = { ...late, status: "Approved", version: 1, created_at: "2021-01-04T00:00:00.000Z" };
+		await env.DB.batch(leaderboardCounters(env.DB, app.appid, ann.userkey, "UTC", row));
+		expect((await board(app, { userkey: cat.userkey })).body.user).toEqual({ rank: 2, friendsconverted: 1 });
 	});
 
 	it("a friend whose only rewarded event is fully reversed leaves the board; a partial refund or another event keeps them", async () => {

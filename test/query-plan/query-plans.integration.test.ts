@@ -55,6 +55,23 @@ describe("query plans", { timeout: 120_000 }, () => {
 		expect(plans.length).toBeGreaterThan(150);
 	});
 
+	it("counts a leaderboard rank on leaderboard_counts_rank alone: ranges of the covering index, no user read per row ahead (issue 34)", () => {
+		const standings = plans.filter((p) => p.statement.file === "src/db/leaderboard.ts" && /\bAS rank\b/.test(p.statement.sql));
+		expect(standings.length).toBeGreaterThan(0);
+		for (const p of standings) {
+			const where = p.details.join("\n");
+			// The user asked for, and its own counter row: one seek each.
+			expect(where).toMatch(/SEARCH u USING INDEX/);
+			// The rows ahead: two range counts (more friends; as many, reached first), each on the covering index with a range
+			// (listed once per branch of the CASE on `ahead`).
+			const ahead = p.details.filter((d) => /^SEARCH c /.test(d));
+			const index = "SEARCH c USING COVERING INDEX leaderboard_counts_rank (appid=? AND campaignid=? AND bucket=? AND friends";
+			expect([...new Set(ahead)].sort(), where).toEqual([`${index}=? AND reached_at<?)`, `${index}>?)`]);
+			// No table read per row ahead: users is read once, for the user asked for.
+			expect(p.details.filter((d) => /\busers\b|SEARCH o\b/.test(d)).length, where).toBeLessThanOrEqual(1);
+		}
+	});
+
 	it("creates no ledger index that no query uses (a new ledger pays for each)", async () => {
 		const used = new Set(
 			plans.filter((p) => p.statement.engine === "ledger").flatMap((p) => p.details.map((d) => /INDEX (\w+)/.exec(d)?.[1] ?? "")),
