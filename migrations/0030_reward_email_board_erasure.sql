@@ -8,3 +8,22 @@ DELETE FROM leaderboard_counts WHERE EXISTS (
   SELECT 1 FROM users u WHERE u.userkey = leaderboard_counts.userkey AND u.appid = leaderboard_counts.appid AND u.erased_at IS NOT NULL
 );
 
+-- Issue 34, the reward-earned email (docs/messages.md): a campaign's setting
+-- ('auto': sent when the app set an email sender; 'on'; 'off') and a third
+-- kind of editable message. SQLite cannot change a CHECK in place: the table
+-- of campaign texts is made again with 'reward' allowed, its rows copied.
+ALTER TABLE campaigns ADD COLUMN rewardemail TEXT NOT NULL DEFAULT 'auto' CHECK (rewardemail IN ('auto', 'on', 'off'));
+
+CREATE TABLE campaign_messages_0030 (
+  campaignid INTEGER NOT NULL REFERENCES campaigns(campaignid),
+  kind TEXT NOT NULL CHECK (kind IN ('outreach', 'reminder', 'reward')),
+  language TEXT NOT NULL CHECK (language IN ('en', 'fr', 'de', 'es')),
+  subject TEXT NOT NULL,
+  body TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  PRIMARY KEY (campaignid, kind, language)
+) WITHOUT ROWID;
+INSERT INTO campaign_messages_0030 (campaignid, kind, language, subject, body, updated_at)
+  SELECT campaignid, kind, language, subject, body, updated_at FROM campaign_messages;
+DROP TABLE campaign_messages;
+ALTER TABLE campaign_messages_0030 RENAME TO campaign_messages;
