@@ -167,24 +167,25 @@ export async function readBoard(
 
 /**
  * Where one user stands in a bucket: its counter row by the primary key, and
- * its rank as 1 + the rows ranked ahead of it. Erasure deletes an erased
- * user's counter rows (erasePersonInD1), so the rows ahead need no user read:
- * two range counts of leaderboard_counts_rank alone (a covering index), those
- * with more friends and those with as many who reached the count first
- * (ties: reached_at, then userkey). Never a scan of the users; with `ahead`,
- * each count stops after that many entries.
+ * its rank as 1 + the referrers ranked ahead of it: those with more friends,
+ * summed from leaderboard_levels (one row per distinct count above the
+ * user's, kept by triggers, migration 0030), and its ties that reached the
+ * count first (reached_at, then userkey), a range of leaderboard_counts_rank
+ * (a covering index) as long as those ties. Erasure deletes an erased user's
+ * counters (erasePersonInD1), so neither reads a user. With `ahead`, the ties
+ * counted stop at that many and the rank reads at most `ahead + 1`.
  */
 function standingLookup(db: D1Database, q: StandingQuery): D1PreparedStatement {
-	const range = "FROM leaderboard_counts c WHERE c.appid = ?1 AND c.campaignid = ?2 AND c.bucket = ?3";
-	const ties = "c.friends = m.friends AND (c.reached_at, c.userkey) < (m.reached_at, m.userkey)";
-	// Unbounded (getleaderboard): plain COUNT(*)s, which SQLite answers straight from the index; bounded: each stops at `ahead`.
-	const count = (where: string) =>
-		q.ahead === undefined ? `(SELECT COUNT(*) ${range} AND ${where})` : `(SELECT COUNT(*) FROM (SELECT 1 ${range} AND ${where} LIMIT ?5))`;
-	const ahead = `${count("c.friends > m.friends")} + ${count(ties)}`;
+	const more = `(SELECT COALESCE(SUM(l.referrers), 0) FROM leaderboard_levels l
+	  WHERE l.appid = ?1 AND l.campaignid = ?2 AND l.bucket = ?3 AND l.friends > m.friends)`;
+	const range = `FROM leaderboard_counts c WHERE c.appid = ?1 AND c.campaignid = ?2 AND c.bucket = ?3 AND c.friends = m.friends
+	  AND (c.reached_at, c.userkey) < (m.reached_at, m.userkey)`;
+	// Unbounded (getleaderboard): a plain COUNT(*), answered straight from the index; bounded: it stops at `ahead`.
+	const ties = q.ahead === undefined ? `(SELECT COUNT(*) ${range})` : `(SELECT COUNT(*) FROM (SELECT 1 ${range} LIMIT ?5))`;
 	return db
 		.prepare(
 			`SELECT u.userid, u.erased_at IS NOT NULL AS erased, COALESCE(m.friends, 0) AS friends,
-			   CASE WHEN m.friends > 0 THEN 1 + ${q.ahead === undefined ? ahead : `MIN(?5, ${ahead})`} END AS rank
+			   CASE WHEN m.friends > 0 THEN 1 + ${q.ahead === undefined ? `${more} + ${ties}` : `MIN(?5, ${more} + ${ties})`} END AS rank
 			 FROM users u LEFT JOIN leaderboard_counts m ON m.appid = ?1 AND m.campaignid = ?2 AND m.bucket = ?3 AND m.userkey = u.userkey
 			 WHERE u.userkey = ?4 AND u.appid = ?1`,
 		)

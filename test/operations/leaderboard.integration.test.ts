@@ -46,6 +46,20 @@ async function purchase(app: App, friend: { userkey: string }, value = "10") {
 	return customid;
 }
 
+/** The referrers at each count of friends (leaderboard_levels, kept by triggers) are those the counters hold, in every bucket. */
+async function expectLevelsAgree(app: App) {
+	const read = async (sql: string) => (await env.DB.prepare(sql).bind(app.appid).all()).results;
+	const levels = await read(
+		"SELECT bucket, friends, referrers FROM leaderboard_levels WHERE appid = ? AND referrers > 0 ORDER BY bucket, friends",
+	);
+	const counted = await read(
+		`SELECT bucket, friends, COUNT(*) AS referrers FROM leaderboard_counts WHERE appid = ? AND friends > 0
+		 GROUP BY bucket, friends ORDER BY bucket, friends`,
+	);
+	expect(levels).toEqual(counted);
+	expect(levels.length).toBeGreaterThan(0);
+}
+
 const flush = (app: App, ...users: { userkey: string }[]) => Promise.all(users.map((u) => ledgerFor(env, app.appid, u.userkey).flush()));
 const board = (app: App, body: Record<string, unknown> = {}) => app.api<Board>("getleaderboard", body);
 const ranks = (b: Board) => b.leaderboard.map((e) => [e.userkey, e.friendsconverted]);
@@ -179,6 +193,7 @@ describe("getleaderboard", () => {
 		const row = { ...late, status: "Approved", version: 1, created_at: "2021-01-04T00:00:00.000Z" };
 		await env.DB.batch(leaderboardCounters(env.DB, app.appid, ann.userkey, "UTC", row));
 		expect((await board(app, { userkey: cat.userkey })).body.user).toEqual({ rank: 2, friendsconverted: 1 });
+		await expectLevelsAgree(app);
 	});
 
 	it("a friend whose only rewarded event is fully reversed leaves the board; a partial refund or another event keeps them", async () => {
@@ -208,6 +223,7 @@ describe("getleaderboard", () => {
 		const last = await purchase(app, a1);
 		await flush(app, ann);
 		expect((await board(app, { userkey: ann.userkey })).body.user?.friendsconverted).toBe(2);
+		await expectLevelsAgree(app);
 		expect((await app.api("reverseconversionevent", { customid: last, reason: "refunded" })).status).toBe(200);
 		expect((await app.api("reverseconversionevent", { customid: kept, reason: "refunded" })).status).toBe(200);
 		await flush(app, ann);
