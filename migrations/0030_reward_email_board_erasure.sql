@@ -59,3 +59,8 @@ CREATE TRIGGER leaderboard_levels_update AFTER UPDATE OF friends ON leaderboard_
     SELECT NEW.appid, NEW.campaignid, NEW.bucket, NEW.friends, 1 WHERE NEW.friends > 0
     ON CONFLICT (appid, campaignid, bucket, friends) DO UPDATE SET referrers = referrers + 1;
 END;
+
+-- Issue 34: a user's language as the product last gave it (`language` of
+-- invokeoutreach for the user, of remindfriend for the friend), so the emails
+-- the service sends on its own (the reward-earned email) are in it too.
+ALTER TABLE users ADD COLUMN language TEXT;

@@ -64,7 +64,14 @@ export async function deleteCampaignMessage(
 
 /** What a user's reward-earned emails need of D1 (db/messages.ts `rewardEmailContext`). */
 export interface RewardEmailContext {
-	user: { email: string | null; name: string | null; referralcode: string; customdomain: string | null; erased: boolean } | null;
+	user: {
+		email: string | null;
+		name: string | null;
+		referralcode: string;
+		customdomain: string | null;
+		erased: boolean;
+		language: string | null;
+	} | null;
 	app: { name: string; logourl: string | null; accentcolor: string | null; emailsender: string | null } | null;
 	campaigns: Map<
 		number,
@@ -100,7 +107,7 @@ export async function rewardEmailContext(
 	const results = await db.batch<Record<string, unknown>>([
 		db
 			.prepare(
-				`SELECT u.email, u.name, u.referralcode, u.erased_at IS NOT NULL AS erased, c.customdomain FROM users u
+				`SELECT u.email, u.name, u.referralcode, u.erased_at IS NOT NULL AS erased, u.language, c.customdomain FROM users u
 				 LEFT JOIN campaigns c ON c.campaignid = u.campaignid WHERE u.userkey = ? AND u.appid = ?`,
 			)
 			.bind(userkey, appid),
@@ -110,9 +117,14 @@ export async function rewardEmailContext(
 			db.prepare("SELECT language, subject, body FROM campaign_messages WHERE campaignid = ? AND kind = 'reward'").bind(campaignid),
 		]),
 	]);
-	const user = firstRowOf<{ email: string | null; name: string | null; referralcode: string; erased: number; customdomain: string | null }>(
-		results[0],
-	);
+	const user = firstRowOf<{
+		email: string | null;
+		name: string | null;
+		referralcode: string;
+		erased: number;
+		customdomain: string | null;
+		language: string | null;
+	}>(results[0]);
 	const campaigns: RewardEmailContext["campaigns"] = new Map();
 	campaignids.forEach((campaignid, i) => {
 		const row = firstRowOf<Record<string, unknown>>(results[2 + 2 * i]);
@@ -160,4 +172,9 @@ export async function saveCampaignRewardEmail(
 		auditStatement(db, audit, { onlyIfChanged: true }),
 	]);
 	return (result?.meta.changes ?? 0) > 0;
+}
+
+/** Keeps the language the product gave for a user (docs/messages.md), for the emails sent without a call. */
+export async function rememberLanguage(db: D1Database, userid: number, language: Lang): Promise<void> {
+	await db.prepare("UPDATE users SET language = ?1 WHERE userid = ?2 AND language IS NOT ?1").bind(language, userid).run();
 }

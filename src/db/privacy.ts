@@ -114,7 +114,7 @@ export async function erasePersonInD1(
 		db
 			.prepare(
 				`UPDATE users SET email = NULL, useraccountid = NULL, name = NULL, phone = NULL, profileimage = NULL, city = NULL,
-				 state = NULL, country = NULL, paymentcustomerid = NULL, usertimezone = NULL, extrainfo = NULL, useragent = NULL,
+				 state = NULL, country = NULL, paymentcustomerid = NULL, usertimezone = NULL, extrainfo = NULL, useragent = NULL, language = NULL,
 				 erased_at = COALESCE(erased_at, ?2), updated_at = ?2 WHERE userid = ?1`,
 			)
 			.bind(user.userid, log.at),

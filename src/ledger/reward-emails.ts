@@ -1,7 +1,7 @@
 import { isTestAppid } from "../db/apps";
 import { rewardEmailContext } from "../db/messages";
 import { recordOutboxEvents } from "../db/outbox-events";
-import { sendsRewardEmail } from "../domain/messages";
+import { langOfTag, sendsRewardEmail } from "../domain/messages";
 import type { OutboxEvent } from "../domain/outbox-event";
 import { shareUrl } from "../domain/share-url";
 import { rewardEarnedText, rewardEmail } from "../outbox/emails";
@@ -120,8 +120,8 @@ async function renderEmails(host: EmailHost, rewards: RewardRow[]): Promise<Outb
 			friendName: row.usertype === "Referrer" ? row.friend_name : null,
 			shareurl,
 			referralcode: user.referralcode,
-			// The service keeps no language of a user: English (docs/messages.md).
-			lang: "en",
+			// The language the product last gave for the user (invokeoutreach, remindfriend); else English.
+			lang: langOfTag(user.language) ?? "en",
 			templates: campaign.templates,
 			brand,
 		});

@@ -180,6 +180,24 @@ describe("the reward-earned email", () => {
 		expect(sent).toHaveLength(2);
 	});
 
+	it("is in the language the product last gave for the recipient (invokeoutreach's), else English", async () => {
+		const app = await program();
+		const { ann, bob, annEmail, bobEmail } = await pair(app);
+		expect((await app.api("invokeoutreach", { userkey: ann.userkey, language: "fr-CA" })).status).toBe(200);
+		// Kept after the call's answer (waitUntil): wait until it is stored.
+		await expect
+			.poll(async () => (await env.DB.prepare("SELECT language FROM users WHERE userkey = ?").bind(ann.userkey).first())?.language, {
+				timeout: 10_000,
+				interval: 50,
+			})
+			.toBe("fr");
+		expect((await purchase(app, bob, "order-1")).status).toBe(200);
+		await flush(app, ann, bob);
+		const sent = await rewardEmails(app.appid);
+		expect(sent.find((e) => e.to === annEmail)?.subject).toBe("Vous avez gagné 10 USD");
+		expect(sent.find((e) => e.to === bobEmail)?.subject).toBe("You earned 5.5 USD");
+	});
+
 	it("names a coupon reward's code, sent once the code is on the reward", async () => {
 		const app = await program({
 			distribution: "Coupon",
