@@ -1,7 +1,7 @@
 import { Hono } from "hono";
 import { z } from "zod";
 import { getCampaignWithDetails } from "../db/campaigns";
-import { campaignMessages, deleteCampaignMessage, saveCampaignMessage } from "../db/messages";
+import { campaignMessages, campaignRewardEmail, deleteCampaignMessage, saveCampaignMessage, saveCampaignRewardEmail } from "../db/messages";
 import { ApiError, badRequest, campaignNotFound } from "../http/errors";
 import { previewMessage } from "../outbox/emails";
 import { DEFAULT_TEMPLATES } from "../outbox/template-defaults";
@@ -12,6 +12,7 @@ import {
 	type Lang,
 	MESSAGE_KINDS,
 	type MessageKind,
+	REWARD_EMAIL_MODES,
 	type Template,
 	type TemplateProblem,
 	VARIABLES,
@@ -35,6 +36,11 @@ const BASE = "/apps/:appid/campaigns/:campaignid/messages";
 export const templateSchema = z.object({
 	subject: z.string({ error: "is required (a text)" }),
 	body: z.string({ error: "is required (a text)" }),
+});
+
+/** Whether the campaign sends the reward-earned email (docs/messages.md). */
+export const rewardEmailSettings = z.object({
+	rewardemail: z.enum(REWARD_EMAIL_MODES, { error: `must be one of ${REWARD_EMAIL_MODES.join(", ")}` }),
 });
 
 const isKind = (v: string): v is MessageKind => (MESSAGE_KINDS as readonly string[]).includes(v);
@@ -82,7 +88,25 @@ messageRoutes.get(BASE, async (c) => {
 			templates: Object.fromEntries(LANGS.map((lang) => [lang, view(kind, lang, own.get(lang))])),
 		};
 	}
-	return c.json({ campaignid: campaign.campaignid, languages: LANGS, messages });
+	const rewardemail = await campaignRewardEmail(c.env.DB, c.req.param("appid"), campaign.campaignid);
+	return c.json({ campaignid: campaign.campaignid, rewardemail: rewardemail ?? "auto", languages: LANGS, messages });
+});
+
+messageRoutes.put("/apps/:appid/campaigns/:campaignid/rewardemail", async (c) => {
+	const appid = c.req.param("appid");
+	const raw = c.req.param("campaignid");
+	if (!/^\d{1,15}$/.test(raw)) throw campaignNotFound();
+	const { rewardemail } = await body(c.req.raw, rewardEmailSettings);
+	const before = await campaignRewardEmail(c.env.DB, appid, Number(raw));
+	if (before === null) throw campaignNotFound();
+	const audit = auditEntry(c, appid, {
+		action: "campaign.update",
+		targetType: "campaign",
+		targetId: raw,
+		changes: diff({ rewardemail: before }, { rewardemail }),
+	});
+	if (!(await saveCampaignRewardEmail(c.env.DB, appid, Number(raw), rewardemail, audit))) throw campaignNotFound();
+	return c.json({ rewardemail });
 });
 
 messageRoutes.put(`${BASE}/:kind/:language`, async (c) => {

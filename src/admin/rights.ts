@@ -32,6 +32,7 @@ export const RIGHTS: Readonly<Record<string, Needed>> = {
 	"POST /apps/:appid/campaigns/:campaignid/coupons": "manager",
 	"POST /apps/:appid/campaigns/:campaignid/default": "manager",
 	"GET /apps/:appid/campaigns/:campaignid/messages": "viewer",
+	"PUT /apps/:appid/campaigns/:campaignid/rewardemail": "manager",
 	"PUT /apps/:appid/campaigns/:campaignid/messages/:kind/:language": "manager",
 	"DELETE /apps/:appid/campaigns/:campaignid/messages/:kind/:language": "manager",
 	"POST /apps/:appid/campaigns/:campaignid/messages/:kind/:language/preview": "viewer",

@@ -63,11 +63,13 @@ function counterStatement(
 	const friends = `CASE WHEN ${others} THEN 0 ELSE ?7 - ${before} END`;
 	const earned = `(?8 - ${earnedBefore})`;
 	const newer = `?9 > COALESCE((SELECT version ${projected}), -1)`;
+	// An erased referrer has no counters (erasePersonInD1 deletes them): a flush landing after the erasure adds none back.
+	const erased = "EXISTS (SELECT 1 FROM users WHERE userkey = ?5 AND erased_at IS NOT NULL)";
 	return db
 		.prepare(
 			`INSERT INTO leaderboard_counts (appid, campaignid, bucket, userkey, friends, earned, reached_at)
 			 SELECT ?2, ?3, ?4, ?5, f, e, ?12 FROM (SELECT ${friends} AS f, ${earned} AS e)
-			 WHERE (f <> 0 OR e <> 0) AND ${newer}
+			 WHERE (f <> 0 OR e <> 0) AND ${newer} AND NOT ${erased}
 			 ON CONFLICT (appid, campaignid, bucket, userkey) DO UPDATE SET friends = friends + excluded.friends,
 			   earned = earned + excluded.earned,
 			   reached_at = CASE WHEN excluded.friends > 0 THEN MAX(reached_at, excluded.reached_at) ELSE reached_at END`,
@@ -136,9 +138,9 @@ const ORDER = "c.friends DESC, c.reached_at, c.userkey";
 /**
  * The top `limit` of a bucket and, when asked, one user's standing: ONE
  * round trip. The top is the head of leaderboard_counts_rank, with each row's
- * user found by its unique key; erased users are skipped (they never appear,
- * and are not counted ahead of anyone). The standing counts the rows ranked
- * ahead of the user: a range of that same index, as long as the user's rank.
+ * user found by its unique key (erased users have no counters; the filter
+ * stays as a second guard). The standing counts the rows ranked ahead of the
+ * user: ranges of that same index, as long as the user's rank.
  */
 export async function readBoard(
 	db: D1Database,
@@ -165,23 +167,29 @@ export async function readBoard(
 
 /**
  * Where one user stands in a bucket: its counter row by the primary key, and
- * its rank as 1 + the rows ranked ahead of it, a range of
- * leaderboard_counts_rank as long as the rank, or `ahead` when given (never a
- * scan of the users; LIMIT -1 is SQLite's "no limit").
+ * its rank as 1 + the referrers ranked ahead of it: those with more friends,
+ * summed from leaderboard_levels (one row per distinct count above the
+ * user's, kept by triggers, migration 0030), and its ties that reached the
+ * count first (reached_at, then userkey), a range of leaderboard_counts_rank
+ * (a covering index) as long as those ties. Erasure deletes an erased user's
+ * counters (erasePersonInD1), so neither reads a user. With `ahead`, the ties
+ * counted stop at that many and the rank reads at most `ahead + 1`.
  */
 function standingLookup(db: D1Database, q: StandingQuery): D1PreparedStatement {
+	const more = `(SELECT COALESCE(SUM(l.referrers), 0) FROM leaderboard_levels l
+	  WHERE l.appid = ?1 AND l.campaignid = ?2 AND l.bucket = ?3 AND l.friends > m.friends)`;
+	const range = `FROM leaderboard_counts c WHERE c.appid = ?1 AND c.campaignid = ?2 AND c.bucket = ?3 AND c.friends = m.friends
+	  AND (c.reached_at, c.userkey) < (m.reached_at, m.userkey)`;
+	// Unbounded (getleaderboard): a plain COUNT(*), answered straight from the index; bounded: it stops at `ahead`.
+	const ties = q.ahead === undefined ? `(SELECT COUNT(*) ${range})` : `(SELECT COUNT(*) FROM (SELECT 1 ${range} LIMIT ?5))`;
 	return db
 		.prepare(
 			`SELECT u.userid, u.erased_at IS NOT NULL AS erased, COALESCE(m.friends, 0) AS friends,
-			   CASE WHEN m.friends > 0 THEN 1 + (SELECT COUNT(*) FROM (
-			     SELECT 1 FROM leaderboard_counts c JOIN users o ON o.userkey = c.userkey AND o.erased_at IS NULL
-			     WHERE c.appid = ?1 AND c.campaignid = ?2 AND c.bucket = ?3 AND c.friends > 0
-			       AND (c.friends > m.friends OR (c.friends = m.friends AND (c.reached_at < m.reached_at
-			         OR (c.reached_at = m.reached_at AND c.userkey < m.userkey)))) LIMIT ?5)) END AS rank
+			   CASE WHEN m.friends > 0 THEN 1 + ${q.ahead === undefined ? `${more} + ${ties}` : `MIN(?5, ${more} + ${ties})`} END AS rank
 			 FROM users u LEFT JOIN leaderboard_counts m ON m.appid = ?1 AND m.campaignid = ?2 AND m.bucket = ?3 AND m.userkey = u.userkey
 			 WHERE u.userkey = ?4 AND u.appid = ?1`,
 		)
-		.bind(q.appid, q.campaignid, q.bucket, q.userkey, q.ahead ?? -1);
+		.bind(...[q.appid, q.campaignid, q.bucket, q.userkey], ...(q.ahead === undefined ? [] : [q.ahead]));
 }
 
 /**
@@ -194,4 +202,9 @@ export type StandingQuery = Omit<BoardQuery, "limit"> & { userkey: string; ahead
 export async function readStanding(db: D1Database, q: StandingQuery): Promise<BoardStanding | null> {
 	const me = await standingLookup(db, q).first<{ userid: number; erased: number; friends: number; rank: number | null }>();
 	return me ? { userid: me.userid, erased: me.erased === 1, rank: me.rank, friends: me.friends } : null;
+}
+
+/** Deletes a user's counters (an erasure, db/privacy.ts): an erased user never appears on a board nor counts ahead of anyone. */
+export function deleteLeaderboardCounters(db: D1Database, appid: string, userkey: string): D1PreparedStatement {
+	return db.prepare("DELETE FROM leaderboard_counts WHERE appid = ? AND userkey = ?").bind(appid, userkey);
 }

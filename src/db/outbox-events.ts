@@ -61,6 +61,11 @@ export function insertOutboxEvent(
 		);
 }
 
+/** Records events in one batch (one round trip); an event id already recorded is left as it is. */
+export async function recordOutboxEvents(db: D1Database, events: OutboxEvent[]): Promise<void> {
+	if (events.length > 0) await db.batch(events.map((event) => insertOutboxEvent(db, event)));
+}
+
 /** Records one event on its own (not part of a change's batch); true when this call recorded it. */
 export async function recordOutboxEvent(db: D1Database, event: OutboxEvent, onlyIf?: SqlCondition): Promise<boolean> {
 	const result = await insertOutboxEvent(db, event, onlyIf).run();

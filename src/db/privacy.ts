@@ -1,5 +1,6 @@
 import { redactJson } from "../privacy/redact";
 import { type AuditEntry, auditStatement } from "./audit";
+import { deleteLeaderboardCounters } from "./leaderboard";
 import { firstRowOf, rowsOf } from "./rows";
 import { toUser, USER_VIEW, type User, type UserRow } from "./users";
 
@@ -68,7 +69,8 @@ export async function personActivity(db: D1Database, user: User) {
  * row (which stays, with its referral code dead), devices, IP hashes, the
  * click log of its code, its events' free text, and the person's values in
  * stored webhook and email payloads. The privacy log entry goes in the same
- * batch. Money (the rewards projection, counters) is untouched.
+ * batch. Money (the rewards projection, stats counters) is untouched; the
+ * person's leaderboard counters go (an erased user is on no board).
  */
 export async function erasePersonInD1(
 	db: D1Database,
@@ -112,11 +114,13 @@ export async function erasePersonInD1(
 		db
 			.prepare(
 				`UPDATE users SET email = NULL, useraccountid = NULL, name = NULL, phone = NULL, profileimage = NULL, city = NULL,
-				 state = NULL, country = NULL, paymentcustomerid = NULL, usertimezone = NULL, extrainfo = NULL, useragent = NULL,
+				 state = NULL, country = NULL, paymentcustomerid = NULL, usertimezone = NULL, extrainfo = NULL, useragent = NULL, language = NULL,
 				 erased_at = COALESCE(erased_at, ?2), updated_at = ?2 WHERE userid = ?1`,
 			)
 			.bind(user.userid, log.at),
 		db.prepare("DELETE FROM user_identifiers WHERE userid = ?").bind(user.userid),
+		// With erased_at set in the same transaction: the counters' guard (db/leaderboard.ts) keeps a later flush from adding them back.
+		deleteLeaderboardCounters(db, user.appid, user.userkey),
 		db.prepare("DELETE FROM link_click_log WHERE referralcode = ?").bind(user.referralcode),
 		db.prepare("DELETE FROM link_click_seen WHERE referralcode = ?").bind(user.referralcode),
 		db.prepare("UPDATE conversion_events SET extrainfo = NULL WHERE userid = ? AND extrainfo IS NOT NULL").bind(user.userid),

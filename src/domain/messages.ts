@@ -5,8 +5,20 @@
  */
 
 /** The emails a campaign sends whose text the campaign may set. */
-export const MESSAGE_KINDS = ["outreach", "reminder"] as const;
+export const MESSAGE_KINDS = ["outreach", "reminder", "reward"] as const;
 export type MessageKind = (typeof MESSAGE_KINDS)[number];
+
+/**
+ * Whether a campaign sends the reward-earned email (campaigns.rewardemail,
+ * docs/messages.md): `auto` (the default) when the app set an email sender,
+ * `on` always, `off` never.
+ */
+export const REWARD_EMAIL_MODES = ["auto", "on", "off"] as const;
+export type RewardEmailMode = (typeof REWARD_EMAIL_MODES)[number];
+
+/** Whether a campaign in `mode` sends the reward-earned email for an app with (or without) an email sender. */
+export const sendsRewardEmail = (mode: RewardEmailMode, emailsender: string | null): boolean =>
+	mode === "on" || (mode === "auto" && Boolean(emailsender?.trim()));
 
 /** The languages a message is written in (those of the share page, sharepage/i18n.ts). */
 export const LANGS = ["en", "fr", "de", "es"] as const;

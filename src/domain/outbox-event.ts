@@ -19,7 +19,7 @@ export type WebhookType =
 	| "reward.payout_failed";
 
 /** The emails the outbox sends. An invitation's text holds a credential (its link): never shown by the delivery log (deliveries.ts). */
-export type EmailType = "email.outreach" | "email.reminder" | "email.invitation";
+export type EmailType = "email.outreach" | "email.reminder" | "email.reward" | "email.invitation";
 
 /** An email to send: rendered when recorded, so a retry sends the same text. */
 export interface EmailPayload {

@@ -8,6 +8,7 @@ import { couponTransition, markCouponsSeen } from "./coupons";
 import { queueProjection, queueWebhook } from "./outbox";
 import { reconcilePayouts } from "./payouts";
 import { Refused } from "./refused";
+import { queueRewardEmail } from "./reward-emails";
 import { toView } from "./rows";
 import type { RewardRow } from "./schema";
 import type { TxContext } from "./transaction-types";
@@ -90,8 +91,9 @@ function report(ctx: TxContext, row: RewardRow, type: WebhookType, extra: Record
 
 /**
  * Creates the reward of a grant (amount already in hundredths) with its
- * balance, projection, `reward.created` event and, for an approved reward
- * of a coupon campaign, the claim of a code (coupons.ts).
+ * balance, projection, `reward.created` event, for an approved reward
+ * of a coupon campaign the claim of a code (coupons.ts), and for an earned
+ * one its email (reward-emails.ts).
  */
 export function insertReward(ctx: TxContext, grant: RewardGrant, amount: number): RewardRow {
 	const now = iso(ctx.nowMs);
@@ -134,7 +136,10 @@ export function insertReward(ctx: TxContext, grant: RewardGrant, amount: number)
 	couponTransition(ctx, null, row);
 	const payout = reconcilePayouts(ctx, row);
 	if (payout.payout_state !== undefined) ctx.sql.exec("UPDATE rewards SET payout_state = ? WHERE seq = ?", payout.payout_state, row.seq);
-	return asStored(ctx, { ...row, ...payout }, paid);
+	const stored = asStored(ctx, { ...row, ...payout }, paid);
+	// With the reward it announces: written once, when the grant creates it (docs/messages.md).
+	queueRewardEmail(ctx, null, stored);
+	return stored;
 }
 
 /** `row`, read again when settling clawbacks paid something (`paid` > 0), which rewrites rewards: the row as stored. */
@@ -206,6 +211,7 @@ export function writeReward(ctx: TxContext, before: RewardRow, patch: RewardPatc
 		after.seq,
 	);
 	applyBalance(ctx.sql, before, after);
+	queueRewardEmail(ctx, before, after);
 	if (event) report(ctx, after, event.type, event.extra);
 	else queueProjection(ctx.sql, after.seq, after.version, ctx.nowMs);
 	return after;

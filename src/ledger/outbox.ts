@@ -12,6 +12,7 @@ import { sendInBatches } from "../outbox/events";
 import { holdsCode } from "./coupons";
 import { payoutMessages } from "./payouts";
 import { erasedAt } from "./privacy";
+import { sendRewardEmails } from "./reward-emails";
 import type { LedgerOutboxEntry, RewardRow } from "./schema";
 import { couponClaimSchema, projectionPayloadSchema, readLedgerJson, webhookEventSchema } from "./stored-json";
 import type { CouponClaim } from "./transaction-types";
@@ -317,6 +318,12 @@ export async function flushOutboxOnce(host: FlushHost): Promise<FlushPass> {
 		entries.filter((e) => e.kind === "projection"),
 		entries.filter((e) => e.kind === "webhook"),
 		entries.filter((e) => e.kind === "audit"),
+	);
+	// After the coupon claims of this pass, so a coupon reward's email names its code.
+	done += await sendRewardEmails(
+		host,
+		entries.filter((e) => e.kind === "email"),
+		(waiting, error) => postpone(host, waiting, error),
 	);
 	return { done, more };
 }

@@ -303,10 +303,10 @@ export type ClawbackRow = {
 	updated_at: string;
 };
 
-/** An entry of the ledger's own outbox table (not D1's outbox_events): a projection, webhook, coupon claim or release waiting to leave the object. */
+/** An entry of the ledger's own outbox table (not D1's outbox_events): a projection, webhook, coupon claim or release, payout, audit or reward email waiting to leave the object. */
 export type LedgerOutboxEntry = {
 	id: number;
-	kind: "projection" | "webhook" | "coupon" | "coupon_release" | "audit" | "payout";
+	kind: "projection" | "webhook" | "coupon" | "coupon_release" | "audit" | "payout" | "email";
 	ref: string;
 	payload: string;
 	version: number;

@@ -1,9 +1,9 @@
 import { z } from "zod";
 import { importSchema } from "../admin/import";
-import { templateSchema } from "../admin/messages";
+import { rewardEmailSettings, templateSchema } from "../admin/messages";
 import { addCouponsSchema, createAppSchema, createCampaignSchema, updateAppSchema, updateCampaignSchema } from "../admin/schemas";
 import { statusChangesSchema } from "../operations/schemas";
-import { LANGS, MESSAGE_KINDS } from "../outbox/templates";
+import { LANGS, MESSAGE_KINDS, REWARD_EMAIL_MODES } from "../outbox/templates";
 import { accessApi } from "./admin-access";
 import type { AdminRoute } from "./admin-route";
 
@@ -60,6 +60,9 @@ const messageView = z.object({
 	body: z.string(),
 	custom: z.boolean().describe("false: the service's default text in that language"),
 });
+const rewardEmailMode = z
+	.enum(REWARD_EMAIL_MODES)
+	.describe("Sends the reward-earned email: auto (when the app has an email sender; the default), on, off");
 const breaker = z.looseObject({ state: z.string() });
 const delivery = z.looseObject({ eventid: z.string(), kind: z.string(), type: z.string(), status: z.string(), attempts: z.number() });
 
@@ -164,10 +167,11 @@ export const adminApi: AdminRoute[] = [
 		method: "get",
 		path: "/apps/{appid}/campaigns/{campaignid}/messages",
 		summary:
-			"The campaign's emails (outreach, reminder) in every language (en, fr, de, es): each its own text or the default (custom false), with the variables each kind knows (docs/messages.md)",
+			"The campaign's emails (outreach, reminder, reward) in every language (en, fr, de, es): each its own text or the default (custom false), with the variables each kind knows, and whether it sends the reward-earned email (docs/messages.md)",
 		status: 200,
 		response: z.object({
 			campaignid: z.number().int(),
+			rewardemail: rewardEmailMode,
 			languages: z.array(z.enum(LANGS)),
 			messages: z.record(
 				z.enum(MESSAGE_KINDS),
@@ -179,7 +183,7 @@ export const adminApi: AdminRoute[] = [
 		method: "put",
 		path: "/apps/{appid}/campaigns/{campaignid}/messages/{kind}/{language}",
 		summary:
-			"Save the campaign's text of one email (kind outreach or reminder) in one language; plain text with {{variables}}, never HTML. An unknown variable is 400 unknown_variable naming the field, and nothing is saved",
+			"Save the campaign's text of one email (kind outreach, reminder or reward) in one language; plain text with {{variables}}, never HTML. An unknown variable is 400 unknown_variable naming the field, and nothing is saved",
 		body: templateSchema,
 		status: 200,
 		response: messageView,
@@ -190,6 +194,15 @@ export const adminApi: AdminRoute[] = [
 		summary: "Drop the campaign's text of one email in one language: the default applies again (answered)",
 		status: 200,
 		response: messageView,
+	},
+	{
+		method: "put",
+		path: "/apps/{appid}/campaigns/{campaignid}/rewardemail",
+		summary:
+			"Whether the campaign sends the reward-earned email: auto (the default: when the app has an email sender), on or off (docs/messages.md)",
+		body: rewardEmailSettings,
+		status: 200,
+		response: rewardEmailSettings,
 	},
 	{
 		method: "post",

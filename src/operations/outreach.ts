@@ -2,7 +2,7 @@ import { z } from "zod";
 import type { App } from "../db/apps";
 import { getCampaignWithDetails } from "../db/campaigns";
 import { recordNetwork } from "../db/identifiers";
-import { campaignMessages } from "../db/messages";
+import { campaignMessages, rememberLanguage } from "../db/messages";
 import { recordOutboxEvent } from "../db/outbox-events";
 import { claimReminder } from "../db/reminders";
 import { findReferrerAndFriend } from "../db/user-reads";
@@ -13,7 +13,7 @@ import { optionalEmail, optionalId, optionalPhone, optionalText } from "../http/
 import { defineOperation, type OperationContext } from "../http/operation";
 import { mailAction, outreachEmail, reminderEmail, sideReward } from "../outbox/emails";
 import { emailEvent, sendOutboxEvents } from "../outbox/events";
-import { langOfTag } from "../outbox/templates";
+import { type Lang, langOfTag } from "../outbox/templates";
 import { networkFields, profileOf } from "./schemas";
 import { findOrRegisterUser, networkOf, userSummary } from "./users";
 
@@ -21,6 +21,17 @@ import { findOrRegisterUser, networkOf, userSummary } from "./users";
 async function queueEmail(ctx: OperationContext, event: ReturnType<typeof emailEvent>): Promise<void> {
 	await recordOutboxEvent(ctx.env.DB, event);
 	ctx.waitUntil(sendOutboxEvents(ctx.env, [event]));
+}
+
+/**
+ * Keeps the language a call gave for the user, for the emails the service
+ * sends without a call (the reward-earned email, docs/messages.md): after
+ * the call succeeded (a refused one changes nothing), off its answer's path.
+ */
+function keepLanguage(ctx: OperationContext, userid: number, lang: Lang): void {
+	ctx.waitUntil(
+		rememberLanguage(ctx.env.DB, userid, lang).catch((error) => console.warn("language not kept", { userid, error: String(error) })),
+	);
 }
 
 /** The app's logo and colour on its emails (docs/messages.md). */
@@ -75,6 +86,7 @@ export const invokeoutreach = defineOperation({
 		if (!user.email) throw noEmail("The user has no email address to send the outreach to.");
 		// A user found (not created) here still gets the device and network the product reports now.
 		if (alreadyRegistered) await recordNetwork(env.DB, app.appid, user.userkey, network);
+		const lang = langOfTag(input.language);
 		// The campaign's own texts are read alongside it (by the campaign id the user holds): no extra round trip of latency.
 		const [campaign, templates] = await Promise.all([
 			getCampaignWithDetails(env.DB, app.campaignAppid, user.campaignid),
@@ -94,7 +106,7 @@ export const invokeoutreach = defineOperation({
 					mailMessage: mailAction(campaign.socialactions)?.sharemessage ?? null,
 					shareurl: summary.shareurl,
 					referralcode: user.referralcode,
-					lang: langOfTag(input.language) ?? "en",
+					lang: lang ?? "en",
 					templates,
 					brand: brandOf(app),
 					reward: sideReward(campaign.rewardrules, "Referrer"),
@@ -102,6 +114,7 @@ export const invokeoutreach = defineOperation({
 				app.livemode,
 			),
 		);
+		if (lang) keepLanguage(ctx, user.userid, lang);
 		return {
 			message: "Outreach email queued.",
 			userkey: user.userkey,
@@ -152,6 +165,7 @@ export const remindfriend = defineOperation({
 			throw new ApiError(404, "not_a_friend", "That user is not a friend of this referrer.", { statuscode: 0 });
 		}
 		if (!friend.email) throw new ApiError(409, "friend_has_no_email", "The friend has no email address.");
+		const lang = langOfTag(input.language);
 		const [campaign, templates] = await Promise.all([
 			getCampaignWithDetails(env.DB, app.campaignAppid, friend.campaignid),
 			campaignMessages(env.DB, friend.campaignid, "reminder"),
@@ -168,7 +182,7 @@ export const remindfriend = defineOperation({
 				campaign,
 				message: input.messageforfriend ?? null,
 				landingurl: app.landingurl,
-				lang: langOfTag(input.language) ?? "en",
+				lang: lang ?? "en",
 				templates,
 				brand: brandOf(app),
 				shareurl: userSummary(ctx, referrer).shareurl,
@@ -183,6 +197,7 @@ export const remindfriend = defineOperation({
 			throw new ApiError(429, "rate_limited", "A reminder was sent to this friend in the last 24 hours.");
 		}
 		ctx.waitUntil(sendOutboxEvents(env, [event]));
+		if (lang) keepLanguage(ctx, friend.userid, lang);
 		return { message: "Reminder queued." };
 	},
 });

@@ -1,5 +1,6 @@
 import type { Campaign, CampaignWithDetails, RewardRule, SocialAction } from "../db/campaigns";
 import type { EmailPayload } from "../domain/outbox-event";
+import { formatAmount } from "../rewards/money";
 import { type Brand, brandedLayout, renderMessage } from "./branded";
 import { html, raw, safeHref } from "./html";
 import { headerText } from "./mail-headers";
@@ -92,6 +93,50 @@ export function reminderEmail(input: ReminderEmailInput): EmailPayload {
 	return { to: input.to, toName, ...renderMessage(template, values, input.brand ?? null, lang) };
 }
 
+export interface RewardEmailInput {
+	to: string;
+	toName: string | null;
+	campaign: Pick<Campaign, "offertitle" | "offerdescription" | "campaignname">;
+	/** What was earned as the recipient reads it (rewardEarnedText). */
+	reward: string;
+	eventname: string;
+	/** The friend whose event earned a referrer's reward; null for a friend's own reward. */
+	friendName: string | null;
+	/** The recipient's share link ("" when the service has no share domain) and code. */
+	shareurl: string;
+	referralcode: string;
+	lang?: Lang;
+	templates?: ReadonlyMap<Lang, Template>;
+	brand?: Brand;
+}
+
+/** The reward-earned email (docs/messages.md): to the user whose ledger granted the reward. */
+export function rewardEmail(input: RewardEmailInput): EmailPayload {
+	const lang = input.lang ?? "en";
+	const toName = headerText(input.toName) || null;
+	const { template } = pickTemplate(input.templates ?? new Map(), DEFAULT_TEMPLATES.reward, lang);
+	const values = {
+		...offerOf(input.campaign),
+		name: toName,
+		reward: input.reward,
+		friendname: headerText(input.friendName) || null,
+		eventname: input.eventname,
+		sharelink: input.shareurl,
+		referralcode: input.referralcode,
+		appname: input.brand?.name ?? "",
+	};
+	return { to: input.to, toName, ...renderMessage(template, values, input.brand ?? null, lang) };
+}
+
+/**
+ * A granted reward as its owner reads it (`{{reward}}`): a coupon reward's
+ * code, else the amount (hundredths) with its unit, e.g. `12.5 EUR`.
+ */
+export function rewardEarnedText(reward: { amount: number; rewardunit: string; rewardtype: string; coupon: string | null }): string {
+	if (reward.rewardtype === "Coupon" && reward.coupon) return reward.coupon;
+	return `${formatAmount(reward.amount)} ${reward.rewardunit}`;
+}
+
 /** What the recipient's side earns by the campaign's first rule for that side ("" when none), for `{{reward}}`. */
 export function sideReward(
 	rules: readonly Pick<RewardRule, "rewardusertype" | "reward" | "rewardunit">[],
@@ -111,7 +156,7 @@ export function previewMessage(
 	brand: Brand,
 	lang: Lang,
 ): { subject: string; text: string; html: string } {
-	const reward = sideReward(campaign.rewardrules, kind === "outreach" ? "Referrer" : "Friend");
+	const reward = sideReward(campaign.rewardrules, kind === "reminder" ? "Friend" : "Referrer");
 	const values = { ...SAMPLE_VALUES[kind], ...offerOf(campaign), appname: brand.name, ...(reward ? { reward } : {}) };
 	return renderMessage(template, values, brand, lang);
 }

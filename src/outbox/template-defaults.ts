@@ -43,6 +43,24 @@ export const DEFAULT_TEMPLATES: Record<MessageKind, Record<Lang, Template>> = {
 			body: "Hola {{friendname}}:\n\n{{referrername}} te invitó y quiere recordarte la oferta:\n{{offertitle}}\n{{offerdescription}}\n\n{{referrername}} dice: {{message}}\n\n{{landingurl}}",
 		},
 	},
+	reward: {
+		en: {
+			subject: "You earned {{reward}}",
+			body: "Hi {{name}},\n\nYou earned {{reward}} with {{offertitle}}.\n{{friendname}} made it happen: thank you for spreading the word.\n\nShare your link to earn more: {{sharelink}}\nYour referral code: {{referralcode}}",
+		},
+		fr: {
+			subject: "Vous avez gagné {{reward}}",
+			body: "Bonjour {{name}},\n\nVous avez gagné {{reward}} avec {{offertitle}}.\nC'est grâce à {{friendname}} : merci d'avoir fait passer le mot.\n\nPartagez votre lien pour gagner plus : {{sharelink}}\nVotre code de parrainage : {{referralcode}}",
+		},
+		de: {
+			subject: "Du hast {{reward}} verdient",
+			body: "Hallo {{name}},\n\ndu hast mit {{offertitle}} {{reward}} verdient.\nDas verdankst du {{friendname}}: danke fürs Weitersagen.\n\nTeile deinen Link und verdiene mehr: {{sharelink}}\nDein Empfehlungscode: {{referralcode}}",
+		},
+		es: {
+			subject: "Has ganado {{reward}}",
+			body: "Hola {{name}}:\n\nHas ganado {{reward}} con {{offertitle}}.\nGracias a {{friendname}}: gracias por correr la voz.\n\nComparte tu enlace para ganar más: {{sharelink}}\nTu código de referido: {{referralcode}}",
+		},
+	},
 };
 
 /** A referrer whose name is not known, as a reminder's recipient reads it. */
@@ -65,5 +83,13 @@ export const SAMPLE_VALUES: Record<MessageKind, Record<string, string>> = {
 		referralcode: "ANN123",
 		reward: "10 USD",
 		landingurl: "https://example.com",
+	},
+	reward: {
+		name: "Ann",
+		reward: "10 USD",
+		friendname: "Bob",
+		eventname: "Purchase",
+		sharelink: "https://example.com/r/ANN123",
+		referralcode: "ANN123",
 	},
 };

@@ -6,9 +6,19 @@
  * inject markup and a user's name cannot either.
  */
 
-import { isLang, LANGS, type Lang, langOfTag, MESSAGE_KINDS, type MessageKind, type Template } from "../domain/messages";
+import {
+	isLang,
+	LANGS,
+	type Lang,
+	langOfTag,
+	MESSAGE_KINDS,
+	type MessageKind,
+	REWARD_EMAIL_MODES,
+	type RewardEmailMode,
+	type Template,
+} from "../domain/messages";
 
-export { isLang, LANGS, type Lang, langOfTag, MESSAGE_KINDS, type MessageKind, type Template };
+export { isLang, LANGS, type Lang, langOfTag, MESSAGE_KINDS, type MessageKind, REWARD_EMAIL_MODES, type RewardEmailMode, type Template };
 
 /** What each variable stands for, per kind (shown by the editor and the admin API, docs/messages.md). */
 export const VARIABLES: Record<MessageKind, Record<string, string>> = {
@@ -33,6 +43,18 @@ export const VARIABLES: Record<MessageKind, Record<string, string>> = {
 		offertitle: "the campaign's offer title",
 		offerdescription: "the campaign's offer description",
 		landingurl: "the app's landing URL",
+		campaignname: "the campaign's name",
+		appname: "the app's name",
+	},
+	reward: {
+		name: "the recipient's name (who earned the reward); empty when unknown",
+		reward: "what the recipient earned: the amount with its currency (e.g. 10 USD), or a coupon reward's code",
+		friendname: "the friend whose event earned a referrer's reward; empty for a friend's own reward, or when unknown",
+		eventname: "the event that earned it (e.g. Purchase)",
+		sharelink: "the recipient's share link; empty when the service has no share domain",
+		referralcode: "the recipient's referral code",
+		offertitle: "the campaign's offer title",
+		offerdescription: "the campaign's offer description",
 		campaignname: "the campaign's name",
 		appname: "the app's name",
 	},

@@ -52,6 +52,32 @@ describe("the campaign email editor", () => {
 		expect(reset.html).toContain("the default text");
 	});
 
+	it("edits the reward-earned email in French with its preview, and sets whether the campaign sends it", async () => {
+		const app = await createApp();
+		const session = await signIn();
+		const editor = `/dashboard/apps/${app.appid}/campaigns/${app.campaignid}/messages`;
+		const page = await (await session.get(`${editor}?kind=reward&lang=fr`)).text();
+		expect(page).toContain('data-testid="preview-subject">Vous avez gagné 10 USD</dd>');
+		expect(page).toContain("<code>{{friendname}}</code>");
+		expect(page).toMatch(/<option value="auto" selected="">When the app has an email sender/);
+
+		const saved = await follow(
+			session,
+			await session.post(editor, { kind: "reward", language: "fr", subject: "Bravo", body: "{{reward}} !" }),
+		);
+		expect(saved.html).toContain("Email saved");
+		const refused = await session.post(editor, { kind: "reward", language: "fr", subject: "Bravo", body: "{{montant}}" });
+		expect(refused.status).toBe(400);
+
+		const set = await follow(session, await session.post(`${editor}/settings`, { rewardemail: "off" }));
+		expect(set.html).toContain("it applies to the next reward earned");
+		expect(set.html).toMatch(/<option value="off" selected="">Never/);
+		expect((await admin("GET", `/apps/${app.appid}/campaigns/${app.campaignid}/messages`)).body).toMatchObject({
+			rewardemail: "off",
+			messages: { reward: { templates: { fr: { subject: "Bravo", body: "{{reward}} !", custom: true } } } },
+		});
+	});
+
 	it("the app's settings form sets the logo and accent colour, and shows a refusal as typed", async () => {
 		const app = await createApp();
 		const session = await signIn();

@@ -1,5 +1,6 @@
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { leaderboardCounters } from "../../src/db/leaderboard";
 import { ledgerFor } from "../../src/ledger/stub";
 import { admin, createApp } from "../support/api";
 
@@ -43,6 +44,20 @@ async function purchase(app: App, friend: { userkey: string }, value = "10") {
 	});
 	expect(res.status).toBe(200);
 	return customid;
+}
+
+/** The referrers at each count of friends (leaderboard_levels, kept by triggers) are those the counters hold, in every bucket. */
+async function expectLevelsAgree(app: App) {
+	const read = async (sql: string) => (await env.DB.prepare(sql).bind(app.appid).all()).results;
+	const levels = await read(
+		"SELECT bucket, friends, referrers FROM leaderboard_levels WHERE appid = ? AND referrers > 0 ORDER BY bucket, friends",
+	);
+	const counted = await read(
+		`SELECT bucket, friends, COUNT(*) AS referrers FROM leaderboard_counts WHERE appid = ? AND friends > 0
+		 GROUP BY bucket, friends ORDER BY bucket, friends`,
+	);
+	expect(levels).toEqual(counted);
+	expect(levels.length).toBeGreaterThan(0);
 }
 
 const flush = (app: App, ...users: { userkey: string }[]) => Promise.all(users.map((u) => ledgerFor(env, app.appid, u.userkey).flush()));
@@ -146,6 +161,41 @@ describe("getleaderboard", () => {
 		expect((await board(app, { userkey: ann.userkey })).body.errorcode).toBe("user_erased");
 	});
 
+	it("counts no erased referrer ahead of anyone, also when its rewards reach the board after the erasure", async () => {
+		const app = await program();
+		const ann = await referrer(app, "Ann Lee");
+		const bob = await referrer(app, "Bob Stone");
+		const cat = await referrer(app, "Cat Wu");
+		const [a1, a2, b1, c1] = [await friendOf(app, ann), await friendOf(app, ann), await friendOf(app, bob), await friendOf(app, cat)];
+		for (const f of [b1, c1]) await purchase(app, f);
+		await flush(app, bob, cat);
+		// Ann's rewards are granted but not yet on the board when she is erased: her ledger's flush comes after.
+		for (const f of [a1, a2]) await purchase(app, f);
+		expect((await admin("DELETE", `/apps/${app.appid}/users/${ann.userkey}`)).status).toBe(200);
+		await flush(app, ann);
+		for (const period of ["all", "month", "week"]) {
+			const after = (await board(app, { period, userkey: cat.userkey })).body;
+			expect(ranks(after)).toEqual([
+				[bob.userkey, 1],
+				[cat.userkey, 1],
+			]);
+			expect(after.user).toEqual({ rank: 2, friendsconverted: 1 });
+		}
+		// A flush of Ann's that was under way at the erasure and lands after it adds no counter back (the counters' guard).
+		const late = {
+			seq: 99,
+			campaignid: app.campaignid,
+			usertype: "Referrer",
+			friend_userkey: `late-${crypto.randomUUID()}`,
+			amount: 500,
+			reversed: 0,
+		};
+		const row = { ...late, status: "Approved", version: 1, created_at: "2021-01-04T00:00:00.000Z" };
+		await env.DB.batch(leaderboardCounters(env.DB, app.appid, ann.userkey, "UTC", row));
+		expect((await board(app, { userkey: cat.userkey })).body.user).toEqual({ rank: 2, friendsconverted: 1 });
+		await expectLevelsAgree(app);
+	});
+
 	it("a friend whose only rewarded event is fully reversed leaves the board; a partial refund or another event keeps them", async () => {
 		const app = await program();
 		const ann = await referrer(app, "Ann Lee");
@@ -173,6 +223,7 @@ describe("getleaderboard", () => {
 		const last = await purchase(app, a1);
 		await flush(app, ann);
 		expect((await board(app, { userkey: ann.userkey })).body.user?.friendsconverted).toBe(2);
+		await expectLevelsAgree(app);
 		expect((await app.api("reverseconversionevent", { customid: last, reason: "refunded" })).status).toBe(200);
 		expect((await app.api("reverseconversionevent", { customid: kept, reason: "refunded" })).status).toBe(200);
 		await flush(app, ann);

@@ -57,6 +57,7 @@ export const GROWING_TABLES: Record<Engine, readonly string[]> = {
 		"stripe_inbox",
 		"stripe_promotion_codes",
 		"leaderboard_counts",
+		"leaderboard_levels",
 		"campaign_messages",
 	],
 	ledger: [

@@ -55,6 +55,25 @@ describe("query plans", { timeout: 120_000 }, () => {
 		expect(plans.length).toBeGreaterThan(150);
 	});
 
+	it("reads a leaderboard rank from the levels above and the ties ahead, never a user per row ahead (issue 34)", () => {
+		const standings = plans.filter((p) => p.statement.file === "src/db/leaderboard.ts" && /\bAS rank\b/.test(p.statement.sql));
+		expect(standings.length).toBeGreaterThan(0);
+		for (const p of standings) {
+			const where = p.details.join("\n");
+			// The user asked for, and its own counter row: one seek each.
+			expect(where).toMatch(/SEARCH u USING INDEX/);
+			// The referrers with more friends: a range of the levels' primary key (one row per distinct count).
+			expect(where).toContain("SEARCH l USING PRIMARY KEY (appid=? AND campaignid=? AND bucket=? AND friends>?)");
+			// Its ties that reached the count first: a range of the covering index, nothing else of leaderboard_counts.
+			const ahead = [...new Set(p.details.filter((d) => /^SEARCH c /.test(d)))];
+			expect(ahead, where).toEqual([
+				"SEARCH c USING COVERING INDEX leaderboard_counts_rank (appid=? AND campaignid=? AND bucket=? AND friends=? AND reached_at<?)",
+			]);
+			// No table read per row ahead: users is read once, for the user asked for.
+			expect(p.details.filter((d) => /\busers\b|SEARCH o\b/.test(d)).length, where).toBeLessThanOrEqual(1);
+		}
+	});
+
 	it("creates no ledger index that no query uses (a new ledger pays for each)", async () => {
 		const used = new Set(
 			plans.filter((p) => p.statement.engine === "ledger").flatMap((p) => p.details.map((d) => /INDEX (\w+)/.exec(d)?.[1] ?? "")),

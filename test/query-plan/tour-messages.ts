@@ -1,3 +1,5 @@
+import { env } from "cloudflare:workers";
+import { ledgerFor } from "../../src/ledger/stub";
 import { admin, createApp } from "../support/api";
 import { ok } from "./tour-http";
 
@@ -13,4 +15,17 @@ export async function messagesTour(): Promise<void> {
 	const friend = (await api("register", { email: "plan-msg-fr@x.com", referrercode: referrer.referralcode })).body;
 	ok(await api("remindfriend", { userkey: referrer.userkey, frienduserkey: friend.userkey, language: "fr" }), "remind with template");
 	ok(await admin("DELETE", `${base}/reminder/en`), "reset message");
+	// The reward-earned email (docs/messages.md): the campaign's setting, and a reward whose flush renders its email.
+	ok(await admin("PUT", `/apps/${appid}/campaigns/${campaignid}/rewardemail`, { rewardemail: "on" }), "reward email setting");
+	ok(await admin("PUT", `${base}/reward/en`, { subject: "{{reward}}", body: "Hi {{name}}" }), "save reward message");
+	ok(
+		await api("registerconversionevent", {
+			userkey: friend.userkey,
+			eventname: "Signup",
+			customid: "plan-msg-1",
+			growthhack: "SaaS_Referrals",
+		}),
+		"reward with email",
+	);
+	await ledgerFor(env, appid, referrer.userkey).flush();
 }

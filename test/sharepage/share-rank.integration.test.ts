@@ -1,5 +1,6 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { bucketOf } from "../../src/domain/leaderboard";
 import { ledgerFor } from "../../src/ledger/stub";
 import { admin, createApp, request } from "../support/api";
 
@@ -78,7 +79,9 @@ describe("the share page's rank", () => {
 		await referFriends(app, me, 1);
 		expect(rankLine(await sharePage(app, me.userkey))).toBe("You are #1 of this month's referrers");
 		// 1000 referrers ahead, each with 2 friends this month (users and their counters as the flush keeps them).
-		const bucket = `month:${new Date().toISOString().slice(0, 7)}`;
+		// This month in the app's time zone, as the page reads it (a UTC month would miss it near a month's end).
+		const zoneRow = await env.DB.prepare("SELECT timezone FROM apps WHERE appid = ?").bind(app.appid).first<{ timezone: string | null }>();
+		const bucket = bucketOf("month", zoneRow?.timezone ?? "UTC", Date.now()).key;
 		const run = crypto.randomUUID().slice(0, 8);
 		await env.DB.prepare(
 			`WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < 1000)

@@ -1,8 +1,16 @@
 /** @jsxImportSource hono/jsx */
-import { isLang, LANGS, type Lang, MESSAGE_KINDS, type MessageKind } from "../../outbox/templates";
+import {
+	isLang,
+	LANGS,
+	type Lang,
+	MESSAGE_KINDS,
+	type MessageKind,
+	REWARD_EMAIL_MODES,
+	type RewardEmailMode,
+} from "../../outbox/templates";
 import { must } from "../api";
 import { back, type Dash, type DashContext, field } from "../context";
-import { Csrf, Field, Page, TextArea } from "../layout";
+import { Csrf, Field, Page, Select, TextArea } from "../layout";
 import { mayAct, READ_ONLY_NOTE, roleIn } from "../role";
 import { loadApp } from "./apps";
 
@@ -14,11 +22,21 @@ import { loadApp } from "./apps";
  * preview section it gets back, so the preview is live.
  */
 
-const KIND_NAMES: Record<MessageKind, string> = { outreach: "Outreach (to the referrer)", reminder: "Reminder (to a friend)" };
+const KIND_NAMES: Record<MessageKind, string> = {
+	outreach: "Outreach (to the referrer)",
+	reminder: "Reminder (to a friend)",
+	reward: "Reward earned (to whoever earned it)",
+};
+const SENDING: [RewardEmailMode, string][] = [
+	["auto", "When the app has an email sender (the default)"],
+	["on", "Always"],
+	["off", "Never"],
+];
 const LANG_NAMES: Record<Lang, string> = { en: "English", fr: "French", de: "German", es: "Spanish" };
 
 interface Stored {
 	campaignid: number;
+	rewardemail: RewardEmailMode;
 	messages: Record<
 		MessageKind,
 		{ variables: Record<string, string>; templates: Record<Lang, { subject: string; body: string; custom: boolean }> }
@@ -46,6 +64,22 @@ const pathOf = (appid: string, campaignid: string) =>
 
 const kindOf = (v: string | undefined): MessageKind => MESSAGE_KINDS.find((k) => k === v) ?? "outreach";
 const langOf = (v: string | undefined): Lang => (v && isLang(v) ? v : "en");
+
+/** Whether the campaign sends the reward-earned email (docs/messages.md), with the reward editor. */
+function Sending(props: { base: string; csrf: string; manager: boolean; mode: RewardEmailMode }) {
+	return (
+		<form class="grid" method="post" action={`${props.base}/settings`} aria-labelledby="sending">
+			<h2 id="sending">Sending</h2>
+			<Csrf token={props.csrf} />
+			<Select label="Send the reward-earned email" name="rewardemail" value={props.mode} options={SENDING} />
+			{props.manager && (
+				<div class="row">
+					<button type="submit">Save sending</button>
+				</div>
+			)}
+		</form>
+	);
+}
 
 function Editor(props: { base: string; csrf: string; manager: boolean; state: EditorState; variables: Record<string, string> }) {
 	const { state, base } = props;
@@ -166,6 +200,9 @@ async function render(
 				app's logo and accent colour are in its <a href={`/dashboard/apps/${appid}#settings`}>settings</a>
 			</p>
 			<Editor base={base} csrf={c.var.session.csrf} manager={mayAct(role, "manager")} state={full} variables={current.variables} />
+			{state.kind === "reward" && (
+				<Sending base={base} csrf={c.var.session.csrf} manager={mayAct(role, "manager")} mode={must(stored).rewardemail} />
+			)}
 		</Page>,
 		status,
 	);
@@ -216,6 +253,15 @@ export function registerMessages(dash: Dash) {
 		if (res.ok) return back(c, here, { ok: "Email saved: the next one sent uses it." });
 		// Shown again as typed, with the reason: nothing was saved.
 		return render(c, { ...state, previewError: res.error }, { error: res.error }, 400);
+	});
+
+	dash.post("/apps/:appid/campaigns/:campaignid/messages/settings", async (c) => {
+		const form = await c.req.parseBody();
+		const mode = REWARD_EMAIL_MODES.find((m) => m === field(form, "rewardemail")) ?? "auto";
+		const api = `/apps/${encodeURIComponent(c.req.param("appid"))}/campaigns/${encodeURIComponent(c.req.param("campaignid"))}/rewardemail`;
+		const res = await c.var.api("PUT", api, { rewardemail: mode });
+		const here = `${pathOf(c.req.param("appid"), c.req.param("campaignid"))}?kind=reward`;
+		return back(c, here, res.ok ? { ok: "Saved: it applies to the next reward earned." } : { error: res.error });
 	});
 
 	dash.post("/apps/:appid/campaigns/:campaignid/messages/reset", async (c) => {
