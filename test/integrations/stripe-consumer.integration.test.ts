@@ -4,6 +4,7 @@ import { describe, expect, it, vi } from "vitest";
 import { storeInboxEvent } from "../../src/db/stripe-inbox";
 import { stripeQueue } from "../../src/integrations/stripe/consumer";
 import { type StripeEventMessage, stripeObjectSchema } from "../../src/integrations/stripe/events";
+import { ledgerFor } from "../../src/ledger/stub";
 import { admin, createApp } from "../support/api";
 
 /**
@@ -197,6 +198,62 @@ describe("Stripe's refund events handled at once", () => {
 		const friends = (await app.api("getfriendsandrewards", { userkey: referrer.userkey })).body.friends;
 		expect(friends.flatMap((f: { earnedrewards: unknown[] }) => f.earnedrewards)).toEqual([
 			expect.objectContaining({ reward: "7", reversedamount: "3" }),
+		]);
+	});
+});
+
+describe("a Stripe refund that meets a locked reward", () => {
+	// Issue 31: "a refund that meets a locked reward is acknowledged and dropped (409 reward_locked is
+	// treated as final)". Another transaction's prepare holds the reward (as a coordinator between
+	// prepare and decision does): the refund is retried, never acknowledged, and applied once the lock is gone.
+	it("is retried while another transaction holds the reward, and applied once it is released", async () => {
+		const app = await stripeApp();
+		const who = tag();
+		const referrer = (await app.api("register", { email: `ref${who}@example.com`, paymentcustomerid: `cus_ref_${who}` })).body;
+		const friend = await app.api("register", {
+			email: `friend${who}@example.com`,
+			paymentcustomerid: `cus_friend_${who}`,
+			referrercode: referrer.referralcode,
+		});
+		expect(friend.status).toBe(200);
+		const message = (eventid: string, type: string, object: Record<string, unknown>): StripeEventMessage => ({
+			appid: app.appid,
+			eventid,
+			type,
+			object: stripeObjectSchema.parse(object),
+		});
+		const paid = message(`evt_paid_${who}`, "invoice.paid", {
+			id: `in_${who}`,
+			customer: `cus_friend_${who}`,
+			amount_paid: 10_000,
+			currency: "usd",
+			charge: `ch_${who}`,
+		});
+		await stored(paid);
+		expect(await consume([paid])).toEqual([]);
+		const ledger = ledgerFor(env, app.appid, referrer.userkey);
+		const rewarddtlid = `${referrer.userkey}-1`;
+		const held = await ledger.prepareTransaction(
+			`tx-hold-${who}`,
+			{ kind: "status", changes: [{ rewarddtlid, status: "Approved", message: null }] },
+			60_000,
+		);
+		expect(held.ok).toBe(true);
+
+		const refund = message(`evt_refund_${who}`, "charge.refunded", {
+			id: `ch_${who}`,
+			customer: `cus_friend_${who}`,
+			amount: 10_000,
+			amount_refunded: 4000,
+			currency: "usd",
+		});
+		await stored(refund);
+		expect(await consume([refund]), "retried while locked, not acknowledged").toEqual([refund]);
+		await ledger.abortTransaction(`tx-hold-${who}`);
+		expect(await consume([refund])).toEqual([]);
+		const friends = (await app.api("getfriendsandrewards", { userkey: referrer.userkey })).body.friends;
+		expect(friends.flatMap((f: { earnedrewards: unknown[] }) => f.earnedrewards)).toEqual([
+			expect.objectContaining({ reward: "6", reversedamount: "4" }),
 		]);
 	});
 });
