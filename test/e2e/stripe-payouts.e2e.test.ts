@@ -18,7 +18,9 @@ afterAll(async () => {
 
 const change = (rewarddtlid: string, rewardstatus: string) => h.api("changerewardstatus", { rewardslist: [{ rewarddtlid, rewardstatus }] });
 
-describe("Stripe payouts owned by the ledger", () => {
+// Longer than the harness's 60 s waits, so that a failure says what it waited for (Stripe's net, the
+// service's log) rather than only that the test ran out of time.
+describe("Stripe payouts owned by the ledger", { timeout: 120_000 }, () => {
 	it("a full refund while the payout is in flight ends with Stripe's net 0", async () => {
 		const { customer, friendCustomer, rewardid } = await h.referral("inflight-refund");
 		const held = h.fake.hold(customer);
