@@ -42,6 +42,8 @@ export interface StripeCall {
 	code: string | null;
 	/** The `Request-Id` header answered (unique per request, as Stripe's). */
 	requestId: string;
+	/** When it arrived (ms since the epoch). */
+	at: number;
 }
 
 /** Answers a retry under the same key may change (Stripe's own SDK retries them): 5xx, 409, 429, and no answer (-1). */
@@ -152,6 +154,7 @@ export async function startFakeStripe(chaos?: StripeChaos): Promise<FakeStripe> 
 			status: 0,
 			code: null,
 			requestId,
+			at: Date.now(),
 		};
 		calls.push(call);
 		if (req.method === "GET") {

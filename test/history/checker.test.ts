@@ -172,6 +172,23 @@ describe("the history checker's verdict", () => {
 		expect(rules(rateLimited)).toEqual(["retryable-retried", "refusal-explained"]);
 	});
 
+	it("a refusal answered before the restart may miss its webhook (the outbox sweep sends it minutes later)", () => {
+		const refusal = {
+			key: "payout-a-rk-1-3",
+			rewarddtlid: "rk-1",
+			status: 402,
+			code: "balance_insufficient",
+			requestId: "req_7",
+			at: 1000,
+		};
+		const w = world();
+		w.stripe.calls = [refusal];
+		w.stripe.failedHooks = [];
+		expect(rules(w)).toEqual(["refusal-explained"]);
+		w.stripe.restartedAt = 2000;
+		expect(rules(w)).toEqual([]);
+	});
+
 	it("a failed payout's reward says why: Stripe's code and request id in its comment", () => {
 		const w = world();
 		w.rewards[0] = {

@@ -49,7 +49,9 @@ export interface StripeState {
 	/** Every amount each Idempotency-Key was sent with. */
 	keyAmounts: Map<string, Set<number>>;
 	/** Every balance transaction request in arrival order: its key, reward, answer (-1: applied, cut), Stripe's code and request id. */
-	calls?: { key: string | null; rewarddtlid: string; status: number; code: string | null; requestId: string }[];
+	calls?: { key: string | null; rewarddtlid: string; status: number; code: string | null; requestId: string; at?: number }[];
+	/** When the service was up again after the kill: a webhook queued before may come only with the outbox sweep, minutes later. */
+	restartedAt?: number;
 	/** The service's `reward.payout_failed` webhooks as the local Stripe's receiver got them. */
 	failedHooks?: { rewarddtlid: string; code: string; reason: string }[];
 }
@@ -139,8 +141,14 @@ function refusals(world: World): Violation[] {
 	const hooks = world.stripe.failedHooks ?? [];
 	const names = (h: { code: string; reason: string }, r: { codes: Set<string>; requestIds: string[] }) =>
 		r.codes.has(h.code) && r.requestIds.some((id) => new RegExp(`\\b${id}\\b`).test(h.reason));
+	// A refusal answered before the restart may have its webhook lost in the kill: the outbox sweep sends it
+	// 2-3 minutes later (outbox/sweep.ts), after the quiet phase; its reward's comment is judged instead.
+	const late = (key: string) =>
+		(world.stripe.calls ?? []).some(
+			(c) => c.key === key && final(c.status) && c.at !== undefined && c.at <= (world.stripe.restartedAt ?? Number.NEGATIVE_INFINITY),
+		);
 	for (const [key, r] of refused)
-		if (!hooks.some((h) => h.rewarddtlid === r.rewarddtlid && names(h, r)))
+		if (!late(key) && !hooks.some((h) => h.rewarddtlid === r.rewarddtlid && names(h, r)))
 			out.push({
 				rule: "refusal-explained",
 				detail: `${key} refused (${[...r.codes].join(", ")}, ${r.requestIds.join(", ")}): no reward.payout_failed naming them`,

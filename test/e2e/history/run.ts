@@ -158,6 +158,7 @@ export async function runSeed(live: Live, seed: number, options: SeedOptions): P
 		let next = 0;
 		let gate: Promise<unknown> = Promise.resolve();
 		let restartMs = 0;
+		let restartedAt = 0;
 		const client = async (id: number) => {
 			for (;;) {
 				await gate;
@@ -167,6 +168,7 @@ export async function runSeed(live: Live, seed: number, options: SeedOptions): P
 					// In-flight requests of the other clients are cut: their outcomes are unknown.
 					gate = live.crash().then((ms) => {
 						restartMs = ms;
+						restartedAt = Date.now();
 					});
 					await gate;
 				}
@@ -178,7 +180,7 @@ export async function runSeed(live: Live, seed: number, options: SeedOptions): P
 		const t2 = Date.now();
 		await drain(plan, history, perform);
 		const t3 = Date.now();
-		const violations = await quiet(live, plan, w, fake, history, options.quietMs, api);
+		const violations = await quiet(live, plan, w, fake, history, options.quietMs, api, restartedAt);
 		const phases = { setupMs: t1 - t0, runMs: t2 - t1, drainMs: t3 - t2, quietMs: Date.now() - t3 };
 		const cut = fake.calls.filter((c) => c.status === -1).length;
 		const injected5xx = fake.calls.filter((c) => c.status === 500).length;
@@ -248,12 +250,13 @@ async function quiet(
 	history: Entry[],
 	quietMs: number,
 	api: (op: string, body: object) => Promise<Answer>,
+	restartedAt: number,
 ): Promise<Violation[]> {
 	const deadline = Date.now() + quietMs;
 	const unexplained = new Map<string, Violation>();
 	for (;;) {
 		await request(live, "GET", `/__scheduled?cron=${encodeURIComponent("* * * * *")}`);
-		const world = await readWorld(live, plan, w, fake, api);
+		const world = await readWorld(live, plan, w, fake, api, restartedAt);
 		for (const v of failuresExplained(world)) unexplained.set(v.detail, v);
 		const operator = (op: Op, a: Answer) =>
 			history.push({ client: -2, index: -1, op, status: a.status, body: a.body, start: Date.now(), end: Date.now() });

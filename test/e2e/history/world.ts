@@ -34,6 +34,7 @@ export async function readWorld(
 	w: SeedApp,
 	fake: FakeStripe,
 	api: (op: string, body: object) => Promise<Answer>,
+	restartedAt = 0,
 ): Promise<World> {
 	const friendOf = new Map(w.friends.map((f, i) => [f.userkey, i]));
 	const payoutstate = new Map<string, string | null>();
@@ -101,7 +102,9 @@ export async function readWorld(
 					status: c.status,
 					code: c.code,
 					requestId: c.requestId,
+					at: c.at,
 				})),
+			restartedAt,
 			failedHooks: fake.hooks
 				.filter((h) => h.type === "reward.payout_failed")
 				.map((h) => ({
