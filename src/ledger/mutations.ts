@@ -6,7 +6,7 @@ import { bucketDelta, contribution, isZeroDelta } from "./balance";
 import { type BalanceKey, owedOf, payClawbacks, restOf, rowsWithOwed, settlingRewards } from "./clawbacks";
 import { couponTransition, markCouponsSeen } from "./coupons";
 import { queueProjection, queueWebhook } from "./outbox";
-import { reconcilePayouts } from "./payouts";
+import { paidInFull, reconcilePayouts } from "./payouts";
 import { Refused } from "./refused";
 import { queueRewardEmail } from "./reward-emails";
 import { toView } from "./rows";
@@ -189,7 +189,8 @@ export function writeReward(ctx: TxContext, before: RewardRow, patch: RewardPatc
 	const changed: RewardRow = { ...before, ...patch, version: before.version + 1, updated_at: iso(ctx.nowMs) };
 	const coupon: RewardRow = { ...changed, ...couponTransition(ctx, before, changed) };
 	// Every change of a Stripe reward books what it owes minus what its payouts booked (payouts.ts).
-	const after: RewardRow = { ...coupon, ...reconcilePayouts(ctx, coupon) };
+	const booked: RewardRow = { ...coupon, ...reconcilePayouts(ctx, coupon) };
+	const after: RewardRow = paidInFull(booked) ? { ...booked, status: "Rewarded", rewarded_at: iso(ctx.nowMs), hold_until: null } : booked;
 	ctx.sql.exec(
 		`UPDATE rewards SET status = ?, redeemed = ?, reversed = ?, settled = ?, comment = ?, hold_until = ?, rewarded_at = ?, coupon = ?,
 		   couponname = ?, coupondetails = ?, couponimage = ?, updated_at = ?, version = ?, payoutid = ?, payout_state = ? WHERE seq = ?`,

@@ -119,6 +119,16 @@ export function reconcilePayouts(ctx: TxContext, row: RewardRow, force = false):
 	return state === row.payout_state ? {} : { payout_state: state };
 }
 
+/**
+ * An Approved Stripe reward whose records paid what it owes (nothing due,
+ * sending or failed: reconcilePayouts found no difference) is Rewarded, as
+ * when Stripe's answer comes while it is Approved (payout-outcome.ts). So a
+ * reward paid while under review and approved afterwards does not stay
+ * Approved, paid, with a balance that says nothing was paid (issue 31).
+ */
+export const paidInFull = (row: RewardRow) =>
+	row.rewardtype === "Stripe" && row.status === "Approved" && row.payout_state === "paid" && row.amount - row.reversed > 0;
+
 /** The outbox entries of payouts, as queue messages of the Stripe queue. */
 export function payoutMessages(appid: string, userkey: string, entries: LedgerOutboxEntry[]): PayoutMessage[] {
 	return entries.map((entry) => ({ payout: { appid, userkey, ...readLedgerJson("outbox", "payload", entry.payload, entrySchema) } }));

@@ -89,8 +89,11 @@ function reverseReward(
 ): { after: RewardRow; reported: ReversedReward } {
 	const { status, debt } = reversalEffect(row, target);
 	const ends = status !== row.status && (status === "Rejected" || status === "Rewarded");
+	// A payout Stripe refused keeps its reason (code and request id) until it is retried: the operator acts on it (docs/stripe.md).
 	const comment =
-		refund.reason ?? (status === "Rejected" && row.status !== "Rejected" ? "Reversed: the conversion was refunded." : row.comment);
+		row.payout_state === "failed"
+			? row.comment
+			: (refund.reason ?? (status === "Rejected" && row.status !== "Rejected" ? "Reversed: the conversion was refunded." : row.comment));
 	const after = writeReward(
 		tx,
 		row,

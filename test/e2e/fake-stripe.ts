@@ -17,10 +17,16 @@ import { seededRandom } from "./history/prng";
  * customer's net. It also knows the promotion codes and invoices a test
  * gives it (`GET /v1/promotion_codes/{id}`, `GET /v1/invoices/{id}` with or
  * without `expand[]=discounts`), answered as Stripe's API types them.
- * `chaos` (the history checker, test/e2e/history/) makes it
- * misbehave on a seeded schedule as Stripe can: latency, a 500 that did
- * nothing, and a request applied but never answered (the connection cut
- * after `lateMs`: to the caller a timeout, an unknown outcome).
+ * Like Stripe, it compares a repeated key's request with the first one
+ * (path and every parameter) and answers 409 `idempotency_key_in_use` to a
+ * request whose key is still being handled. `chaos` (the history checker,
+ * test/e2e/history/) makes it misbehave on a seeded schedule as Stripe can:
+ * latency, a 500 that did nothing, a request applied but never answered
+ * (the connection cut after `lateMs`: to the caller a timeout, an unknown
+ * outcome), a 429 `rate_limit` (before the idempotency layer, so not
+ * remembered, with `Stripe-Should-Retry: true`), and final refusals of a
+ * new key that Stripe remembers under it: 402 `balance_insufficient` and
+ * 404 `resource_missing` (the customer).
  */
 export interface StripeCall {
 	method: string;
@@ -32,7 +38,16 @@ export interface StripeCall {
 	replayed: boolean;
 	/** The status answered; -1 when the request was applied and its connection cut instead (chaos). */
 	status: number;
+	/** Stripe's error code when the answer was an error (`rate_limit`, `resource_missing`, ...). */
+	code: string | null;
+	/** The `Request-Id` header answered (unique per request, as Stripe's). */
+	requestId: string;
+	/** When it arrived (ms since the epoch). */
+	at: number;
 }
+
+/** Answers a retry under the same key may change (Stripe's own SDK retries them): 5xx, 409, 429, and no answer (-1). */
+export const retryableStatus = (status: number) => status === -1 || status === 409 || status === 429 || status >= 500;
 
 /** Seeded misbehaviour of the balance transactions endpoint (each request draws once). */
 export interface StripeChaos {
@@ -44,6 +59,10 @@ export interface StripeChaos {
 	lateMs: number;
 	/** Each request waits up to this long before it is handled. */
 	maxLatencyMs: number;
+	/** Chance of a 429 `rate_limit` (not applied, not remembered: Stripe's rate limiter runs before its idempotency layer). */
+	rateLimit?: number;
+	/** Chance that a new key is refused for good (402 `balance_insufficient` or 404 `resource_missing`), remembered under it. */
+	refuse?: number;
 }
 
 export interface FakeStripe {
@@ -87,9 +106,13 @@ export async function startFakeStripe(chaos?: StripeChaos): Promise<FakeStripe> 
 	const calls: StripeCall[] = [];
 	const created: FakeStripe["created"] = [];
 	const hooks: FakeStripe["hooks"] = [];
-	const answered = new Map<string, { status: number; json: unknown }>();
+	const answered = new Map<string, { status: number; json: unknown; code: string | null }>();
 	const failedOnce = new Set<string>();
 	const keyAmounts = new Map<string, Set<number>>();
+	/** The first request of each key (path and parameters), which Stripe compares a repeated key's requests with. */
+	const keyRequests = new Map<string, string>();
+	/** Keys of requests being handled now: another request with one of them is answered 409, as Stripe does. */
+	const inFlight = new Set<string>();
 	const holds = new Map<string, { arrived: () => void; released: Promise<void>; release: () => void }>();
 	const failures = new Map<string, { count: number; status: number }>();
 	const promotionCodes = new Map<string, Pick<Stripe.PromotionCode, "id" | "object" | "code" | "active">>();
@@ -98,13 +121,21 @@ export async function startFakeStripe(chaos?: StripeChaos): Promise<FakeStripe> 
 		{ id: string; discounts: Pick<Stripe.Discount, "id" | "object" | "promotion_code">[] } & Record<string, unknown>
 	>();
 	let next = 1;
+	let requests = 0;
 	const server: Server = createServer(async (req, res) => {
 		const text = await body(req);
 		const url = new URL(req.url ?? "/", "http://x");
 		const path = url.pathname;
-		const send = (status: number, json: unknown) => {
-			res.writeHead(status, { "content-type": "application/json", "request-id": `req_${next}` });
+		const requestId = `req_${++requests}`;
+		const send = (status: number, json: unknown, headers: Record<string, string> = {}) => {
+			res.writeHead(status, { "content-type": "application/json", "request-id": requestId, ...headers });
 			res.end(JSON.stringify(json));
+		};
+		/** An error answer as Stripe shapes it, recorded on the call. */
+		const refuse = (status: number, error: { type: string; code?: string; message: string; param?: string }, headers = {}) => {
+			call.status = status;
+			call.code = error.code ?? null;
+			return send(status, { error: { ...error, request_log_url: `https://dashboard.stripe.com/logs/${requestId}` } }, headers);
 		};
 		if (path.startsWith("/hooks")) {
 			const envelope = JSON.parse(text) as { type: string; livemode: boolean; data: Record<string, any> };
@@ -121,6 +152,9 @@ export async function startFakeStripe(chaos?: StripeChaos): Promise<FakeStripe> 
 			form,
 			replayed: false,
 			status: 0,
+			code: null,
+			requestId,
+			at: Date.now(),
 		};
 		calls.push(call);
 		if (req.method === "GET") {
@@ -147,81 +181,117 @@ export async function startFakeStripe(chaos?: StripeChaos): Promise<FakeStripe> 
 			amounts.add(Number(form.amount));
 			keyAmounts.set(key, amounts);
 		}
-		// One draw decides this request's fate; latency comes from a second.
-		const draw = chaos && match ? random() : 1;
-		if (chaos && match) await sleep(Math.floor(random() * chaos.maxLatencyMs));
-		if (chaos && draw < chaos.fail5xx) {
-			call.status = 500;
-			return send(500, { error: { type: "api_error", message: "Injected server error." } });
-		}
-		const cut = chaos !== undefined && draw < chaos.fail5xx + chaos.late;
-		const failure = failures.get(customer);
-		if (failure && failure.count > 0) {
-			failure.count--;
-			call.status = failure.status;
-			return send(failure.status, { error: { type: "api_error", message: "Injected failure." } });
-		}
-		const earlier = key ? answered.get(key) : undefined;
-		if (earlier && key && (keyAmounts.get(key)?.size ?? 0) > 1) {
-			call.status = 400;
-			return send(400, {
-				error: { type: "idempotency_error", message: "Keys for idempotent requests can only be used with the same parameters." },
-			});
-		}
-		if (earlier) {
-			call.replayed = true;
-			call.status = earlier.status;
-			return send(earlier.status, earlier.json);
-		}
-		if (req.method !== "POST" || !match) {
-			call.status = 404;
-			return send(404, { error: { type: "invalid_request_error", message: `Unrecognized request URL (${req.method}: ${path})` } });
-		}
-		if (customer.startsWith("cus_flaky") && !failedOnce.has(customer)) {
-			// A 500 is not remembered under its key: Stripe lets the same key be tried again after a server error.
-			failedOnce.add(customer);
-			call.status = 500;
-			return send(500, { error: { type: "api_error", message: "Something went wrong on Stripe's end." } });
-		}
-		let answer: { status: number; json: unknown };
-		if (customer === "cus_missing") {
-			answer = {
-				status: 404,
-				json: {
-					error: { type: "invalid_request_error", code: "resource_missing", message: `No such customer: '${customer}'`, param: "customer" },
+		const tracked = key && match ? key : null;
+		if (tracked && inFlight.has(tracked)) {
+			return refuse(
+				409,
+				{
+					type: "idempotency_error",
+					code: "idempotency_key_in_use",
+					message:
+						"There is currently another in-progress request using this Idempotent Key (that probably means you submitted twice). Try again later.",
 				},
-			};
-		} else {
-			const transaction = {
-				id: `cbtxn_${next++}`,
-				object: "customer_balance_transaction",
-				amount: Number(form.amount),
-				currency: form.currency,
-				customer,
-				description: form.description,
-				metadata: { rewarddtlid: form["metadata[rewarddtlid]"] },
-				type: "adjustment",
-			};
-			created.push({
-				id: transaction.id,
-				customer,
-				amount: transaction.amount,
-				currency: transaction.currency ?? "",
-				idempotencyKey: key,
-				rewarddtlid: form["metadata[rewarddtlid]"] ?? "",
-			});
-			answer = { status: 200, json: transaction };
+				{ "stripe-should-retry": "true" },
+			);
 		}
-		if (key) answered.set(key, answer);
-		if (cut && chaos) {
-			// Applied, then answered too late: the caller gives up (or the connection drops) without knowing.
-			call.status = -1;
-			await sleep(chaos.lateMs);
-			res.destroy();
-			return;
+		if (tracked) inFlight.add(tracked);
+		try {
+			// One draw decides this request's fate; latency comes from a second.
+			const draw = chaos && match ? random() : 1;
+			if (chaos && match) await sleep(Math.floor(random() * chaos.maxLatencyMs));
+			const late = chaos ? chaos.fail5xx + chaos.late : 0;
+			const limited = chaos ? late + (chaos.rateLimit ?? 0) : 0;
+			const refused = chaos ? limited + (chaos.refuse ?? 0) : 0;
+			if (chaos && draw < chaos.fail5xx) return refuse(500, { type: "api_error", message: "Injected server error." });
+			const cut = chaos !== undefined && draw < late;
+			if (chaos && draw >= late && draw < limited) {
+				// Stripe's rate limiter answers before its idempotency layer: nothing done, nothing remembered.
+				return refuse(
+					429,
+					{ type: "invalid_request_error", code: "rate_limit", message: "Too many requests hit the API too quickly." },
+					{ "stripe-should-retry": "true" },
+				);
+			}
+			const failure = failures.get(customer);
+			if (failure && failure.count > 0) {
+				failure.count--;
+				return refuse(failure.status, { type: "api_error", message: "Injected failure." });
+			}
+			const earlier = key ? answered.get(key) : undefined;
+			const signature = JSON.stringify([req.method, path, Object.entries(form).sort()]);
+			if (earlier && key && keyRequests.get(key) !== signature) {
+				return refuse(400, {
+					type: "idempotency_error",
+					message: "Keys for idempotent requests can only be used with the same parameters they were first used with.",
+				});
+			}
+			if (earlier) {
+				call.replayed = true;
+				call.status = earlier.status;
+				call.code = earlier.code;
+				return send(earlier.status, earlier.json, { "idempotent-replayed": "true" });
+			}
+			if (req.method !== "POST" || !match) {
+				return refuse(404, { type: "invalid_request_error", message: `Unrecognized request URL (${req.method}: ${path})` });
+			}
+			if (customer.startsWith("cus_flaky") && !failedOnce.has(customer)) {
+				// A 500 is not remembered under its key: Stripe lets the same key be tried again after a server error.
+				failedOnce.add(customer);
+				return refuse(500, { type: "api_error", message: "Something went wrong on Stripe's end." });
+			}
+			const refusal = (code: "balance_insufficient" | "resource_missing") => {
+				const error =
+					code === "resource_missing"
+						? { type: "invalid_request_error", code, message: `No such customer: '${customer}'`, param: "customer" }
+						: { type: "invalid_request_error", code, message: `The balance of customer '${customer}' cannot take this adjustment.` };
+				return { status: code === "resource_missing" ? 404 : 402, code, json: { error } };
+			};
+			let answer: { status: number; json: unknown; code: string | null };
+			if (customer === "cus_missing") {
+				answer = refusal("resource_missing");
+			} else if (chaos && draw >= limited && draw < refused) {
+				// Refused for good once the endpoint ran: Stripe remembers the refusal under the key.
+				answer = refusal(draw < (limited + refused) / 2 ? "balance_insufficient" : "resource_missing");
+			} else {
+				const transaction = {
+					id: `cbtxn_${next++}`,
+					object: "customer_balance_transaction",
+					amount: Number(form.amount),
+					currency: form.currency,
+					customer,
+					description: form.description,
+					metadata: { rewarddtlid: form["metadata[rewarddtlid]"] },
+					type: "adjustment",
+				};
+				created.push({
+					id: transaction.id,
+					customer,
+					amount: transaction.amount,
+					currency: transaction.currency ?? "",
+					idempotencyKey: key,
+					rewarddtlid: form["metadata[rewarddtlid]"] ?? "",
+				});
+				answer = { status: 200, json: transaction, code: null };
+			}
+			if (key) {
+				answered.set(key, answer);
+				keyRequests.set(key, signature);
+			}
+			if (cut && chaos) {
+				// Applied, then answered too late: the caller gives up (or the connection drops) without knowing.
+				if (tracked) inFlight.delete(tracked);
+				call.status = -1;
+				call.code = answer.code;
+				await sleep(chaos.lateMs);
+				res.destroy();
+				return;
+			}
+			call.status = answer.status;
+			call.code = answer.code;
+			return send(answer.status, answer.json);
+		} finally {
+			if (tracked) inFlight.delete(tracked);
 		}
-		call.status = answer.status;
-		return send(answer.status, answer.json);
 	});
 	await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
 	const { port } = server.address() as AddressInfo;

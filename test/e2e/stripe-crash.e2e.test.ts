@@ -78,17 +78,21 @@ describe("a crash during a burst of Stripe events", () => {
 		}
 
 		let unsettled: string[] = [];
-		await h.until(
-			"every referrer paid what the reward owes",
-			async () => {
-				await h.sweep();
-				unsettled = people
-					.map((p, i) => (h.fake.net(p.customer) === owed(i) ? "" : `${p.customer}: ${h.fake.net(p.customer)}`))
-					.filter(Boolean);
-				return unsettled.length === 0 ? true : undefined;
-			},
-			120_000,
-		);
+		await h
+			.until(
+				"every referrer paid what the reward owes",
+				async () => {
+					await h.sweep();
+					unsettled = people
+						.map((p, i) => (h.fake.net(p.customer) === owed(i) ? "" : `${p.customer}: ${h.fake.net(p.customer)}`))
+						.filter(Boolean);
+					return unsettled.length === 0 ? true : undefined;
+				},
+				120_000,
+			)
+			.catch((error: Error) => {
+				throw new Error(`not paid what they owe: ${unsettled.join("; ")}. ${error.message}`);
+			});
 		for (const [key, amounts] of h.fake.keyAmounts) expect({ key, amounts: [...amounts] }).toEqual({ key, amounts: [expect.any(Number)] });
 		// No reward left Approved and unpaid: each one is Rewarded with Stripe's transaction id.
 		const statuses = await Promise.all(people.map((p) => h.status(p.rewardid)));

@@ -23,7 +23,9 @@ afterAll(async () => {
 	await h?.stop();
 });
 
-describe("Stripe's events in any order, exactly once", () => {
+// Longer than the harness's 60 s waits, so that a failure says what it waited for (Stripe's net, the
+// service's log) rather than only that the test ran out of time.
+describe("Stripe's events in any order, exactly once", { timeout: 120_000 }, () => {
 	it("two refund events at once reverse exactly the refunded total", async () => {
 		const { customer, friendCustomer, rewardid } = await h.referral("two-refunds");
 		const paid = invoicePaid(friendCustomer, 10_000);
@@ -93,8 +95,11 @@ describe("Stripe's events in any order, exactly once", () => {
 			`CREATE TRIGGER ${trigger} BEFORE INSERT ON ledger_decisions WHEN NEW.appid = '${h.appid}' AND NEW.decision = 'commit' BEGIN SELECT RAISE(ABORT, 'held for the test'); END`,
 		);
 		try {
-			const stalled = await h.api("reverseconversionevent", { customid, refundvalue: 10, refundid: "api-refund" });
-			expect(stalled.status).toBeGreaterThanOrEqual(500);
+			// A 5xx, or no answer at all (749b8aa's Worker dropped the connection): either way the prepare holds the lock.
+			const stalled = await h
+				.api("reverseconversionevent", { customid, refundvalue: 10, refundid: "api-refund" })
+				.catch(() => ({ status: 0 }));
+			expect(stalled.status === 0 || stalled.status >= 500, `answered ${stalled.status}`).toBe(true);
 		} finally {
 			h.service.sql(`DROP TRIGGER IF EXISTS ${trigger}`);
 		}

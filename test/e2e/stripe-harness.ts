@@ -113,6 +113,8 @@ export async function startHarness(name: string, campaign: Record<string, unknow
 			await until(`Stripe's net for ${customer} at ${owed}`, async () => {
 				await sweep();
 				return fake.net(customer) === owed ? true : undefined;
+			}).catch((error: Error) => {
+				throw new Error(`Stripe's net for ${customer} is ${fake.net(customer)}, owed ${owed}. ${error.message}`);
 			});
 			for (const [key, amounts] of fake.keyAmounts) expect({ key, amounts: [...amounts] }).toEqual({ key, amounts: [expect.any(Number)] });
 		},

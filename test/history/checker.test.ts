@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { check, type Entry, subsetSums, type World } from "../e2e/history/checker";
+import { check, type Entry, failuresExplained, subsetSums, type World } from "../e2e/history/checker";
 import { generate, type Op, type Plan } from "../e2e/history/generator";
 
 // The history checker's pure parts (test/e2e/history/): the seeded plan and
@@ -129,6 +129,79 @@ describe("the history checker's verdict", () => {
 		const w = world();
 		w.rewards[0]!.payoutstate = "sending";
 		expect(rules(w)).toEqual(["no-payout-sending"]);
+	});
+
+	it("a key answered 429, 409, 500 or not at all and never sent again to an answer for good", () => {
+		const call = (status: number, requestId: string) => ({ key: "payout-a-rk-1", rewarddtlid: "rk-1", status, code: null, requestId });
+		const w = world();
+		w.stripe.calls = [call(429, "req_1"), call(-1, "req_2"), call(200, "req_3")];
+		expect(rules(w)).toEqual([]);
+		const dropped = world();
+		dropped.stripe.calls = [call(500, "req_1"), call(429, "req_2"), call(409, "req_3")];
+		expect(rules(dropped)).toEqual(["retryable-retried"]);
+	});
+
+	it("a key reused with other parameters (Stripe's 400)", () => {
+		const w = world();
+		w.stripe.calls = [
+			{ key: "payout-a-rk-1", rewarddtlid: "rk-1", status: 200, code: null, requestId: "req_1" },
+			{ key: "payout-a-rk-1", rewarddtlid: "rk-1", status: 400, code: null, requestId: "req_2" },
+		];
+		expect(rules(w)).toEqual(["one-amount-per-key"]);
+	});
+
+	it("a refusal without its reward.payout_failed (code and request id), or a failure Stripe did not refuse", () => {
+		const refusal = { key: "payout-a-rk-1-3", rewarddtlid: "rk-1", status: 402, code: "balance_insufficient", requestId: "req_7" };
+		const hook = {
+			rewarddtlid: "rk-1",
+			code: "balance_insufficient",
+			reason: "Stripe refused the payout (balance_insufficient, request req_7)",
+		};
+		const w = world();
+		w.stripe.calls = [refusal];
+		w.stripe.failedHooks = [hook];
+		expect(rules(w)).toEqual([]);
+		const silent = world();
+		silent.stripe.calls = [refusal];
+		silent.stripe.failedHooks = [{ ...hook, reason: "Stripe refused the payout (balance_insufficient, request req_71)" }];
+		expect(rules(silent)).toEqual(["refusal-explained", "refusal-explained"]);
+		// A 429 recorded as a refusal: Stripe refused nothing, and the key was never sent again.
+		const rateLimited = world();
+		rateLimited.stripe.calls = [{ ...refusal, status: 429, code: "rate_limit" }];
+		rateLimited.stripe.failedHooks = [{ ...hook, code: "rate_limit", reason: "Stripe refused the payout (rate_limit, request req_7)" }];
+		expect(rules(rateLimited)).toEqual(["retryable-retried", "refusal-explained"]);
+	});
+
+	it("a refusal answered before the restart may miss its webhook (the outbox sweep sends it minutes later)", () => {
+		const refusal = {
+			key: "payout-a-rk-1-3",
+			rewarddtlid: "rk-1",
+			status: 402,
+			code: "balance_insufficient",
+			requestId: "req_7",
+			at: 1000,
+		};
+		const w = world();
+		w.stripe.calls = [refusal];
+		w.stripe.failedHooks = [];
+		expect(rules(w)).toEqual(["refusal-explained"]);
+		w.stripe.restartedAt = 2000;
+		expect(rules(w)).toEqual([]);
+	});
+
+	it("a failed payout's reward says why: Stripe's code and request id in its comment", () => {
+		const w = world();
+		w.rewards[0] = {
+			...w.rewards[0]!,
+			payoutstate: "failed",
+			comment: "Stripe refused the payout (resource_missing, request req_9): fix it in Stripe, then retry.",
+		};
+		w.stripe.calls = [{ key: "payout-a-rk-1-2", rewarddtlid: "rk-1", status: 404, code: "resource_missing", requestId: "req_9" }];
+		expect(failuresExplained(w)).toEqual([]);
+		w.rewards[0]!.comment = null;
+		expect(failuresExplained(w).map((v) => v.rule)).toEqual(["refusal-explained"]);
+		w.rewards[0]!.comment = "Stripe refused the payout (resource_missing, request req_10): fix it in Stripe, then retry.";
+		expect(failuresExplained(w).map((v) => v.rule)).toEqual(["refusal-explained"]);
 	});
 
 	it("subset sums of the unknown amounts", () => {

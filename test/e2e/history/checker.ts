@@ -31,6 +31,8 @@ export interface RewardState {
 	reversed: number;
 	/** The admin projection's payout summary (null: none). */
 	payoutstate: string | null;
+	/** The admin projection's comment: why a payout failed, when it did. */
+	comment?: string | null;
 }
 
 export interface BalanceState {
@@ -46,6 +48,12 @@ export interface StripeState {
 	created: { amount: number; rewarddtlid: string; customer: string; idempotencyKey: string | null }[];
 	/** Every amount each Idempotency-Key was sent with. */
 	keyAmounts: Map<string, Set<number>>;
+	/** Every balance transaction request in arrival order: its key, reward, answer (-1: applied, cut), Stripe's code and request id. */
+	calls?: { key: string | null; rewarddtlid: string; status: number; code: string | null; requestId: string; at?: number }[];
+	/** When the service was up again after the kill: a webhook queued before may come only with the outbox sweep, minutes later. */
+	restartedAt?: number;
+	/** The service's `reward.payout_failed` webhooks as the local Stripe's receiver got them. */
+	failedHooks?: { rewarddtlid: string; code: string; reason: string }[];
 }
 
 export interface World {
@@ -61,7 +69,9 @@ export interface Violation {
 		| "one-conversion-per-customid"
 		| "refund-applied-once"
 		| "balance-equals-rewards"
-		| "no-payout-sending";
+		| "no-payout-sending"
+		| "retryable-retried"
+		| "refusal-explained";
 	detail: string;
 }
 
@@ -84,7 +94,94 @@ export function check(plan: Plan, history: Entry[], world: World): Violation[] {
 		...refunds(plan, history, world),
 		...balances(plan, history, world),
 		...payoutStates(world),
+		...retried(world),
+		...refusals(world),
 	];
+}
+
+/** Stripe's answers a retry under the same key may change: 5xx, 409 (key in use), 429 (rate limit), none (-1: cut). */
+const retryable = (status: number) => status === -1 || status === 409 || status === 429 || status >= 500;
+/** A refusal for good: Stripe ran the request and remembers the answer under its key (402, 404, ...). */
+const final = (status: number) => status >= 400 && status < 500 && !retryable(status);
+
+/**
+ * Each key that reached Stripe got, in the end, an answer for good (2xx or a
+ * refusal Stripe remembers): an unanswered, rate-limited or 5xx request was
+ * sent again under the same key until one came. The same amount is
+ * `one-amount-per-key`; a 400 (a key reused with other parameters) is there too.
+ */
+function retried(world: World): Violation[] {
+	const out: Violation[] = [];
+	const byKey = new Map<string, number[]>();
+	for (const c of world.stripe.calls ?? []) if (c.key) byKey.set(c.key, [...(byKey.get(c.key) ?? []), c.status]);
+	for (const [key, statuses] of byKey) {
+		if (!statuses.some((s) => (s >= 200 && s < 300) || final(s)))
+			out.push({ rule: "retryable-retried", detail: `${key} answered ${statuses.join(", ")} and never sent again to an answer for good` });
+		if (statuses.includes(400)) out.push({ rule: "one-amount-per-key", detail: `${key} reused with other parameters (Stripe's 400)` });
+	}
+	return out;
+}
+
+/**
+ * Each refusal for good is the payout's recorded failure: a
+ * `reward.payout_failed` webhook of its reward with Stripe's code and one of
+ * the key's request ids (never Stripe's text); and no payout failed that
+ * Stripe did not refuse (a 429 or a 500 recorded as final).
+ */
+function refusals(world: World): Violation[] {
+	const out: Violation[] = [];
+	const refused = new Map<string, { rewarddtlid: string; codes: Set<string>; requestIds: string[] }>();
+	for (const c of world.stripe.calls ?? []) {
+		if (!c.key || !final(c.status) || c.status === 400) continue;
+		const r = refused.get(c.key) ?? { rewarddtlid: c.rewarddtlid, codes: new Set<string>(), requestIds: [] };
+		r.codes.add(c.code ?? `http_${c.status}`);
+		r.requestIds.push(c.requestId);
+		refused.set(c.key, r);
+	}
+	const hooks = world.stripe.failedHooks ?? [];
+	const names = (h: { code: string; reason: string }, r: { codes: Set<string>; requestIds: string[] }) =>
+		r.codes.has(h.code) && r.requestIds.some((id) => new RegExp(`\\b${id}\\b`).test(h.reason));
+	// A refusal answered before the restart may have its webhook lost in the kill: the outbox sweep sends it
+	// 2-3 minutes later (outbox/sweep.ts), after the quiet phase; its reward's comment is judged instead.
+	const late = (key: string) =>
+		(world.stripe.calls ?? []).some(
+			(c) => c.key === key && final(c.status) && c.at !== undefined && c.at <= (world.stripe.restartedAt ?? Number.NEGATIVE_INFINITY),
+		);
+	for (const [key, r] of refused)
+		if (!late(key) && !hooks.some((h) => h.rewarddtlid === r.rewarddtlid && names(h, r)))
+			out.push({
+				rule: "refusal-explained",
+				detail: `${key} refused (${[...r.codes].join(", ")}, ${r.requestIds.join(", ")}): no reward.payout_failed naming them`,
+			});
+	const ofReward = [...refused.values()];
+	for (const h of hooks)
+		if (!ofReward.some((r) => r.rewarddtlid === h.rewarddtlid && names(h, r)))
+			out.push({
+				rule: "refusal-explained",
+				detail: `${h.rewarddtlid}: payout_failed (${h.code}) that Stripe did not refuse: ${h.reason}`,
+			});
+	return out;
+}
+
+/**
+ * A reward whose payout failed says why (its comment: Stripe's code and
+ * request id of a refusal of that reward). Judged while failed, before the
+ * operator's retry clears it (run.ts's quiet phase).
+ */
+export function failuresExplained(world: World): Violation[] {
+	const calls = (world.stripe.calls ?? []).filter((c) => final(c.status) && c.status !== 400);
+	return world.rewards
+		.filter((r) => !r.wallet && r.payoutstate === "failed")
+		.filter(
+			(r) =>
+				!calls.some(
+					(c) =>
+						c.rewarddtlid === r.rewarddtlid &&
+						r.comment?.includes(c.code ?? "") &&
+						new RegExp(`\\b${c.requestId}\\b`).test(r.comment ?? ""),
+				),
+		)
+		.map((r) => ({ rule: "refusal-explained" as const, detail: `${r.rewarddtlid} failed, its comment: ${JSON.stringify(r.comment)}` }));
 }
 
 function keys(world: World): Violation[] {

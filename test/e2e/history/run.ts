@@ -1,5 +1,5 @@
 import { type FakeStripe, startFakeStripe } from "../fake-stripe";
-import { check, type Entry, type Violation } from "./checker";
+import { check, type Entry, failuresExplained, type Violation } from "./checker";
 import { generate, type Op, type Plan } from "./generator";
 import { type Answer, admin, chargeRefundedEvent, deliver, invoicePaidEvent, type Live, request } from "./service";
 import { readWorld, type SeedApp } from "./world";
@@ -28,6 +28,11 @@ export interface SeedResult {
 	stripeCalls: number;
 	injected5xx: number;
 	cut: number;
+	/** 429 rate_limit answers (injected), 409 idempotency_key_in_use (a key sent again while its request ran). */
+	rateLimited: number;
+	inUse: number;
+	/** Refusals for good (402 balance_insufficient, 404 resource_missing), first answers only (not replays). */
+	refused: number;
 	restartMs: number;
 	/** Set-up (app, campaigns, users), the plan's operations (with the restart), the drain and the quiet phase. */
 	phases: { setupMs: number; runMs: number; drainMs: number; quietMs: number };
@@ -100,7 +105,7 @@ async function setUp(live: Live, plan: Plan, fake: FakeStripe, tag: string): Pro
 export async function runSeed(live: Live, seed: number, options: SeedOptions): Promise<SeedResult> {
 	const t0 = Date.now();
 	const plan = generate(seed, { ops: options.ops });
-	const fake = await startFakeStripe({ seed, fail5xx: 0.1, late: 0.05, lateMs: 400, maxLatencyMs: 60 });
+	const fake = await startFakeStripe({ seed, fail5xx: 0.1, late: 0.05, lateMs: 400, maxLatencyMs: 60, rateLimit: 0.05, refuse: 0.04 });
 	const tag = `h${seed}${Date.now().toString(36)}`;
 	try {
 		const w = await setUp(live, plan, fake, tag);
@@ -153,6 +158,7 @@ export async function runSeed(live: Live, seed: number, options: SeedOptions): P
 		let next = 0;
 		let gate: Promise<unknown> = Promise.resolve();
 		let restartMs = 0;
+		let restartedAt = 0;
 		const client = async (id: number) => {
 			for (;;) {
 				await gate;
@@ -162,6 +168,7 @@ export async function runSeed(live: Live, seed: number, options: SeedOptions): P
 					// In-flight requests of the other clients are cut: their outcomes are unknown.
 					gate = live.crash().then((ms) => {
 						restartMs = ms;
+						restartedAt = Date.now();
 					});
 					await gate;
 				}
@@ -173,10 +180,11 @@ export async function runSeed(live: Live, seed: number, options: SeedOptions): P
 		const t2 = Date.now();
 		await drain(plan, history, perform);
 		const t3 = Date.now();
-		const violations = await quiet(live, plan, w, fake, history, options.quietMs, api);
+		const violations = await quiet(live, plan, w, fake, history, options.quietMs, api, restartedAt);
 		const phases = { setupMs: t1 - t0, runMs: t2 - t1, drainMs: t3 - t2, quietMs: Date.now() - t3 };
 		const cut = fake.calls.filter((c) => c.status === -1).length;
 		const injected5xx = fake.calls.filter((c) => c.status === 500).length;
+		const count = (p: (c: (typeof fake.calls)[number]) => boolean) => fake.calls.filter(p).length;
 		return {
 			seed,
 			ops: plan.ops.length,
@@ -185,6 +193,9 @@ export async function runSeed(live: Live, seed: number, options: SeedOptions): P
 			stripeCalls: fake.calls.length,
 			injected5xx,
 			cut,
+			rateLimited: count((c) => c.status === 429),
+			inUse: count((c) => c.status === 409),
+			refused: count((c) => (c.status === 402 || c.status === 404) && !c.replayed && c.path.endsWith("/balance_transactions")),
 			restartMs,
 			phases,
 			ms: Date.now() - t0,
@@ -226,7 +237,10 @@ async function drain(plan: Plan, history: Entry[], perform: (client: number, ind
 /**
  * Runs the scheduled job (inbox resends, payout redrives) until every check
  * passes or `quietMs` ran out; approves, as an operator would, Stripe
- * rewards held for review, so that each owes a definite amount.
+ * rewards held for review, so that each owes a definite amount; and, once a
+ * reward's refused payout says why (checked then: its comment names
+ * Stripe's code and request id), retries its payouts as the operator would
+ * after fixing the customer in Stripe.
  */
 async function quiet(
 	live: Live,
@@ -236,19 +250,28 @@ async function quiet(
 	history: Entry[],
 	quietMs: number,
 	api: (op: string, body: object) => Promise<Answer>,
+	restartedAt: number,
 ): Promise<Violation[]> {
 	const deadline = Date.now() + quietMs;
+	const unexplained = new Map<string, Violation>();
 	for (;;) {
 		await request(live, "GET", `/__scheduled?cron=${encodeURIComponent("* * * * *")}`);
-		const world = await readWorld(live, plan, w, fake, api);
+		const world = await readWorld(live, plan, w, fake, api, restartedAt);
+		for (const v of failuresExplained(world)) unexplained.set(v.detail, v);
+		const operator = (op: Op, a: Answer) =>
+			history.push({ client: -2, index: -1, op, status: a.status, body: a.body, start: Date.now(), end: Date.now() });
 		const held = world.rewards.filter((r) => !r.wallet && (r.status === "UnderReview" || r.status === "Suspicious"));
 		for (const r of held) {
 			const op: Op = { kind: "status", referrer: r.referrer, seq: Number(r.rewarddtlid.split("-").pop()), status: "Approved" };
-			const a = await api("changerewardstatus", { rewardslist: [{ rewarddtlid: r.rewarddtlid, rewardstatus: "Approved" }] });
-			history.push({ client: -2, index: -1, op, status: a.status, body: a.body, start: Date.now(), end: Date.now() });
+			operator(op, await api("changerewardstatus", { rewardslist: [{ rewarddtlid: r.rewarddtlid, rewardstatus: "Approved" }] }));
 		}
-		const violations = check(plan, history, world);
-		if ((held.length === 0 && violations.length === 0) || Date.now() > deadline) return violations;
+		const failed = new Set(world.rewards.filter((r) => !r.wallet && r.payoutstate === "failed").map((r) => r.referrer));
+		for (const referrer of failed) {
+			const op: Op = { kind: "retry", referrer };
+			operator(op, await admin(live, "POST", `/apps/${w.appid}/users/${w.referrers[referrer]!.userkey}/payouts/retry`));
+		}
+		const violations = [...unexplained.values(), ...check(plan, history, world)];
+		if ((held.length === 0 && failed.size === 0 && violations.length === 0) || Date.now() > deadline) return violations;
 		await sleep(1500);
 	}
 }

@@ -34,9 +34,11 @@ export async function readWorld(
 	w: SeedApp,
 	fake: FakeStripe,
 	api: (op: string, body: object) => Promise<Answer>,
+	restartedAt = 0,
 ): Promise<World> {
 	const friendOf = new Map(w.friends.map((f, i) => [f.userkey, i]));
 	const payoutstate = new Map<string, string | null>();
+	const comment = new Map<string, string | null>();
 	let cursor: string | null = null;
 	do {
 		const page: Answer = await admin(
@@ -45,7 +47,10 @@ export async function readWorld(
 			`/apps/${w.appid}/rewards?limit=200${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`,
 		);
 		if (page.status !== 200) throw new Error(`admin rewards list answered ${page.status} ${JSON.stringify(page.body)}`);
-		for (const r of page.body?.rewards ?? []) payoutstate.set(r.rewarddtlid, r.payoutstate ?? null);
+		for (const r of page.body?.rewards ?? []) {
+			payoutstate.set(r.rewarddtlid, r.payoutstate ?? null);
+			comment.set(r.rewarddtlid, r.comment ?? null);
+		}
 		cursor = page.body?.nextcursor ?? null;
 	} while (cursor);
 	const rewards: RewardState[] = [];
@@ -65,6 +70,7 @@ export async function readWorld(
 					reward: cents(r.reward),
 					reversed: cents(r.reversedamount),
 					payoutstate: payoutstate.get(r.rewarddtlid) ?? null,
+					comment: comment.get(r.rewarddtlid) ?? null,
 				});
 		const balance = await api("getuserbalance", { userkey, campaignid: String(w.wallet) });
 		if (balance.status !== 200) throw new Error(`getuserbalance answered ${balance.status} ${JSON.stringify(balance.body)}`);
@@ -88,6 +94,24 @@ export async function readWorld(
 				idempotencyKey: t.idempotencyKey,
 			})),
 			keyAmounts: fake.keyAmounts,
+			calls: fake.calls
+				.filter((c) => c.method === "POST" && c.path.endsWith("/balance_transactions"))
+				.map((c) => ({
+					key: c.idempotencyKey,
+					rewarddtlid: c.form["metadata[rewarddtlid]"] ?? "",
+					status: c.status,
+					code: c.code,
+					requestId: c.requestId,
+					at: c.at,
+				})),
+			restartedAt,
+			failedHooks: fake.hooks
+				.filter((h) => h.type === "reward.payout_failed")
+				.map((h) => ({
+					rewarddtlid: String(h.data.reward?.rewarddtlid ?? ""),
+					code: String(h.data.code ?? ""),
+					reason: String(h.data.reason ?? ""),
+				})),
 		},
 	};
 }
