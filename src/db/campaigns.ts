@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { nowIso } from "../domain/dates";
+import type { RewardEmailMode } from "../domain/messages";
 import { FRAUD_SIGNALS, type FraudSignal } from "../fraud/signals";
 import { type AuditEntry, auditStatement } from "./audit";
 import { firstRowOf, rowsOf } from "./rows";
@@ -70,6 +71,8 @@ export interface Campaign {
 	velocitythreshold: number;
 	/** The share page shows the user's rank among this month's referrers (docs/rewards.md, "Leaderboards"). */
 	showleaderboard: boolean;
+	/** Whether it sends the reward-earned email (docs/messages.md); set by its own route, so absent from the fields a campaign is made with. */
+	rewardemail?: RewardEmailMode;
 	createdAt: string;
 	updatedAt: string;
 }

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { nowIso } from "../domain/dates";
 import { newEventId } from "../domain/ids";
+import { sendsRewardEmail } from "../domain/messages";
 import { FRAUD_SIGNALS, type SignalFacts } from "../fraud/signals";
 import type { OwnedGrant } from "../rewards/rules";
 import { ACTIVE_RULE, type Campaign, type CampaignRow, type RewardRule, type RuleRow, toCampaign, toRule } from "./campaigns";
@@ -53,6 +54,8 @@ export type EventContext =
 			firstEventAt: string | null;
 			/** The app's IANA time zone (recurring windows count its calendar months). */
 			timezone: string;
+			/** Whether the campaign sends the reward-earned email (docs/messages.md), read in the same round trip. */
+			rewardemail: boolean;
 	  }
 	| { ok: false; reason: "user_not_found" | "campaign_not_found" };
 
@@ -153,7 +156,7 @@ export async function readEventContext(db: D1Database, input: EventInput): Promi
 		// Recurring windows start at the friend's first event of the name: one seek of conversion_events_first (migration 0024).
 		db
 			.prepare(
-				`SELECT (SELECT timezone FROM apps WHERE appid = ?1) AS timezone,
+				`SELECT (SELECT timezone FROM apps WHERE appid = ?1) AS timezone, (SELECT emailsender FROM apps WHERE appid = ?1) AS emailsender,
 				   (SELECT MIN(created_at) FROM conversion_events WHERE userid = ${userid} AND campaignid = ${campaignid}
 				      AND lower(trim(eventname)) = lower(trim(?5))) AS first_at`,
 			)
@@ -165,17 +168,19 @@ export async function readEventContext(db: D1Database, input: EventInput): Promi
 	if (!userRow) return { ok: false, reason: "user_not_found" };
 	if (!campaignRow) return { ok: false, reason: "campaign_not_found" };
 	const referrerRow = firstRowOf<UserRow>(referrerResult);
-	const first = firstRowOf<{ timezone: string | null; first_at: string | null }>(firstResult);
+	const first = firstRowOf<{ timezone: string | null; emailsender: string | null; first_at: string | null }>(firstResult);
+	const campaign = toCampaign(campaignRow);
 	return {
 		ok: true,
 		stored: eventRow ? toStoredEvent(eventRow) : null,
 		user: toUser(userRow),
 		referrer: referrerRow ? toUser(referrerRow) : null,
-		campaign: toCampaign(campaignRow),
+		campaign,
 		rules: rowsOf<RuleRow>(rulesResult).map(toRule),
 		facts: toSignalFacts(firstRowOf<SignalFactsRow>(factsResult)),
 		firstEventAt: first?.first_at ?? null,
 		timezone: first?.timezone ?? "UTC",
+		rewardemail: sendsRewardEmail(campaign.rewardemail ?? "auto", first?.emailsender ?? null),
 	};
 }
 

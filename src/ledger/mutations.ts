@@ -138,7 +138,7 @@ export function insertReward(ctx: TxContext, grant: RewardGrant, amount: number)
 	if (payout.payout_state !== undefined) ctx.sql.exec("UPDATE rewards SET payout_state = ? WHERE seq = ?", payout.payout_state, row.seq);
 	const stored = asStored(ctx, { ...row, ...payout }, paid);
 	// With the reward it announces: written once, when the grant creates it (docs/messages.md).
-	queueRewardEmail(ctx, null, stored);
+	if (grant.rewardemail !== false) queueRewardEmail(ctx, null, stored);
 	return stored;
 }
 

@@ -52,6 +52,11 @@ export interface RewardGrant {
 	tiers?: { fromcount: number; amount: number }[];
 	/** A milestone Referrer rule's N (docs/rewards.md, "Milestones"): the ledger pays `amount` once, when N distinct friends had the event. */
 	milestone?: number;
+	/**
+	 * Whether the campaign sends the reward-earned email, decided with the event's context read (db/events.ts), so
+	 * a reward nobody is emailed about costs its ledger's flush no D1 read. Absent: the flush reads it (docs/messages.md).
+	 */
+	rewardemail?: boolean;
 }
 
 /** A reward as the public API shows it (field names of the spec's Reward). */

@@ -20,10 +20,11 @@ import type { OwnedGrant } from "../rewards/rules";
 export async function grantConversion(
 	env: Env,
 	appid: string,
-	conversion: { event: StoredEvent; user: User; referrer: User | null; decision: OwnedGrant[] },
+	conversion: { event: StoredEvent; user: User; referrer: User | null; decision: OwnedGrant[]; rewardemail: boolean },
 ): Promise<{ friend: GrantResult["rewards"]; referrer: GrantResult["rewards"] }> {
-	const { event, user, referrer, decision } = conversion;
-	const pick = (owner: "friend" | "referrer") => decision.filter((g) => g.owner === owner).map((g) => g.grant);
+	const { event, user, referrer, decision, rewardemail } = conversion;
+	// The email setting as it is now (not frozen with the decision): a campaign switched off stops its emails.
+	const pick = (owner: "friend" | "referrer") => decision.filter((g) => g.owner === owner).map((g) => ({ ...g.grant, rewardemail }));
 	const friendGrants = pick("friend");
 	const referrerGrants = referrer ? pick("referrer") : [];
 	const announcement: ConversionAnnouncement = {

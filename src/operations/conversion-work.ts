@@ -113,7 +113,14 @@ export async function recordConversion(db: D1Database, input: EventInput) {
 	const context = read.referrer?.erasedAt ? { ...read, referrer: null } : read;
 	const { stored, user, referrer, rules, campaign } = context;
 	const matched = matchingRules(rules, input.eventname).length > 0;
-	const facts = { user, referrer, campaign, matched, eventnames: [...new Set(rules.map((r) => r.eventname))] };
+	const facts = {
+		user,
+		referrer,
+		campaign,
+		matched,
+		eventnames: [...new Set(rules.map((r) => r.eventname))],
+		rewardemail: context.rewardemail,
+	};
 	if (stored?.decision) return { isNew: false, event: stored, decision: stored.decision, ...facts };
 	const fraud = fraudReview(context);
 	if (stored) {
@@ -149,7 +156,7 @@ export type ConversionAnswer = { message: string; duplicate: boolean; rewardscre
 export function recordConversionEvent(ctx: WorkContext, input: ConversionRequest): Promise<WorkOutcome<ConversionAnswer>> {
 	return outcomeOf(async () => {
 		const { env, app } = ctx;
-		const { isNew, event, decision, user, referrer, campaign, matched, eventnames } = await recordConversion(env.DB, {
+		const { isNew, event, decision, user, referrer, campaign, matched, eventnames, rewardemail } = await recordConversion(env.DB, {
 			appid: app.appid,
 			userkey: input.userkey,
 			customid: input.customid,
@@ -161,7 +168,13 @@ export function recordConversionEvent(ctx: WorkContext, input: ConversionRequest
 			productid: input.productid ?? null,
 			category: input.category ?? null,
 		});
-		const { friend: friendRewards, referrer: referrerRewards } = await grantConversion(env, app.appid, { event, user, referrer, decision });
+		const { friend: friendRewards, referrer: referrerRewards } = await grantConversion(env, app.appid, {
+			event,
+			user,
+			referrer,
+			decision,
+			rewardemail,
+		});
 
 		const created = [...friendRewards, ...referrerRewards].filter((r) => r.created).length;
 		let message = `Conversion recorded; ${created} reward(s) created.`;

@@ -56,6 +56,12 @@ async function rewardEmails(appid: string): Promise<(EmailPayload & { eventid: s
 	return results.map((r) => ({ eventid: r.eventid, ...(JSON.parse(r.payload) as EmailPayload) }));
 }
 
+/** The reward-email entries waiting in a user's ledger outbox. */
+const emailEntries = (app: App, user: { userkey: string }) =>
+	runInDurableObject(ledgerFor(env, app.appid, user.userkey), (_instance, state) =>
+		Number(state.storage.sql.exec("SELECT COUNT(*) AS n FROM outbox WHERE kind = 'email'").one().n),
+	);
+
 /** Writes the ledger outbox entry of reward `seq`'s email, as the ledger does when the reward is earned (reward-emails.ts). */
 const queueEntry = (app: App, user: { userkey: string }, seq: number) =>
 	runInDurableObject(ledgerFor(env, app.appid, user.userkey), (_instance, state) => {
@@ -162,9 +168,11 @@ describe("the reward-earned email", () => {
 		expect(saved.status).toBe(200);
 		expect((await admin("GET", base)).body).toMatchObject({ rewardemail: "auto" });
 
-		// No email sender and the default setting (auto): nothing is sent.
+		// No email sender and the default setting (auto): nothing is sent, and nothing is even queued, so the
+		// ledgers' flushes make no D1 read for it (decided with the conversion's context read, issue 33's budget).
 		const { ann, bob, annEmail } = await pair(app);
 		expect((await purchase(app, bob, "order-1")).status).toBe(200);
+		expect(await Promise.all([ann, bob].map((u) => emailEntries(app, u)))).toEqual([0, 0]);
 		await flush(app, ann, bob);
 		expect(await rewardEmails(app.appid)).toEqual([]);
 
