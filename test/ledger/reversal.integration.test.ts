@@ -91,4 +91,22 @@ describe("UserLedger: the reverse operation", () => {
 		expect(await referrer.stub.commitTransaction("tx_dead")).toMatchObject({ ok: true });
 		expect(await referrer.stub.listClawbacks()).toHaveLength(1);
 	});
+
+	it("a refund of a Stripe reward whose payout Stripe refused keeps the refusal's reason as its comment", async () => {
+		const { appid, userkey, stub } = freshLedger();
+		const { rewards } = await stub.grant(appid, userkey, [grantOf({ customid: "701", key: "701:1", amount: 10, rewardtype: "Stripe" })]);
+		const id = rewards[0]!.rewarddtlid;
+		const seq = Number(id.slice(id.lastIndexOf("-") + 1));
+		const [payout] = await stub.payouts(seq);
+		expect(payout).toBeDefined();
+		expect(await stub.claimPayout(seq, payout!.n, "cus_refused", true)).toMatchObject({ ok: true });
+		expect(await stub.payoutRefused(seq, payout!.n, { code: "balance_insufficient", requestId: "req_refused" })).toMatchObject({
+			ok: true,
+		});
+		const refused = (await stub.getReward(id)) as { comment: string };
+		expect(refused.comment).toContain("balance_insufficient");
+		// The operator still has to act on the refusal: the refund's own reason must not replace it (history seed 4).
+		expect(await stub.execute({ ...refund("701", "r1", 10_000), reason: "Refunded in Stripe" })).toMatchObject({ ok: true });
+		expect(await stub.getReward(id)).toMatchObject({ comment: refused.comment });
+	});
 });
