@@ -27,6 +27,7 @@ const cfg = {
 	hotFriends: num("BENCH_HOT_FRIENDS", 500),
 	// The click scenario's share links (one per user).
 	clickCodes: num("BENCH_CLICK_CODES", 200),
+	boardReferrers: num("BENCH_BOARD_REFERRERS", 100_000),
 	smallFriends: num("BENCH_SMALL_FRIENDS", 10),
 	bigFriends: num("BENCH_BIG_FRIENDS", quick ? 2_000 : 10_000),
 	seedConcurrency: num("BENCH_SEED_CONCURRENCY", 16),
@@ -487,7 +488,7 @@ try {
 	);
 
 	// 2. register: new users, every other one with a referrer code from a pool of referrers.
-	const referrers = wants("register", "conversion", "conversion-steady", "conversion-woken")
+	const referrers = wants("register", "conversion", "conversion-steady", "conversion-woken", "conversion-rules")
 		? await timedSeed(`${cfg.referrers} referrers`, () => pool(cfg.referrers, () => register("ref")))
 		: [];
 	{
@@ -527,7 +528,7 @@ try {
 	// 3. registerconversionevent spread over many friends (and so many referrer ledgers): each event is its
 	// friend's first reward (a new ledger); then the same friends once each has a ledger: 100 of them kept in
 	// memory (conversion-steady), the other 400 after workerd evicted their ledgers (conversion-woken).
-	if (wants("conversion", "conversion-steady", "conversion-woken")) {
+	if (wants("conversion", "conversion-steady", "conversion-woken", "conversion-rules")) {
 		const friends = await timedSeed(`${cfg.spreadFriends} friends of ${cfg.referrers} referrers`, async () => {
 			const per = Math.ceil(cfg.spreadFriends / referrers.length);
 			const lists = await pool(referrers.length, (i) => importFriends(referrers[i].referralcode, per, "spread"), 4);
@@ -543,6 +544,50 @@ try {
 			`registerconversionevent (${friends.length} friends, ${cfg.referrers} referrers)`,
 			post("registerconversionevent", () => event(friend(), "Purchase", { transactionvalue: 100 })),
 		);
+		// Issue 34: the same events in a campaign whose Referrer Purchase rule is tiered, with a milestone rule
+		// beside it (each event counts the referrer's rewards of the rule, and its friends with the milestone's
+		// event), against the plain campaign's run just above.
+		if (wants("conversion-rules")) {
+			const rulesFriends = await timedSeed(
+				`${cfg.spreadFriends} friends of ${cfg.referrers} referrers (tiers and a milestone)`,
+				async () => {
+					const { campaignid: rulesCampaign } = await admin("POST", `/apps/${appId}/campaigns`, {
+						campaignname: "Bench campaign with tiers and a milestone",
+						velocitythreshold: 0,
+						rewardrules: [
+							{ rewardusertype: "Friend", eventname: "Purchase", reward: 2, rewardunit: "USD" },
+							{
+								rewardusertype: "Referrer",
+								eventname: "Purchase",
+								reward: 5,
+								rewardunit: "%",
+								maxrewardamount: 50,
+								tiers: [
+									{ fromcount: 3, reward: 6 },
+									{ fromcount: 10, reward: 7 },
+								],
+							},
+							{ rewardusertype: "Referrer", eventname: "Purchase", reward: 20, rewardunit: "USD", milestone: 5 },
+						],
+					});
+					const owners = await pool(referrers.length, () =>
+						call("register", { email: nextEmail("rulesref"), campaignid: rulesCampaign }).then((r) => r.json),
+					);
+					const per = Math.ceil(cfg.spreadFriends / owners.length);
+					const lists = await pool(owners.length, (i) => importFriends(owners[i].referralcode, per, "rules"), 4);
+					return Array.from({ length: per * owners.length }, (_, i) => lists[i % owners.length][Math.floor(i / owners.length)]).slice(
+						0,
+						cfg.spreadFriends,
+					);
+				},
+			);
+			const ruled = roundRobin(rulesFriends);
+			await scenario(
+				"conversion-rules",
+				`registerconversionevent (${rulesFriends.length} friends, ${cfg.referrers} referrers, tiered rule + milestone rule)`,
+				post("registerconversionevent", () => event(ruled(), "Purchase", { transactionvalue: 100 })),
+			);
+		}
 		if (wants("conversion-steady", "conversion-woken")) {
 			// One more Purchase each, so every friend's ledger exists (the run above reached only some of them).
 			const purchase = (userkey) => call("registerconversionevent", event(userkey, "Purchase", { transactionvalue: 100 }));
@@ -657,6 +702,46 @@ try {
 			{ refusal: insufficient },
 		);
 	}
+	// Issue 34: getleaderboard on an app with BENCH_BOARD_REFERRERS referrers on its board. The users and their
+	// counters are written in SQL on the local D1 (the counters are what the projection flush maintains); the
+	// board's reads are the API's.
+	if (wants("leaderboard", "leaderboard-user-last") && service) {
+		const board = await timedSeed(`${cfg.boardReferrers} referrers on a leaderboard`, async () => {
+			const made = await admin("POST", "/apps", { name: `Bench board ${runId}`, landingurl: "https://example.com/join" });
+			const { campaignid: boardCampaign } = await admin("POST", `/apps/${made.appid}/campaigns`, {
+				campaignname: "Board",
+				rewardrules: [{ rewardusertype: "Referrer", eventname: "Purchase", reward: 5, rewardunit: "USD" }],
+			});
+			const n = cfg.boardReferrers;
+			const key = `lb${runId}`;
+			service.sql(
+				`WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < ${n})
+				 INSERT INTO users (appid, userkey, referralcode, campaignid, name, created_at, updated_at)
+				 SELECT '${made.appid}', '${key}-' || i, 'LB${runId}' || i, ${boardCampaign}, 'Referrer ' || i, '2026-11-01T00:00:00Z', '2026-11-01T00:00:00Z' FROM s`,
+			);
+			// Friends 1..50 (many ties: the tie-break by reached_at and userkey is exercised).
+			service.sql(
+				`WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < ${n})
+				 INSERT INTO leaderboard_counts (appid, campaignid, bucket, userkey, friends, earned, reached_at)
+				 SELECT '${made.appid}', ${boardCampaign}, 'all', '${key}-' || i, 1 + (i * 7919) % 50, 5 * (1 + (i * 7919) % 50),
+				   strftime('%Y-%m-%dT%H:%M:%fZ', '2026-11-01', '+' || i || ' seconds') FROM s`,
+			);
+			// The last-ranked referrer: fewest friends, reached last.
+			return { appid: made.appid, apikey: made.apikey, privatekey: made.privatekey, campaignid: boardCampaign, last: `${key}-${n}` };
+		});
+		const boardAuth = { apikey: board.apikey, privatekey: board.privatekey };
+		const boardPost = (body) => () => ({ method: "POST", path: opPath("getleaderboard"), body: JSON.stringify({ ...boardAuth, ...body }) });
+		await scenario("leaderboard", `getleaderboard (top 10 of ${cfg.boardReferrers} referrers)`, boardPost({ limit: 10 }), {
+			group: "read",
+		});
+		// The standing counts the rows ranked ahead of the user: the worst case is the last-ranked one.
+		await scenario(
+			"leaderboard-user-last",
+			`getleaderboard (top 10 and the last-ranked user of ${cfg.boardReferrers})`,
+			boardPost({ limit: 10, userkey: board.last }),
+			{ group: "read" },
+		);
+	}
 	await scenario(
 		"campaignterms-end",
 		"campaignterms (baseline, again at the end)",
@@ -751,6 +836,15 @@ if (baselineCpu.length) {
 		if (typeof cpu === "number")
 			target(`${id}: workerd CPU <= 4x the baseline's`, cpu <= 4 * base, `${round(cpu / base, 2)}x (${round(cpu, 1)} ms)`);
 	}
+}
+// Issue 34: tiers and a milestone cost a conversion at most 10 % of the plain campaign's req/s (same run); a board of
+// 100,000 referrers is read at least at half the baseline's req/s.
+if (byId.conversion && byId["conversion-rules"]) {
+	const kept = byId["conversion-rules"].rps / byId.conversion.rps;
+	target("conversion-rules >= 90% of conversion's req/s", kept >= 0.9, `${Math.round(kept * 100)}%`);
+}
+for (const id of ["leaderboard", "leaderboard-user-last"]) {
+	if (byId[id]) target(`${id} >= 50% of baseline req/s`, byId[id].ratio >= 0.5, pct(byId[id]));
 }
 for (const r of rows) target(`${r.id}: p99 <= 4x p50`, r.p99OverP50 !== null && r.p99OverP50 <= 4, `${round(r.p99OverP50, 2)}x`);
 for (const r of rows)

@@ -42,11 +42,14 @@ export async function startService(options = {}) {
 	const ownsState = options.persistTo === undefined;
 	const adminToken = `${name}-admin-token`;
 	const env = { ...process.env, CI: "true", WRANGLER_SEND_METRICS: "false" };
-	const migrate = spawnSync("npx", ["wrangler", "d1", "migrations", "apply", "DB", "--local", "--persist-to", persist], {
-		env,
-		encoding: "utf8",
-	});
-	if (migrate.status !== 0) throw new Error(`migrations failed:\n${migrate.stdout}\n${migrate.stderr}`);
+	// A restart on an earlier service's state finds its migrations applied: skip the extra wrangler run (seconds on a loaded machine).
+	if (ownsState) {
+		const migrate = spawnSync("npx", ["wrangler", "d1", "migrations", "apply", "DB", "--local", "--persist-to", persist], {
+			env,
+			encoding: "utf8",
+		});
+		if (migrate.status !== 0) throw new Error(`migrations failed:\n${migrate.stdout}\n${migrate.stderr}`);
+	}
 
 	const port = await freePort();
 	// Local receivers on 127.0.0.1 are webhook targets in tests: allowed only by this development var.

@@ -11,6 +11,8 @@ const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const files = [
 	// Scalar's API reference for /docs (src/openapi/routes.ts).
 	["node_modules/@scalar/api-reference/dist/browser/standalone.js", "public/docs/scalar.js"],
+	// @simplewebauthn/browser's bundle (the global SimpleWebAuthnBrowser) for the dashboard's passkeys (src/dashboard/passkeys.tsx).
+	["node_modules/@simplewebauthn/browser/dist/bundle/index.umd.min.js", "public/dashboard/static/webauthn.js"],
 ];
 for (const [from, to] of files) {
 	mkdirSync(dirname(join(root, to)), { recursive: true });
@@ -27,6 +29,8 @@ writeFileSync(
 		"  Referrer-Policy: no-referrer",
 		"/docs/*",
 		"  Cache-Control: public, max-age=86400",
+		"/dashboard/static/*",
+		"  Cache-Control: public, max-age=300",
 		"",
 	].join("\n"),
 );

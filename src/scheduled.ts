@@ -1,6 +1,7 @@
 import { expireIdempotencyKeys, purgeClickLog, purgeDeliveredEvents, purgeOldAuditEntries } from "./cleanup";
 import { purgeExpiredAdminSessions } from "./db/admin-sessions";
 import { deleteOldDecisions } from "./db/decisions";
+import { purgeUsedChallenges } from "./db/passkeys";
 import { purgeClickMarks } from "./db/unique-clicks";
 import { UNIQUE_CLICK_WINDOW_MS } from "./fraud/clicks";
 import { instrumentEnv } from "./instrument/d1-metrics";
@@ -44,6 +45,12 @@ export const JOBS: ScheduledJob[] = [
 		name: "admin-sessions-expiry",
 		cron: EVERY_MINUTE,
 		run: (env, controller) => purgeExpiredAdminSessions(env.DB, controller.scheduledTime),
+	},
+	// Passkey challenges used: past their 5-minute expiry they could not be used again anyway (dashboard/webauthn.ts).
+	{
+		name: "passkey-challenges-expiry",
+		cron: EVERY_MINUTE,
+		run: (env, controller) => purgeUsedChallenges(env.DB, controller.scheduledTime),
 	},
 	// Unique clicks: a client's mark says nothing once its 30-minute window is over (fraud/clicks.ts).
 	{

@@ -1,15 +1,8 @@
 import { Hono } from "hono";
 import { updateApp } from "../db/apps";
 import { listCampaignsWithDetails } from "../db/campaign-list";
-import {
-	addCoupons,
-	type Campaign,
-	countFreeCoupons,
-	getCampaign,
-	getCampaignWithDetails,
-	insertCampaign,
-	updateCampaign,
-} from "../db/campaigns";
+import { type Campaign, getCampaign, getCampaignWithDetails, insertCampaign, updateCampaign } from "../db/campaigns";
+import { addCoupons, countFreeCoupons } from "../db/coupons";
 import { nowIso } from "../domain/dates";
 import { forgetCachedApp } from "../http/auth";
 import { badRequest, campaignNotFound } from "../http/errors";
@@ -18,6 +11,7 @@ import { requireApp } from "./guard";
 import { pageOf } from "./paging";
 import { auditEntry, diff } from "./principal";
 import { addCouponsSchema, createCampaignSchema, updateCampaignSchema } from "./schemas";
+import { poolIsLive } from "./test-mode";
 
 /** Campaigns and their coupon pools (admin API, under /admin/v1); every change with its audit entry. */
 export const campaignRoutes = new Hono<{ Bindings: Env }>();
@@ -61,7 +55,7 @@ campaignRoutes.get("/apps/:appid/campaigns", async (c) => {
 campaignRoutes.get("/apps/:appid/campaigns/:campaignid", async (c) => {
 	const campaign = await getCampaignWithDetails(c.env.DB, c.req.param("appid"), requireCampaignId(c.req.param("campaignid")));
 	if (!campaign) throw campaignNotFound();
-	const couponsavailable = await countFreeCoupons(c.env.DB, campaign.campaignid);
+	const couponsavailable = await countFreeCoupons(c.env.DB, campaign.campaignid, poolIsLive(c));
 	return c.json({ ...campaignView(campaign), couponsavailable });
 });
 
@@ -90,14 +84,18 @@ campaignRoutes.post("/apps/:appid/campaigns/:campaignid/coupons", async (c) => {
 	const campaign = await getCampaign(c.env.DB, appid, requireCampaignId(c.req.param("campaignid")));
 	if (!campaign) throw campaignNotFound();
 	const { coupons } = await body(c.req.raw, addCouponsSchema);
+	const live = poolIsLive(c);
 	const audit = auditEntry(c, appid, {
 		action: "campaign.coupons_add",
 		targetType: "campaign",
 		targetId: String(campaign.campaignid),
-		changes: { couponssubmitted: { before: null, after: coupons.length } },
+		changes: { couponssubmitted: { before: null, after: coupons.length }, ...(live ? {} : { mode: { before: null, after: "test" } }) },
 	});
-	const added = await addCoupons(c.env.DB, campaign.campaignid, coupons, audit);
-	return c.json({ added, skipped: coupons.length - added, couponsavailable: await countFreeCoupons(c.env.DB, campaign.campaignid) }, 201);
+	const added = await addCoupons(c.env.DB, campaign.campaignid, coupons, audit, live);
+	return c.json(
+		{ added, skipped: coupons.length - added, couponsavailable: await countFreeCoupons(c.env.DB, campaign.campaignid, live) },
+		201,
+	);
 });
 
 /**

@@ -49,6 +49,7 @@ const view = (m: Member) => ({
 	state: memberState(m),
 	createdat: m.created_at,
 	acceptedat: m.accepted_at,
+	passkeys: m.passkeys,
 });
 
 const memberNotFound = () => new ApiError(404, "not_found", "No member with that memberid in this app.");
@@ -72,7 +73,14 @@ memberRoutes.post("/apps/:appid/members", async (c) => {
 	const mail = emailEvent(
 		appid,
 		"email.invitation",
-		invitationEmail({ to: input.email, appname: app.name, role: input.role, url, expiresAt }),
+		invitationEmail({
+			to: input.email,
+			appname: app.name,
+			role: input.role,
+			url,
+			expiresAt,
+			brand: { name: app.name, logourl: app.logourl, accentcolor: app.accentcolor },
+		}),
 		app.livemode,
 	);
 	const row = { ...input, appid, memberid, personid: `per_${randomString(16, ALNUM)}`, tokenHash: await sha256Hex(token), expiresAt };

@@ -8,6 +8,7 @@ import { readJsonObject } from "../http/json-body";
 import { ledgerFor } from "../ledger/stub";
 import { statusChangesSchema } from "../operations/schemas";
 import { changeRewardStatuses } from "../operations/status-change";
+import { valueOrThrow } from "../operations/work";
 import { requireAppId } from "./guard";
 import { page, pageRequest } from "./paging";
 import { authOf } from "./principal";
@@ -90,7 +91,8 @@ rewardRoutes.post("/apps/:appid/rewards/status", async (c) => {
 	const appid = c.req.param("appid");
 	const { changes } = z.object({ changes: statusChangesSchema }).parse(await readJsonObject(c.req.raw));
 	await requireAppId(c.env.DB, appid);
-	const updated = await changeRewardStatuses(c.env, appid, changes, { entryid: newAuditEntryId(), actor: authOf(c).actor });
+	const outcome = await changeRewardStatuses(c.env, appid, changes, { entryid: newAuditEntryId(), actor: authOf(c).actor });
+	const updated = valueOrThrow(outcome);
 	await flushProjection(c.env, appid, changes);
 	return c.json({ updated });
 });

@@ -19,6 +19,7 @@ import { requireApp } from "./guard";
 import { importRoutes } from "./import";
 import { leaderboardRoutes } from "./leaderboard";
 import { memberRoutes } from "./members";
+import { messageRoutes } from "./messages";
 import { pageOf } from "./paging";
 import { auditEntry, authOf, clientIpHash, diff, isSettled, settle, signedInPersonOf } from "./principal";
 import { privacyRoutes } from "./privacy";
@@ -102,8 +103,11 @@ function appView(app: App) {
 		emailsender: app.emailsender,
 		frameorigin: app.frameorigin,
 		timezone: app.timezone,
+		logourl: app.logourl,
+		accentcolor: app.accentcolor,
 		webhooksecret: app.webhookSecret,
 		defaultcampaignid: app.defaultCampaignId,
+		requirepasskeys: app.requirePasskeys,
 		createdat: app.createdAt,
 		updatedat: app.updatedAt,
 	};
@@ -172,7 +176,7 @@ adminRoutes.patch("/apps/:appid", async (c) => {
 	const input = await body(c.req.raw, updateAppSchema);
 	requireAllowedWebhookUrl(c, input.webhookurl);
 	const appid = c.req.param("appid");
-	const { defaultcampaignid, stripe, teststripe, ...fields } = input;
+	const { defaultcampaignid, requirepasskeys, stripe, teststripe, ...fields } = input;
 	checkStripeSettings(c, stripe);
 	checkStripeSettings(c, teststripe);
 	const before = await requireApp(c.env.DB, appid);
@@ -186,11 +190,14 @@ adminRoutes.patch("/apps/:appid", async (c) => {
 		action: "app.update",
 		targetType: "app",
 		targetId: appid,
-		changes: diff(appView(before), { ...fields, defaultcampaignid }),
+		changes: diff(appView(before), { ...fields, defaultcampaignid, requirepasskeys }),
 	});
 	// A call that only connects Stripe changes no column of the app (and records no empty app.update).
 	const onlyStripe = (stripe !== undefined || teststripe !== undefined) && Object.keys(audit.changes).length === 0;
-	if (!onlyStripe && !(await updateApp(c.env.DB, appid, { ...fields, defaultCampaignId: defaultcampaignid }, audit))) {
+	if (
+		!onlyStripe &&
+		!(await updateApp(c.env.DB, appid, { ...fields, defaultCampaignId: defaultcampaignid, requirePasskeys: requirepasskeys }, audit))
+	) {
 		const app = await requireApp(c.env.DB, appid);
 		if (defaultcampaignid !== undefined) {
 			throw badRequest(`defaultcampaignid: ${defaultcampaignid} is not a campaign of app ${app.appid}.`, { fields: ["defaultcampaignid"] });
@@ -260,6 +267,7 @@ adminRoutes.post("/apps/:appid/rotate-webhooksecret", async (c) => {
 });
 
 adminRoutes.route("/", campaignRoutes);
+adminRoutes.route("/", messageRoutes);
 adminRoutes.route("/", deliveryRoutes);
 adminRoutes.route("/", breakerRoutes);
 adminRoutes.route("/", userRoutes);

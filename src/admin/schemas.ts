@@ -69,8 +69,23 @@ export const updateAppSchema = createAppSchema.partial().extend({
 		.nullish(),
 	/** The IANA time zone the app's analytics count days in (issue 24 item 6); checked against what Intl knows. */
 	timezone: z.string().trim().refine(isTimeZone, "must be an IANA time zone name such as Europe/Paris or UTC").optional(),
+	/** The app's logo on its share page, widget and emails (docs/messages.md): https only, as mail clients load it; null removes it. */
+	logourl: z
+		.url({ protocol: /^https$/, error: "must be an https URL of an image" })
+		.max(2000, "must be at most 2000 characters")
+		.transform((v) => new URL(v).href)
+		.nullish(),
+	/** The app's accent colour, #rrggbb (or #rgb, stored as #rrggbb, lower case); null: the service's own. */
+	accentcolor: z
+		.string()
+		.trim()
+		.regex(/^#([0-9a-fA-F]{3}|[0-9a-fA-F]{6})$/, "must be a hex colour such as #1a56db")
+		.transform((v) => (v.length === 4 ? `#${[...v.slice(1)].map((d) => d + d).join("")}` : v).toLowerCase())
+		.nullish(),
 	/** The campaign new users join when register names none and they have no referrer (must be one of the app's). */
 	defaultcampaignid: int.pipe(z.number().int().positive("must be a campaign id")).optional(),
+	/** Members must sign in to the dashboard with a passkey (docs/operators.md "Passkeys"); owners only, as every setting. */
+	requirepasskeys: z.boolean("must be true or false").optional(),
 });
 
 const capitalized = <T extends string>(values: readonly [T, ...T[]]) =>
@@ -217,6 +232,8 @@ const campaignFields = {
 		.nullable()
 		.default(null),
 	velocitythreshold: int.pipe(z.number().int().min(0).max(1_000_000)).default(DEFAULT_VELOCITY_THRESHOLD),
+	// The user's rank among this month's referrers on the share page (docs/rewards.md, "Leaderboards").
+	showleaderboard: z.boolean().default(false),
 	rewardrules: z.array(rewardRuleSchema).max(50).default([]),
 	socialactions: z.array(socialActionSchema).max(50).default([]),
 };

@@ -12,6 +12,16 @@ import { authOf, isSettled, settle } from "./principal";
  * an app of the admin API: it is reached only this way.
  */
 const DATA_ROUTES = /^\/apps\/[^/]+\/(users|rewards|stats|deliveries|webhook-breaker)(\/|$|:)/;
+/** A campaign and its coupons: shared by both modes, each mode with its own pool; the route reads `mode` itself (poolMode). */
+const POOL_ROUTES = /^\/apps\/[^/]+\/campaigns\/[^/]+(\/coupons)?$/;
+
+/** Whether `?mode=test` applies to an admin route (the OpenAPI document lists the parameter on those). */
+export function takesMode(method: string, path: string): boolean {
+	return DATA_ROUTES.test(path) || (POOL_ROUTES.test(path) && (method === "get" || path.endsWith("/coupons")));
+}
+
+/** Which coupon pool a campaign route means: `?mode=test` the test pool, otherwise the live one (docs/test-mode.md). */
+export const poolIsLive = (c: Context) => c.req.query("mode") !== "test";
 
 /** `path` (relative to /admin/v1) with mode=test when it is a data route (the dashboard's switch, dashboard/test-mode.ts). */
 export function withTestMode(path: string): string {
@@ -31,8 +41,11 @@ export function testModeSwitch(dispatch: (c: Context) => AdminDispatch) {
 		if (mode === undefined || mode === "live") return next();
 		if (mode !== "test") throw badRequest("mode: expected live or test.", { fields: ["mode"] });
 		const path = c.req.path.replace(/^\/admin\/v1/, "");
+		if (POOL_ROUTES.test(path)) return next();
 		if (!DATA_ROUTES.test(path))
-			throw badRequest("mode: test applies to users, rewards, stats, deliveries and the webhook breaker.", { fields: ["mode"] });
+			throw badRequest("mode: test applies to users, rewards, stats, deliveries, the webhook breaker and coupon pools.", {
+				fields: ["mode"],
+			});
 		const twin = await findTestApp(c.env.DB, appid);
 		if (!twin) throw new ApiError(404, "app_not_found", "The app has no test keys yet (POST /admin/v1/apps/{appid}/testkeys).");
 		// adminRoutes' own paths: it is mounted under /admin/v1 by its callers (http/app.ts, dashboard/api.ts).

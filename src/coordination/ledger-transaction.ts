@@ -2,7 +2,7 @@ import { committedCondition, decideOnce } from "../db/decisions";
 import type { SqlCondition } from "../db/outbox-events";
 import { newTransactionId } from "../domain/ids";
 import { ledgerFor } from "../ledger/stub";
-import type { LedgerOperation, LedgerOperationResult } from "../ledger/transaction-kinds";
+import type { LedgerOperation, LedgerOperationResult } from "../ledger/transaction-types";
 import type { LedgerError, LedgerResult } from "../ledger/types";
 
 /**

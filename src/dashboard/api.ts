@@ -9,7 +9,7 @@ import { describeZodError } from "../http/fields";
 import { clientIp } from "../http/rate-limits";
 import { routedPath } from "../http/router";
 import { busyError } from "../http/service-busy";
-import { dashboardApiPath } from "./test-mode";
+import { dashboardApiPath } from "./mode";
 
 /**
  * The dashboard is a client of the admin JSON API: every page reads and

@@ -20,6 +20,17 @@ export function niceMax(max: number): number {
 	return 10 * power;
 }
 
+/**
+ * The axis of counts up to `max`: whole-number ticks at a round step (1, 2, 5
+ * x 10^n), about four of them, the top one at or above `max`; so a range
+ * whose busiest day had 1 event reads 0 and 1, not 0, 0.25, 0.5.
+ */
+export function axis(max: number): { top: number; ticks: number[] } {
+	const step = Math.max(1, niceMax(max / 4));
+	const top = Math.max(step, Math.ceil(max / step) * step);
+	return { top, ticks: Array.from({ length: top / step + 1 }, (_, i) => i * step) };
+}
+
 /** The polyline points of one series scaled into the plot area. */
 export function points(values: number[], top: number): string {
 	const width = W - PAD.left - PAD.right;
@@ -29,9 +40,9 @@ export function points(values: number[], top: number): string {
 }
 
 export function LineChart(props: { id: string; title: string; days: string[]; series: Series[] }) {
-	const top = niceMax(Math.max(0, ...props.series.flatMap((s) => s.values)));
+	const { top, ticks: values } = axis(Math.max(0, ...props.series.flatMap((s) => s.values)));
 	const height = H - PAD.top - PAD.bottom;
-	const ticks = [0, 0.25, 0.5, 0.75, 1].map((f) => ({ y: PAD.top + height - f * height, label: String(Math.round(top * f * 100) / 100) }));
+	const ticks = values.map((v) => ({ y: PAD.top + height - (v / top) * height, label: String(v) }));
 	const labelDays = [...new Set([0, Math.floor((props.days.length - 1) / 2), props.days.length - 1])].filter((i) => i >= 0);
 	const dx = props.days.length > 1 ? (W - PAD.left - PAD.right) / (props.days.length - 1) : 0;
 	return (
@@ -60,6 +71,15 @@ export function LineChart(props: { id: string; title: string; days: string[]; se
 				{props.series.map((s) => (
 					<polyline points={points(s.values, top)} fill="none" stroke={s.color} stroke-width="2.5" stroke-linejoin="round" />
 				))}
+				{/* A dot on each day with a count, so a single busy day (or a one-day range) is seen, not only a line's bend. */}
+				{props.series.map((s) =>
+					points(s.values, top)
+						.split(" ")
+						.map((p, i) => {
+							const [x, y] = p.split(",");
+							return (s.values[i] ?? 0) > 0 ? <circle cx={x} cy={y} r="3.5" fill={s.color} /> : null;
+						}),
+				)}
 			</svg>
 			<figcaption class="legend">
 				{props.series.map((s) => (

@@ -36,8 +36,13 @@ export interface AppInfo {
 	webhooksecret: string | null;
 	defaultcampaignid: number | null;
 	frameorigin: string | null;
+	/** The app's logo (https) and accent colour (#rrggbb) on its share page, widget and emails. */
+	logourl: string | null;
+	accentcolor: string | null;
 	/** IANA time zone of the app's analytics days. */
 	timezone: string;
+	/** Members sign in with a passkey (docs/operators.md "Passkeys"). */
+	requirepasskeys: boolean;
 	/** The Stripe connection, never its secrets (docs/stripe.md). */
 	stripe?: { connected: boolean; secretkeylast4?: string; eventname?: string; webhookurl: string; events?: Record<string, number> };
 	createdat: string;

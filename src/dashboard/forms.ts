@@ -170,6 +170,7 @@ export function campaignFromForm(form: FormValues): {
 	body.rewardtype = text(form, "rewardtype");
 	body.holddays = text(form, "holddays") || "0";
 	body.autoapprove = text(form, "autoapprove") === "on";
+	body.showleaderboard = text(form, "showleaderboard") === "on";
 	// Unticked checkboxes send nothing: the hidden `fraudsettings` tells "none ticked" from a form without the section.
 	if (text(form, "fraudsettings") === "1") {
 		const ticked = all(form, "suspicioussignals");

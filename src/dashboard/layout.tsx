@@ -13,6 +13,8 @@ export interface PageProps {
 	tab?: Tab;
 	ok?: string | null;
 	error?: string | null;
+	/** Scripts beyond app.js (same origin, deferred): the passkey pages' WebAuthn client. */
+	scripts?: string[];
 	children?: Child;
 }
 
@@ -45,6 +47,7 @@ export function Page(props: PageProps) {
 				<header class="top">
 					<a href="/dashboard">Referral dashboard</a>
 					{props.appid && <span>{props.appname ?? props.appid}</span>}
+					{props.csrf && <a href="/dashboard/account">Account</a>}
 					{props.csrf && (
 						<form method="post" action="/dashboard/logout">
 							<input type="hidden" name="_csrf" value={props.csrf} />
@@ -78,6 +81,9 @@ export function Page(props: PageProps) {
 					{props.children}
 				</main>
 				<script src="/dashboard/static/app.js" defer></script>
+				{props.scripts?.map((src) => (
+					<script src={src} defer></script>
+				))}
 			</body>
 		</html>
 	);

@@ -8,6 +8,7 @@ import { ApiError } from "../http/errors";
 import { clientIp, RETRY_AFTER_SECONDS } from "../http/rate-limits";
 import type { Dash } from "./context";
 import { Csrf, Field, Page } from "./layout";
+import { PASSKEY_REQUIRED, passwordSessionAllowed } from "./passkeys";
 import { checkLoginCsrf, loginCsrf, startSession } from "./session";
 
 /**
@@ -117,7 +118,9 @@ export function registerMemberSignIn(dash: Dash, loginPage: (csrf: string, error
 			return render("Too many failed sign-ins from this address. Wait 10 seconds.", 429);
 		}
 		if (outcome === "wrong") return render("That email and password do not match a member.", 401);
-		await startSession(c, outcome.personid);
+		// The password was right, but an app of this person requires the passkey they have (docs/operators.md "Passkeys").
+		if (!(await passwordSessionAllowed(c.env.DB, outcome.personid))) return render(PASSKEY_REQUIRED, 403);
+		await startSession(c, outcome.personid, "password");
 		return c.redirect("/dashboard", 303);
 	});
 
@@ -154,7 +157,10 @@ export function registerMemberSignIn(dash: Dash, loginPage: (csrf: string, error
 		const tokenHash = await sha256Hex(c.req.param("token"));
 		if (!(await acceptInvitation(c.env.DB, tokenHash, Date.now(), existing ? null : await hashPassword(password))))
 			return c.html(gone(), 404);
-		await startSession(c, invitation.personid);
+		if (!(await passwordSessionAllowed(c.env.DB, invitation.personid))) {
+			return c.html(loginPage(await loginCsrf(c), `You joined ${invitation.appname}. ${PASSKEY_REQUIRED}`) as string, 200);
+		}
+		await startSession(c, invitation.personid, "password");
 		return c.redirect(`/dashboard/apps/${invitation.appid}`, 303);
 	});
 }

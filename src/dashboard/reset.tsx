@@ -12,6 +12,7 @@ import { passwordResetEmail } from "../outbox/emails";
 import { sendEmail } from "../outbox/send-email";
 import type { Dash } from "./context";
 import { Csrf, Field, Page } from "./layout";
+import { PASSKEY_REQUIRED, passwordSessionAllowed } from "./passkeys";
 import { checkLoginCsrf, loginCsrf, startSession } from "./session";
 
 /**
@@ -123,7 +124,10 @@ export function registerPasswordReset(dash: Dash) {
 		const problem = passwordProblem(password) ?? (password === String(form.password2 ?? "") ? null : "The two passwords differ.");
 		if (problem) return again(problem, 400);
 		if (!(await usePasswordReset(c.env.DB, tokenHash, Date.now(), await hashPassword(password)))) return c.html(gone(), 404);
-		await startSession(c, reset.personid);
+		if (!(await passwordSessionAllowed(c.env.DB, reset.personid))) {
+			return c.html(<Page title="Password changed" ok={`Your password was changed. ${PASSKEY_REQUIRED}`} />);
+		}
+		await startSession(c, reset.personid, "password");
 		return c.redirect("/dashboard", 303);
 	});
 }

@@ -17,10 +17,13 @@ import { registerCampaigns } from "./pages/campaigns";
 import { registerDeliveries } from "./pages/deliveries";
 import { registerLeaderboard } from "./pages/leaderboard";
 import { registerMail } from "./pages/mail";
+import { registerMessages } from "./pages/messages";
 import { registerReview } from "./pages/review";
 import { registerStripe } from "./pages/stripe";
 import { registerTeam } from "./pages/team";
 import { registerUsers } from "./pages/users";
+import { PASSKEY_SCRIPT } from "./passkey-script";
+import { PASSKEY_ENROLMENT_PATHS, PASSKEY_SCRIPTS, PasskeySignIn, registerAccount, registerPasskeySignIn } from "./passkeys";
 import { registerPasswordReset } from "./reset";
 import { roleIn } from "./role";
 import { SCRIPT } from "./script";
@@ -38,7 +41,11 @@ export const dashboardRoutes = new Hono<DashEnv>();
 dashboardRoutes.use("*", async (c, next) => {
 	await next();
 	c.header("X-Frame-Options", "DENY");
-	c.header("Content-Security-Policy", "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; frame-ancestors 'none'");
+	// img-src https: for an app's logo (an https URL the operator chose) in the settings and the email preview.
+	c.header(
+		"Content-Security-Policy",
+		"default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: https:; frame-ancestors 'none'",
+	);
 	c.header("Referrer-Policy", "same-origin");
 	if (!c.req.path.startsWith("/dashboard/static/")) c.header("Cache-Control", "no-store");
 });
@@ -49,6 +56,9 @@ dashboardRoutes.get("/static/app.css", (c) =>
 dashboardRoutes.get("/static/app.js", (c) =>
 	c.body(SCRIPT, 200, { "content-type": "text/javascript; charset=utf-8", "cache-control": "max-age=300" }),
 );
+dashboardRoutes.get("/static/passkeys.js", (c) =>
+	c.body(PASSKEY_SCRIPT, 200, { "content-type": "text/javascript; charset=utf-8", "cache-control": "max-age=300" }),
+);
 
 // A deployment with a guessable ADMIN_TOKEN serves no page (http/admin-token.ts); the static files above stay.
 dashboardRoutes.use("*", async (c, next) => {
@@ -57,7 +67,8 @@ dashboardRoutes.use("*", async (c, next) => {
 });
 
 const loginPage = (csrf: string, error?: string) => (
-	<Page title="Sign in" error={error}>
+	<Page title="Sign in" error={error} scripts={PASSKEY_SCRIPTS}>
+		<PasskeySignIn csrf={csrf} />
 		<form class="grid login" method="post" action="/dashboard/login/member" aria-labelledby="member-sign-in">
 			<h2 id="member-sign-in">Members</h2>
 			<Csrf token={csrf} />
@@ -98,11 +109,12 @@ dashboardRoutes.post("/login", async (c) => {
 		return c.html(loginPage(await loginCsrf(c), "Too many failed sign-ins from this address. Wait 10 seconds."), 429);
 	}
 	if (outcome === "wrong") return c.html(loginPage(await loginCsrf(c), "That token is not the admin token."), 401);
-	await startSession(c, null);
+	await startSession(c, null, "token");
 	return c.redirect("/dashboard", 303);
 });
 
 registerMemberSignIn(dashboardRoutes, loginPage);
+registerPasskeySignIn(dashboardRoutes, loginPage);
 registerPasswordReset(dashboardRoutes);
 registerMail(dashboardRoutes);
 
@@ -121,6 +133,13 @@ dashboardRoutes.use("*", async (c, next) => {
 	}
 	c.set("session", session);
 	c.set("api", apiFor(c, session.personid));
+	// A member of an app that requires passkeys, signed in without one: their first passkey before any other page.
+	if (session.passkeyNeeded && !PASSKEY_ENROLMENT_PATHS.includes(c.req.path)) {
+		// The account page says why (its "passkey needed" notice).
+		if (c.req.method === "GET") return c.redirect("/dashboard/account", 303);
+		const message = "An app you are a member of requires a passkey: register one on your account page to continue.";
+		return c.html(<Page title="Passkey needed" csrf={session.csrf} error={message} />, 403);
+	}
 	await next();
 });
 
@@ -155,8 +174,10 @@ const tabsByRole = async (c: DashContext, next: Next) => {
 dashboardRoutes.use("/apps/:appid", tabsByRole);
 dashboardRoutes.use("/apps/:appid/*", tabsByRole);
 
+registerAccount(dashboardRoutes);
 registerApps(dashboardRoutes);
 registerCampaigns(dashboardRoutes);
+registerMessages(dashboardRoutes);
 registerUsers(dashboardRoutes);
 registerReview(dashboardRoutes);
 registerDeliveries(dashboardRoutes);

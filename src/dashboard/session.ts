@@ -1,6 +1,6 @@
 import type { Context } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
-import { adminSessionLive, deleteAdminSession, insertAdminSession } from "../db/admin-sessions";
+import { adminSessionLive, deleteAdminSession, insertAdminSession, type SignInMethod } from "../db/admin-sessions";
 import { constantTimeEqual, sha256Hex } from "../domain/crypto";
 
 /**
@@ -58,6 +58,8 @@ export interface Session {
 	csrf: string;
 	/** The signed-in member's person; null for the superuser (the admin token). */
 	personid: string | null;
+	/** A member's password session while an app of theirs requires passkeys: only their first passkey may be registered. */
+	passkeyNeeded: boolean;
 }
 
 /** The signed-in session, or null (unsigned, expired, or signed under another token). */
@@ -71,14 +73,14 @@ export async function readSession(c: Context<any>): Promise<Session | null> {
 	// Signed under the current token, and not signed out: the D1 row is read only for a cookie that passed the MAC.
 	const live = await adminSessionLive(c.env.DB, await sha256Hex(id), Date.now());
 	if (!live) return null;
-	return { id, csrf: await mac(token, `csrf:${id}`), personid: live.personid };
+	return { id, csrf: await mac(token, `csrf:${id}`), personid: live.personid, passkeyNeeded: live.passkeyNeeded };
 }
 
-/** Signs in the superuser (`personid` null) or a member. */
-export async function startSession(c: Context<any>, personid: string | null): Promise<void> {
+/** Signs in the superuser (`personid` null, by "token") or a member (by "password" or "passkey"). */
+export async function startSession(c: Context<any>, personid: string | null, method: SignInMethod): Promise<void> {
 	const expiry = Date.now() + SESSION_TTL_MS;
 	const id = randomId();
-	await insertAdminSession(c.env.DB, await sha256Hex(id), expiry, personid);
+	await insertAdminSession(c.env.DB, await sha256Hex(id), expiry, personid, method);
 	const signature = await mac(c.env.ADMIN_TOKEN, `session:${expiry}.${id}`);
 	setCookie(c, SESSION_COOKIE, `${expiry}.${id}.${signature}`, cookieOptions(c, SESSION_TTL_MS / 1000));
 	deleteCookie(c, LOGIN_COOKIE, { path: "/dashboard" });
@@ -89,6 +91,9 @@ export async function endSession(c: Context<any>, session: Session): Promise<voi
 	await deleteAdminSession(c.env.DB, await sha256Hex(session.id));
 	deleteCookie(c, SESSION_COOKIE, { path: "/dashboard", secure: isSecureContext(c.req.url) });
 }
+
+/** The sign-in form's nonce (its cookie), which a passkey sign-in's challenge is bound to; null before the form was shown. */
+export const loginNonce = (c: Context<any>): string | null => getCookie(c, LOGIN_COOKIE) ?? null;
 
 /** CSRF token of the sign-in form: a fresh nonce in a cookie, its MAC in the form. */
 export async function loginCsrf(c: Context<any>): Promise<string> {

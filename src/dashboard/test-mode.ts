@@ -1,7 +1,7 @@
-import type { Context, Next } from "hono";
-import { getCookie, setCookie } from "hono/cookie";
-import { withTestMode } from "../admin/test-mode";
+import type { Next } from "hono";
+import { setCookie } from "hono/cookie";
 import type { Dash, DashContext } from "./context";
+import { isTestMode, MODE_COOKIE } from "./mode";
 
 /**
  * The dashboard's "Test data" switch (docs/test-mode.md): a cookie, set by a
@@ -10,12 +10,6 @@ import type { Dash, DashContext } from "./context";
  * While it is on, every app page says so in a banner, so test data is never
  * taken for live data.
  */
-const MODE_COOKIE = "dashboard_mode";
-
-export const isTestMode = (c: Context) => getCookie(c, MODE_COOKIE) === "test";
-
-/** An admin API path as the dashboard calls it, with ?mode=test on a data route while the switch is on. */
-export const dashboardApiPath = (c: Context, path: string) => (isTestMode(c) ? withTestMode(path) : path);
 
 const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (ch) => `&#${ch.charCodeAt(0)};`);
 

@@ -15,7 +15,12 @@ export interface App {
 	frameorigin: string | null;
 	/** IANA time zone of the app's analytics days (default UTC). */
 	timezone: string;
+	/** The app's logo (an https URL) and accent colour (#rrggbb) on its share page, widget and emails (docs/messages.md). */
+	logourl: string | null;
+	accentcolor: string | null;
 	defaultCampaignId: number | null;
+	/** Members sign in to the dashboard with a passkey (issue 32, docs/operators.md "Passkeys"). */
+	requirePasskeys: boolean;
 	createdAt: string;
 	updatedAt: string;
 	/** False for the test twin of an app (test keys, docs/test-mode.md). */
@@ -37,7 +42,10 @@ interface AppRow {
 	emailsender: string | null;
 	frameorigin: string | null;
 	timezone: string | null;
+	logourl: string | null;
+	accentcolor: string | null;
 	default_campaignid: number | null;
+	require_passkeys: number | null;
 	created_at: string;
 	updated_at: string;
 	live_appid: string | null;
@@ -54,7 +62,10 @@ const toApp = (row: AppRow): App => ({
 	emailsender: row.emailsender,
 	frameorigin: row.frameorigin ?? null,
 	timezone: row.timezone ?? "UTC",
+	logourl: row.logourl ?? null,
+	accentcolor: row.accentcolor ?? null,
 	defaultCampaignId: row.default_campaignid,
+	requirePasskeys: row.require_passkeys === 1,
 	createdAt: row.created_at,
 	updatedAt: row.updated_at,
 	livemode: row.live_appid === null,
@@ -64,6 +75,8 @@ const toApp = (row: AppRow): App => ({
 
 /** The appid of an app's test twin (docs/test-mode.md). */
 export const testAppid = (appid: string) => `${appid}_test`;
+/** Whether `appid` is a test twin's (migrations/0026): what its keys make is test data. */
+export const isTestAppid = (appid: string) => appid.endsWith("_test");
 
 /** The app that owns `apikey`, or null. */
 export async function findAppByApiKey(db: D1Database, apikey: string): Promise<App | null> {
@@ -167,9 +180,12 @@ export type AppChanges = Partial<
 		| "emailsender"
 		| "frameorigin"
 		| "timezone"
+		| "logourl"
+		| "accentcolor"
 		| "privatekeyHash"
 		| "webhookSecret"
 		| "defaultCampaignId"
+		| "requirePasskeys"
 	>
 >;
 
@@ -188,6 +204,8 @@ const SHARED_COLUMNS = [
 	"emailsender",
 	"frameorigin",
 	"timezone",
+	"logourl",
+	"accentcolor",
 	"default_campaignid",
 ] as const;
 
@@ -198,14 +216,20 @@ const APP_COLUMNS: Record<keyof AppChanges, string> = {
 	emailsender: "emailsender",
 	frameorigin: "frameorigin",
 	timezone: "timezone",
+	logourl: "logourl",
+	accentcolor: "accentcolor",
 	privatekeyHash: "privatekey_hash",
 	webhookSecret: "webhook_secret",
 	defaultCampaignId: "default_campaignid",
+	requirePasskeys: "require_passkeys",
 };
 
 /** Applies the given changes with their audit entry; returns false when the app does not exist (nothing is recorded then). */
 export async function updateApp(db: D1Database, appid: string, changes: AppChanges, audit: AuditEntry): Promise<boolean> {
-	const entries = Object.entries(changes).filter(([, v]) => v !== undefined) as [keyof AppChanges, string | number | null][];
+	const entries = Object.entries(changes)
+		.filter(([, v]) => v !== undefined)
+		// SQLite has no booleans: a flag is stored as 0 or 1.
+		.map(([k, v]) => [k, typeof v === "boolean" ? Number(v) : v]) as [keyof AppChanges, string | number | null][];
 	const sets = entries.map(([key]) => `${APP_COLUMNS[key]} = ?`);
 	// A default campaign must be one of the app's own: checked in the write itself, so nothing changes otherwise.
 	// A settings change writes the live app and its test twin alike; a private key is each mode's own.

@@ -1,5 +1,5 @@
 import { nowIso } from "../domain/dates";
-import type { BreakerState } from "../outbox/breaker";
+import type { BreakerState } from "../domain/delivery";
 import { type AuditEntry, runAudited } from "./audit";
 import { rowsOf } from "./rows";
 

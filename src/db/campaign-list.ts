@@ -3,7 +3,7 @@ import { rowsOf } from "./rows";
 
 /**
  * One page of the app's campaigns (by campaignid, after `after`) with their rules, social actions and free
- * coupon count: one round trip.
+ * live coupon count: one round trip.
  */
 export async function listCampaignsWithDetails(
 	db: D1Database,
@@ -26,7 +26,7 @@ export async function listCampaignsWithDetails(
 		db
 			.prepare(
 				`SELECT k.campaignid, COUNT(*) AS n FROM coupons k
-				 WHERE k.campaignid IN (${page}) AND k.reward_key IS NULL GROUP BY k.campaignid`,
+				 WHERE k.campaignid IN (${page}) AND k.livemode = 1 AND k.reward_key IS NULL GROUP BY k.campaignid`,
 			)
 			.bind(appid, after, limit),
 	]);

@@ -68,6 +68,8 @@ export interface Campaign {
 	suspicioussignals: FraudSignal[] | null;
 	/** Referred sign-ups per hour above which `velocity` fires; 0 disables it. */
 	velocitythreshold: number;
+	/** The share page shows the user's rank among this month's referrers (docs/rewards.md, "Leaderboards"). */
+	showleaderboard: boolean;
 	createdAt: string;
 	updatedAt: string;
 }
@@ -77,8 +79,9 @@ export interface CampaignWithDetails extends Campaign {
 	socialactions: SocialAction[];
 }
 
-export interface CampaignRow extends Omit<Campaign, "autoapprove" | "suspicioussignals" | "createdAt" | "updatedAt"> {
+export interface CampaignRow extends Omit<Campaign, "autoapprove" | "suspicioussignals" | "showleaderboard" | "createdAt" | "updatedAt"> {
 	autoapprove: number;
+	showleaderboard: number;
 	suspicioussignals: string | null;
 	created_at: string;
 	updated_at: string;
@@ -96,9 +99,17 @@ const categoriesJson = z.unknown();
 const inclusionsJson = z.array(z.unknown());
 const tiersJson = z.array(z.object({ fromcount: z.number().int(), reward: z.number() }));
 
-export const toCampaign = ({ autoapprove, suspicioussignals, created_at, updated_at, ...rest }: CampaignRow): Campaign => ({
+export const toCampaign = ({
+	autoapprove,
+	suspicioussignals,
+	showleaderboard,
+	created_at,
+	updated_at,
+	...rest
+}: CampaignRow): Campaign => ({
 	...rest,
 	autoapprove: autoapprove === 1,
+	showleaderboard: showleaderboard === 1,
 	suspicioussignals:
 		suspicioussignals === null ? null : parseStoredJson("campaigns", "suspicioussignals", suspicioussignals, suspiciousSignalsJson),
 	createdAt: created_at,
@@ -142,6 +153,7 @@ const CAMPAIGN_COLUMNS = [
 	"currency",
 	"suspicioussignals",
 	"velocitythreshold",
+	"showleaderboard",
 ] as const satisfies readonly (keyof CampaignFields)[];
 
 const columnValue = (fields: Partial<CampaignFields>, column: (typeof CAMPAIGN_COLUMNS)[number]) => {
@@ -347,37 +359,4 @@ export async function getCampaignWithDetails(db: D1Database, appid: string, camp
 export async function getCampaign(db: D1Database, appid: string, campaignid: number): Promise<Campaign | null> {
 	const row = await db.prepare("SELECT * FROM campaigns WHERE campaignid = ? AND appid = ?").bind(campaignid, appid).first<CampaignRow>();
 	return row ? toCampaign(row) : null;
-}
-
-export interface CouponInput {
-	coupon: string;
-	couponname: string;
-	coupondetails: string;
-	couponimage: string;
-}
-
-/** Adds codes to the campaign's pool; codes already in the pool are skipped. Returns how many were added. */
-export async function addCoupons(db: D1Database, campaignid: number, coupons: CouponInput[], audit: AuditEntry): Promise<number> {
-	const results = await db.batch([
-		...coupons.map((c) =>
-			db
-				.prepare(
-					`INSERT INTO coupons (campaignid, coupon, couponname, coupondetails, couponimage) VALUES (?, ?, ?, ?, ?)
-					 ON CONFLICT (campaignid, coupon) DO NOTHING`,
-				)
-				.bind(campaignid, c.coupon, c.couponname, c.coupondetails, c.couponimage),
-		),
-		auditStatement(db, audit),
-	]);
-	// The last result is the audit entry's.
-	return results.slice(0, coupons.length).reduce((sum, r) => sum + r.meta.changes, 0);
-}
-
-/** Free codes left in the campaign's pool. */
-export async function countFreeCoupons(db: D1Database, campaignid: number): Promise<number> {
-	const row = await db
-		.prepare("SELECT COUNT(*) AS n FROM coupons WHERE campaignid = ? AND reward_key IS NULL")
-		.bind(campaignid)
-		.first<{ n: number }>();
-	return row?.n ?? 0;
 }

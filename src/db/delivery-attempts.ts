@@ -1,5 +1,5 @@
 import { nowIso } from "../domain/dates";
-import type { AttemptOutcome, AttemptRecord } from "../outbox/deliveries";
+import type { AttemptOutcome, AttemptRecord } from "../domain/delivery";
 import type { OutboxEventRow } from "./outbox-events";
 import { firstRowOf, rowsOf } from "./rows";
 

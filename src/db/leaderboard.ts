@@ -153,18 +153,7 @@ export async function readBoard(
 			 ORDER BY ${ORDER} LIMIT ?4`,
 		)
 		.bind(q.appid, q.campaignid, q.bucket, q.limit);
-	const standing = db
-		.prepare(
-			`SELECT u.userid, u.erased_at IS NOT NULL AS erased, COALESCE(m.friends, 0) AS friends,
-			   CASE WHEN m.friends > 0 THEN 1 + (
-			     SELECT COUNT(*) FROM leaderboard_counts c JOIN users o ON o.userkey = c.userkey AND o.erased_at IS NULL
-			     WHERE c.appid = ?1 AND c.campaignid = ?2 AND c.bucket = ?3 AND c.friends > 0
-			       AND (c.friends > m.friends OR (c.friends = m.friends AND (c.reached_at < m.reached_at
-			         OR (c.reached_at = m.reached_at AND c.userkey < m.userkey))))) END AS rank
-			 FROM users u LEFT JOIN leaderboard_counts m ON m.appid = ?1 AND m.campaignid = ?2 AND m.bucket = ?3 AND m.userkey = u.userkey
-			 WHERE u.userkey = ?4 AND u.appid = ?1`,
-		)
-		.bind(q.appid, q.campaignid, q.bucket, q.userkey);
+	const standing = standingLookup(db, { ...q, userkey: q.userkey ?? "" });
 	const [found, rows, mine] = await db.batch(q.userkey === null ? [campaign, top] : [campaign, top, standing]);
 	const me = firstRowOf<{ userid: number; erased: number; friends: number; rank: number | null }>(mine);
 	return {
@@ -172,4 +161,37 @@ export async function readBoard(
 		rows: rowsOf<BoardRow>(rows),
 		standing: me ? { userid: me.userid, erased: me.erased === 1, rank: me.rank, friends: me.friends } : null,
 	};
+}
+
+/**
+ * Where one user stands in a bucket: its counter row by the primary key, and
+ * its rank as 1 + the rows ranked ahead of it, a range of
+ * leaderboard_counts_rank as long as the rank, or `ahead` when given (never a
+ * scan of the users; LIMIT -1 is SQLite's "no limit").
+ */
+function standingLookup(db: D1Database, q: StandingQuery): D1PreparedStatement {
+	return db
+		.prepare(
+			`SELECT u.userid, u.erased_at IS NOT NULL AS erased, COALESCE(m.friends, 0) AS friends,
+			   CASE WHEN m.friends > 0 THEN 1 + (SELECT COUNT(*) FROM (
+			     SELECT 1 FROM leaderboard_counts c JOIN users o ON o.userkey = c.userkey AND o.erased_at IS NULL
+			     WHERE c.appid = ?1 AND c.campaignid = ?2 AND c.bucket = ?3 AND c.friends > 0
+			       AND (c.friends > m.friends OR (c.friends = m.friends AND (c.reached_at < m.reached_at
+			         OR (c.reached_at = m.reached_at AND c.userkey < m.userkey)))) LIMIT ?5)) END AS rank
+			 FROM users u LEFT JOIN leaderboard_counts m ON m.appid = ?1 AND m.campaignid = ?2 AND m.bucket = ?3 AND m.userkey = u.userkey
+			 WHERE u.userkey = ?4 AND u.appid = ?1`,
+		)
+		.bind(q.appid, q.campaignid, q.bucket, q.userkey, q.ahead ?? -1);
+}
+
+/**
+ * A standing's query. `ahead`: count at most this many rows ranked ahead (a rank above `ahead` reads as `ahead + 1`),
+ * so the read costs at most that many index entries whatever the board's size; absent: no bound (getleaderboard).
+ */
+export type StandingQuery = Omit<BoardQuery, "limit"> & { userkey: string; ahead?: number };
+
+/** One user's standing in a bucket (the share page's rank), or null when the user is not the app's: ONE round trip. */
+export async function readStanding(db: D1Database, q: StandingQuery): Promise<BoardStanding | null> {
+	const me = await standingLookup(db, q).first<{ userid: number; erased: number; friends: number; rank: number | null }>();
+	return me ? { userid: me.userid, erased: me.erased === 1, rank: me.rank, friends: me.friends } : null;
 }

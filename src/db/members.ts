@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { nowIso } from "../domain/dates";
-import type { OutboxEvent } from "../outbox/events";
+import type { OutboxEvent } from "../domain/outbox-event";
 import { ROLES, type Role } from "./admin-tokens";
 import { type AuditEntry, auditStatement } from "./audit";
 import { insertOutboxEvent } from "./outbox-events";
@@ -22,12 +22,15 @@ const memberRow = z.object({
 	accepted_at: z.string().nullable(),
 	/** The latest invitation's expiry (epoch ms); null when it has none. */
 	invitation_expires_at: z.number().nullable(),
+	/** How many passkeys the person has; 0 until the membership is accepted (nothing of a person shows before). */
+	passkeys: z.number(),
 });
 export type Member = z.output<typeof memberRow>;
 
 // Only the member's own facts: nothing here tells whether the person has a password or other apps.
 const MEMBER_SELECT = `SELECT m.memberid, m.appid, m.personid, p.email, m.role, m.created_at, m.accepted_at,
-	(SELECT MAX(i.expires_at) FROM member_invitations i WHERE i.memberid = m.memberid) AS invitation_expires_at
+	(SELECT MAX(i.expires_at) FROM member_invitations i WHERE i.memberid = m.memberid) AS invitation_expires_at,
+	CASE WHEN m.accepted_at IS NULL THEN 0 ELSE (SELECT COUNT(*) FROM passkeys k WHERE k.personid = m.personid) END AS passkeys
 	FROM members m JOIN people p ON p.personid = m.personid`;
 
 export type NewMemberOutcome = { ok: true; member: Member } | { ok: false; reason: "member_exists" };
@@ -145,6 +148,15 @@ export async function findPersonByEmail(db: D1Database, email: string): Promise<
 	const row = await db
 		.prepare("SELECT personid, email, password_hash, password_salt, password_iterations FROM people WHERE email = ?")
 		.bind(email)
+		.first();
+	return row ? personRow.parse(row) : null;
+}
+
+/** The person with this id (primary key), or null. */
+export async function findPersonById(db: D1Database, personid: string): Promise<Person | null> {
+	const row = await db
+		.prepare("SELECT personid, email, password_hash, password_salt, password_iterations FROM people WHERE personid = ?")
+		.bind(personid)
 		.first();
 	return row ? personRow.parse(row) : null;
 }

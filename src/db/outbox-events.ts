@@ -1,6 +1,5 @@
-import type { BreakerState } from "../outbox/breaker";
-import type { DeliveryApp } from "../outbox/deliveries";
-import type { OutboxEvent } from "../outbox/events";
+import type { BreakerState, DeliveryApp } from "../domain/delivery";
+import type { OutboxEvent } from "../domain/outbox-event";
 import { type AuditEntry, runAudited } from "./audit";
 import { breakersByApp, breakersLookup } from "./breakers";
 import { rowsOf } from "./rows";

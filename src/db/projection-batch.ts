@@ -1,5 +1,5 @@
 import { z } from "zod";
-import type { OutboxEvent } from "../outbox/events";
+import type { OutboxEvent } from "../domain/outbox-event";
 import { type AuditEntry, auditStatement } from "./audit";
 import { grantsConfirmed } from "./event-grants";
 import { type LeaderboardReward, leaderboardCounters } from "./leaderboard";

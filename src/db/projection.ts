@@ -77,23 +77,27 @@ export interface AssignedCoupon {
 	couponimage: string;
 }
 
-/** Whose code a claim asks for: `couponKey` is the reward's globally unique key in `coupons.reward_key`. */
+/**
+ * Whose code a claim asks for: `couponKey` is the reward's globally unique key in `coupons.reward_key`;
+ * `livemode` false draws from the campaign's test pool (a test twin's reward, docs/test-mode.md).
+ */
 export interface CouponRequest {
 	couponKey: string;
 	campaignid: number;
+	livemode: boolean;
 }
 
-/** Claims a free code of the campaign for the reward, or returns the one it already holds; null when the pool is empty. */
+/** Claims a free code of the campaign's pool of the reward's mode, or returns the one it already holds; null when that pool is empty. */
 export function couponClaimStatement(db: D1Database, claim: CouponRequest, nowIso: string): D1PreparedStatement {
 	return db
 		.prepare(
 			`UPDATE coupons SET reward_key = ?, assigned_at = COALESCE(assigned_at, ?)
 			 WHERE couponid = COALESCE(
 			   (SELECT couponid FROM coupons WHERE reward_key = ?),
-			   (SELECT couponid FROM coupons WHERE campaignid = ? AND reward_key IS NULL ORDER BY couponid LIMIT 1))
+			   (SELECT couponid FROM coupons WHERE campaignid = ? AND livemode = ? AND reward_key IS NULL ORDER BY couponid LIMIT 1))
 			 RETURNING coupon, couponname, coupondetails, couponimage`,
 		)
-		.bind(claim.couponKey, nowIso, claim.couponKey, claim.campaignid);
+		.bind(claim.couponKey, nowIso, claim.couponKey, claim.campaignid, claim.livemode ? 1 : 0);
 }
 
 /** Runs the coupon claim (one round trip): the reward's code, or null when the campaign's pool is empty. */

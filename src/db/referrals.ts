@@ -1,4 +1,4 @@
-import type { OutboxEvent } from "../outbox/events";
+import type { OutboxEvent } from "../domain/outbox-event";
 import { allOf, appHasWebhook, insertOutboxEvent } from "./outbox-events";
 import { firstRowOf } from "./rows";
 import { lateAttributionCounter } from "./stats";

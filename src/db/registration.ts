@@ -1,4 +1,4 @@
-import type { OutboxEvent } from "../outbox/events";
+import type { OutboxEvent } from "../domain/outbox-event";
 import { deviceSeenLookup, existingFlagLookup, markExistingIfDeviceSeen, type Network, networkWrites } from "./identifiers";
 import { allOf, appHasWebhook, insertOutboxEvent } from "./outbox-events";
 import { firstRowOf } from "./rows";

@@ -1,5 +1,5 @@
 import { newEventId } from "../domain/ids";
-import type { OutboxEvent } from "../outbox/events";
+import type { OutboxEvent } from "../domain/outbox-event";
 import { insertOutboxEvent } from "./outbox-events";
 
 /** `friend_reminders`: when each friend was last reminded (remindfriend). */

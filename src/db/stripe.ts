@@ -39,12 +39,17 @@ export async function deleteStripeConfig(db: D1Database, appid: string, audit: A
 	await runAudited(db, db.prepare("DELETE FROM app_stripe WHERE appid = ?").bind(appid), audit);
 }
 
-const customerRow = z.object({ userkey: z.string(), campaignid: z.number(), erased_at: z.string().nullable() });
+const customerRow = z.object({
+	userkey: z.string(),
+	campaignid: z.number(),
+	erased_at: z.string().nullable(),
+	referrer_userid: z.number().nullable(),
+});
 
 /** The app's user paying as Stripe customer `customer` (users_app_paymentcustomer), or null. */
 export async function userOfCustomer(db: D1Database, appid: string, customer: string): Promise<z.output<typeof customerRow> | null> {
 	const row = await db
-		.prepare("SELECT userkey, campaignid, erased_at FROM users WHERE appid = ? AND paymentcustomerid = ? LIMIT 1")
+		.prepare("SELECT userkey, campaignid, erased_at, referrer_userid FROM users WHERE appid = ? AND paymentcustomerid = ? LIMIT 1")
 		.bind(appid, customer)
 		.first();
 	return row ? customerRow.parse(row) : null;

@@ -21,7 +21,7 @@ export async function testUsersRound(db: D1Database, testAppid: string): Promise
 	return results;
 }
 
-/** The rows keyed by the twin's appid, each table bounded by ROUND (its appid index). */
+/** The rows keyed by the twin's appid, each table bounded by ROUND (its appid index), and its coupon codes freed. */
 const APP_TABLES = [
 	// Attempts first: they name outbox events of the twin (delivery_attempts_event, outbox_app).
 	`DELETE FROM delivery_attempts WHERE eventid IN (SELECT eventid FROM outbox_events WHERE appid = ?1 ORDER BY created_at DESC LIMIT ${ROUND})`,
@@ -40,7 +40,13 @@ const APP_TABLES = [
 	`DELETE FROM stripe_links WHERE (appid, customid) IN (SELECT appid, customid FROM stripe_links WHERE appid = ?1 ORDER BY customid LIMIT ${ROUND})`,
 	`DELETE FROM stripe_inbox WHERE (appid, eventid) IN (SELECT appid, eventid FROM stripe_inbox WHERE appid = ?1 ORDER BY eventid LIMIT ${ROUND})`,
 	"DELETE FROM stripe_event_counts WHERE appid = ?1",
+	`DELETE FROM stripe_promotion_codes WHERE (appid, promotion_code) IN
+	   (SELECT appid, promotion_code FROM stripe_promotion_codes WHERE appid = ?1 ORDER BY promotion_code LIMIT ${ROUND})`,
 	"DELETE FROM webhook_breakers WHERE appid = ?1",
+	// Codes of the campaigns' test pools held by the twin's rewards go back to their pool (reward_key is
+	// `<appid>:<userkey>:<key>`, so the twin's keys are the range after `<appid>:`, on its unique index).
+	`UPDATE coupons SET reward_key = NULL, assigned_at = NULL WHERE couponid IN
+	   (SELECT couponid FROM coupons WHERE reward_key >= ?1 || ':' AND reward_key < ?1 || ';' LIMIT ${ROUND})`,
 ];
 
 /**

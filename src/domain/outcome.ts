@@ -9,10 +9,14 @@
  *   another change, a dependency down): a consumer retries, HTTP answers 409/503;
  * - refused: a retry would not change it; `status` and `code` are what HTTP answers.
  */
-export type WorkOutcome<T> =
-	| { kind: "applied"; value: T }
-	| { kind: "duplicate"; value: T }
-	| { kind: "retry_later"; code: string; message: string; status: number; details: Record<string, unknown> }
-	| { kind: "refused"; code: string; message: string; status: number; details: Record<string, unknown> };
+export type WorkOutcome<T> = { kind: "applied"; value: T } | { kind: "duplicate"; value: T } | WorkFailure;
 
-export type WorkFailure = Extract<WorkOutcome<unknown>, { kind: "retry_later" | "refused" }>;
+/** A failure: `status`, `code`, `message`, `details` and `headers` (a 503's Retry-After) are what HTTP answers. */
+export interface WorkFailure {
+	kind: "retry_later" | "refused";
+	code: string;
+	message: string;
+	status: number;
+	details: Record<string, unknown>;
+	headers?: Record<string, string>;
+}

@@ -57,6 +57,7 @@ export type ErrorCode =
 	| "invalid_signature"
 	| "service_busy"
 	| "invalid_event"
+	| "unknown_variable"
 	| "internal_error";
 
 /** An expected failure: becomes the JSON error envelope with its status. */

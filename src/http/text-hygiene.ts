@@ -21,6 +21,8 @@ export const MULTILINE_FIELDS: ReadonlySet<string> = new Set([
 	"terms",
 	"sharemessage",
 	"coupondetails",
+	// The text of a campaign's email (admin/messages.ts, docs/messages.md): a blank line starts a paragraph.
+	"body",
 ]);
 
 /** CRLF and lone CR as LF, in `value` and every string nested in it (a copy; other values as they are). */

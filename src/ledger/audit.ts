@@ -1,8 +1,8 @@
 import { type AuditChanges, type AuditEntry, type LedgerAudit, newAuditEntryId } from "../db/audit";
 import { rewardId } from "../domain/ledger-ids";
-import type { TxContext } from "./mutations";
 import { toLedgerReward } from "./rows";
 import type { RewardRow } from "./schema";
+import type { TxContext } from "./transaction-types";
 import type { LedgerReward, Redemption } from "./types";
 
 /**

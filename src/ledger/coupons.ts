@@ -1,5 +1,5 @@
-import type { TxContext } from "./mutations";
 import type { RewardRow } from "./schema";
+import type { CouponClaim, TxContext } from "./transaction-types";
 import type { RewardStatus } from "./types";
 
 /**
@@ -14,14 +14,6 @@ import type { RewardStatus } from "./types";
  * (outbox.ts) written in the transaction of the change that causes them;
  * at most one of the two waits per reward, since each cancels the other.
  */
-
-/** What a claim or a release names: the reward, its globally unique key in D1's `coupons.reward_key`, and the pool. */
-export interface CouponClaim {
-	seq: number;
-	/** Globally unique key of the reward in D1's `coupons.reward_key`, so a replayed claim finds its code again. */
-	couponKey: string;
-	campaignid: number;
-}
 
 /** A coupon reward holds a code in these statuses: approved, or used up as Rewarded (a refund can end it there). */
 export const holdsCode = (status: RewardStatus) => status === "Approved" || status === "Rewarded";

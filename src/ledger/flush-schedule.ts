@@ -1,11 +1,12 @@
 import type { AssignedCoupon } from "../db/projection";
-import { type CouponClaim, holdsCode } from "./coupons";
+import { holdsCode } from "./coupons";
 import { LEASE_END_SQL } from "./locks";
 import { rewardRow, updateReward } from "./mutations";
 import { type FlushHost, flushOutbox, OUTBOX_DUE_SQL, OUTBOX_PENDING_SQL } from "./outbox";
 import { deleteAcked, type SentEntry } from "./outbox-entries";
 import type { LedgerOutboxEntry } from "./schema";
 import { approveEndedHolds, HOLD_END_SQL } from "./status-changes";
+import type { CouponClaim } from "./transaction-types";
 import { resolveExpiredTransactions } from "./transactions";
 import type { FlushReport } from "./types";
 import type { LedgerWriter } from "./writer";

@@ -2,11 +2,12 @@ import { webhookEvent } from "../outbox/events";
 import { toHundredths } from "../rewards/money";
 import { tierAmount } from "../rewards/tiers";
 import { milestoneKey, recordMilestoneEvent } from "./milestones";
-import { insertReward, rewardRowByKey, type TxContext } from "./mutations";
+import { insertReward, rewardRowByKey } from "./mutations";
 import { queueWebhook } from "./outbox";
 import { erasedAt } from "./privacy";
 import { applyRecordedRefunds } from "./reversal";
 import { rewardSummary, toLedgerReward } from "./rows";
+import type { TxContext } from "./transaction-types";
 import type { ConversionAnnouncement, GrantResult, RewardGrant } from "./types";
 
 /**

@@ -1,4 +1,4 @@
-import type { TxContext } from "./mutations";
+import type { TxContext } from "./transaction-types";
 import type { RewardGrant } from "./types";
 
 /**

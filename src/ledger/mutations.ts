@@ -1,5 +1,6 @@
 import { seqOfRewardId } from "../domain/ledger-ids";
-import { type WebhookType, webhookEvent } from "../outbox/events";
+import type { WebhookType } from "../domain/outbox-event";
+import { webhookEvent } from "../outbox/events";
 import { fromHundredths } from "../rewards/money";
 import { bucketDelta, contribution, isZeroDelta } from "./balance";
 import { type BalanceKey, owedOf, payClawbacks, restOf, rowsWithOwed, settlingRewards } from "./clawbacks";
@@ -9,6 +10,7 @@ import { reconcilePayouts } from "./payouts";
 import { Refused } from "./refused";
 import { toView } from "./rows";
 import type { RewardRow } from "./schema";
+import type { TxContext } from "./transaction-types";
 import type { RewardGrant } from "./types";
 
 /**
@@ -17,14 +19,6 @@ import type { RewardGrant } from "./types";
  * the outbox entries that report the change. Callers run them inside one
  * `transactionSync`.
  */
-
-/** Who the ledger belongs to and when the current transaction happens. */
-export interface TxContext {
-	sql: SqlStorage;
-	appid: string;
-	userkey: string;
-	nowMs: number;
-}
 
 const iso = (ms: number) => new Date(ms).toISOString();
 

@@ -1,8 +1,8 @@
 import type { z } from "zod";
 import type { AssignedCoupon } from "../db/projection";
-import type { CouponClaim } from "./coupons";
 import type { LedgerOutboxEntry } from "./schema";
 import { readLedgerJson } from "./stored-json";
+import type { CouponClaim } from "./transaction-types";
 
 /**
  * The ledger outbox's entries as the flush handles them (outbox.ts and

@@ -1,3 +1,4 @@
+import { isTestAppid } from "../db/apps";
 import { auditEntrySchema, auditStatement } from "../db/audit";
 import { grantsConfirmed } from "../db/event-grants";
 import { appTimeZone, leaderboardCounters } from "../db/leaderboard";
@@ -5,7 +6,8 @@ import { appHasWebhook, insertOutboxEvent } from "../db/outbox-events";
 import { type AssignedCoupon, claimCoupon, projectionStatement, releaseCoupon, sendFlushBatch } from "../db/projection";
 import { rewardCounters } from "../db/stats";
 import { rewardId } from "../domain/ledger-ids";
-import { type OutboxEvent, sendInBatches } from "../outbox/events";
+import type { OutboxEvent } from "../domain/outbox-event";
+import { sendInBatches } from "../outbox/events";
 import { holdsCode } from "./coupons";
 import { deleteEntries, errorText, type FlushHost, payloadOf, postpone, remove } from "./outbox-entries";
 import { payoutMessages } from "./payouts";
@@ -170,7 +172,7 @@ async function runCouponClaim(host: FlushHost, entry: LedgerOutboxEntry): Promis
 	}
 	let coupon: AssignedCoupon | null;
 	try {
-		coupon = await claimCoupon(host.env.DB, claim, new Date().toISOString());
+		coupon = await claimCoupon(host.env.DB, { ...claim, livemode: !isTestAppid(host.appid) }, new Date().toISOString());
 	} catch (error) {
 		console.warn("ledger outbox: coupon claim failed", { appid: host.appid, userkey: host.userkey, error: errorText(error) });
 		postpone(host, [entry], error);

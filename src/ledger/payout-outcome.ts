@@ -1,7 +1,8 @@
 import { isCurrencyCode } from "../domain/currency";
-import { rewardRow, type TxContext, updateReward } from "./mutations";
+import { rewardRow, updateReward } from "./mutations";
 import { orderOf, type PayoutOrder, payoutRow, payoutsOf, queuePayout, reconcilePayouts } from "./payouts";
 import type { PayoutRow, RewardRow } from "./schema";
+import type { TxContext } from "./transaction-types";
 
 /**
  * The steps of a payout record's life that the Stripe consumer drives

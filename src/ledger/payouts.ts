@@ -1,8 +1,8 @@
 import { z } from "zod";
 import { rewardId } from "../domain/ledger-ids";
-import type { TxContext } from "./mutations";
 import type { LedgerOutboxEntry, PayoutRow, PayoutState, RewardRow } from "./schema";
 import { readLedgerJson } from "./stored-json";
+import type { TxContext } from "./transaction-types";
 
 /**
  * The ledger owns every payout of its Stripe rewards (docs/stripe.md,

@@ -1,7 +1,7 @@
 import type { z } from "zod";
-import type { TxContext } from "./mutations";
 import { Refused } from "./refused";
 import { readLedgerJson } from "./stored-json";
+import type { TxContext } from "./transaction-types";
 import type { LedgerIdempotency } from "./types";
 
 /** Ledger copies outlive the Worker's 24 h record, so a retry the Worker has forgotten still cannot debit twice. */

@@ -1,7 +1,7 @@
 import { fromHundredths } from "../rewards/money";
 import { restOf } from "./clawbacks";
 import { assertUnlocked } from "./locks";
-import { rewardRow, rewardRowById, settleAllOwed, type TxContext, updateReward } from "./mutations";
+import { rewardRow, rewardRowById, settleAllOwed, updateReward } from "./mutations";
 import { refuseIfErased } from "./privacy";
 import { filterClause } from "./reads";
 import { allocateOldestFirst, available } from "./redeem";
@@ -10,6 +10,7 @@ import { Refused } from "./refused";
 import { toLedgerReward } from "./rows";
 import type { RewardRow } from "./schema";
 import { redemptionSchema } from "./stored-json";
+import type { TxContext } from "./transaction-types";
 import type { LedgerIdempotency, LedgerReward, RedeemByAmount, Redemption } from "./types";
 
 /**

@@ -3,13 +3,14 @@ import { fromHundredths } from "../rewards/money";
 import { addClawback } from "./clawbacks";
 import { assertUnlocked } from "./locks";
 import { milestoneKey, reverseMilestoneEvents } from "./milestones";
-import { asStored, keyOf, rewardRow, rewardRowByKey, settleOwed, type TxContext, writeReward } from "./mutations";
+import { asStored, keyOf, rewardRow, rewardRowByKey, settleOwed, writeReward } from "./mutations";
 import { decideRefund, type PriorRefunds, reversalEffect, reversedTarget } from "./refund";
 import { Refused } from "./refused";
 import { toLedgerReward } from "./rows";
 import type { RefundRow, RewardRow } from "./schema";
 import { readLedgerJson, reversalOutcomeSchema, reverseOperationSchema } from "./stored-json";
-import type { LedgerReward, RewardStatus } from "./types";
+import type { ReversalOutcome, ReversedReward, ReverseOperation, RewardSnapshot, TxContext } from "./transaction-types";
+import type { LedgerReward } from "./types";
 
 /**
  * The ledger's part of `reverseconversionevent` (docs/rewards.md, "Refunds
@@ -22,65 +23,6 @@ import type { LedgerReward, RewardStatus } from "./types";
  * what the first one did, and the running total refused beyond the
  * transaction value is read from there. Amounts are hundredths.
  */
-export type ReverseOperation = {
-	kind: "reverse";
-	customid: string;
-	/** Names the refund: a repeat with the same id is the same refund. */
-	refundid: string;
-	/** The refunded part of the transaction value, or null to reverse the whole event. */
-	refundvalue: number | null;
-	/**
-	 * Instead of a part: what was refunded of the payment in total so far (a Stripe charge's
-	 * `amount_refunded`). The ledger takes what its refunds did not take yet, so duplicated,
-	 * concurrent and reordered totals converge to the largest one; a total at or above the
-	 * transaction value reverses the whole event.
-	 */
-	refundedTotal?: number | null;
-	/** The event's transaction value (null when it was sent without one). */
-	transactionvalue: number | null;
-	/** Kept as the comment of the rewards it changes. */
-	reason: string | null;
-};
-
-/** One reward's state as a reversal reports it. */
-export interface RewardSnapshot {
-	rewardstatus: RewardStatus;
-	reward: number;
-	reversedamount: number;
-	/** Redeemed by the user so far (unchanged by a reversal: what was spent stays spent, as a clawback). */
-	redeemed: number;
-}
-
-export interface ReversedReward {
-	rewarddtlid: string;
-	userkey: string;
-	usertype: string;
-	rewardunit: string;
-	before: RewardSnapshot;
-	after: RewardSnapshot;
-	/** Taken back by this refund. */
-	reversedamount: number;
-	/** Of that, what was already redeemed: the clawback it created. */
-	clawback: number;
-}
-
-/** What one refund did in one ledger (amounts in units). */
-export interface ReversalOutcome {
-	customid: string;
-	refundid: string;
-	/** This refund's part of the transaction value (for a full reversal: what was left). */
-	refundvalue: number;
-	/** Refunded in total after it. */
-	refunded: number;
-	transactionvalue: number | null;
-	/** True when the whole event is reversed. */
-	full: boolean;
-	/** False when the refund was already applied (a repeat) or the event was already fully reversed. */
-	changed: boolean;
-	/** True when this refund was applied before: the outcome is the first one's. */
-	repeat?: boolean;
-	rewards: ReversedReward[];
-}
 
 /** The ids of this ledger's rewards for event `customid`: what a prepared reversal locks. */
 export function eventRewardIds(sql: SqlStorage, userkey: string, customid: string): string[] {

@@ -1,11 +1,11 @@
 import { assertUnlocked } from "./locks";
-import { rewardOrRefuse, type TxContext, updateReward } from "./mutations";
+import { rewardOrRefuse, updateReward } from "./mutations";
 import { refuseIfErased } from "./privacy";
 import { Refused } from "./refused";
 import { toLedgerReward } from "./rows";
 import type { RewardRow } from "./schema";
 import { transitionError } from "./status";
-import type { LedgerOperationResult } from "./transaction-kinds";
+import type { LedgerOperationResult, TxContext } from "./transaction-types";
 import type { StatusChange } from "./types";
 
 /**

@@ -1,11 +1,9 @@
 import { z } from "zod";
 import { type LedgerAudit, ledgerAuditSchema } from "../db/audit";
 import { parseStoredJson } from "../db/stored-json";
+import type { OutboxEvent, WebhookType } from "../domain/outbox-event";
 import { FRAUD_SIGNALS } from "../fraud/signals";
-import type { OutboxEvent, WebhookType } from "../outbox/events";
-import type { CouponClaim } from "./coupons";
-import type { ReversalOutcome, ReverseOperation } from "./reversal";
-import type { LedgerOperation, LedgerOperationResult } from "./transaction-kinds";
+import type { CouponClaim, LedgerOperation, LedgerOperationResult, ReversalOutcome, ReverseOperation } from "./transaction-types";
 import type { LedgerReward, Redemption, StatusChange } from "./types";
 
 /**

@@ -1,7 +1,9 @@
 import { ledgerName } from "../domain/ledger-ids";
-import type { UserLedger } from "./user-ledger";
+
+/** The typed stub of a ledger: typed by the binding (worker-configuration.d.ts), so this module imports no ledger code. */
+export type LedgerStub = ReturnType<Env["USER_LEDGER"]["getByName"]>;
 
 /** The typed stub of the ledger of (app, user). */
-export function ledgerFor(env: Env, appid: string, userkey: string): DurableObjectStub<UserLedger> {
+export function ledgerFor(env: Env, appid: string, userkey: string): LedgerStub {
 	return env.USER_LEDGER.getByName(ledgerName(appid, userkey));
 }

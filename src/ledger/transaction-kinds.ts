@@ -1,33 +1,21 @@
 import { seqOfRewardId } from "../domain/ledger-ids";
-import { type LedgerAudit, queueRewardAudits, rewardsBefore } from "./audit";
-import type { TxContext } from "./mutations";
+import { queueRewardAudits, rewardsBefore } from "./audit";
 import { Refused } from "./refused";
-import { applyReversal, eventRewardIds, type ReversalOutcome, type ReverseOperation } from "./reversal";
+import { applyReversal, eventRewardIds } from "./reversal";
 import { applyStatusChanges } from "./status-changes";
-import type { LedgerReward, StatusChange } from "./types";
+import type { LedgerOperation, LedgerOperationResult, TxContext } from "./transaction-types";
 
 /**
  * The changes a ledger can take part in through a multi-ledger transaction
  * (prepare / commit / abort, see transactions.ts and
  * coordination/ledger-transaction.ts), or apply alone in one call.
  *
- * To add one (a refund, say): add its shape to `LedgerOperation` and an entry
+ * To add one (a refund, say): add its shape to `LedgerOperation` (transaction-types.ts) and an entry
  * to `TRANSACTION_KINDS`: which rewards it locks, and how it applies. `apply`
  * runs inside one storage transaction and throws `Refused` for an expected
  * failure; prepare runs it as a dry run, so it must check everything commit
  * depends on.
  */
-export type LedgerOperation = ({ kind: "status"; changes: StatusChange[] } | ReverseOperation) & {
-	/** Who asks: each reward it changes gets an audit entry in the same transaction (audit.ts). */
-	audit?: LedgerAudit;
-};
-
-/** What a ledger operation answers. */
-export interface LedgerOperationResult {
-	rewards: LedgerReward[];
-	/** A refund's outcome in this ledger (kind `reverse`). */
-	reversal?: ReversalOutcome;
-}
 
 interface TransactionKind<O extends LedgerOperation> {
 	/**

@@ -11,7 +11,8 @@ import { settleAllOwed } from "./mutations";
 import { Refused } from "./refused";
 import type { TransactionRow } from "./schema";
 import { ledgerOperationResultSchema, ledgerOperationSchema, readLedgerJson } from "./stored-json";
-import { applyOperation, type LedgerOperation, type LedgerOperationResult, lockedSeqs } from "./transaction-kinds";
+import { applyOperation, lockedSeqs } from "./transaction-kinds";
+import type { LedgerOperation, LedgerOperationResult } from "./transaction-types";
 import type { LedgerResult } from "./types";
 import type { LedgerWriter } from "./writer";
 

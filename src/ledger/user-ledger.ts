@@ -26,7 +26,8 @@ import { balances, listRewards, rewardsForFriends } from "./reads";
 import { redeemAmount, redeemRewards } from "./redemption";
 import { toLedgerReward } from "./rows";
 import { type ClawbackRow, LEDGER_MIGRATIONS, type PayoutRow } from "./schema";
-import { applyOperation, type LedgerOperation, type LedgerOperationResult } from "./transaction-kinds";
+import { applyOperation } from "./transaction-kinds";
+import type { LedgerOperation, LedgerOperationResult } from "./transaction-types";
 import { abortTransaction, commitTransaction, type PrepareAnswer, prepareTransaction } from "./transactions";
 import type {
 	BalanceFilter,

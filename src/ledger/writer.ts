@@ -1,6 +1,6 @@
 import { migrateLedger } from "./migrate";
-import type { TxContext } from "./mutations";
 import { Refused } from "./refused";
+import type { TxContext } from "./transaction-types";
 import type { LedgerResult } from "./types";
 
 /** Thrown at the end of a dry run to roll its transaction back while keeping its answer. */

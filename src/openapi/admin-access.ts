@@ -3,7 +3,7 @@ import { createMemberSchema, updateMemberSchema } from "../admin/members";
 import { createTokenSchema } from "../admin/tokens";
 import { ROLES } from "../db/admin-tokens";
 import { ACTOR_TYPES } from "../db/audit";
-import type { AdminRoute } from "./admin";
+import type { AdminRoute } from "./admin-route";
 
 /** The admin API's access routes (docs/operators.md): tokens, members and the audit log. */
 
@@ -23,6 +23,9 @@ const memberView = z.object({
 		.describe("accepted once the member's own invitation was; invited until then, expired when its invitation expired unused"),
 	createdat: z.string(),
 	acceptedat: z.string().nullable(),
+	passkeys: z
+		.number()
+		.describe("How many passkeys the member has registered (0 until accepted): who is ready before requiring passkeys (docs/operators.md)"),
 });
 const auditEntry = z.object({
 	seq: z.number(),

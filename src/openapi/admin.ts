@@ -1,24 +1,17 @@
 import { z } from "zod";
 import { importSchema } from "../admin/import";
+import { templateSchema } from "../admin/messages";
 import { addCouponsSchema, createAppSchema, createCampaignSchema, updateAppSchema, updateCampaignSchema } from "../admin/schemas";
 import { statusChangesSchema } from "../operations/schemas";
+import { LANGS, MESSAGE_KINDS } from "../outbox/templates";
 import { accessApi } from "./admin-access";
+import type { AdminRoute } from "./admin-route";
 
 /**
  * The admin API (/admin/v1) for the OpenAPI document. Hono routes carry no
  * schema, so each route is described here; test/openapi/document.integration.test.ts
  * fails when a route of adminRoutes has no entry.
  */
-export interface AdminRoute {
-	method: "get" | "post" | "patch" | "put" | "delete";
-	/** OpenAPI form, relative to /admin/v1: `/apps/{appid}`. */
-	path: string;
-	summary: string;
-	body?: z.ZodType;
-	query?: Record<string, z.ZodType>;
-	status: number;
-	response: z.ZodType;
-}
 
 const app = z.looseObject({
 	appid: z.string(),
@@ -28,8 +21,11 @@ const app = z.looseObject({
 	webhookurl: z.string().nullable(),
 	emailsender: z.string().nullable(),
 	frameorigin: z.string().nullable().describe("Origin allowed to frame the referral page; null: the landing URL's origin"),
+	logourl: z.string().nullable().describe("The app's logo (https) on its share page, widget and emails (docs/messages.md)"),
+	accentcolor: z.string().nullable().describe("The app's accent colour (#rrggbb) on its share page, widget and emails"),
 	webhooksecret: z.string().nullable().describe("null unless the caller is an owner or the superuser"),
 	defaultcampaignid: z.number().nullable(),
+	requirepasskeys: z.boolean().describe("Members sign in to the dashboard with a passkey (docs/operators.md, Passkeys)"),
 	stripe: z
 		.looseObject({
 			connected: z.boolean(),
@@ -57,6 +53,13 @@ const page = { limit: z.number().int().min(1).max(200).default(50), cursor: z.st
 const nextcursor = z.string().nullable().describe("Cursor of the next page; null on the last page");
 const adminUser = z.looseObject({ userkey: z.string(), email: z.string().nullable(), referralcode: z.string() });
 const adminReward = z.looseObject({ rewarddtlid: z.string(), userkey: z.string(), rewardstatus: z.string() });
+const messageView = z.object({
+	kind: z.enum(MESSAGE_KINDS),
+	language: z.enum(LANGS),
+	subject: z.string(),
+	body: z.string(),
+	custom: z.boolean().describe("false: the service's default text in that language"),
+});
 const breaker = z.looseObject({ state: z.string() });
 const delivery = z.looseObject({ eventid: z.string(), kind: z.string(), type: z.string(), status: z.string(), attempts: z.number() });
 
@@ -157,6 +160,47 @@ export const adminApi: AdminRoute[] = [
 		status: 200,
 		response: z.object({ appid: z.string(), defaultcampaignid: z.number() }),
 	},
+	{
+		method: "get",
+		path: "/apps/{appid}/campaigns/{campaignid}/messages",
+		summary:
+			"The campaign's emails (outreach, reminder) in every language (en, fr, de, es): each its own text or the default (custom false), with the variables each kind knows (docs/messages.md)",
+		status: 200,
+		response: z.object({
+			campaignid: z.number().int(),
+			languages: z.array(z.enum(LANGS)),
+			messages: z.record(
+				z.enum(MESSAGE_KINDS),
+				z.object({ variables: z.record(z.string(), z.string()), templates: z.record(z.enum(LANGS), messageView) }),
+			),
+		}),
+	},
+	{
+		method: "put",
+		path: "/apps/{appid}/campaigns/{campaignid}/messages/{kind}/{language}",
+		summary:
+			"Save the campaign's text of one email (kind outreach or reminder) in one language; plain text with {{variables}}, never HTML. An unknown variable is 400 unknown_variable naming the field, and nothing is saved",
+		body: templateSchema,
+		status: 200,
+		response: messageView,
+	},
+	{
+		method: "delete",
+		path: "/apps/{appid}/campaigns/{campaignid}/messages/{kind}/{language}",
+		summary: "Drop the campaign's text of one email in one language: the default applies again (answered)",
+		status: 200,
+		response: messageView,
+	},
+	{
+		method: "post",
+		path: "/apps/{appid}/campaigns/{campaignid}/messages/{kind}/{language}/preview",
+		summary:
+			"The email a text would make (subject, text part, HTML part) with the campaign's offer, the app's logo and colour and a sample recipient; checked as on save, nothing saved",
+		body: templateSchema,
+		status: 200,
+		response: z.object({ kind: z.enum(MESSAGE_KINDS), language: z.enum(LANGS), subject: z.string(), text: z.string(), html: z.string() }),
+	},
+
 	{
 		method: "get",
 		path: "/apps/{appid}/deliveries",

@@ -1,8 +1,11 @@
 import { z } from "zod";
 import { ruleFor } from "../admin/rights";
+import { takesMode } from "../admin/test-mode";
 import { COLON } from "../http/router";
 import { operations } from "../operations";
-import { type AdminRoute, adminApi } from "./admin";
+import { adminApi } from "./admin";
+import type { AdminRoute } from "./admin-route";
+import { dashboardPaths, devPaths } from "./dashboard";
 import { ERROR_CODES } from "./error-codes";
 import { genericSuccess, operationResponses } from "./responses";
 
@@ -154,7 +157,19 @@ function adminOperation(route: AdminRoute): Record<string, unknown> {
 		required: false,
 		schema: jsonSchema(schema, "input"),
 	}));
-	const parameters = [...pathParams, ...queryParams];
+	const modeParam = takesMode(route.method, route.path)
+		? [
+				{
+					name: "mode",
+					in: "query",
+					required: false,
+					description:
+						"live (default) or test: the app's test data (users, rewards, stats, deliveries, breaker) or the campaign's test coupon pool (docs/test-mode.md)",
+					schema: { type: "string", enum: ["live", "test"] },
+				},
+			]
+		: [];
+	const parameters = [...pathParams, ...queryParams, ...modeParam];
 	return {
 		operationId: `admin_${route.method}_${route.path
 			.replace(/[{}]/g, "")
@@ -240,8 +255,10 @@ export function openApiDocument(serverUrl: string) {
 			{ name: "Operations", description: "The public API, called from your back end" },
 			{ name: "Admin", description: "Apps, campaigns, coupons and deliveries" },
 			{ name: "Integrations", description: "Endpoints other services call: Stripe's events" },
+			{ name: "Dashboard", description: "The dashboard's passkey routes a browser script calls (docs/operators.md, Passkeys)" },
+			{ name: "Development", description: "Local development only (ENVIRONMENT=development): a deployed Worker answers 404" },
 		],
-		paths: { ...publicPaths(), ...adminPaths(), ...integrationPaths() },
+		paths: { ...publicPaths(), ...adminPaths(), ...integrationPaths(), ...dashboardPaths(), ...devPaths() },
 		components: {
 			schemas: { Error: errorEnvelope },
 			parameters: {

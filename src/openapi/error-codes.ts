@@ -57,6 +57,7 @@ export const ERROR_CODES = [
 	"invalid_signature",
 	"service_busy",
 	"invalid_event",
+	"unknown_variable",
 	"internal_error",
 ] as const satisfies readonly ErrorCode[];
 

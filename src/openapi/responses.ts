@@ -92,6 +92,7 @@ const campaignData = {
 	),
 	customdomain: z.string(),
 	rewardtype: z.string(),
+	showleaderboard: z.boolean().describe("true: the share page shows the user's rank among this month's referrers (docs/rewards.md)"),
 	rewardrules: z.array(
 		z.object({
 			campaignid: z.number(),

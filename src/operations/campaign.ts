@@ -34,6 +34,7 @@ export function campaignDataResponse(campaign: CampaignWithDetails, defaultCampa
 		})),
 		customdomain: campaign.customdomain,
 		rewardtype: String(campaign.rewardtype),
+		showleaderboard: campaign.showleaderboard,
 		rewardrules: campaign.rewardrules.map((rule) => ({
 			campaignid: campaign.campaignid,
 			rewardusertype: rule.rewardusertype,

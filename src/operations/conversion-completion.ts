@@ -1,7 +1,7 @@
 import { eventsAwaitingGrants, grantsConfirmed } from "../db/event-grants";
 import { ApiError } from "../http/errors";
-import { recordConversion } from "./conversion";
 import { grantConversion } from "./conversion-grants";
+import { recordConversion } from "./conversion-work";
 
 /**
  * The server completes recorded conversions (issue 20): an event is recorded

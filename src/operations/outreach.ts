@@ -1,6 +1,8 @@
 import { z } from "zod";
+import type { App } from "../db/apps";
 import { getCampaignWithDetails } from "../db/campaigns";
 import { recordNetwork } from "../db/identifiers";
+import { campaignMessages } from "../db/messages";
 import { recordOutboxEvent } from "../db/outbox-events";
 import { claimReminder } from "../db/reminders";
 import { findReferrerAndFriend } from "../db/user-reads";
@@ -9,8 +11,9 @@ import { nowIso } from "../domain/dates";
 import { ApiError, campaignNotFound, refuseErased, userNotFound } from "../http/errors";
 import { optionalEmail, optionalId, optionalPhone, optionalText } from "../http/fields";
 import { defineOperation, type OperationContext } from "../http/operation";
-import { mailAction, outreachEmail, reminderEmail } from "../outbox/emails";
+import { mailAction, outreachEmail, reminderEmail, sideReward } from "../outbox/emails";
 import { emailEvent, sendOutboxEvents } from "../outbox/events";
+import { langOfTag } from "../outbox/templates";
 import { networkFields, profileOf } from "./schemas";
 import { findOrRegisterUser, networkOf, userSummary } from "./users";
 
@@ -19,6 +22,12 @@ async function queueEmail(ctx: OperationContext, event: ReturnType<typeof emailE
 	await recordOutboxEvent(ctx.env.DB, event);
 	ctx.waitUntil(sendOutboxEvents(ctx.env, [event]));
 }
+
+/** The app's logo and colour on its emails (docs/messages.md). */
+const brandOf = (app: App) => ({ name: app.name, logourl: app.logourl, accentcolor: app.accentcolor });
+
+/** The recipient's language as the product knows it (a BCP 47 tag, docs/messages.md); an unknown one is English. */
+const language = optionalText(35);
 
 const noEmail = (message: string) => new ApiError(409, "user_has_no_email", message, { statuscode: 0 });
 
@@ -39,6 +48,8 @@ export const invokeoutreach = defineOperation({
 			city: optionalText(100),
 			state: optionalText(100),
 			country: optionalText(100),
+			/** The user's language (en, fr, de, es; fr-CA is fr): the email's language. */
+			language,
 			...networkFields,
 		})
 		.refine((v) => v.userkey || v.email || v.useraccountid, {
@@ -64,7 +75,11 @@ export const invokeoutreach = defineOperation({
 		if (!user.email) throw noEmail("The user has no email address to send the outreach to.");
 		// A user found (not created) here still gets the device and network the product reports now.
 		if (alreadyRegistered) await recordNetwork(env.DB, app.appid, user.userkey, network);
-		const campaign = await getCampaignWithDetails(env.DB, app.campaignAppid, user.campaignid);
+		// The campaign's own texts are read alongside it (by the campaign id the user holds): no extra round trip of latency.
+		const [campaign, templates] = await Promise.all([
+			getCampaignWithDetails(env.DB, app.campaignAppid, user.campaignid),
+			campaignMessages(env.DB, user.campaignid, "outreach"),
+		]);
 		if (!campaign) throw campaignNotFound();
 		const summary = userSummary(ctx, user);
 		await queueEmail(
@@ -79,6 +94,10 @@ export const invokeoutreach = defineOperation({
 					mailMessage: mailAction(campaign.socialactions)?.sharemessage ?? null,
 					shareurl: summary.shareurl,
 					referralcode: user.referralcode,
+					lang: langOfTag(input.language) ?? "en",
+					templates,
+					brand: brandOf(app),
+					reward: sideReward(campaign.rewardrules, "Referrer"),
 				}),
 				app.livemode,
 			),
@@ -111,6 +130,8 @@ export const remindfriend = defineOperation({
 			frienduserkey: optionalId,
 			friendemail: optionalEmail,
 			messageforfriend: optionalText(1000),
+			/** The friend's language (en, fr, de, es): the reminder's language. */
+			language,
 		})
 		.refine((v) => v.userkey || v.email, { message: "send userkey or email of the referrer", path: ["userkey"] })
 		.refine((v) => v.frienduserkey || v.friendemail, { message: "send frienduserkey or friendemail", path: ["frienduserkey"] }),
@@ -131,7 +152,10 @@ export const remindfriend = defineOperation({
 			throw new ApiError(404, "not_a_friend", "That user is not a friend of this referrer.", { statuscode: 0 });
 		}
 		if (!friend.email) throw new ApiError(409, "friend_has_no_email", "The friend has no email address.");
-		const campaign = await getCampaignWithDetails(env.DB, app.campaignAppid, friend.campaignid);
+		const [campaign, templates] = await Promise.all([
+			getCampaignWithDetails(env.DB, app.campaignAppid, friend.campaignid),
+			campaignMessages(env.DB, friend.campaignid, "reminder"),
+		]);
 		if (!campaign) throw campaignNotFound();
 
 		const event = emailEvent(
@@ -144,6 +168,12 @@ export const remindfriend = defineOperation({
 				campaign,
 				message: input.messageforfriend ?? null,
 				landingurl: app.landingurl,
+				lang: langOfTag(input.language) ?? "en",
+				templates,
+				brand: brandOf(app),
+				shareurl: userSummary(ctx, referrer).shareurl,
+				referralcode: referrer.referralcode,
+				reward: sideReward(campaign.rewardrules, "Friend"),
 			}),
 			app.livemode,
 		);

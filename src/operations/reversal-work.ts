@@ -1,15 +1,15 @@
 import { type CoordinatedResult, type CoordinationOptions, type LedgerPart, runAcrossLedgers } from "../coordination/ledger-transaction";
-import type { App } from "../db/apps";
 import { type EventParties, findEventParties } from "../db/events";
 import { allOf, appHasWebhook, insertOutboxEvent } from "../db/outbox-events";
 import { customIdToken } from "../domain/ids";
+import type { OutboxEvent } from "../domain/outbox-event";
 import type { WorkOutcome } from "../domain/outcome";
 import { ApiError, ledgerError } from "../http/errors";
 import type { LedgerAudit } from "../ledger/audit";
-import type { ReversalOutcome } from "../ledger/reversal";
-import type { LedgerOperation } from "../ledger/transaction-kinds";
-import { type OutboxEvent, sendOutboxEvents, webhookEvent } from "../outbox/events";
+import type { LedgerOperation, ReversalOutcome } from "../ledger/transaction-types";
+import { sendOutboxEvents, webhookEvent } from "../outbox/events";
 import { fromHundredths, toHundredths } from "../rewards/money";
+import { failureOf, type WorkContext } from "./work";
 
 /**
  * Reversing a conversion (docs/rewards.md, "Refunds and clawbacks"): the work
@@ -17,13 +17,6 @@ import { fromHundredths, toHundredths } from "../rewards/money";
  * outcome (domain/outcome.ts). Registers no operation, so integration code
  * may import it.
  */
-
-/** Who asks: the app, and where background work goes. No request is needed. */
-export interface WorkContext {
-	env: Env;
-	app: App;
-	waitUntil(promise: Promise<unknown>): void;
-}
 
 export interface ReverseRequest {
 	customid: string;
@@ -103,8 +96,7 @@ function announceWithDecision(ctx: WorkContext, event: EventParties, reason: str
 	return { announced, withDecision };
 }
 
-const failure = (error: ApiError) => ({ code: error.errorcode, message: error.message, status: error.status, details: error.extra });
-const refused = (error: ApiError) => ({ ...failure(error), kind: "refused" as const });
+const refused = (error: ApiError) => ({ ...failureOf(error), kind: "refused" as const });
 
 export type ReverseAnswer = { message: string; customid: string; duplicate: boolean } & Record<string, unknown>;
 
@@ -138,10 +130,8 @@ export async function reverseConversion(ctx: WorkContext, input: ReverseRequest)
 		userkeys.map((userkey) => ({ userkey, operation })),
 		{ withDecision },
 	);
-	if (!result.ok) {
-		const error = ledgerError(result.error);
-		return result.error.code === "reward_locked" ? { ...failure(error), kind: "retry_later" } : refused(error);
-	}
+	// reward_locked says it is retryable: retry_later; anything else is refused.
+	if (!result.ok) return failureOf(ledgerError(result.error));
 	// Recorded with the decision; sent now when this call applied the refund (a repeat's was sent before, or the sweep sends it).
 	const sent = announced.event;
 	if (sent && ctx.app.webhookurl && result.results.some((r) => r.reversal?.changed)) ctx.waitUntil(sendOutboxEvents(ctx.env, [sent]));

@@ -1,9 +1,9 @@
 import { z } from "zod";
-import { ApiError } from "../http/errors";
 import { customId, exactAmount, optionalText } from "../http/fields";
 import { defineOperation, type OperationContext } from "../http/operation";
 import { appKeyAudit } from "../ledger/audit";
 import { reverseConversion } from "./reversal-work";
+import { valueOrThrow } from "./work";
 
 /** The refund's name in the ledgers: the caller's refundid, else the Idempotency-Key; a full reversal is one refund whatever its retries. */
 function refundIdOf(input: { refundid?: string; refundvalue?: number }, ctx: OperationContext): string {
@@ -29,8 +29,6 @@ export const reverseconversionevent = defineOperation({
 		growthhack: optionalText(100),
 	}),
 	async handle(ctx, input) {
-		const outcome = await reverseConversion(ctx, { ...input, refundid: refundIdOf(input, ctx), audit: appKeyAudit(ctx.app.apikey) });
-		if (outcome.kind === "applied" || outcome.kind === "duplicate") return outcome.value;
-		throw new ApiError(outcome.status as ApiError["status"], outcome.code as ApiError["errorcode"], outcome.message, outcome.details);
+		return valueOrThrow(await reverseConversion(ctx, { ...input, refundid: refundIdOf(input, ctx), audit: appKeyAudit(ctx.app.apikey) }));
 	},
 });

@@ -8,6 +8,7 @@ import { appKeyAudit } from "../ledger/audit";
 import { ledgerFor } from "../ledger/stub";
 import { statusChangesSchema } from "./schemas";
 import { changeRewardStatuses } from "./status-change";
+import { valueOrThrow } from "./work";
 
 const rewardIds = z.array(id).min(1, "must name at least one reward").max(100, "at most 100 rewards per call");
 
@@ -73,7 +74,7 @@ export const changerewardstatus = defineOperation({
 	mutating: true,
 	schema: z.object({ rewardslist: statusChangesSchema }),
 	async handle(ctx, { rewardslist }) {
-		const count = await changeRewardStatuses(ctx.env, ctx.app.appid, rewardslist, appKeyAudit(ctx.app.apikey));
+		const count = valueOrThrow(await changeRewardStatuses(ctx.env, ctx.app.appid, rewardslist, appKeyAudit(ctx.app.apikey)));
 		return { message: `Updated ${count} reward(s).` };
 	},
 });

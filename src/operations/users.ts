@@ -7,12 +7,13 @@ import { findUser, type Profile, type User } from "../db/users";
 import { nowIso } from "../domain/dates";
 import { newReferralCode, newUserKey } from "../domain/ids";
 import { ipHash } from "../domain/ip";
+import type { OutboxEvent } from "../domain/outbox-event";
 import { shareUrl } from "../domain/share-url";
 import { ApiError, campaignNotFound, refuseErased, userErased, userNotFound } from "../http/errors";
 import { id, optionalCampaignId, optionalText } from "../http/fields";
 import { defineOperation, type OperationContext } from "../http/operation";
 import { ledgerFor } from "../ledger/stub";
-import { type OutboxEvent, sendOutboxEvents, webhookEvent } from "../outbox/events";
+import { sendOutboxEvents, webhookEvent } from "../outbox/events";
 import { networkFields, profileFields, profileOf } from "./schemas";
 
 /** The network fields sent, with the IP address replaced by its keyed hash: the address itself is never kept. */

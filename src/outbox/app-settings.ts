@@ -1,4 +1,4 @@
-import type { DeliveryApp } from "./deliveries";
+import type { DeliveryApp } from "../domain/delivery";
 
 /**
  * Per-isolate cache of each app's delivery settings (webhook URL, signing

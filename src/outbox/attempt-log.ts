@@ -1,7 +1,6 @@
-import { z } from "zod";
 import { markAttempted, recordAttempts } from "../db/delivery-attempts";
-import type { AttemptRecord } from "./deliveries";
-import type { OutboxMessage } from "./events";
+import type { AttemptRecord } from "../domain/delivery";
+import type { LoggedAttempt, OutboxMessage } from "./events";
 
 /**
  * Writing a consumer batch's attempts, so that a delivery that succeeded is
@@ -17,16 +16,6 @@ import type { OutboxMessage } from "./events";
 const MARK_PAUSES_MS = [0, 250, 1000];
 /** A log note waits this long before the consumer tries to write it (D1 was failing a moment ago). */
 export const NOTE_DELAY_SECONDS = 10;
-
-/** An attempt record as it travels in a log note. */
-export const loggedAttemptSchema = z.object({
-	attempt: z.number().int().min(0),
-	outcome: z.enum(["delivered", "failed", "skipped"]),
-	responseCode: z.number().int().nullable(),
-	durationMs: z.number().min(0),
-	error: z.string().nullable(),
-});
-export type LoggedAttempt = z.infer<typeof loggedAttemptSchema>;
 
 const errorText = (error: unknown) => (error instanceof Error ? error.message : String(error)).slice(0, 300);
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

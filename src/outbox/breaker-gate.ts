@@ -1,5 +1,6 @@
 import { readBreaker, writeBreaker } from "../db/breakers";
-import { type BreakerState, breakerAfter, breakerGate, FAILURE_THRESHOLD, stateFor } from "./breaker";
+import type { BreakerState } from "../domain/delivery";
+import { breakerAfter, breakerGate, FAILURE_THRESHOLD, stateFor } from "./breaker";
 import type { DeliveryTarget } from "./deliveries";
 
 /**

@@ -1,3 +1,4 @@
+import type { BreakerState } from "../domain/delivery";
 /**
  * Per-endpoint circuit breaker of webhook delivery: pure decisions, no I/O
  * (the state lives in D1, src/db/breakers.ts; the consumer calls
@@ -22,21 +23,6 @@ export const BASE_COOLDOWN_MS = 60_000;
 export const MAX_COOLDOWN_MS = 30 * 60_000;
 /** How long a probe claim holds off other probes (longer than a webhook timeout). */
 export const PROBE_LEASE_MS = 30_000;
-
-export interface BreakerState {
-	endpoint: string;
-	/** Consecutive failures (attempts that were made). */
-	failures: number;
-	/** Times opened in a row without a success between (for the growing cool-down). */
-	opens: number;
-	/** Epoch ms until which the breaker is open; null when closed. */
-	openUntil: number | null;
-	/** Epoch ms until which a probe is under way; null when none. */
-	probeUntil: number | null;
-	lastError: string | null;
-	lastFailureAt: string | null;
-	version: number;
-}
 
 export type BreakerStatus = "closed" | "open" | "half_open";
 

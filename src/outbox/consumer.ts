@@ -1,11 +1,11 @@
 import { type BatchLookup, type BatchState, loadBatchState, type OutboxEventRow } from "../db/outbox-events";
+import type { AttemptRecord, DeliveryApp } from "../domain/delivery";
 import { instrumentEnv } from "../instrument/d1-metrics";
 import { type AppsView, takeAppsView } from "./app-settings";
-import { type LoggedAttempt, queueLogNotes, writeAttempts } from "./attempt-log";
+import { queueLogNotes, writeAttempts } from "./attempt-log";
 import { passBreaker, reportToBreaker } from "./breaker-gate";
 import { DEFAULT_WEBHOOK_TIMEOUT_MS, type DeliveryOptions, deliver, isTimeout } from "./deliver";
-import type { AttemptRecord, DeliveryApp } from "./deliveries";
-import { type CarriedEvent, outboxMessageSchema } from "./events";
+import { type CarriedEvent, type LoggedAttempt, outboxMessageSchema } from "./events";
 import { forEachLimited, interleaveByKey, MAX_PARALLEL_ATTEMPTS } from "./parallel";
 import { isLastAttempt, MISSING_EVENT_ATTEMPTS, missingEventDelaySeconds, retryDelaySeconds } from "./retry";
 import { sweepOutbox } from "./sweep";

@@ -1,7 +1,8 @@
 import { z } from "zod";
+import type { AttemptOutcome } from "../domain/delivery";
 import { webhookUrlPolicy, webhookUrlProblem } from "../domain/webhook-url";
 import { ERASED } from "../privacy/redact";
-import { type AttemptOutcome, type DeliveryTarget, PERMANENT_FAILURE } from "./deliveries";
+import { type DeliveryTarget, PERMANENT_FAILURE } from "./deliveries";
 import { webhookBody } from "./envelope";
 import { emailPayloadSchema } from "./events";
 import { sendEmail } from "./send-email";

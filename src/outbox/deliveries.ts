@@ -1,5 +1,6 @@
 import { type AttemptRow, type DeliveryRow, deliveryRows, deliveryWithAttempts } from "../db/delivery-attempts";
 import type { OutboxEventRow } from "../db/outbox-events";
+import type { AttemptOutcome, DeliveryApp } from "../domain/delivery";
 import { SECRET_EMAIL_TYPES } from "./events";
 import { MAX_ATTEMPTS } from "./retry";
 
@@ -16,29 +17,9 @@ function withoutSecret(payload: unknown): unknown {
  * rows are read and written in src/db/ (outbox-events.ts, delivery-attempts.ts).
  */
 
-/** What the app contributes to a delivery; null when the app no longer exists. */
-export interface DeliveryApp {
-	webhookurl: string | null;
-	webhookSecret: string;
-	emailsender: string | null;
-	/** False for an app's test twin (docs/test-mode.md). */
-	livemode: boolean;
-}
-
 export interface DeliveryTarget {
 	event: OutboxEventRow;
 	app: DeliveryApp | null;
-}
-
-export type AttemptOutcome = "delivered" | "failed" | "skipped";
-
-export interface AttemptRecord {
-	eventid: string;
-	attempt: number;
-	outcome: AttemptOutcome;
-	responseCode: number | null;
-	durationMs: number;
-	error: string | null;
 }
 
 /* ---- Reads for the admin API ---- */

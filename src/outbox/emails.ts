@@ -1,7 +1,10 @@
-import type { Campaign, SocialAction } from "../db/campaigns";
-import type { EmailPayload } from "./events";
+import type { Campaign, CampaignWithDetails, RewardRule, SocialAction } from "../db/campaigns";
+import type { EmailPayload } from "../domain/outbox-event";
+import { type Brand, brandedLayout, renderMessage } from "./branded";
 import { html, raw, safeHref } from "./html";
 import { headerText } from "./mail-headers";
+import { DEFAULT_TEMPLATES, SAMPLE_VALUES, SOMEONE } from "./template-defaults";
+import { type Lang, type MessageKind, pickTemplate, rewardText, type Template } from "./templates";
 
 /** The Mail social action of a campaign (socialactionid 5, or named Mail), if any. */
 export function mailAction(actions: SocialAction[]): SocialAction | undefined {
@@ -13,18 +16,6 @@ export function fillShareTokens(message: string, shareurl: string, code: string)
 	return message.replaceAll("SHARE_URL", shareurl).replaceAll("SHARE_CODE", code);
 }
 
-/** Plain text with URLs turned into links, every other character escaped. */
-function linkify(text: string): string {
-	return text
-		.split(/(https?:\/\/[^\s<>"']+)/g)
-		.map((part, i) => (i % 2 === 1 ? html`<a href="${raw(safeHref(part))}">${part}</a>` : html`${part}`))
-		.join("")
-		.replace(/\n/g, "<br>");
-}
-
-const layout = (title: string, body: string) =>
-	html`<!doctype html><html><head><meta charset="utf-8"><title>${title}</title></head><body style="font-family:sans-serif;max-width:560px;margin:auto">${raw(body)}</body></html>`;
-
 export interface OutreachEmailInput {
 	to: string;
 	toName: string | null;
@@ -32,28 +23,36 @@ export interface OutreachEmailInput {
 	mailMessage: string | null;
 	shareurl: string;
 	referralcode: string;
+	/** The recipient's language, where known (docs/messages.md); English otherwise. */
+	lang?: Lang;
+	/** The campaign's own templates of this email, by language; none: the defaults. */
+	templates?: ReadonlyMap<Lang, Template>;
+	brand?: Brand;
+	/** What the referrer earns (rewardText of the campaign's first Referrer rule). */
+	reward?: string;
 }
 
-/** The outreach email: the campaign's offer, the user's share link and code, and the Mail message. */
+const offerOf = (campaign: OutreachEmailInput["campaign"]) => ({
+	offertitle: campaign.offertitle || campaign.campaignname,
+	offerdescription: campaign.offerdescription,
+	campaignname: campaign.campaignname,
+});
+
+/** The outreach email: the campaign's template (or the default) filled with the user's link and code, and the Mail message. */
 export function outreachEmail(input: OutreachEmailInput): EmailPayload {
-	const title = input.campaign.offertitle || input.campaign.campaignname;
+	const lang = input.lang ?? "en";
 	const toName = headerText(input.toName) || null;
-	const message = input.mailMessage ? fillShareTokens(input.mailMessage, input.shareurl, input.referralcode) : "";
-	const greeting = toName ? `Hi ${toName},` : "Hi,";
-	const text = [
-		greeting,
-		"",
-		title,
-		input.campaign.offerdescription,
-		"",
-		`Share your link: ${input.shareurl}`,
-		`Your referral code: ${input.referralcode}`,
-		...(message ? ["", "Message to share:", message] : []),
-	].join("\n");
-	const body = html`<p>${greeting}</p><h2>${title}</h2><p>${input.campaign.offerdescription}</p>
-<p>Share your link: <a href="${raw(safeHref(input.shareurl))}">${input.shareurl}</a><br>Your referral code: <strong>${input.referralcode}</strong></p>
-${raw(message ? html`<p>Message to share:</p><blockquote>${raw(linkify(message))}</blockquote>` : "")}`;
-	return { to: input.to, toName, subject: headerText(title), text, html: layout(title, body) };
+	const { template } = pickTemplate(input.templates ?? new Map(), DEFAULT_TEMPLATES.outreach, lang);
+	const values = {
+		...offerOf(input.campaign),
+		referrername: toName,
+		sharelink: input.shareurl,
+		referralcode: input.referralcode,
+		reward: input.reward ?? "",
+		sharemessage: input.mailMessage ? fillShareTokens(input.mailMessage, input.shareurl, input.referralcode) : "",
+		appname: input.brand?.name ?? "",
+	};
+	return { to: input.to, toName, ...renderMessage(template, values, input.brand ?? null, lang) };
 }
 
 export interface ReminderEmailInput {
@@ -63,29 +62,58 @@ export interface ReminderEmailInput {
 	campaign: Pick<Campaign, "offertitle" | "offerdescription" | "campaignname">;
 	message: string | null;
 	landingurl: string | null;
+	lang?: Lang;
+	templates?: ReadonlyMap<Lang, Template>;
+	brand?: Brand;
+	/** The referrer's share link and code. */
+	shareurl?: string;
+	referralcode?: string;
+	/** What the friend earns (rewardText of the campaign's first Friend rule). */
+	reward?: string;
 }
 
 /** The reminder a referrer sends a friend who has not converted yet. */
 export function reminderEmail(input: ReminderEmailInput): EmailPayload {
+	const lang = input.lang ?? "en";
 	// Names are one line everywhere: the referrer's name is part of the subject (a header).
-	const who = headerText(input.referrerName) || "Your friend";
 	const toName = headerText(input.toName) || null;
-	const subject = headerText(`${who} reminds you: ${input.campaign.offertitle || input.campaign.campaignname}`);
-	const greeting = toName ? `Hi ${toName},` : "Hi,";
-	const text = [
-		greeting,
-		"",
-		`${who} invited you and wanted to remind you of the offer:`,
-		input.campaign.offertitle || input.campaign.campaignname,
-		input.campaign.offerdescription,
-		...(input.message ? ["", `${who} says: ${input.message}`] : []),
-		...(input.landingurl ? ["", input.landingurl] : []),
-	].join("\n");
-	const body = html`<p>${greeting}</p><p>${who} invited you and wanted to remind you of the offer:</p>
-<h2>${input.campaign.offertitle || input.campaign.campaignname}</h2><p>${input.campaign.offerdescription}</p>
-${raw(input.message ? html`<blockquote>${who} says: ${input.message}</blockquote>` : "")}
-${raw(input.landingurl ? html`<p><a href="${raw(safeHref(input.landingurl))}">${input.landingurl}</a></p>` : "")}`;
-	return { to: input.to, toName, subject, text, html: layout(subject, body) };
+	const { template } = pickTemplate(input.templates ?? new Map(), DEFAULT_TEMPLATES.reminder, lang);
+	const values = {
+		...offerOf(input.campaign),
+		friendname: toName,
+		referrername: headerText(input.referrerName) || SOMEONE[lang],
+		message: input.message,
+		sharelink: input.shareurl ?? "",
+		referralcode: input.referralcode ?? "",
+		reward: input.reward ?? "",
+		landingurl: input.landingurl,
+		appname: input.brand?.name ?? "",
+	};
+	return { to: input.to, toName, ...renderMessage(template, values, input.brand ?? null, lang) };
+}
+
+/** What the recipient's side earns by the campaign's first rule for that side ("" when none), for `{{reward}}`. */
+export function sideReward(
+	rules: readonly Pick<RewardRule, "rewardusertype" | "reward" | "rewardunit">[],
+	side: "Referrer" | "Friend",
+): string {
+	return rewardText(rules.find((rule) => rule.rewardusertype === side));
+}
+
+/**
+ * A template as the editor previews it: the campaign's offer and reward, the
+ * app's brand, and a sample recipient (SAMPLE_VALUES) for the rest.
+ */
+export function previewMessage(
+	kind: MessageKind,
+	template: Template,
+	campaign: Pick<CampaignWithDetails, "offertitle" | "offerdescription" | "campaignname" | "rewardrules">,
+	brand: Brand,
+	lang: Lang,
+): { subject: string; text: string; html: string } {
+	const reward = sideReward(campaign.rewardrules, kind === "outreach" ? "Referrer" : "Friend");
+	const values = { ...SAMPLE_VALUES[kind], ...offerOf(campaign), appname: brand.name, ...(reward ? { reward } : {}) };
+	return renderMessage(template, values, brand, lang);
 }
 
 export interface InvitationEmailInput {
@@ -95,6 +123,8 @@ export interface InvitationEmailInput {
 	url: string;
 	/** Epoch ms. */
 	expiresAt: number;
+	/** The app's logo and accent colour, as on every email of the app. */
+	brand?: Brand;
 }
 
 /**
@@ -117,7 +147,7 @@ export function invitationEmail(input: InvitationEmailInput): EmailPayload {
 	const body = html`<p>Hi,</p><p>You were invited to the referral dashboard of <strong>${app}</strong> as ${input.role}.</p>
 <p><a href="${raw(safeHref(input.url))}">Accept the invitation</a> (it works once, until ${until} UTC).</p>
 <p>If you did not expect this, ignore this email: nothing happens until the link is opened.</p>`;
-	return { to: input.to, toName: null, subject, text, html: layout(subject, body) };
+	return { to: input.to, toName: null, subject, text, html: brandedLayout(subject, body, input.brand ?? null) };
 }
 
 /** A password reset: the only place its link is given. */
@@ -135,5 +165,6 @@ export function passwordResetEmail(input: { to: string; url: string }): EmailPay
 	const body = html`<p>Hi,</p><p>Someone asked to reset the password of the referral dashboard for this address.</p>
 <p><a href="${raw(safeHref(input.url))}">Choose a new password</a> within 1 hour (it works once; every signed-in session ends).</p>
 <p>If it was not you, ignore this email: your password stays as it is.</p>`;
-	return { to: input.to, toName: null, subject, text, html: layout(subject, body) };
+	// A person's password is not any one app's: the service's own look, no app's brand.
+	return { to: input.to, toName: null, subject, text, html: brandedLayout(subject, body, null) };
 }

@@ -2,40 +2,21 @@ import { z } from "zod";
 import { markEnqueued } from "../db/outbox-events";
 import { nowIso } from "../domain/dates";
 import { newEventId } from "../domain/ids";
-import { type LoggedAttempt, loggedAttemptSchema } from "./attempt-log";
+import type { EmailPayload, EmailType, OutboxEvent, WebhookType } from "../domain/outbox-event";
 import { CARRIED_MESSAGE_BYTES, jsonBytes, packBatches } from "./queue-batches";
 
-/** Webhook event types the service emits (see docs/webhooks.md). */
-export type WebhookType =
-	| "user.registered"
-	| "referral.attributed"
-	| "conversion.recorded"
-	| "reward.created"
-	| "reward.status_changed"
-	| "reward.redeemed"
-	| "conversion.reversed"
-	| "reward.reversed"
-	| "reward.clawback_paid"
-	| "reward.payout_failed";
+/** An attempt record as it travels in a log note (attempt-log.ts). */
+export const loggedAttemptSchema = z.object({
+	attempt: z.number().int().min(0),
+	outcome: z.enum(["delivered", "failed", "skipped"]),
+	responseCode: z.number().int().nullable(),
+	durationMs: z.number().min(0),
+	error: z.string().nullable(),
+});
+export type LoggedAttempt = z.infer<typeof loggedAttemptSchema>;
 
-/** The emails the outbox sends. An invitation's text holds a credential (its link): never shown by the delivery log (deliveries.ts). */
-export type EmailType = "email.outreach" | "email.reminder" | "email.invitation";
+/** Email types whose text holds a credential (an invitation's link): never shown by the delivery log (deliveries.ts). */
 export const SECRET_EMAIL_TYPES: readonly string[] = ["email.invitation"];
-
-/** An email to send: rendered when recorded, so a retry sends the same text. */
-export interface EmailPayload {
-	to: string;
-	toName?: string | null;
-	subject: string;
-	text: string;
-	html: string;
-	/** False for an email of an app's test keys (docs/test-mode.md); absent in emails recorded before test mode (live). */
-	livemode?: boolean;
-}
-
-export type OutboxEvent =
-	| { eventid: string; appid: string; kind: "webhook"; type: WebhookType; payload: Record<string, unknown>; createdAt: string }
-	| { eventid: string; appid: string; kind: "email"; type: EmailType; payload: EmailPayload; createdAt: string };
 
 /**
  * The body of a queue message: the outbox row to deliver and, from current

@@ -23,6 +23,10 @@ export interface PageText {
 	pending: (unit: string) => string;
 	available: (unit: string) => string;
 	noRewards: string;
+	/** The user's place among this month's referrers (campaign `showleaderboard`). */
+	rank: (rank: number) => string;
+	unranked: string;
+	beyond: (top: number) => string;
 	terms: string;
 }
 
@@ -43,6 +47,9 @@ const TEXT: Record<Lang, PageText> = {
 		pending: (u) => `Pending (${u})`,
 		available: (u) => `Available (${u})`,
 		noRewards: "No rewards yet: share your link to earn some.",
+		rank: (n) => `You are #${n} of this month's referrers`,
+		unranked: "Not on this month's leaderboard yet: a friend who converts puts you on it.",
+		beyond: (n) => `Not in this month's top ${n} referrers yet: keep sharing.`,
 		terms: "Terms and conditions",
 	},
 	fr: {
@@ -61,6 +68,9 @@ const TEXT: Record<Lang, PageText> = {
 		pending: (u) => `En attente (${u})`,
 		available: (u) => `Disponible (${u})`,
 		noRewards: "Pas encore de récompense : partagez votre lien pour en gagner.",
+		rank: (n) => `Vous êtes n° ${n} des parrains ce mois-ci`,
+		unranked: "Pas encore au classement de ce mois : un ami converti vous y fera entrer.",
+		beyond: (n) => `Pas encore parmi les ${n} premiers parrains du mois : continuez à partager.`,
 		terms: "Conditions générales",
 	},
 	de: {
@@ -79,6 +89,9 @@ const TEXT: Record<Lang, PageText> = {
 		pending: (u) => `Ausstehend (${u})`,
 		available: (u) => `Verfügbar (${u})`,
 		noRewards: "Noch keine Prämien: teile deinen Link, um welche zu verdienen.",
+		rank: (n) => `Du bist #${n} der Empfehlenden in diesem Monat`,
+		unranked: "Noch nicht in der Rangliste dieses Monats: Ein konvertierter Freund bringt dich hinein.",
+		beyond: (n) => `Noch nicht unter den besten ${n} Empfehlenden des Monats: teile weiter.`,
 		terms: "Teilnahmebedingungen",
 	},
 	es: {
@@ -97,6 +110,9 @@ const TEXT: Record<Lang, PageText> = {
 		pending: (u) => `Pendiente (${u})`,
 		available: (u) => `Disponible (${u})`,
 		noRewards: "Aún no hay recompensas: comparte tu enlace para ganarlas.",
+		rank: (n) => `Eres el n.º ${n} de los referentes de este mes`,
+		unranked: "Aún no estás en la clasificación de este mes: un amigo que convierta te pondrá en ella.",
+		beyond: (n) => `Aún no estás entre los ${n} primeros referentes del mes: sigue compartiendo.`,
 		terms: "Términos y condiciones",
 	},
 };

@@ -1,6 +1,7 @@
 /** @jsxImportSource hono/jsx */
 import { raw } from "hono/html";
 import { type Lang, textFor } from "./i18n";
+import { textColorOn } from "./style";
 import type { ShareTarget } from "./targets";
 
 /** What the hosted referral page shows. */
@@ -21,12 +22,27 @@ export interface SharePageData {
 	terms: string;
 	/** The language of the page's own labels (Accept-Language). */
 	lang: Lang;
+	/** The app's brand (docs/messages.md): its logo (https, allowed by the page's CSP) and accent colour (#rrggbb, safeColor'd). */
+	brand?: { name: string; logourl: string | null; accent: string | null };
+	/** The user's rank among this month's referrers when the campaign shows it (null: not ranked yet); absent: not shown. */
+	rank?: number | null;
+	/** The largest rank named; a rank beyond it reads as "not in the top N yet". */
+	rankTop?: number;
+}
+
+/** The rank line: named up to `top`, "not in the top N yet" beyond it, "not on the board yet" without a rank. */
+function rankText(t: ReturnType<typeof textFor>, rank: number | null, top = Number.POSITIVE_INFINITY): string {
+	if (rank === null) return t.unranked;
+	return rank > top ? t.beyond(top) : t.rank(rank);
 }
 
 const amount = (n: number) => (Number.isInteger(n) ? String(n) : n.toFixed(2));
 
-function css(data: Pick<SharePageData, "background" | "foreground" | "font">): string {
+function css(data: Pick<SharePageData, "background" | "foreground" | "font" | "brand">): string {
 	// Values come from safeColor/fontStack, which admit no quote, brace or angle bracket that could end the rule.
+	const accent = data.brand?.accent;
+	// The app's accent on the buttons in both colour schemes, its text black or white, whichever reads better.
+	const branded = accent ? `\nbutton,.share a{background:${accent};color:${textColorOn(accent)}}` : "";
 	return `:root{--bg:${data.background};--fg:${data.foreground};--font:${data.font}}
 *{box-sizing:border-box}
 body{margin:0;background:var(--bg);color:var(--fg);font-family:var(--font);line-height:1.45}
@@ -52,7 +68,8 @@ button{background:#111;color:#fff}
 [hidden]{display:none!important}
 @media (prefers-color-scheme:dark){.card{background:#1c1c1e;color:#f2f2f2;border-color:rgba(255,255,255,.22)}
 .stats div{background:#2c2c2e}.row input{background:#111;color:#f2f2f2;border-color:#777}
-button,.share a{background:#f2f2f2;color:#111}}`;
+button,.share a{background:#f2f2f2;color:#111}}
+.logo{display:block;max-height:3rem;max-width:12rem;margin:0 0 .75rem}${branded}`;
 }
 
 // The copy button needs script; the page itself does not. It also tells a framing widget.js its height.
@@ -90,6 +107,7 @@ export function SharePage({ data, nonce }: { data: SharePageData; nonce: string 
 	return (
 		<Document title={data.offertitle || t.title} nonce={nonce} styles={css(data)} lang={data.lang} script>
 			<main>
+				{data.brand?.logourl ? <img class="logo" id="app-logo" src={data.brand.logourl} alt={data.brand.name} /> : null}
 				<h1 id="offer-title">{data.offertitle || t.title}</h1>
 				{data.offerdescription ? <p id="offer-description">{data.offerdescription}</p> : null}
 				<section class="card" aria-labelledby="link-heading">
@@ -153,6 +171,7 @@ export function SharePage({ data, nonce }: { data: SharePageData; nonce: string 
 						))}
 					</dl>
 					{data.rewards.length === 0 ? <p id="no-rewards">{t.noRewards}</p> : null}
+					{data.rank === undefined ? null : <p id="leaderboard-rank">{rankText(t, data.rank, data.rankTop)}</p>}
 				</section>
 				{data.terms ? (
 					<details class="card" id="terms">

@@ -2,8 +2,10 @@
 import { type Context, Hono } from "hono";
 import { findApp } from "../db/apps";
 import { getCampaignWithDetails } from "../db/campaigns";
+import { readStanding } from "../db/leaderboard";
 import { findUser } from "../db/users";
 import { exactOrigin } from "../domain/frame-origin";
+import { bucketOf } from "../domain/leaderboard";
 import { shareUrl } from "../domain/share-url";
 import { ledgerFor } from "../ledger/stub";
 import { negotiateLang } from "./i18n";
@@ -12,6 +14,9 @@ import { verifySharePage } from "./signature";
 import { fontStack, safeColor, textColorOn } from "./style";
 import { shareTargets } from "./targets";
 import { WIDGET_JS } from "./widget";
+
+/** The share page names ranks up to this one; below it, the user is told it is not in this month's top SHARE_RANK_TOP yet. */
+const SHARE_RANK_TOP = 1000;
 
 /** The hosted referral page (`/share/<appid>/<userkey>?exp&sig`) and the script that frames it (`/widget.js`). */
 export const sharePageRoutes = new Hono<{ Bindings: Env }>();
@@ -30,11 +35,21 @@ export function frameOrigin(app: { frameorigin: string | null; landingurl: strin
 	return app.landingurl ? exactOrigin(app.landingurl) : null;
 }
 
-function secureHeaders(c: Context, nonce: string, ancestor: string | null) {
-	// No request leaves the page: everything is inline (nonce'd) and nothing else may load.
+/** The app's logo as the page shows it: an https URL (the admin API allows no other), else none. */
+function logoOf(app: { logourl: string | null }): { url: string; origin: string } | null {
+	try {
+		const url = app.logourl ? new URL(app.logourl) : null;
+		return url?.protocol === "https:" ? { url: url.href, origin: url.origin } : null;
+	} catch {
+		return null;
+	}
+}
+
+function secureHeaders(c: Context, nonce: string, ancestor: string | null, imageOrigin: string | null = null) {
+	// No request leaves the page but the app's logo: everything is inline (nonce'd), one image origin at most.
 	c.header(
 		"Content-Security-Policy",
-		`default-src 'none'; style-src 'nonce-${nonce}'; script-src 'nonce-${nonce}'; img-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors ${ancestor ?? "'none'"}`,
+		`default-src 'none'; style-src 'nonce-${nonce}'; script-src 'nonce-${nonce}'; img-src ${imageOrigin ?? "'none'"}; base-uri 'none'; form-action 'none'; frame-ancestors ${ancestor ?? "'none'"}`,
 	);
 	// X-Frame-Options cannot name another origin; frame-ancestors governs when one is allowed.
 	if (!ancestor) c.header("X-Frame-Options", "DENY");
@@ -68,8 +83,20 @@ sharePageRoutes.get("/share/:appid/:userkey", async (c) => {
 		getCampaignWithDetails(c.env.DB, app.campaignAppid, user.campaignid),
 		ledgerFor(c.env, appid, user.userkey).balance({}),
 	]);
+	// The rank among this month's referrers (app's time zone), from the maintained counters: read only when shown.
+	const standing = campaign?.showleaderboard
+		? await readStanding(c.env.DB, {
+				appid,
+				campaignid: user.campaignid,
+				bucket: bucketOf("month", app.timezone, Date.now()).key,
+				userkey: user.userkey,
+				// Bounded: a page view reads at most SHARE_RANK_TOP rows ahead, however large the board.
+				ahead: SHARE_RANK_TOP,
+			})
+		: undefined;
 	const shareurl = shareUrl(user.referralcode, user.customdomain, c.env.SHARE_BASE_URL, new URL(c.req.url).origin);
 	const background = safeColor(campaign?.campaignbgcolor);
+	const logo = logoOf(app);
 	const offertitle = campaign?.offertitle ?? "";
 	const data: SharePageData = {
 		offertitle,
@@ -85,9 +112,11 @@ sharePageRoutes.get("/share/:appid/:userkey", async (c) => {
 		rewards: balance.map((b) => ({ unit: b.rewardunit, earned: b.total, pending: b.pending, available: b.approved })),
 		terms: campaign?.terms ?? "",
 		lang: negotiateLang(c.req.header("accept-language")),
+		brand: { name: app.name, logourl: logo?.url ?? null, accent: app.accentcolor ? safeColor(app.accentcolor) : null },
+		...(standing === undefined ? {} : { rank: standing?.rank ?? null, rankTop: SHARE_RANK_TOP }),
 	};
 	const nonce = newNonce();
-	secureHeaders(c, nonce, frameOrigin(app));
+	secureHeaders(c, nonce, frameOrigin(app), logo?.origin ?? null);
 	// The labels follow the browser's language: a cache must keep one copy per language.
 	c.header("Vary", "Accept-Language");
 	return c.html(<SharePage data={data} nonce={nonce} />);

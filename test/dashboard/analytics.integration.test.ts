@@ -116,4 +116,37 @@ describe("analytics in the app's time zone", { timeout: 60_000 }, () => {
 		expect(page).toContain("Earned EUR");
 		expect(page).toMatch(/<tr data-funnel="all">.*?100%/);
 	});
+
+	it("reads at a glance: totals first, the days with activity, quiet days folded, a chart over the active span", async () => {
+		const app = await createApp();
+		await putSlots(app.appid, app.campaignid, [
+			["2026-03-10T12:00", "conversions", 1],
+			["2026-03-20T12:00", "signups", 3],
+		]);
+		const session = await signIn();
+		const page = await (await session.get(`/dashboard/apps/${app.appid}/analytics?from=2026-03-01&to=2026-03-30`)).text();
+		// Two rows, not thirty: the active days, newest first.
+		expect([...page.matchAll(/<tr data-day="([^"]+)"/g)].map((m) => m[1])).toEqual(["2026-03-20", "2026-03-10"]);
+		const quiet = /<details data-testid="quiet-days"><summary>(.*?)<\/summary>(.*?)<\/details>/s.exec(page);
+		expect(quiet?.[1]).toBe("28 days without activity");
+		expect([...(quiet?.[2] ?? "").matchAll(/<li>(.*?)<\/li>/g)].map((m) => m[1])).toEqual([
+			"2026-03-21 to 2026-03-30 (10 days)",
+			"2026-03-11 to 2026-03-19 (9 days)",
+			"2026-03-01 to 2026-03-09 (9 days)",
+		]);
+		// Totals before the chart; the chart spans the active days with one quiet day either side, on whole-number ticks.
+		expect(page.indexOf('data-testid="totals"')).toBeLessThan(page.indexOf("<svg"));
+		const svg = /<svg.*?<\/svg>/s.exec(page)?.[0] ?? "";
+		expect(svg).toContain("2026-03-09 to 2026-03-21");
+		const dayLabels = [...svg.matchAll(/>(\d{4}-\d\d-\d\d)<\/text>/g)].map((m) => m[1]);
+		expect(dayLabels).toEqual(["2026-03-09", "2026-03-15", "2026-03-21"]);
+		const tickLabels = [...svg.matchAll(/text-anchor="end"[^>]*>(\d+)<\/text>/g)].map((m) => m[1]);
+		expect(tickLabels).toEqual(["0", "1", "2", "3"]);
+
+		// A range without activity says so instead of drawing a flat line.
+		const empty = await (await session.get(`/dashboard/apps/${app.appid}/analytics?from=2026-04-01&to=2026-04-30`)).text();
+		expect(empty).toContain("No activity from 2026-04-01 to 2026-04-30.");
+		expect(empty).not.toContain("<svg");
+		expect(empty).toContain("30 days without activity");
+	});
 });

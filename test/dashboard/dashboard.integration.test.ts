@@ -173,6 +173,7 @@ describe("dashboard pages", { timeout: 30_000 }, () => {
 			terms: "Terms & conditions",
 			holddays: 7,
 			autoapprove: false,
+			showleaderboard: false,
 			distribution: "Coupon",
 			currency: "EUR",
 			campaignstartdate: "2026-03-01T10:00:00.000Z",
@@ -193,6 +194,7 @@ describe("dashboard pages", { timeout: 30_000 }, () => {
 		const saved = await post(`/dashboard/apps/${app.appid}/campaigns/${campaignid}`, cookie, {
 			...form,
 			autoapprove: "on",
+			showleaderboard: "on",
 			r0_ruleid: String(stored.rewardrules[0].ruleid),
 			r1_rewardusertype: "Friend",
 			r1_eventname: "Signup",
@@ -203,6 +205,9 @@ describe("dashboard pages", { timeout: 30_000 }, () => {
 		expect(saved.status).toBe(303);
 		const after = (await admin("GET", `/apps/${app.appid}/campaigns/${campaignid}`)).body;
 		expect(after.autoapprove).toBe(true);
+		expect(after.showleaderboard).toBe(true);
+		const shown = await (await fetchPage(`/dashboard/apps/${app.appid}/campaigns/${campaignid}`, { headers: { cookie } })).text();
+		expect(shown).toMatch(/<input type="checkbox" name="showleaderboard" checked=""/);
 		expect(after.rewardrules.map((r: { eventname: string }) => r.eventname)).toEqual(["Purchase", "Signup"]);
 		expect(after.socialactions).toEqual([]);
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { niceMax, points } from "../../src/dashboard/chart";
+import { activityOf } from "../../src/dashboard/activity";
+import { axis, niceMax, points } from "../../src/dashboard/chart";
 import { campaignFromForm, couponsFromText, csvCell, listText, splitCsvLine } from "../../src/dashboard/forms";
 import { statsCsv } from "../../src/dashboard/pages/analytics";
 import { daysBetween, shapeStats } from "../../src/domain/stats";
@@ -113,5 +114,42 @@ describe("chart", () => {
 	it("scales to a round maximum", () => {
 		expect([0, 1, 3, 7, 12, 180].map(niceMax)).toEqual([1, 1, 5, 10, 20, 200]);
 		expect(points([0, 10], 10)).toBe("44.0,232.0 788.0,12.0");
+	});
+});
+
+describe("analytics at a glance", () => {
+	const day = (d: string, counts: Partial<Record<"clicks" | "signups" | "conversions", number>> = {}, redeemed = {}) => ({
+		day: d,
+		clicks: 0,
+		signups: 0,
+		referredsignups: 0,
+		conversions: 0,
+		rewardscreated: 0,
+		rewardamount: {},
+		redeemed,
+		...counts,
+	});
+
+	it("keeps the active days, folds quiet runs, and spans the chart around the activity", () => {
+		const days = ["01", "02", "03", "04", "05", "06"].map((d) => day(`2026-01-${d}`));
+		days[2] = day("2026-01-03", { clicks: 2 });
+		days[3] = day("2026-01-04", {}, { USD: 1.5 });
+		const activity = activityOf(days, new Map([["2026-01-06", 4]]));
+		expect(activity.active.map((d) => d.day)).toEqual(["2026-01-03", "2026-01-04", "2026-01-06"]);
+		expect(activity.quiet).toEqual([
+			{ from: "2026-01-01", to: "2026-01-02", days: 2 },
+			{ from: "2026-01-05", to: "2026-01-05", days: 1 },
+		]);
+		expect(activity.quietDays).toBe(3);
+		expect(activity.chart).toEqual({ start: 1, end: 5 });
+		expect(activityOf(days.map((d) => day(d.day))).chart).toBeNull();
+	});
+
+	it("puts whole-number ticks on the chart's axis", () => {
+		expect(axis(0)).toEqual({ top: 1, ticks: [0, 1] });
+		expect(axis(1)).toEqual({ top: 1, ticks: [0, 1] });
+		expect(axis(3)).toEqual({ top: 3, ticks: [0, 1, 2, 3] });
+		expect(axis(7)).toEqual({ top: 8, ticks: [0, 2, 4, 6, 8] });
+		expect(axis(30)).toEqual({ top: 30, ticks: [0, 10, 20, 30] });
 	});
 });

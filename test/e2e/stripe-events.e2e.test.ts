@@ -1,10 +1,17 @@
+import type Stripe from "stripe";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { stripeCustomId } from "../../src/integrations/stripe/events";
 import { chargeRefunded, type Harness, invoicePaid, startHarness } from "./stripe-harness";
 
 // Issue 31 end to end against `wrangler dev`: Stripe's events in any order,
 // duplicated and concurrent, converge to exactly what Stripe says was paid
 // and refunded; a payment in another currency earns nothing; both payload
-// shapes link; a malformed signed event is a 400.
+// shapes link; a malformed signed event is a 400. Issue 34 (in this file to
+// share its service): a checkout with a referrer's promotion code pays that
+// referrer (10 % of the payment credited to the referrer's Stripe customer
+// balance), for a customer the service did not know and for a known user
+// without a referrer whose invoice lists its discounts as ids; the promotion
+// code is read from Stripe once.
 
 let h: Harness;
 
@@ -73,10 +80,94 @@ describe("Stripe's events in any order, exactly once", () => {
 		expect((await h.status(rewardid)).rewardstatus).toBe("Rejected");
 	});
 
+	it("a refund that meets a locked reward is retried and applied once the lock is gone", { timeout: 150_000 }, async () => {
+		const { customer, friendCustomer, rewardid } = await h.referral("locked");
+		const paid = invoicePaid(friendCustomer, 10_000);
+		expect(await h.deliver(paid)).toBe(200);
+		await h.settlesAt(customer, -1000);
+		// A refund through the API whose coordinator dies between prepare and decision (D1 refuses this app's commit
+		// decisions for a moment): its prepare holds the event's rewards in the ledger until its lease ends (15 s).
+		const customid = await stripeCustomId(h.appid, paid.data.object.id);
+		const trigger = `refuse_commit_${h.appid}`;
+		h.service.sql(
+			`CREATE TRIGGER ${trigger} BEFORE INSERT ON ledger_decisions WHEN NEW.appid = '${h.appid}' AND NEW.decision = 'commit' BEGIN SELECT RAISE(ABORT, 'held for the test'); END`,
+		);
+		try {
+			const stalled = await h.api("reverseconversionevent", { customid, refundvalue: 10, refundid: "api-refund" });
+			expect(stalled.status).toBeGreaterThanOrEqual(500);
+		} finally {
+			h.service.sql(`DROP TRIGGER IF EXISTS ${trigger}`);
+		}
+		// Stripe's refund now meets the lock (reward_locked): retried, not acknowledged, and applied once the lease ended.
+		expect(await h.deliver(chargeRefunded(paid, 4000))).toBe(200);
+		await h.settlesAt(customer, -600);
+		expect(await h.status(rewardid)).toMatchObject({ reward: "6", reversedamount: "4" });
+		expect(Object.keys(await h.counts()).filter((k) => k.startsWith("refused"))).toEqual([]);
+	});
+
 	it("a signed event without data is a 400, not a 500", async () => {
 		const status = await h.deliver({ id: "evt_nodata", object: "event", type: "invoice.paid" });
 		expect(status).toBe(400);
 		const wrong = await h.deliver({ id: "evt_bad", object: "event", type: "charge.refunded", data: { object: { id: 42 } } });
 		expect(wrong).toBe(400);
+	});
+});
+
+const event = (type: string, object: object) => ({
+	id: `evt_${type.replace(/\W/g, "_")}_${Date.now().toString(36)}`,
+	object: "event",
+	type,
+	created: Math.floor(Date.now() / 1000),
+	data: { object },
+});
+
+describe("a referrer's promotion code at checkout", () => {
+	it("pays the referrer for a new customer's checkout and a known user's invoice, reading the code from Stripe once", async () => {
+		const referrer = (await h.api("register", { email: "ann.promo@example.com", name: "Ann", paymentcustomerid: "cus_ann_promo" })).body;
+		// The code typed at checkout, in another case than the referral code.
+		const promo = h.fake.promotionCode(referrer.referralcode.toLowerCase());
+
+		const session: Pick<Stripe.Checkout.Session, "id" | "object" | "amount_total" | "currency" | "payment_status" | "discounts"> & {
+			customer: string;
+			customer_details: Pick<Stripe.Checkout.Session.CustomerDetails, "email">;
+		} = {
+			id: "cs_promo_new",
+			object: "checkout.session",
+			customer: "cus_new_buyer",
+			customer_details: { email: "new.buyer@example.com" },
+			amount_total: 5000,
+			currency: "usd",
+			payment_status: "paid",
+			discounts: [{ coupon: "co_ten", promotion_code: promo }],
+		};
+		expect(await h.deliver(event("checkout.session.completed", session))).toBe(200);
+		await h.settlesAt("cus_ann_promo", -500);
+		const buyer = (await h.api("register", { email: "new.buyer@example.com" })).body;
+		expect(buyer).toMatchObject({ hasreferrer: true, referrercode: referrer.referralcode });
+
+		// A known user without a referrer pays an invoice of the pinned API version: its discounts are ids.
+		expect((await h.api("register", { email: "known.buyer@example.com", paymentcustomerid: "cus_known_buyer" })).status).toBe(200);
+		const discount: Pick<Stripe.Discount, "id" | "object" | "promotion_code" | "invoice" | "start"> = {
+			id: "di_known",
+			object: "discount",
+			promotion_code: promo,
+			invoice: "in_promo_known",
+			start: Math.floor(Date.now() / 1000),
+		};
+		const invoice: Pick<Stripe.Invoice, "id" | "object" | "amount_paid" | "currency" | "discounts"> & { customer: string } = {
+			id: "in_promo_known",
+			object: "invoice",
+			customer: "cus_known_buyer",
+			amount_paid: 8000,
+			currency: "usd",
+			discounts: [discount.id],
+		};
+		h.fake.invoice({ ...invoice, discounts: [discount] });
+		expect(await h.deliver(event("invoice.paid", invoice))).toBe(200);
+		await h.settlesAt("cus_ann_promo", -1300);
+		expect((await h.api("register", { email: "known.buyer@example.com" })).body).toMatchObject({ hasreferrer: true });
+
+		expect(h.fake.calls.filter((c) => c.path === `/v1/promotion_codes/${promo}`)).toHaveLength(1);
+		expect(await h.counts()).toMatchObject({ "promotion_code:attributed": 2 });
 	});
 });

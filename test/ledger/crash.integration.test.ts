@@ -105,7 +105,7 @@ describe("UserLedger outbox under failure", () => {
 	it("a replayed coupon claim returns the code the reward already holds", async () => {
 		const { campaignid } = await createApp({ distribution: "Coupon" });
 		await env.DB.prepare("INSERT INTO coupons (campaignid, coupon) VALUES (?, 'X1'), (?, 'X2')").bind(campaignid, campaignid).run();
-		const claim = { seq: 1, couponKey: "app:user:k1", campaignid };
+		const claim = { seq: 1, couponKey: "app:user:k1", campaignid, livemode: true };
 		const now = new Date().toISOString();
 		const first = await couponClaimStatement(env.DB, claim, now).first<{ coupon: string }>();
 		const again = await couponClaimStatement(env.DB, claim, now).first<{ coupon: string }>();

@@ -3,7 +3,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { decideOnce } from "../../src/db/decisions";
 import { newAppId } from "../../src/domain/ids";
-import type { ReverseOperation } from "../../src/ledger/reversal";
+import type { ReverseOperation } from "../../src/ledger/transaction-types";
 import { freshLedger, grantOf } from "./support";
 
 /** A refund of event `customid` (transaction value 100.00); amounts in hundredths. */

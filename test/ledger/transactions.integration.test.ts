@@ -5,7 +5,7 @@ import { runAcrossLedgers } from "../../src/coordination/ledger-transaction";
 import { decideOnce } from "../../src/db/decisions";
 import { newAppId } from "../../src/domain/ids";
 import { LEDGER_MIGRATIONS } from "../../src/ledger/schema";
-import type { LedgerOperation } from "../../src/ledger/transaction-kinds";
+import type { LedgerOperation } from "../../src/ledger/transaction-types";
 import { freshLedger, grantOf } from "./support";
 
 /** A ledger of a fresh user with `n` approved 10 USD rewards. */

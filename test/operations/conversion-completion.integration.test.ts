@@ -1,8 +1,8 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { ledgerFor } from "../../src/ledger/stub";
-import { recordConversion } from "../../src/operations/conversion";
 import { COMPLETION_DELAY_MS, completeRecordedConversions } from "../../src/operations/conversion-completion";
+import { recordConversion } from "../../src/operations/conversion-work";
 import { admin, createApp } from "../support/api";
 
 /**

@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { ledgerFor } from "../../src/ledger/stub";
-import { recordConversion } from "../../src/operations/conversion";
+import { recordConversion } from "../../src/operations/conversion-work";
 import { admin, createApp, withWebhook } from "../support/api";
 
 type Api = Awaited<ReturnType<typeof createApp>>["api"];

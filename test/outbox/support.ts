@@ -2,8 +2,9 @@ import { createExecutionContext, createMessageBatch, getQueueResult } from "clou
 import { env } from "cloudflare:workers";
 import { vi } from "vitest";
 import { insertOutboxEvent } from "../../src/db/outbox-events";
+import type { EmailPayload, OutboxEvent, WebhookType } from "../../src/domain/outbox-event";
 import { queue } from "../../src/outbox/consumer";
-import { type EmailPayload, type OutboxEvent, outboxMessageSchema, type WebhookType, webhookEvent } from "../../src/outbox/events";
+import { outboxMessageSchema, webhookEvent } from "../../src/outbox/events";
 import { admin, type Credentials } from "../support/api";
 
 /** One request the real receiver (test/outbox/receiver.mjs) got. */

@@ -46,13 +46,18 @@ export const GROWING_TABLES: Record<Engine, readonly string[]> = {
 		"members",
 		"member_invitations",
 		"password_resets",
+		// Issue 32's passkeys (a few per person) and the challenges used in the last 5 minutes (one per passkey ceremony).
+		"passkeys",
+		"passkey_challenges_used",
 		"dev_mail",
 		"audit_log",
 		"app_stripe",
 		"stripe_links",
 		"stripe_event_counts",
 		"stripe_inbox",
+		"stripe_promotion_codes",
 		"leaderboard_counts",
+		"campaign_messages",
 	],
 	ledger: [
 		"rewards",

@@ -1,4 +1,5 @@
 import { env } from "cloudflare:workers";
+import { stripeObjectSchema } from "../../src/integrations/stripe/events";
 import { runStripeEvent } from "../../src/integrations/stripe/handle";
 import { runPayout } from "../../src/integrations/stripe/payouts";
 import { redriveStuckPayouts, sweepStripeInbox } from "../../src/integrations/stripe/sweep";
@@ -94,6 +95,38 @@ export async function stripeTour(request: (path: string, init?: RequestInit) => 
 	await redriveStuckPayouts(env, Date.now() + 3_600_000);
 	await sweepStripeInbox(env, Date.now() + 3_600_000);
 	await ledger.flush();
+	// Promotion codes at checkout (issue 34): a referrer's code read from Stripe once and kept; a new customer becomes a
+	// referred user, and a customer whose email is a user without a customer id is linked to it and attributed.
+	const promo = `promo_plan_${crypto.randomUUID().slice(0, 8)}`;
+	const promotion = JSON.stringify({ id: promo, object: "promotion_code", code: referrer.referralcode.toLowerCase() });
+	await fetch(`${env.WEBHOOK_RECEIVER_URL}/__mode/promotion_codes/${promo}`, {
+		method: "POST",
+		body: JSON.stringify({ default: { status: 200, body: promotion } }),
+	});
+	const session = stripeObjectSchema.parse({
+		id: "cs_plan_promo",
+		customer: "cus_plan_promo",
+		customer_details: { email: "plan.promo@x.com" },
+		amount_total: 3000,
+		currency: "usd",
+		payment_status: "paid",
+		discounts: [{ coupon: "co_plan", promotion_code: promo }],
+	});
+	await runStripeEvent(
+		env,
+		{ appid: app.appid, eventid: "evt_plan_promo_1", type: "checkout.session.completed", object: session },
+		waitUntil,
+	);
+	await app.api("register", { email: "plan.known@x.com" });
+	const invoice = stripeObjectSchema.parse({
+		id: "in_plan_promo",
+		customer: "cus_plan_known",
+		customer_email: "plan.known@x.com",
+		amount_paid: 3000,
+		currency: "usd",
+		discounts: [{ id: "di_plan", object: "discount", promotion_code: promo }],
+	});
+	await runStripeEvent(env, { appid: app.appid, eventid: "evt_plan_promo_2", type: "invoice.paid", object: invoice }, waitUntil);
 	await app.api("updateuser", { userkey: friend.userkey, paymentcustomerid: "cus_plan_fr2" });
 	await admin("PATCH", `/apps/${app.appid}`, { stripe: null });
 }

@@ -16,6 +16,8 @@ import { ADMIN_TOKEN, admin, createApp, request } from "../support/api";
 import { flushClicks } from "../support/clicks";
 import { cookieOf, csrfOf, ok, page } from "./tour-http";
 import { membersTour } from "./tour-members";
+import { messagesTour } from "./tour-messages";
+import { passkeysTour } from "./tour-passkeys";
 import { stripeTour } from "./tour-stripe";
 import { testModeTour } from "./tour-test-mode";
 
@@ -109,6 +111,10 @@ async function operations() {
 	ok(await api("getfriendsandrewards", { userkey: referrer.userkey }), "getfriendsandrewards");
 	ok(await api("getleaderboard", {}), "getleaderboard");
 	ok(await api("getleaderboard", { campaignid, period: "week", userkey: referrer.userkey }), "getleaderboard with a user");
+	// The share page with the user's rank (issue 34): the campaign turns it on, the page reads the month's standing.
+	await admin("PATCH", `/apps/${appid}/campaigns/${campaignid}`, { showleaderboard: true });
+	const ranked = ok(await api("getsharepage", { userkey: referrer.userkey }), "getsharepage").body;
+	await request(new URL(ranked.url).pathname + new URL(ranked.url).search);
 	const rewards = await ledgerFor(env, appid, referrer.userkey).listRewards();
 	const [first, second, third] = rewards;
 	if (!first || !second || !third) throw new Error(`tour: referrer has ${rewards.length} rewards`);
@@ -358,9 +364,11 @@ export async function tour(): Promise<void> {
 	const state = await operations();
 	await adminRoutes(state);
 	await membersTour(state.app.appid);
+	await passkeysTour(state.app.appid);
 	await stripeTour(request);
 	await rarePaths(state);
 	await oldLedger();
 	await testModeTour();
+	await messagesTour();
 	await scheduledJobs();
 }

@@ -51,6 +51,7 @@ const campaign = (over: Partial<Campaign> = {}): Campaign => ({
 	currency: "EUR",
 	suspicioussignals: null,
 	velocitythreshold: 20,
+	showleaderboard: false,
 	createdAt: NOW.toISOString(),
 	updatedAt: NOW.toISOString(),
 	...over,

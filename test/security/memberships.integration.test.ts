@@ -112,7 +112,7 @@ describe("invitations go to the email, memberships start on acceptance", () => {
 			answers.push({ status: res.status, keys: Object.keys(res.body).sort(), rest });
 		}
 		expect(answers[0]).toEqual(answers[1]);
-		expect(answers[0]?.rest).toEqual({ role: "manager", state: "invited", acceptedat: null });
+		expect(answers[0]?.rest).toEqual({ role: "manager", state: "invited", acceptedat: null, passkeys: 0 });
 		const { members } = (await admin("GET", `/apps/${d.appid}/members`)).body;
 		expect(members.map((m: { state: string }) => m.state)).toEqual(["invited", "invited"]);
 	});

@@ -1,4 +1,5 @@
 /** @jsxImportSource hono/jsx */
+import { activityOf, type StatsDay } from "../activity";
 import { LineChart } from "../chart";
 import { type Dash, type DashContext, flash } from "../context";
 import { csvCell } from "../forms";
@@ -7,8 +8,10 @@ import { loadApp } from "./apps";
 
 /**
  * Analytics: clicks → signups → conversions → rewards per local day of the
- * app's time zone, as a chart and a table, the funnel per campaign, top
- * referrers, CSV export. Amounts are per currency, one column each.
+ * app's time zone: the totals first, a chart over the days around the
+ * activity, the funnel per campaign, top referrers, the days with activity
+ * (quiet days folded), CSV export of every day. Amounts are per currency,
+ * one column each.
  */
 
 type Values = Record<string, any>;
@@ -104,6 +107,8 @@ export function registerAnalytics(dash: Dash) {
 			(campaigns.ok ? campaigns.body.campaigns : []).map((k): [number, string] => [k.campaignid, k.campaignname]),
 		);
 		const requestsOn = new Map<string, number>((stats?.requests.days ?? []).map((d: Values) => [d.day, d.requests]));
+		const activity = activityOf(days as (StatsDay & Values)[], requestsOn);
+		const shown = activity.chart ? days.slice(activity.chart.start, activity.chart.end + 1) : [];
 		return c.html(
 			<Page
 				title="Analytics"
@@ -138,6 +143,9 @@ export function registerAnalytics(dash: Dash) {
 				</form>
 				{stats && (
 					<>
+						<h2 id="totals">
+							Totals, {stats.from} to {stats.to}
+						</h2>
 						<div class="cards" data-testid="totals">
 							<div class="card">
 								Unique clicks<b data-testid="total-clicks">{stats.totals.clicks}</b>
@@ -164,17 +172,23 @@ export function registerAnalytics(dash: Dash) {
 								Redeemed<b>{units(stats.totals.redeemed) || "0"}</b>
 							</div>
 						</div>
-						<LineChart
-							id="funnel"
-							title={`Clicks, signups, conversions and rewards per day, ${stats.from} to ${stats.to}`}
-							days={days.map((d) => d.day)}
-							series={[
-								{ label: "Unique clicks", color: "#0a58ca", values: days.map((d) => d.clicks) },
-								{ label: "Signups", color: "#1a7f37", values: days.map((d) => d.signups) },
-								{ label: "Conversions", color: "#bf3989", values: days.map((d) => d.conversions) },
-								{ label: "Rewards", color: "#9a6700", values: days.map((d) => d.rewardscreated) },
-							]}
-						/>
+						{shown.length > 0 ? (
+							<LineChart
+								id="funnel"
+								title={`Clicks, signups, conversions and rewards per day, ${shown[0]?.day} to ${shown.at(-1)?.day} (the days around all activity of the range)`}
+								days={shown.map((d) => d.day)}
+								series={[
+									{ label: "Unique clicks", color: "#0a58ca", values: shown.map((d) => d.clicks) },
+									{ label: "Signups", color: "#1a7f37", values: shown.map((d) => d.signups) },
+									{ label: "Conversions", color: "#bf3989", values: shown.map((d) => d.conversions) },
+									{ label: "Rewards", color: "#9a6700", values: shown.map((d) => d.rewardscreated) },
+								]}
+							/>
+						) : (
+							<p data-testid="no-activity">
+								No activity from {stats.from} to {stats.to}.
+							</p>
+						)}
 						<p>
 							<a href={`/dashboard/apps/${appid}/analytics.csv?${qs}`} download>
 								Export CSV
@@ -198,9 +212,9 @@ export function registerAnalytics(dash: Dash) {
 								</tr>
 							))}
 						</Table>
-						<h2>Per day ({stats.timezone})</h2>
+						<h2>Days with activity ({stats.timezone})</h2>
 						<Table
-							caption={`Per day, ${stats.timezone}`}
+							caption={`Days with activity, ${stats.timezone}`}
 							head={[
 								"Day",
 								"Unique clicks",
@@ -213,8 +227,9 @@ export function registerAnalytics(dash: Dash) {
 								"Link requests",
 							]}
 							numeric={Array.from({ length: 6 + unitList.length * 2 }, (_, i) => i + 1)}
+							empty={activity.active.length === 0}
 						>
-							{[...days].reverse().map((d) => (
+							{[...activity.active].reverse().map((d) => (
 								<tr data-day={d.day}>
 									<td>{d.day}</td>
 									<td class="num">{d.clicks}</td>
@@ -236,6 +251,18 @@ export function registerAnalytics(dash: Dash) {
 								</tr>
 							))}
 						</Table>
+						{activity.quietDays > 0 && (
+							<details data-testid="quiet-days">
+								<summary>
+									{activity.quietDays} {activity.quietDays === 1 ? "day" : "days"} without activity
+								</summary>
+								<ul>
+									{[...activity.quiet].reverse().map((run) => (
+										<li>{run.days === 1 ? run.from : `${run.from} to ${run.to} (${run.days} days)`}</li>
+									))}
+								</ul>
+							</details>
+						)}
 					</>
 				)}
 			</Page>,

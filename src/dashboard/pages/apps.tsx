@@ -16,9 +16,11 @@ export async function loadApp(c: DashContext, appid: string): Promise<AppInfo> {
 
 /** The app body of the admin API; settings (PATCH) also carry the frame origin and the time zone. */
 function appForm(form: Record<string, unknown>, settings = false) {
-	const out: Record<string, string | null> = {};
-	const names = ["name", "landingurl", "webhookurl", "emailsender", ...(settings ? ["frameorigin"] : [])];
+	const out: Record<string, string | null> & { requirepasskeys?: boolean } = {};
+	const names = ["name", "landingurl", "webhookurl", "emailsender", ...(settings ? ["frameorigin", "logourl", "accentcolor"] : [])];
 	if (settings) out.timezone = field(form, "timezone").trim() || "UTC";
+	// An unchecked box sends nothing: the settings form always carries the box, so its absence means "off".
+	if (settings) out.requirepasskeys = field(form, "requirepasskeys") === "on";
 	for (const name of names) {
 		const value = field(form, name).trim();
 		out[name] = name === "name" ? value : value || null;
@@ -108,6 +110,35 @@ function OwnerSections({ app, csrf }: { app: AppInfo; csrf: string }) {
 					hint="the site allowed to frame the referral page, e.g. https://shop.example.com; empty: the landing URL's"
 				/>
 				<TimeZoneField value={app.timezone} />
+				<div class="two">
+					<Field
+						label="Logo URL"
+						name="logourl"
+						type="url"
+						value={app.logourl}
+						hint="https only; on the share page, the widget and every email"
+					/>
+					<Field
+						label="Accent colour"
+						name="accentcolor"
+						value={app.accentcolor}
+						hint="hex, e.g. #1a56db; empty: the service's own"
+						attrs={{ pattern: "#([0-9a-fA-F]{3}|[0-9a-fA-F]{6})", placeholder: "#1a56db" }}
+					/>
+				</div>
+				<div class="check">
+					<input
+						id="f-requirepasskeys"
+						name="requirepasskeys"
+						type="checkbox"
+						checked={app.requirepasskeys}
+						aria-describedby="h-requirepasskeys"
+					/>
+					<label for="f-requirepasskeys">Members must sign in with a passkey</label>
+					<p id="h-requirepasskeys" class="hint">
+						A member without a passkey yet signs in with their password and must register one before any page (docs/operators.md).
+					</p>
+				</div>
 				<div>
 					<button type="submit">Save settings</button>
 				</div>
@@ -223,7 +254,10 @@ export function registerApps(dash: Dash) {
 			webhookurl: typed.webhookurl ?? null,
 			emailsender: typed.emailsender ?? null,
 			frameorigin: typed.frameorigin ?? null,
+			logourl: typed.logourl ?? null,
+			accentcolor: typed.accentcolor ?? null,
 			timezone: typed.timezone ?? stored.timezone,
+			requirepasskeys: typed.requirepasskeys ?? stored.requirepasskeys,
 		};
 		return overview(c, shown, { error: res.error }, 400);
 	});

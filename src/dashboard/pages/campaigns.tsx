@@ -71,6 +71,10 @@ function CampaignForm({ action, campaign, csrf, submit }: { action: string; camp
 				<Field label="Widget font" name="widgetfont" value={campaign.widgetfont} />
 			</div>
 			<Field label="Custom share domain" name="customdomain" value={campaign.customdomain} hint="e.g. refer.example.com" />
+			<label>
+				<input type="checkbox" name="showleaderboard" checked={campaign.showleaderboard === true} /> Show each user's rank among this
+				month's referrers on the share page
+			</label>
 			<h2>Reward rules</h2>
 			<p class="muted">Edit a rule in place, tick Retire to end it, or fill in as many of the new rows as you need.</p>
 			{rules.map((rule, i) => (
@@ -111,6 +115,10 @@ async function renderEdit(c: DashContext, appid: string, campaign: Values, messa
 			<p>
 				The referral page may be framed by <code data-testid="frameorigin">{app.frameorigin ?? "the landing URL's origin"}</code> (
 				<a href={`/dashboard/apps/${appid}#settings`}>change the app's frame origin</a>).
+			</p>
+			<p>
+				<a href={`${base}/messages`}>Edit this campaign's emails</a> (outreach and reminder, in English, French, German and Spanish, with a
+				live preview)
 			</p>
 			<CampaignForm action={base} campaign={campaign} csrf={csrf} submit={manager ? "Save campaign" : null} />
 			<h2 id="coupons">Coupon pool</h2>

@@ -24,7 +24,7 @@ export function registerTeam(dash: Dash) {
 		const base = `/dashboard/apps/${appid}/team`;
 		return c.html(
 			<Page title="Team" appid={appid} appname={app.name} tab="team" csrf={csrf} {...flash(c)}>
-				<Table caption="Members" head={["Email", "Role", "State", "Since", ""]} empty={members.length === 0}>
+				<Table caption="Members" head={["Email", "Role", "State", "Passkeys", "Since", ""]} empty={members.length === 0}>
 					{members.map((m) => (
 						<tr>
 							<td>{m.email}</td>
@@ -38,6 +38,7 @@ export function registerTeam(dash: Dash) {
 								</form>
 							</td>
 							<td>{m.state}</td>
+							<td class="num">{m.passkeys}</td>
 							<td>{dateTime(m.createdat)}</td>
 							<td>
 								<form method="post" action={`${base}/members/${m.memberid}/remove`} data-confirm={`Remove ${m.email}?`}>

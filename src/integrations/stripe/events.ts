@@ -15,6 +15,14 @@ const optionalId = z
 	.nullish()
 	.transform((v) => (v == null ? null : typeof v === "string" ? v : v.id));
 
+/**
+ * A discount as a payment carries it (docs/stripe.md, "Promotion codes"): an invoice of the pinned API version lists
+ * its discounts as ids (`di_...`, expanded only on request) or Stripe.Discount objects; a checkout session lists
+ * Stripe.Checkout.Session.Discount objects. Only the promotion code's id is kept (an expanded one reduced to it).
+ */
+const discountSchema = z.union([id, z.object({ promotion_code: optionalId })]);
+export type StripeDiscount = z.output<typeof discountSchema>;
+
 /** The fields of a Stripe object the mapping reads (expanded objects reduced to their ids). */
 export const stripeObjectSchema = z.object({
 	id,
@@ -28,6 +36,14 @@ export const stripeObjectSchema = z.object({
 	invoice: optionalId,
 	payment_intent: optionalId,
 	charge: optionalId,
+	/** The discounts of an invoice or a checkout session; a list that is not one reads as none (no attribution by code). */
+	discounts: z.array(discountSchema).max(100).nullish().catch(null),
+	/** Who paid, for a user created from a promotion code: an invoice's `customer_email`, a session's `customer_details.email`. */
+	customer_email: z.string().max(200).nullish().catch(null),
+	customer_details: z
+		.object({ email: z.string().max(200).nullish().catch(null) })
+		.nullish()
+		.catch(null),
 	/** The pinned API version's invoice payments (Stripe.InvoicePayment: payment.payment_intent or payment.charge). */
 	payments: z
 		.object({

@@ -3,24 +3,25 @@ import { getCampaign } from "../../db/campaigns";
 import { countStripeEvent, findStripeLink, raiseRefunded, saveStripeLink, userOfCustomer } from "../../db/stripe";
 import { finishInboxEvent, inboxEventDone, releaseWaitingRefunds, waitForPayment } from "../../db/stripe-inbox";
 import { minorToUnits } from "../../domain/currency";
-import { ApiError } from "../../http/errors";
 import { appKeyAudit } from "../../ledger/audit";
-import { registerconversionevent } from "../../operations/conversion";
-import { reverseConversion, type WorkContext } from "../../operations/reversal-work";
+import { conversionSchema, recordConversionEvent } from "../../operations/conversion-work";
+import { reverseConversion } from "../../operations/reversal-work";
+import type { WorkContext } from "../../operations/work";
 import { stripeConnection } from "./connection";
 import { paymentOf, type StripeEventMessage, type StripeObject, stripeCustomId } from "./events";
 import type { Settle } from "./payouts";
+import { attributeByPromotionCode } from "./promotion";
 
 /**
  * Stripe events into conversions and refunds (docs/stripe.md), from the
  * Stripe queue, each event stored in the inbox (db/stripe-inbox.ts) before
- * Stripe was answered. An event is marked done only when its work was
- * applied or refused for good; anything that may pass later (a reward
- * locked by another change, a 409/429/5xx of the shared work, a D1 error)
- * answers "retry" and stays open, so the queue or the sweep brings it back.
+ * Stripe was answered. The shared work (conversion-work.ts,
+ * reversal-work.ts) answers a typed outcome, no request is built: an event
+ * is marked done only when its work was applied, a duplicate, or refused for
+ * good; `retry_later` (a reward locked by another change, D1 busy) and any
+ * thrown error (the consumer retries it) leave it open, so the queue or the
+ * sweep brings it back.
  */
-
-const RETRYABLE_STATUS = (status: number) => status === 409 || status === 429 || status >= 500;
 
 export async function runStripeEvent(env: Env, work: StripeEventMessage, waitUntil: (p: Promise<unknown>) => void): Promise<Settle> {
 	const now = Date.now();
@@ -37,33 +38,32 @@ export async function runStripeEvent(env: Env, work: StripeEventMessage, waitUnt
 	const payment = paymentOf(work.type, work.object);
 	if (!payment) return finish("not_paid");
 	const customer = work.object.customer;
-	const user = customer ? await userOfCustomer(env.DB, app.appid, customer) : null;
+	const known = customer ? await userOfCustomer(env.DB, app.appid, customer) : null;
+	// A referrer's promotion code attributes the payer before the conversion is recorded (promotion.ts).
+	const user = customer ? await attributeByPromotionCode(ctx, connection, work, customer, known) : null;
 	if (!user || user.erased_at) return finish("unknown_customer");
 	const currency = (work.object.currency ?? "").toLowerCase();
 	const campaign = await getCampaign(env.DB, app.appid, user.campaignid);
 	// No conversion across currencies without a rate: a payment in another currency than the campaign's earns nothing.
 	if (!campaign || campaign.currency.toLowerCase() !== currency) return finish("currency_mismatch");
 	const customid = await stripeCustomId(app.appid, payment.externalid);
-	let duplicate = false;
-	try {
-		const input = registerconversionevent.schema.parse({
-			userkey: user.userkey,
-			eventname: connection.eventname,
-			customid,
-			transactionvalue: minorToUnits(payment.amount, currency),
-			// The event keeps the Stripe object it stands for (docs/stripe.md).
-			extrainfo: JSON.stringify({ stripe: { externalid: payment.externalid } }),
-			growthhack: campaign.growthhack,
-		});
-		const result = await registerconversionevent.handle({ ...ctx, origin: "" }, input);
-		duplicate = result.duplicate === true;
-	} catch (error) {
-		if (!(error instanceof ApiError) || RETRYABLE_STATUS(error.status)) throw error;
-		return finish(`refused:${error.errorcode}`);
-	}
+	const input = conversionSchema.safeParse({
+		userkey: user.userkey,
+		eventname: connection.eventname,
+		customid,
+		transactionvalue: minorToUnits(payment.amount, currency),
+		// The event keeps the Stripe object it stands for (docs/stripe.md).
+		extrainfo: JSON.stringify({ stripe: { externalid: payment.externalid } }),
+		growthhack: campaign.growthhack,
+	});
+	// What the payment says cannot be a conversion (an amount above the contract's limit, say): no retry changes that.
+	if (!input.success) return finish("refused:validation_failed");
+	const outcome = await recordConversionEvent(ctx, input.data);
+	if (outcome.kind === "retry_later") return "retry";
+	if (outcome.kind === "refused") return finish(`refused:${outcome.code}`);
 	await saveStripeLink(env.DB, app.appid, { customid, ...payment.links, currency, amount_minor: payment.amount });
 	await releaseRefunds(env, app, [payment.links.charge, payment.links.payment_intent, payment.links.invoice]);
-	return finish(duplicate ? "duplicate" : "converted");
+	return finish(outcome.kind === "duplicate" ? "duplicate" : "converted");
 }
 
 /** Refunds that arrived before this payment go back to the queue now that it is linked. */
@@ -117,7 +117,7 @@ async function refund(ctx: WorkContext, work: StripeEventMessage, finish: (outco
 		audit: appKeyAudit(app.apikey),
 	});
 	if (outcome.kind === "retry_later") return "retry";
-	if (outcome.kind === "refused") return RETRYABLE_STATUS(outcome.status) ? "retry" : finish(`refused:${outcome.code}`);
+	if (outcome.kind === "refused") return finish(`refused:${outcome.code}`);
 	await raiseRefunded(env.DB, app.appid, link.customid, refunded);
 	return finish(outcome.kind === "applied" ? "refunded" : "duplicate");
 }

@@ -1,0 +1,13 @@
+import type { z } from "zod";
+
+/** One admin API route as the OpenAPI document describes it (admin.ts, admin-access.ts). */
+export interface AdminRoute {
+	method: "get" | "post" | "patch" | "put" | "delete";
+	/** OpenAPI form, relative to /admin/v1: `/apps/{appid}`. */
+	path: string;
+	summary: string;
+	body?: z.ZodType;
+	query?: Record<string, z.ZodType>;
+	status: number;
+	response: z.ZodType;
+}

@@ -1,0 +1,183 @@
+import { z } from "zod";
+import { type EventContext, type EventInput, insertEvent, readEventContext, type StoredEvent } from "../db/events";
+import type { WorkOutcome } from "../domain/outcome";
+import { checkSignals } from "../fraud/check";
+import type { FraudReview } from "../fraud/signals";
+import { ApiError, badRequest, campaignNotFound, refuseErased, userNotFound } from "../http/errors";
+import { amount, customId, id, MAX_MONEY, optionalCampaignId, optionalEmail, optionalId, optionalText } from "../http/fields";
+import { toHundredths } from "../rewards/money";
+import { campaignClosed, firingRules, isPercentRule, matchingRules, type OwnedGrant, rewardsForEvent } from "../rewards/rules";
+import { grantConversion } from "./conversion-grants";
+import { outcomeOf, type WorkContext } from "./work";
+
+/**
+ * Recording a conversion (docs/rewards.md): the work `registerconversionevent`
+ * and the Stripe consumer share, answered as a typed outcome
+ * (domain/outcome.ts). Registers no operation, so integration code may
+ * import it.
+ */
+
+/** The conversion as the public operation takes it (operation 13); the Stripe consumer checks what it derives with it too. */
+export const conversionSchema = z.object({
+	userkey: id,
+	email: optionalEmail,
+	useraccountid: optionalId,
+	eventname: id.pipe(z.string().max(100, "is too long")),
+	transactionvalue: z
+		.union([amount, z.literal(""), z.null()])
+		.optional()
+		.transform((v) => (v === "" || v === null || v === undefined ? null : v)),
+	extrainfo: optionalText(4000),
+	customid: customId,
+	campaignid: optionalCampaignId,
+	growthhack: id.pipe(z.string().max(100, "is too long")),
+	/** What was bought (docs/rewards.md, "Products and categories"); rules may be limited to some products or categories. */
+	productid: optionalText(100),
+	category: optionalText(100),
+});
+
+/**
+ * What the event earns: the decision stored with it, else (a new event) one
+ * computed now from the campaign's active rules and checked so that nothing
+ * is stored for an event that would fail: every amount is exact in
+ * hundredths and at most MAX_MONEY.
+ */
+function decide(context: Extract<EventContext, { ok: true }>, input: EventInput, now: Date, fraud?: FraudReview): OwnedGrant[] {
+	const { campaign, rules, user, referrer, firstEventAt, timezone } = context;
+	const event = {
+		customid: input.customid,
+		eventname: input.eventname,
+		transactionvalue: input.transactionvalue,
+		productid: input.productid,
+		category: input.category,
+		firstEventAt,
+		timezone,
+	};
+	if (input.transactionvalue === null && firingRules(rules, event).some(isPercentRule)) {
+		throw badRequest("transactionvalue: is required for this event (its campaign rewards a percent of it).", {
+			fields: ["transactionvalue"],
+		});
+	}
+	const owned = rewardsForEvent(campaign, rules, user, referrer, event, now, fraud);
+	for (const { grant } of owned) {
+		const amounts = [grant.amount, ...(grant.tiers ?? []).map((t) => t.amount)];
+		if (amounts.some((a) => toHundredths(a) === null || a > MAX_MONEY)) {
+			throw badRequest(
+				`transactionvalue: the reward it earns (${Math.max(...amounts)} ${grant.rewardunit}) is above the limit of ${MAX_MONEY} per reward.`,
+				{ fields: ["transactionvalue"] },
+			);
+		}
+	}
+	return owned;
+}
+
+/**
+ * A customid is one event of one user: a repeat must name the same user,
+ * event name (case-insensitive, as rules match it) and value, else it is
+ * refused and grants nothing. Without this, a repeat for another user would
+ * hand the recorded event's rewards to the repeating user's ledgers.
+ */
+export function assertSameEvent(stored: StoredEvent, input: Pick<EventInput, "userkey" | "eventname" | "transactionvalue">): void {
+	const value = (v: number | null) => (v === null ? null : toHundredths(v));
+	const sameName = stored.eventname.trim().toLowerCase() === input.eventname.trim().toLowerCase();
+	if (stored.userkey === input.userkey && sameName && value(stored.transactionvalue) === value(input.transactionvalue)) return;
+	const recorded = { userkey: stored.userkey, eventname: stored.eventname, transactionvalue: stored.transactionvalue };
+	throw new ApiError(
+		409,
+		"customid_conflict",
+		`customid ${stored.customid} is already recorded as another event (userkey ${recorded.userkey}, eventname ${recorded.eventname}, ` +
+			`transactionvalue ${recorded.transactionvalue ?? "none"}); nothing was granted. Send a new customid for a new event.`,
+		{ fields: ["customid"], recorded },
+	);
+}
+
+/** Fraud signals (docs/fraud.md), checked only when someone could be rewarded. */
+function fraudReview(context: Extract<EventContext, { ok: true }>): FraudReview | undefined {
+	const { user, referrer, campaign, facts } = context;
+	if (!referrer || user.isexistinguser) return undefined;
+	return checkSignals(user, referrer, campaign, facts);
+}
+
+/**
+ * Records the event once per (app, customid) with its frozen decision, or
+ * reads the one already recorded. Exported for tests that simulate a call
+ * dying right after this step.
+ */
+export async function recordConversion(db: D1Database, input: EventInput) {
+	const read = await readEventContext(db, input);
+	if (!read.ok) throw read.reason === "user_not_found" ? userNotFound() : campaignNotFound();
+	if (read.stored) assertSameEvent(read.stored, input);
+	// Erasure is final (docs/fraud.md): an erased user's events are refused, and an erased referrer is no
+	// referrer any more, so it earns nothing new (a stored decision's grants for it are left out too).
+	refuseErased(read.user);
+	const context = read.referrer?.erasedAt ? { ...read, referrer: null } : read;
+	const { stored, user, referrer, rules, campaign } = context;
+	const matched = matchingRules(rules, input.eventname).length > 0;
+	const facts = { user, referrer, campaign, matched, eventnames: [...new Set(rules.map((r) => r.eventname))] };
+	if (stored?.decision) return { isNew: false, event: stored, decision: stored.decision, ...facts };
+	const fraud = fraudReview(context);
+	if (stored) {
+		// Events from before decisions were kept are decided from the current rules (the old behaviour).
+		const decision = decide(context, { ...input, ...stored }, new Date(stored.createdAt), fraud);
+		return { isNew: false, event: stored, decision, ...facts };
+	}
+	const createdAt = new Date();
+	const decision = decide(context, input, createdAt, fraud);
+	const { isNew, event } = await insertEvent(
+		db,
+		{ ...input, campaignid: context.campaign.campaignid, userid: user.userid },
+		decision,
+		createdAt.toISOString(),
+	);
+	// Lost a race for the customid: the winner's event must be this one, else nothing is granted.
+	if (!isNew) assertSameEvent(event, input);
+	return { isNew, event, decision: event.decision ?? decision, ...facts };
+}
+
+export type ConversionRequest = z.output<typeof conversionSchema>;
+export type ConversionAnswer = { message: string; duplicate: boolean; rewardscreated: number };
+
+/**
+ * Records the event once per (app, customid) with the rewards its rules earn
+ * at that moment (its decision, frozen: docs/rewards.md), then hands them to
+ * the friend's and the referrer's ledgers at once, which queue the
+ * `conversion.recorded` webhook with their rewards (conversion-grants.ts).
+ * Every step is idempotent, so a retry of the same customid (or one arriving
+ * at the same moment) completes exactly that decision, whatever happened to
+ * the campaign since, and creates nothing twice: a repeat is `duplicate`.
+ */
+export function recordConversionEvent(ctx: WorkContext, input: ConversionRequest): Promise<WorkOutcome<ConversionAnswer>> {
+	return outcomeOf(async () => {
+		const { env, app } = ctx;
+		const { isNew, event, decision, user, referrer, campaign, matched, eventnames } = await recordConversion(env.DB, {
+			appid: app.appid,
+			userkey: input.userkey,
+			customid: input.customid,
+			eventname: input.eventname,
+			transactionvalue: input.transactionvalue,
+			extrainfo: input.extrainfo ?? null,
+			campaignid: input.campaignid ?? null,
+			growthhack: input.growthhack,
+			productid: input.productid ?? null,
+			category: input.category ?? null,
+		});
+		const { friend: friendRewards, referrer: referrerRewards } = await grantConversion(env, app.appid, { event, user, referrer, decision });
+
+		const created = [...friendRewards, ...referrerRewards].filter((r) => r.created).length;
+		let message = `Conversion recorded; ${created} reward(s) created.`;
+		const closed = campaignClosed(campaign, new Date(event.createdAt));
+		if (closed) message += ` Campaign ${campaign.campaignid} (${campaign.campaignname}) ${closed}: its events earn nothing.`;
+		else if (!matched) {
+			// A misspelt event name is the usual cause: say which names the campaign rewards.
+			const names = eventnames.length > 0 ? eventnames.join(", ") : "none";
+			message += ` No active rule of campaign ${campaign.campaignid} (${campaign.campaignname}) has the eventname ${input.eventname}; its event names: ${names}.`;
+		}
+		if (!isNew) {
+			message =
+				created === 0
+					? "Duplicate event: this customid was already recorded; no new event or reward was created."
+					: `Duplicate event: this customid was already recorded; ${created} reward(s) it was missing were completed.`;
+		}
+		return { kind: isNew ? "applied" : "duplicate", value: { message, duplicate: !isNew, rewardscreated: created } };
+	});
+}

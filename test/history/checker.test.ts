@@ -1,0 +1,166 @@
+import { describe, expect, it } from "vitest";
+import { check, type Entry, subsetSums, type World } from "../e2e/history/checker";
+import { generate, type Op, type Plan } from "../e2e/history/generator";
+
+// The history checker's pure parts (test/e2e/history/): the seeded plan and
+// the verdict. Each rule is shown to fire on a history that breaks it, and
+// to stay quiet on one that keeps it.
+
+const plan: Plan = {
+	seed: 0,
+	referrers: 1,
+	friends: 2,
+	invoices: new Map([[0, 10_000]]),
+	ops: [
+		{ kind: "pay", friend: 0, twice: false },
+		{ kind: "refund", friend: 0, total: 5000, twice: false },
+		{ kind: "convert", friend: 1, customid: "c0" },
+		{ kind: "redeem", referrer: 0, amount: 300 },
+	],
+	killAt: 2,
+};
+
+const entry = (op: Op, status = 200, body: Record<string, any> | null = {}): Entry => ({
+	client: 0,
+	index: 0,
+	op,
+	status,
+	body,
+	start: 0,
+	end: 0,
+});
+const history = (): Entry[] => [
+	entry(plan.ops[0]!),
+	entry(plan.ops[1]!),
+	entry(plan.ops[2]!, 200, { duplicate: false }),
+	entry(plan.ops[3]!),
+];
+const world = (): World => ({
+	rewards: [
+		// 10 % of 100.00 is 10.00; half refunded: 5.00 owed, 5.00 reversed.
+		{ rewarddtlid: "rk-1", referrer: 0, friend: 0, wallet: false, status: "Rewarded", reward: 500, reversed: 500, payoutstate: "paid" },
+		{ rewarddtlid: "rk-2", referrer: 0, friend: 1, wallet: true, status: "Approved", reward: 500, reversed: 0, payoutstate: null },
+	],
+	balances: [{ referrer: 0, total: 500, pending: 0, approved: 200, claimed: 300 }],
+	stripe: {
+		created: [
+			{ amount: -1000, rewarddtlid: "rk-1", customer: "cus_r0", idempotencyKey: "payout-a-rk-1" },
+			{ amount: 500, rewarddtlid: "rk-1", customer: "cus_r0", idempotencyKey: "payout-a-rk-1-2" },
+		],
+		keyAmounts: new Map([
+			["payout-a-rk-1", new Set([-1000])],
+			["payout-a-rk-1-2", new Set([500])],
+		]),
+	},
+});
+const rules = (w: World, h = history()) => check(plan, h, w).map((v) => v.rule);
+
+describe("the history checker's verdict", () => {
+	it("finds nothing in a history that keeps every invariant", () => {
+		expect(check(plan, history(), world())).toEqual([]);
+	});
+
+	it("a key sent with two amounts", () => {
+		const w = world();
+		w.stripe.keyAmounts.set("payout-a-rk-1", new Set([-1000, -500]));
+		expect(rules(w)).toEqual(["one-amount-per-key"]);
+	});
+
+	it("Stripe's net not what the reward owes (a clawback never sent, a transaction of no reward)", () => {
+		const w = world();
+		w.stripe.created.pop();
+		expect(rules(w)).toEqual(["net-equals-owed"]);
+		const stray = world();
+		stray.stripe.created.push({ amount: -100, rewarddtlid: "rk-2", customer: "cus_r0", idempotencyKey: "x" });
+		expect(rules(stray)).toEqual(["net-equals-owed"]);
+	});
+
+	it("a rejected reward owes 0; a held one owes what was booked, paid or not", () => {
+		const w = world();
+		w.rewards[0]!.status = "Rejected";
+		expect(rules(w, history().slice(0, 1).concat(history().slice(2)))).toContain("net-equals-owed");
+		const held = world();
+		held.rewards[0]!.status = "UnderReview";
+		expect(rules(held).filter((r) => r === "net-equals-owed")).toEqual([]);
+	});
+
+	it("two conversions for one customid, or two answers saying new", () => {
+		const w = world();
+		w.rewards.push({ ...w.rewards[1]!, rewarddtlid: "rk-3" });
+		w.balances[0]!.total = 1000;
+		w.balances[0]!.approved = 700;
+		expect(rules(w)).toEqual(["one-conversion-per-customid"]);
+		const h = [...history(), entry(plan.ops[2]!, 200, { duplicate: false })];
+		expect(rules(world(), h)).toEqual(["one-conversion-per-customid"]);
+		// An unknown outcome may or may not have recorded it: one reward or none, never two.
+		const unknown = history().map((e) => (e.op.kind === "convert" ? { ...e, status: 0, body: null } : e));
+		expect(rules(world(), unknown)).toEqual([]);
+	});
+
+	it("a refund applied twice, or one acknowledged and never applied", () => {
+		const twice = world();
+		twice.rewards[0] = { ...twice.rewards[0]!, reward: 0, reversed: 1000 };
+		twice.stripe.created[1]!.amount = 1000;
+		twice.stripe.keyAmounts.set("payout-a-rk-1-2", new Set([1000]));
+		expect(rules(twice)).toContain("refund-applied-once");
+		const lost = world();
+		lost.rewards[0] = { ...lost.rewards[0]!, reward: 1000, reversed: 0 };
+		lost.stripe.created.pop();
+		expect(rules(lost)).toContain("refund-applied-once");
+		// Not acknowledged (Stripe would send it again): applied or not are both possible.
+		const h = history().map((e) => (e.op.kind === "refund" ? { ...e, status: 0 } : e));
+		expect(rules(lost, h)).toEqual([]);
+	});
+
+	it("a balance that is not its rewards less what was redeemed", () => {
+		const w = world();
+		w.balances[0] = { referrer: 0, total: 500, pending: 0, approved: 500, claimed: 0 };
+		expect(rules(w)).toEqual(["balance-equals-rewards"]);
+		// A redemption with no answer may have been applied.
+		const h = history().map((e) => (e.op.kind === "redeem" ? { ...e, status: 0 } : e));
+		expect(rules(w, h)).toEqual([]);
+		expect(rules(world(), h)).toEqual([]);
+		const overdrawn = world();
+		overdrawn.balances[0] = { referrer: 0, total: 500, pending: 0, approved: -100, claimed: 600 };
+		expect(rules(overdrawn)).toContain("balance-equals-rewards");
+	});
+
+	it("a payout left sending", () => {
+		const w = world();
+		w.rewards[0]!.payoutstate = "sending";
+		expect(rules(w)).toEqual(["no-payout-sending"]);
+	});
+
+	it("subset sums of the unknown amounts", () => {
+		expect([...subsetSums([100, 250])].sort((a, b) => a - b)).toEqual([0, 100, 250, 350]);
+	});
+});
+
+describe("the history checker's plan", () => {
+	it("is the same for the same seed, and another for another", () => {
+		expect(generate(7, { ops: 200 })).toEqual(generate(7, { ops: 200 }));
+		expect(generate(8, { ops: 200 }).ops).not.toEqual(generate(7, { ops: 200 }).ops);
+	});
+
+	it("has every kind of operation, a kill mid-run, one invoice per friend and refunds within their payment", () => {
+		for (const seed of [1, 2, 3, 4, 5]) {
+			const p = generate(seed, { ops: 200 });
+			expect(p.ops.length).toBeGreaterThanOrEqual(200);
+			expect(new Set(p.ops.map((o) => o.kind))).toEqual(new Set(["convert", "pay", "refund", "status", "redeem", "retry"]));
+			expect(p.killAt).toBeGreaterThan(p.ops.length * 0.3);
+			expect(p.killAt).toBeLessThan(p.ops.length * 0.7);
+			const pays = p.ops.filter((o) => o.kind === "pay").map((o) => o.friend);
+			expect(new Set(pays).size).toBe(pays.length);
+			for (const o of p.ops)
+				if (o.kind === "refund") {
+					expect(pays).toContain(o.friend);
+					expect(o.total).toBeLessThanOrEqual(p.invoices.get(o.friend)!);
+				}
+			// Some customids are sent again, some refunds come before their payment.
+			const customids = p.ops.filter((o) => o.kind === "convert").map((o) => o.customid);
+			expect(new Set(customids).size).toBeLessThan(customids.length);
+			const first = (kind: string, friend: number) => p.ops.findIndex((o) => o.kind === kind && "friend" in o && o.friend === friend);
+			expect(pays.some((f) => first("refund", f) >= 0 && first("refund", f) < first("pay", f))).toBe(true);
+		}
+	});
+});
