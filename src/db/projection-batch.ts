@@ -3,7 +3,8 @@ import type { OutboxEvent } from "../domain/outbox-event";
 import { type AuditEntry, auditStatement } from "./audit";
 import { grantsConfirmed } from "./event-grants";
 import { type LeaderboardReward, leaderboardCounters } from "./leaderboard";
-import { appHasWebhook, insertOutboxEvent } from "./outbox-events";
+import { allOf, appHasWebhook, insertOutboxEvent, type SqlCondition } from "./outbox-events";
+import { erasedSince } from "./privacy";
 import { type ProjectedRewardRow, projectionStatement } from "./projection";
 import { type ProjectedReward, rewardCounters } from "./stats";
 
@@ -64,46 +65,75 @@ function messageStatements(
 			projectionStatement(db, appid, userkey, row),
 		);
 	}
-	// Recorded already marked enqueued, only when the app has a webhook URL: the consumer sends them right after the batch.
-	const hooks = appHasWebhook(appid);
+	// Recorded already marked enqueued, only when the app has a webhook URL (the consumer sends them right after the
+	// batch), and only when nobody the ledger copies was erased since the message was sent (db/privacy.ts).
+	const onlyIf = allOf(appHasWebhook(appid), notErased(message));
 	for (const { event } of message.webhooks) {
-		statements.push(insertOutboxEvent(db, event, hooks, { enqueuedAt: nowIso }));
+		statements.push(insertOutboxEvent(db, event, onlyIf, { enqueuedAt: nowIso }));
 	}
 	for (const customid of announcedConversions(message)) statements.push(grantsConfirmed(db, appid, customid));
 	return statements;
+}
+
+/** The negation of erasedSince for the message's ledger and send time. */
+function notErased(message: ProjectionMessage): SqlCondition {
+	const erased = erasedSince(message.userkey, new Date(message.sentAt).toISOString());
+	return { sql: `NOT ${erased.sql}`, args: erased.args };
 }
 
 /** Whether a message has a referrer reward, whose leaderboard counters need its app's time zone. */
 export const needsZone = (message: ProjectionMessage) => message.rewards.some(({ row }) => row.usertype === "Referrer");
 
 const hooksRow = z.object({ appid: z.string(), hooks: z.number() });
+const erasedRow = z.object({ i: z.number(), erased: z.number() });
+
+/** What a batch wrote: the apps with a webhook URL, and the messages whose webhook events were held back. */
+export interface ProjectionWrite {
+	/** Apps with a webhook URL among those with events in the batch: their recorded events are to be sent. */
+	withHooks: Set<string>;
+	/**
+	 * Indexes (into `messages`) of those sent before an erasure of someone their ledger copies
+	 * (db/privacy.ts, erasedSince): their webhook events were not written, since their payloads may still
+	 * name the person; not acknowledged, the ledger sends them again, redacted.
+	 */
+	heldBack: Set<number>;
+}
 
 /**
  * Writes the records of `messages` (any number of ledgers and apps) in ONE
  * D1 batch, a transaction: all or nothing. Its last statements read, per app
- * that has webhook events in it, whether the app has a webhook URL; answers
- * the apps that have one (their events were recorded and are to be sent).
+ * that has webhook events in it, whether the app has a webhook URL, and per
+ * message with webhook events, whether they were held back (an erasure).
  */
 export async function writeProjectionBatch(
 	db: D1Database,
 	messages: ProjectionMessage[],
 	zones: ReadonlyMap<string, string>,
 	nowIso: string,
-): Promise<Set<string>> {
+): Promise<ProjectionWrite> {
 	const statements = messages.flatMap((m) => messageStatements(db, m, zones, nowIso));
 	const apps = [...new Set(messages.filter((m) => m.webhooks.length > 0).map((m) => m.appid))];
-	const reads = apps.map((appid) => {
+	const hookReads = apps.map((appid) => {
 		const hooks = appHasWebhook(appid);
 		return db.prepare(`SELECT ? AS appid, ${hooks.sql} AS hooks`).bind(appid, ...hooks.args);
 	});
-	if (statements.length === 0) return new Set();
-	const results = await db.batch([...statements, ...reads]);
-	const withHooks = new Set<string>();
-	for (const result of results.slice(statements.length)) {
+	const erasedReads = messages.flatMap((m, i) => {
+		if (m.webhooks.length === 0) return [];
+		const erased = erasedSince(m.userkey, new Date(m.sentAt).toISOString());
+		return [db.prepare(`SELECT ? AS i, ${erased.sql} AS erased`).bind(i, ...erased.args)];
+	});
+	const written: ProjectionWrite = { withHooks: new Set(), heldBack: new Set() };
+	if (statements.length === 0) return written;
+	const results = await db.batch([...statements, ...hookReads, ...erasedReads]);
+	for (const result of results.slice(statements.length, statements.length + hookReads.length)) {
 		const row = result.results[0];
 		if (row === undefined) continue;
 		const read = hooksRow.parse(row);
-		if (read.hooks === 1) withHooks.add(read.appid);
+		if (read.hooks === 1) written.withHooks.add(read.appid);
 	}
-	return withHooks;
+	for (const result of results.slice(statements.length + hookReads.length)) {
+		const read = erasedRow.parse(result.results[0]);
+		if (read.erased === 1) written.heldBack.add(read.i);
+	}
+	return written;
 }

@@ -64,16 +64,46 @@ function messagesOf(host: FlushHost, items: Item[]): { message: ProjectionMessag
 }
 
 /**
- * Sends a pass's records to the projection queue. Rewards are read now, so a
- * message carries the newest state; a reward that is gone has nothing to
- * project. Answers the entries handled (sent, or gone).
+ * The entries as they are now: the pass read them before its awaits (coupon
+ * claims, payouts), and meanwhile an erasure may have redacted a payload or
+ * an acknowledgement removed an entry.
+ */
+function reread(sql: SqlStorage, entries: LedgerOutboxEntry[]): LedgerOutboxEntry[] {
+	if (entries.length === 0) return [];
+	const now = new Map(
+		sql
+			.exec<LedgerOutboxEntry>(
+				"SELECT * FROM outbox WHERE id IN (SELECT value FROM json_each(?))",
+				JSON.stringify(entries.map((e) => e.id)),
+			)
+			.toArray()
+			.map((e) => [e.id, e]),
+	);
+	return entries.flatMap((e) => {
+		const current = now.get(e.id);
+		return current && current.ref === e.ref ? [current] : [];
+	});
+}
+
+/**
+ * Sends a pass's records to the projection queue. Entries and rewards are
+ * read now, in the same synchronous step that stamps the messages' sentAt,
+ * so a message carries the newest state, and an erasure of a person it names
+ * either came before (its payloads are redacted) or at or after sentAt (the
+ * consumer holds its webhook events back: db/privacy.ts, erasedSince). A
+ * reward that is gone has nothing to project. Answers the entries handled
+ * (sent, or gone).
  */
 export async function sendRecords(
 	host: FlushHost,
-	projections: LedgerOutboxEntry[],
-	webhooks: LedgerOutboxEntry[],
-	audits: LedgerOutboxEntry[],
+	readProjections: LedgerOutboxEntry[],
+	readWebhooks: LedgerOutboxEntry[],
+	readAudits: LedgerOutboxEntry[],
 ): Promise<number> {
+	const fresh = reread(host.sql, [...readProjections, ...readWebhooks, ...readAudits]);
+	const projections = fresh.filter((e) => e.kind === "projection");
+	const webhooks = fresh.filter((e) => e.kind === "webhook");
+	const audits = fresh.filter((e) => e.kind === "audit");
 	const items: Item[] = [];
 	const gone: LedgerOutboxEntry[] = [];
 	for (const entry of audits) {

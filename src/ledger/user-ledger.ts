@@ -160,7 +160,7 @@ export class UserLedger extends DurableObject<Env> {
 	 * a flush, so a flush that was under way (with payloads read before the erasure) has written them to D1
 	 * before the caller erases D1, which redacts them there too.
 	 */
-	async erasePerson(personUserkey: string, values: string[]): Promise<{ rewards: number; webhooks: number }> {
+	async erasePerson(personUserkey: string, values: string[]): Promise<{ rewards: number; webhooks: number; atMs: number }> {
 		const own = personUserkey === this.identity.userkey ? { at: new Date().toISOString() } : null;
 		const done = this.writer.transactionSync(() => {
 			const erased = erasePersonInLedger(this.writer.sql, personUserkey, values, own);
@@ -169,8 +169,11 @@ export class UserLedger extends DurableObject<Env> {
 			if (own) redactComments(this.writer.sql, values);
 			return erased;
 		});
+		// On this ledger's clock, as its projection messages' sentAt: one sent before the redaction has sentAt <= atMs
+		// (records-queued.ts reads what it sends in the same synchronous step), which D1's erasure time then covers.
+		const atMs = Date.now();
 		await this.schedule.flush(true).catch((error) => console.error("ledger flush after an erasure failed", error));
-		return done;
+		return { ...done, atMs };
 	}
 
 	// ---- status changes and multi-ledger transactions ------------------------------------------------------------------------

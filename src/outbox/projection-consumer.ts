@@ -1,5 +1,5 @@
 import { appTimeZone } from "../db/leaderboard";
-import { needsZone, type ProjectionMessage, writeProjectionBatch } from "../db/projection-batch";
+import { needsZone, type ProjectionMessage, type ProjectionWrite, writeProjectionBatch } from "../db/projection-batch";
 import { isD1Unavailable } from "../instrument/d1-availability";
 import { instrumentEnv, recordProjectionLag } from "../instrument/d1-metrics";
 import type { SentEntry } from "../ledger/outbox-entries";
@@ -57,7 +57,7 @@ export async function projectionQueue(batch: MessageBatch<unknown>, rawEnv: Env,
 		retry(accepted, error);
 		return;
 	}
-	for (const group of await writeGroups(env, accepted, zones)) await afterWrite(env, group.items, group.hooks);
+	for (const group of await writeGroups(env, accepted, zones)) await afterWrite(env, group.items, group.written);
 }
 
 /** The time zones of the apps whose referrer rewards move leaderboard counters (cached per isolate: db/leaderboard.ts). */
@@ -82,26 +82,26 @@ async function writeGroups(
 	env: Env,
 	accepted: Accepted[],
 	zones: Map<string, string>,
-): Promise<{ items: Accepted[]; hooks: Set<string> }[]> {
+): Promise<{ items: Accepted[]; written: ProjectionWrite }[]> {
 	const nowIso = new Date().toISOString();
 	try {
-		const hooks = await writeProjectionBatch(
+		const written = await writeProjectionBatch(
 			env.DB,
 			accepted.map((a) => a.body),
 			zones,
 			nowIso,
 		);
-		return [{ items: accepted, hooks }];
+		return [{ items: accepted, written }];
 	} catch (error) {
 		if (accepted.length === 1 || isD1Unavailable(error)) {
 			retry(accepted, error);
 			return [];
 		}
 	}
-	const groups: { items: Accepted[]; hooks: Set<string> }[] = [];
+	const groups: { items: Accepted[]; written: ProjectionWrite }[] = [];
 	for (const item of accepted) {
 		try {
-			groups.push({ items: [item], hooks: await writeProjectionBatch(env.DB, [item.body], zones, nowIso) });
+			groups.push({ items: [item], written: await writeProjectionBatch(env.DB, [item.body], zones, nowIso) });
 		} catch (error) {
 			retry([item], error);
 		}
@@ -114,9 +114,14 @@ async function writeGroups(
  * go to the outbox queue (those refused stay in their ledgers, to be sent
  * again), then each ledger is told what was written, then the messages are
  * acknowledged. A lost acknowledgement only makes the ledger send again.
+ * Webhook events held back for an erasure (db/projection-batch.ts) are
+ * neither sent nor acknowledged: their ledger sends them again, redacted.
  */
-async function afterWrite(env: Env, items: Accepted[], hooks: Set<string>): Promise<void> {
-	const events = items.flatMap(({ body }) => (hooks.has(body.appid) ? body.webhooks.map((w) => w.event) : []));
+async function afterWrite(env: Env, items: Accepted[], written: ProjectionWrite): Promise<void> {
+	const heldBack = new Set([...written.heldBack].flatMap((i) => (items[i] ? [items[i].body] : [])));
+	const events = items.flatMap(({ body }) =>
+		written.withHooks.has(body.appid) && !heldBack.has(body) ? body.webhooks.map((w) => w.event) : [],
+	);
 	const failed = new Set<string>();
 	if (events.length > 0) {
 		const report = await sendInBatches(env, events);
@@ -136,6 +141,7 @@ async function afterWrite(env: Env, items: Accepted[], hooks: Set<string>): Prom
 		}
 		for (const r of body.rewards) ledger.acks.push({ id: r.id, ref: r.ref, version: r.row.version });
 		for (const a of body.audits) ledger.acks.push({ id: a.id, ref: a.ref, version: null });
+		if (heldBack.has(body)) continue;
 		for (const w of body.webhooks) if (!failed.has(w.event.eventid)) ledger.acks.push({ id: w.id, ref: w.ref, version: null });
 	}
 	await forEachLimited([...byLedger.values()], ACK_PARALLEL, async ({ appid, userkey, acks }) => {
