@@ -49,8 +49,10 @@ privacyRoutes.delete("/apps/:appid/users/:userkey", async (c) => {
 		...person.devices.map((d) => d.deviceid),
 	]);
 	const ledgers = [user.userkey, ...(person.referrerUserkey ? [person.referrerUserkey] : [])];
-	await Promise.all(ledgers.map((owner) => ledgerFor(c.env, appid, owner).erasePerson(user.userkey, values)));
-	const at = nowIso();
+	const erased = await Promise.all(ledgers.map((owner) => ledgerFor(c.env, appid, owner).erasePerson(user.userkey, values)));
+	// Not before either ledger's redaction on its own clock: the projection queue's consumer compares it with the
+	// ledgers' messages' sentAt and holds back the webhook events of any sent before it (db/privacy.ts, erasedSince).
+	const at = new Date(Math.max(Date.now(), ...erased.map((e) => e.atMs))).toISOString();
 	const audit = auditEntry(c, appid, { action: "user.erase", targetType: "user", targetId: user.userkey });
 	await erasePersonInD1(c.env.DB, person, values, { actor: actorOf(c), at }, audit);
 	// The code's click counter forgets where it led and its pending clicks: the link is a 404 from now on.

@@ -1,6 +1,7 @@
 import { redactJson } from "../privacy/redact";
 import { type AuditEntry, auditStatement } from "./audit";
 import { deleteLeaderboardCounters } from "./leaderboard";
+import type { SqlCondition } from "./outbox-events";
 import { firstRowOf, rowsOf } from "./rows";
 import { toUser, USER_VIEW, type User, type UserRow } from "./users";
 
@@ -128,6 +129,24 @@ export async function erasePersonInD1(
 		auditStatement(db, audit),
 	]);
 }
+
+/**
+ * True inside a batch when the ledger of `userkey` may still hold, in what it
+ * sent at `sentIso`, values of a person erased since: that user itself, or one
+ * of its friends (a referrer's ledger copies its friends' snapshots; the
+ * erasure redacts exactly these two ledgers: admin/privacy.ts). The
+ * projection queue's consumer writes a message's webhook events only when
+ * this is false (db/projection-batch.ts). `erased_at` is the erasure's time
+ * taken after both ledgers redacted (admin/privacy.ts), so a message sent
+ * before the redaction is always caught; one sent just after it may be too,
+ * which only delays it (it is sent again, redacted). Two index seeks: the
+ * user by userkey, its erased friends in users_erased_by_referrer (0031).
+ */
+export const erasedSince = (userkey: string, sentIso: string): SqlCondition => ({
+	sql: `EXISTS (SELECT 1 FROM users o WHERE o.userkey = ? AND (o.erased_at >= ?
+	        OR EXISTS (SELECT 1 FROM users f WHERE f.referrer_userid = o.userid AND f.erased_at >= ?)))`,
+	args: [userkey, sentIso, sentIso],
+});
 
 /** One line of the privacy log: who asked for what action on which userkey, and when; never the data. */
 function privacyLogInsert(

@@ -29,6 +29,7 @@ export const d1Metrics: MiddlewareHandler<{ Bindings: Env }> = async (c, next) =
 	await next();
 	c.header("x-d1-roundtrips", String(m.d1RoundTrips));
 	c.header("x-d1-statements", String(m.d1Statements));
+	c.header("x-d1-rows-written", String(m.d1RowsWritten));
 	c.header("x-d1-ms", String(m.d1Ms));
 	c.header("x-do-calls", String(m.doCalls));
 	c.header("x-do-ms", String(m.doMs));

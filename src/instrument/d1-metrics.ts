@@ -6,6 +6,7 @@
  *
  * - `x-d1-roundtrips`: D1 calls awaited (a `batch()` is ONE round trip),
  * - `x-d1-statements`: SQL statements in them (a batch counts each of its statements),
+ * - `x-d1-rows-written`: D1's `meta.rows_written` of those calls, summed,
  * - `x-d1-ms`: the summed wall time of those calls (overlapping calls both count),
  * - `x-do-calls` / `x-do-ms`: the same for RPC calls to UserLedger objects.
  *
@@ -26,6 +27,8 @@
 export interface RequestMetrics {
 	d1RoundTrips: number;
 	d1Statements: number;
+	/** D1's `meta.rows_written` of those calls, summed (index entries included, as D1 bills them). */
+	d1RowsWritten: number;
 	d1Ms: number;
 	doCalls: number;
 	doMs: number;
@@ -54,17 +57,43 @@ function own(target: object, prop: string | symbol): unknown {
 const ROUND_TRIPS = new Set(["first", "run", "all", "raw"]);
 
 /** Where D1 round trips come from, for the isolate's running totals. */
-export type D1Source = "worker" | "ledger" | "consumer" | "scheduled" | "clicks";
+export type D1Source = "worker" | "ledger" | "consumer" | "projection" | "scheduled" | "clicks";
 
 /** Counters at zero, for one request. */
-export const newMetrics = (): RequestMetrics => ({ d1RoundTrips: 0, d1Statements: 0, d1Ms: 0, doCalls: 0, doMs: 0 });
+export const newMetrics = (): RequestMetrics => ({ d1RoundTrips: 0, d1Statements: 0, d1RowsWritten: 0, d1Ms: 0, doCalls: 0, doMs: 0 });
 const totals: Record<D1Source, RequestMetrics> = {
 	worker: newMetrics(),
 	ledger: newMetrics(),
 	consumer: newMetrics(),
+	projection: newMetrics(),
 	scheduled: newMetrics(),
 	clicks: newMetrics(),
 };
+/** Rows the UserLedger objects wrote to their own SQLite (cursor `rowsWritten`, summed): the ledgers' side of a write's cost. */
+let ledgerRowsWritten = 0;
+
+/** Counts rows a ledger wrote to its own storage (the ledger's counting `sql`, countingSql). */
+export function countLedgerRows(rows: number): void {
+	ledgerRowsWritten += rows;
+}
+
+/**
+ * The lag of D1's projection behind the ledgers: from a ledger's send to the
+ * projection queue until the consumer's batch committed, per message, in
+ * buckets (upper bounds in ms; the last is everything above), so the bench
+ * can subtract two readings.
+ */
+export const LAG_BUCKETS_MS = [100, 250, 500, 1000, 2000, 5000, 10_000, Number.POSITIVE_INFINITY];
+const lag = { count: 0, sumMs: 0, maxMs: 0, buckets: LAG_BUCKETS_MS.map(() => 0) };
+
+/** Counts one projection message's lag (outbox/projection-consumer.ts); only with the flag set is it read. */
+export function recordProjectionLag(ms: number): void {
+	lag.count++;
+	lag.sumMs += ms;
+	lag.maxMs = Math.max(lag.maxMs, ms);
+	const i = LAG_BUCKETS_MS.findIndex((bound) => ms <= bound);
+	lag.buckets[i] = (lag.buckets[i] ?? 0) + 1;
+}
 /** Requests the Worker answered (the totals route excepted): what the bench divides the totals by. */
 let requests = 0;
 
@@ -108,24 +137,48 @@ export function withBindings(env: Env, replaced: Partial<Env>): Env {
 }
 
 /** The isolate's running D1 totals per source, and their sum. */
-export function d1Totals(): { requests: number; total: { roundtrips: number; statements: number } } & Record<
-	D1Source,
-	{ roundtrips: number; statements: number }
-> {
-	const view = (m: RequestMetrics) => ({ roundtrips: m.d1RoundTrips, statements: m.d1Statements });
+type Totals = { roundtrips: number; statements: number; rowswritten: number };
+export function d1Totals(): {
+	requests: number;
+	total: Totals;
+	ledgerStorage: { rowswritten: number };
+	projectionLag: { count: number; sumMs: number; maxMs: number; bucketsMs: number[]; buckets: number[] };
+} & Record<D1Source, Totals> {
+	const view = (m: RequestMetrics) => ({ roundtrips: m.d1RoundTrips, statements: m.d1Statements, rowswritten: m.d1RowsWritten });
 	const sources = Object.keys(totals) as D1Source[];
 	return {
 		requests,
 		worker: view(totals.worker),
 		ledger: view(totals.ledger),
 		consumer: view(totals.consumer),
+		projection: view(totals.projection),
 		scheduled: view(totals.scheduled),
 		clicks: view(totals.clicks),
 		total: {
 			roundtrips: sources.reduce((n, s) => n + totals[s].d1RoundTrips, 0),
 			statements: sources.reduce((n, s) => n + totals[s].d1Statements, 0),
+			rowswritten: sources.reduce((n, s) => n + totals[s].d1RowsWritten, 0),
+		},
+		ledgerStorage: { rowswritten: ledgerRowsWritten },
+		// JSON has no Infinity: the last bound is written as -1 (everything above the one before).
+		projectionLag: {
+			count: lag.count,
+			sumMs: lag.sumMs,
+			maxMs: lag.maxMs,
+			bucketsMs: LAG_BUCKETS_MS.map((b) => (Number.isFinite(b) ? b : -1)),
+			buckets: [...lag.buckets],
 		},
 	};
+}
+
+/** D1's rows written of a call's answer (a statement's result, or a batch's list of them). */
+function rowsWrittenOf(result: unknown): number {
+	const one = (r: unknown) => {
+		const meta = typeof r === "object" && r !== null ? Reflect.get(r, "meta") : undefined;
+		const rows = typeof meta === "object" && meta !== null ? Reflect.get(meta, "rows_written") : undefined;
+		return typeof rows === "number" ? rows : 0;
+	};
+	return Array.isArray(result) ? result.reduce((n: number, r) => n + one(r), 0) : one(result);
 }
 
 /** Wraps `db` so that every round trip made through it is counted into `m`. */
@@ -140,9 +193,18 @@ export function countingD1(db: D1Database, m: RequestMetrics): D1Database {
 		const proxy = new Proxy(statement, {
 			get(target, prop) {
 				if (prop === "bind") return (...values: unknown[]) => wrap(target.bind(...values));
+				// `first` answers no `meta`: counted, it runs as `all` (the same one round trip) and takes the first row.
+				if (prop === "first") {
+					const all = own(target, "all") as () => Promise<D1Result<Record<string, unknown>>>;
+					return async (column?: string) => {
+						const result = await rowsCounted(timed(all, count(1)));
+						const row = result.results[0] ?? null;
+						return column === undefined ? row : (row?.[column] ?? null);
+					};
+				}
 				if (typeof prop === "string" && ROUND_TRIPS.has(prop)) {
 					const method = own(target, prop) as (...args: unknown[]) => Promise<unknown>;
-					return (...args: unknown[]) => timed(() => method(...args), count(1));
+					return (...args: unknown[]) => rowsCounted(timed(() => method(...args), count(1)));
 				}
 				return own(target, prop);
 			},
@@ -150,12 +212,17 @@ export function countingD1(db: D1Database, m: RequestMetrics): D1Database {
 		real.set(proxy, statement);
 		return proxy;
 	};
+	const rowsCounted = async <T>(call: Promise<T>): Promise<T> => {
+		const result = await call;
+		m.d1RowsWritten += rowsWrittenOf(result);
+		return result;
+	};
 	return new Proxy(db, {
 		get(target, prop) {
 			if (prop === "prepare") return (query: string) => wrap(target.prepare(query));
 			if (prop === "batch") {
 				return (statements: D1PreparedStatement[]) =>
-					timed(() => target.batch(statements.map((s) => real.get(s) ?? s)), count(statements.length));
+					rowsCounted(timed(() => target.batch(statements.map((s) => real.get(s) ?? s)), count(statements.length)));
 			}
 			if (prop === "exec") return (query: string) => timed(() => target.exec(query), count(1));
 			// A session has prepare and batch as the database has: count through it too.

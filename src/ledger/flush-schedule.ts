@@ -3,6 +3,7 @@ import { holdsCode } from "./coupons";
 import { LEASE_END_SQL } from "./locks";
 import { rewardRow, updateReward } from "./mutations";
 import { type FlushHost, flushOutbox, OUTBOX_DUE_SQL, OUTBOX_PENDING_SQL } from "./outbox";
+import { deleteAcked, type SentEntry } from "./outbox-entries";
 import type { LedgerOutboxEntry } from "./schema";
 import { approveEndedHolds, HOLD_END_SQL } from "./status-changes";
 import type { CouponClaim } from "./transaction-types";
@@ -31,6 +32,8 @@ const RESOLVE_RETRY_MS = 5_000;
 export class FlushSchedule {
 	private flushing: Promise<FlushReport> | null = null;
 	private flushAgain = false;
+	/** An explicit flush asked for D1 to be written now: the next round delivers records straight to D1, not through the queue. */
+	private direct = false;
 	/** After a failed lease resolution, ended leases are not due again before this (epoch ms). */
 	private resolveRetryAt = 0;
 	private flushSoon: Promise<void> | null = null;
@@ -97,9 +100,10 @@ export class FlushSchedule {
 	 * per object: a call during a flush waits for it and makes it go round once
 	 * more, so nothing is delivered twice in parallel.
 	 */
-	flush(): Promise<FlushReport> {
+	flush(direct = false): Promise<FlushReport> {
 		// A ledger without tables (never written, or a test ledger erased whole) has nothing to deliver.
 		if (!this.writer.hasSchema()) return Promise.resolve({ done: 0, pending: 0 });
+		if (direct) this.direct = true;
 		if (this.flushing) {
 			this.flushAgain = true;
 			return this.flushing;
@@ -111,7 +115,9 @@ export class FlushSchedule {
 			try {
 				do {
 					this.flushAgain = false;
-					done += await flushOutbox(this.flushHost());
+					const queued = !this.direct;
+					this.direct = false;
+					done += await flushOutbox(this.flushHost(queued));
 				} while (this.flushAgain);
 				failed = false;
 			} finally {
@@ -127,8 +133,22 @@ export class FlushSchedule {
 		return this.flushing;
 	}
 
-	private flushHost(): FlushHost {
+	/**
+	 * The projection queue's consumer wrote these entries to D1
+	 * (records-queued.ts): they go, each at most at the version written, and
+	 * the alarm, set for their hold, is set again for what is left.
+	 */
+	projectionWritten(acks: SentEntry[]): void {
+		if (!this.writer.hasSchema()) return;
+		this.writer.transactionSync(() => deleteAcked(this.writer.sql, acks));
+		if (!this.flushing) this.armAlarm(0);
+	}
+
+	private flushHost(queued: boolean): FlushHost {
 		return {
+			// PROJECTION_DIRECT=1 (not in wrangler.toml): every flush writes D1 itself, as before issue 33 (the bench's comparison).
+			queued: queued && (this.env as Env & { PROJECTION_DIRECT?: string }).PROJECTION_DIRECT !== "1",
+			allRecords: !queued,
 			sql: this.writer.sql,
 			transactionSync: (fn) => this.writer.transactionSync(fn),
 			env: this.env,

@@ -1,4 +1,3 @@
-import type { z } from "zod";
 import { isTestAppid } from "../db/apps";
 import { auditEntrySchema, auditStatement } from "../db/audit";
 import { grantsConfirmed } from "../db/event-grants";
@@ -10,12 +9,15 @@ import { rewardId } from "../domain/ledger-ids";
 import type { OutboxEvent } from "../domain/outbox-event";
 import { sendInBatches } from "../outbox/events";
 import { holdsCode } from "./coupons";
+import { deleteEntries, errorText, type FlushHost, payloadOf, postpone, remove } from "./outbox-entries";
 import { payoutMessages } from "./payouts";
 import { erasedAt } from "./privacy";
+import { sendRecords } from "./records-queued";
 import { sendRewardEmails } from "./reward-emails";
 import type { LedgerOutboxEntry, RewardRow } from "./schema";
-import { couponClaimSchema, projectionPayloadSchema, readLedgerJson, webhookEventSchema } from "./stored-json";
-import type { CouponClaim } from "./transaction-types";
+import { couponClaimSchema, projectionPayloadSchema, webhookEventSchema } from "./stored-json";
+
+export { backoffMs, type FlushHost } from "./outbox-entries";
 
 /**
  * The ledger's transactional outbox. Entries are written in the same storage
@@ -30,15 +32,6 @@ import type { CouponClaim } from "./transaction-types";
 export const EMPTY_POOL_RETRY_MS = 10 * 60 * 1000;
 /** Entries handled per flush pass; keeps D1 batches and bound-parameter lists small. */
 const BATCH = 100;
-
-/**
- * Delay before retry number `attempts` (1-based) of a failed delivery:
- * 5 s, 15 s, 45 s, ... capped at one hour. Entries are never dropped, since
- * each one stands for a change that was already acknowledged.
- */
-export function backoffMs(attempts: number): number {
-	return Math.min(5_000 * 3 ** Math.max(0, attempts - 1), 60 * 60 * 1000);
-}
 
 /** Records that reward `seq` must be (re)written to the D1 projection at `version` or later. */
 export function queueProjection(sql: SqlStorage, seq: number, version: number, nowMs: number): void {
@@ -62,60 +55,6 @@ export function queueWebhook(sql: SqlStorage, event: OutboxEvent, nowMs: number)
 		JSON.stringify(event),
 		nowMs,
 		new Date(nowMs).toISOString(),
-	);
-}
-
-/** What the flush needs from its ledger. */
-export interface FlushHost {
-	sql: SqlStorage;
-	transactionSync<T>(fn: () => T): T;
-	env: Env;
-	appid: string;
-	userkey: string;
-	/** Writes a claimed code onto the reward (in its own transaction) and removes the claim entry. */
-	assignCoupon(entry: LedgerOutboxEntry, claim: CouponClaim, coupon: AssignedCoupon): void;
-}
-
-/** An entry's payload, checked against the shape its kind is written with. */
-const payloadOf = <S extends z.ZodType>(entry: LedgerOutboxEntry, schema: S): z.output<S> =>
-	readLedgerJson("outbox", "payload", entry.payload, schema);
-
-const errorText = (error: unknown) => (error instanceof Error ? error.message : String(error)).slice(0, 500);
-
-function postpone(host: FlushHost, entries: LedgerOutboxEntry[], error: unknown, delayMs?: number): void {
-	const now = Date.now();
-	host.transactionSync(() => {
-		for (const e of entries) {
-			const attempts = e.attempts + 1;
-			host.sql.exec(
-				"UPDATE outbox SET attempts = ?, next_attempt_at = ?, last_error = ? WHERE id = ?",
-				attempts,
-				now + (delayMs ?? backoffMs(attempts)),
-				errorText(error),
-				e.id,
-			);
-		}
-	});
-}
-
-function remove(host: FlushHost, entries: LedgerOutboxEntry[]): void {
-	if (entries.length > 0) host.transactionSync(() => deleteEntries(host.sql, entries));
-}
-
-/**
- * Deletes delivered entries in one statement, however many there are (each
- * statement costs about 0.08 ms of the object's CPU: bench/README.md, "Floors"). An
- * entry given with a version goes only while its version is at most that: a
- * change committed while its batch was in flight raised it, and it stays for
- * the next pass.
- */
-function deleteEntries(sql: SqlStorage, entries: LedgerOutboxEntry[], versions: ReadonlyMap<number, number> = new Map()): void {
-	if (entries.length === 0) return;
-	const pairs = entries.map((e) => [e.id, versions.get(e.id) ?? null]);
-	sql.exec(
-		`DELETE FROM outbox WHERE id IN (SELECT o.id FROM json_each(?) j JOIN outbox o ON o.id = j.value ->> 0
-		 WHERE j.value ->> 1 IS NULL OR o.version <= j.value ->> 1)`,
-		JSON.stringify(pairs),
 	);
 }
 
@@ -299,8 +238,15 @@ export interface FlushPass {
  */
 export async function flushOutboxOnce(host: FlushHost): Promise<FlushPass> {
 	let done = 0;
+	// An explicit flush delivers every record now, those on their way through the projection queue too.
 	const due = () =>
-		host.sql.exec<LedgerOutboxEntry>("SELECT * FROM outbox WHERE next_attempt_at <= ? ORDER BY id LIMIT ?", Date.now(), BATCH).toArray();
+		host.sql
+			.exec<LedgerOutboxEntry>(
+				`SELECT * FROM outbox WHERE next_attempt_at <= ?${host.allRecords ? " OR kind IN ('projection', 'webhook', 'audit')" : ""} ORDER BY id LIMIT ?`,
+				Date.now(),
+				BATCH,
+			)
+			.toArray();
 	let entries = due();
 	const more = entries.length === BATCH;
 	const coupons = entries.filter(isCouponEntry);
@@ -313,7 +259,7 @@ export async function flushOutboxOnce(host: FlushHost): Promise<FlushPass> {
 	);
 	// Claims queue projections: read again only when there were any.
 	if (coupons.length > 0) entries = due().filter((e) => !isCouponEntry(e));
-	done += await deliverRecords(
+	done += await (host.queued ? sendRecords : deliverRecords)(
 		host,
 		entries.filter((e) => e.kind === "projection"),
 		entries.filter((e) => e.kind === "webhook"),

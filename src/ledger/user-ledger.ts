@@ -1,6 +1,7 @@
 import { DurableObject } from "cloudflare:workers";
 import { ledgerName, parseLedgerName } from "../domain/ledger-ids";
 import { instrumentEnv } from "../instrument/d1-metrics";
+import { countingStorage } from "../instrument/ledger-rows";
 import { toHundredths } from "../rewards/money";
 import { auditRedemption, type LedgerAudit } from "./audit";
 import { listClawbacks } from "./clawbacks";
@@ -9,6 +10,7 @@ import { grantWithReferrer, type ReferrerSide } from "./conversion-grant";
 import { FlushSchedule } from "./flush-schedule";
 import { grantRewards } from "./grant";
 import { rewardRowById } from "./mutations";
+import type { SentEntry } from "./outbox-entries";
 import {
 	claimPayout,
 	type PayoutClaim,
@@ -72,7 +74,12 @@ export class UserLedger extends DurableObject<Env> {
 		if (!identity) throw new Error(`UserLedger must be created by name (appid:userkey), got ${ctx.id.name ?? "an unnamed id"}`);
 		this.identity = identity;
 		// The tables are created by the first write (writer.ts), so reads of a made-up id store nothing.
-		this.writer = new LedgerWriter(ctx.storage, identity, (flushNow) => this.schedule.afterWrite(flushNow), LEDGER_MIGRATIONS);
+		this.writer = new LedgerWriter(
+			countingStorage(ctx.storage, env),
+			identity,
+			(flushNow) => this.schedule.afterWrite(flushNow),
+			LEDGER_MIGRATIONS,
+		);
 		this.schedule = new FlushSchedule(ctx, this.env, this.writer);
 		if (this.writer.hasSchema()) this.schedule.rearmAfterRestart();
 	}
@@ -153,7 +160,7 @@ export class UserLedger extends DurableObject<Env> {
 	 * a flush, so a flush that was under way (with payloads read before the erasure) has written them to D1
 	 * before the caller erases D1, which redacts them there too.
 	 */
-	async erasePerson(personUserkey: string, values: string[]): Promise<{ rewards: number; webhooks: number }> {
+	async erasePerson(personUserkey: string, values: string[]): Promise<{ rewards: number; webhooks: number; atMs: number }> {
 		const own = personUserkey === this.identity.userkey ? { at: new Date().toISOString() } : null;
 		const done = this.writer.transactionSync(() => {
 			const erased = erasePersonInLedger(this.writer.sql, personUserkey, values, own);
@@ -162,8 +169,11 @@ export class UserLedger extends DurableObject<Env> {
 			if (own) redactComments(this.writer.sql, values);
 			return erased;
 		});
-		await this.schedule.flush().catch((error) => console.error("ledger flush after an erasure failed", error));
-		return done;
+		// On this ledger's clock, as its projection messages' sentAt: one sent before the redaction has sentAt <= atMs
+		// (records-queued.ts reads what it sends in the same synchronous step), which D1's erasure time then covers.
+		const atMs = Date.now();
+		await this.schedule.flush(true).catch((error) => console.error("ledger flush after an erasure failed", error));
+		return { ...done, atMs };
 	}
 
 	// ---- status changes and multi-ledger transactions ------------------------------------------------------------------------
@@ -266,10 +276,20 @@ export class UserLedger extends DurableObject<Env> {
 		return this.schedule.alarm();
 	}
 
-	/** Delivers what is due in the outbox now; a call during a flush waits for it (see flush-schedule.ts). */
+	/**
+	 * Delivers the outbox now, its records straight to D1 (not through the
+	 * projection queue), so D1 shows this ledger's rewards when it returns:
+	 * the admin's review queue after a status change, an erasure, tests. A
+	 * call during a flush waits for it (see flush-schedule.ts).
+	 */
 	flush(): Promise<FlushReport> {
 		if (!this.writer.hasSchema()) return Promise.resolve({ done: 0, pending: 0 });
-		return this.schedule.flush();
+		return this.schedule.flush(true);
+	}
+
+	/** The projection queue's consumer wrote these outbox entries to D1 (records-queued.ts): they go. */
+	projectionWritten(acks: SentEntry[]): void {
+		this.schedule.projectionWritten(acks);
 	}
 
 	/** Refuses a call meant for another ledger: that would be a routing bug, and would mix two users' rewards. */

@@ -1,6 +1,6 @@
 import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { couponClaimStatement } from "../../src/db/projection";
 import type { LedgerOutboxEntry } from "../../src/ledger/schema";
 import { createApp } from "../support/api";
@@ -42,7 +42,8 @@ describe("UserLedger outbox under failure", () => {
 		}
 		await runInDurableObject(stub, (_l, state) => state.storage.sql.exec("UPDATE outbox SET next_attempt_at = 0"));
 		expect(await runDurableObjectAlarm(stub)).toBe(true);
-		expect(await outbox(stub)).toEqual([]);
+		// The alarm's flush goes through the projection queue: the entries go once its consumer acknowledges the write.
+		await vi.waitFor(async () => expect(await outbox(stub)).toEqual([]), { timeout: 10_000, interval: 50 });
 		expect(
 			await env.DB.prepare("SELECT version, reward FROM rewards WHERE userkey = ?")
 				.bind(userkey)
@@ -98,7 +99,7 @@ describe("UserLedger outbox under failure", () => {
 		expect(await stub.listRewards()).toHaveLength(1);
 		expect(await runInDurableObject(stub, (_l, state) => state.storage.getAlarm())).not.toBeNull();
 		expect(await runDurableObjectAlarm(stub)).toBe(true);
-		expect(await outbox(stub)).toEqual([]);
+		await vi.waitFor(async () => expect(await outbox(stub)).toEqual([]), { timeout: 10_000, interval: 50 });
 	});
 
 	it("a replayed coupon claim returns the code the reward already holds", async () => {

@@ -1,6 +1,6 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { freshLedger, grantOf, hookedAppId } from "./support";
 
 describe("UserLedger alarm: holds", () => {
@@ -29,7 +29,12 @@ describe("UserLedger alarm: holds", () => {
 		expect((await stub.getReward(id(0)))?.holdUntil).toBeNull();
 		expect((await stub.balance({}))[0]).toMatchObject({ approved: 10, pending: 50, total: 60 });
 
-		// The approval reached D1 and the webhook outbox.
+		// The approval reached D1 and the webhook outbox, through the projection queue: once its consumer acknowledged the write.
+		await vi.waitFor(
+			async () =>
+				expect(await runInDurableObject(stub, (_l, state) => state.storage.sql.exec("SELECT id FROM outbox").toArray())).toEqual([]),
+			{ timeout: 10_000, interval: 50 },
+		);
 		const projected = await env.DB.prepare("SELECT rewardstatus, version FROM rewards WHERE rewarddtlid = ?").bind(id(0)).first();
 		expect(projected).toEqual({ rewardstatus: "Approved", version: 2 });
 		const event = await env.DB.prepare("SELECT type, payload FROM outbox_events WHERE eventid = ?")

@@ -1,14 +1,16 @@
-import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { createExecutionContext, createMessageBatch, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { releaseKey } from "../../src/db/idempotency-replies";
 import { markNotEnqueued } from "../../src/db/outbox-events";
+import { withBindings } from "../../src/instrument/d1-metrics";
 import { redactComments } from "../../src/ledger/comment-redaction";
 import { migrateLedger } from "../../src/ledger/migrate";
-import { flushOutboxOnce, queueWebhook } from "../../src/ledger/outbox";
+import { flushOutboxOnce, queueProjection, queueWebhook } from "../../src/ledger/outbox";
 import { erasePersonInLedger } from "../../src/ledger/privacy";
 import { LEDGER_MIGRATIONS } from "../../src/ledger/schema";
 import { ledgerFor } from "../../src/ledger/stub";
 import { webhookEvent } from "../../src/outbox/events";
+import { projectionQueue } from "../../src/outbox/projection-consumer";
 import { hookUrl, recordWebhook, runBatch, setAnswers, uniqueKey } from "../outbox/support";
 import { ADMIN_TOKEN, admin, createApp, request } from "../support/api";
 import { flushClicks } from "../support/clicks";
@@ -301,6 +303,34 @@ async function rarePaths(tour: Awaited<ReturnType<typeof operations>>) {
 			assignCoupon: () => undefined,
 		});
 	});
+	await projectionQueueTour(app.appid, referrer.userkey);
+}
+
+/** The projection queue: a queued pass sends a reward and a webhook, the consumer writes them and acknowledges. */
+async function projectionQueueTour(appid: string, userkey: string) {
+	const ledger = ledgerFor(env, appid, userkey);
+	const sent: unknown[] = [];
+	const capture = { sendBatch: async (messages: { body: unknown }[]) => void sent.push(...messages.map((m) => m.body)) };
+	await runInDurableObject(ledger, async (_instance, state) => {
+		const sql = state.storage.sql;
+		queueWebhook(sql, webhookEvent(appid, "reward.created", { userkey }), Date.now());
+		const version = sql.exec<{ version: number }>("SELECT version FROM rewards WHERE seq = 1").one().version;
+		queueProjection(sql, 1, version, Date.now());
+		await flushOutboxOnce({
+			queued: true,
+			sql,
+			transactionSync: (fn) => state.storage.transactionSync(fn),
+			env: withBindings(env, { PROJECTION: capture as unknown as Queue }),
+			appid,
+			userkey,
+			assignCoupon: () => undefined,
+		});
+	});
+	const batch = createMessageBatch(
+		"referral-projection",
+		sent.map((body, i) => ({ id: `tour-${i}`, timestamp: new Date(), attempts: 1, body })),
+	);
+	await projectionQueue(batch, env, createExecutionContext());
 }
 
 /** An existing ledger from before versioning, migrated step by step (new ledgers get the newest schema in one script). */

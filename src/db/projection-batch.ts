@@ -1,0 +1,139 @@
+import { z } from "zod";
+import type { OutboxEvent } from "../domain/outbox-event";
+import { type AuditEntry, auditStatement } from "./audit";
+import { grantsConfirmed } from "./event-grants";
+import { type LeaderboardReward, leaderboardCounters } from "./leaderboard";
+import { allOf, appHasWebhook, insertOutboxEvent, type SqlCondition } from "./outbox-events";
+import { erasedSince } from "./privacy";
+import { type ProjectedRewardRow, projectionStatement } from "./projection";
+import { type ProjectedReward, rewardCounters } from "./stats";
+
+/**
+ * The projection queue (issue 33): a ledger's flush sends its records (reward
+ * rows for the projection, webhook events, audit entries) as ONE message to
+ * the `PROJECTION` queue instead of writing D1 itself, and the consumer
+ * (src/outbox/projection-consumer.ts) writes the records of many ledgers'
+ * messages in ONE D1 batch. Every statement is the one the ledger's own flush
+ * used (versioned upsert, counters guarded by the version, event id and
+ * audit entryid keys), so a message written twice, or an older one written
+ * after a newer one, changes nothing: the version guard decides.
+ */
+
+/** What the projection and its counters copy of a ledger's reward row (ledger/schema.ts RewardRow; amounts in hundredths). */
+export type ProjectedRow = ProjectedRewardRow & LeaderboardReward & ProjectedReward;
+
+/**
+ * One message of the projection queue: the records of one flush pass of one
+ * ledger, each with the id and ref (and, for a reward, the version inside its
+ * row) of the ledger's outbox entry it delivers, so the consumer's
+ * acknowledgement removes exactly what was written. Its zod schema, which
+ * the consumer parses it with, is ledger/projection-message.ts.
+ */
+export interface ProjectionMessage {
+	projection: 1;
+	appid: string;
+	userkey: string;
+	/** When the ledger sent it (epoch ms): the lag of D1 behind the ledger is measured from here. */
+	sentAt: number;
+	rewards: { id: number; ref: string; row: ProjectedRow }[];
+	webhooks: { id: number; ref: string; event: OutboxEvent }[];
+	audits: { id: number; ref: string; entry: AuditEntry }[];
+}
+
+/** The customids of the `conversion.recorded` events of a message: the conversion's grants were all confirmed (db/event-grants.ts). */
+function announcedConversions(message: ProjectionMessage): string[] {
+	return message.webhooks.flatMap(({ event }) =>
+		event.type === "conversion.recorded" && typeof event.payload.customid === "string" ? [event.payload.customid] : [],
+	);
+}
+
+/** The statements of one message, in the order the ledger's own flush ran them. `zones`: time zones of the apps with referrer rewards. */
+function messageStatements(
+	db: D1Database,
+	message: ProjectionMessage,
+	zones: ReadonlyMap<string, string>,
+	nowIso: string,
+): D1PreparedStatement[] {
+	const { appid, userkey } = message;
+	const statements: D1PreparedStatement[] = message.audits.map(({ entry }) => auditStatement(db, entry));
+	const zone = zones.get(appid) ?? "UTC";
+	for (const { row } of message.rewards) {
+		// Counters first: they compare the row with the projection's current version (db/stats.ts, db/leaderboard.ts).
+		statements.push(
+			rewardCounters(db, appid, userkey, row),
+			...leaderboardCounters(db, appid, userkey, zone, row),
+			projectionStatement(db, appid, userkey, row),
+		);
+	}
+	// Recorded already marked enqueued, only when the app has a webhook URL (the consumer sends them right after the
+	// batch), and only when nobody the ledger copies was erased since the message was sent (db/privacy.ts).
+	const onlyIf = allOf(appHasWebhook(appid), notErased(message));
+	for (const { event } of message.webhooks) {
+		statements.push(insertOutboxEvent(db, event, onlyIf, { enqueuedAt: nowIso }));
+	}
+	for (const customid of announcedConversions(message)) statements.push(grantsConfirmed(db, appid, customid));
+	return statements;
+}
+
+/** The negation of erasedSince for the message's ledger and send time. */
+function notErased(message: ProjectionMessage): SqlCondition {
+	const erased = erasedSince(message.userkey, new Date(message.sentAt).toISOString());
+	return { sql: `NOT ${erased.sql}`, args: erased.args };
+}
+
+/** Whether a message has a referrer reward, whose leaderboard counters need its app's time zone. */
+export const needsZone = (message: ProjectionMessage) => message.rewards.some(({ row }) => row.usertype === "Referrer");
+
+const hooksRow = z.object({ appid: z.string(), hooks: z.number() });
+const erasedRow = z.object({ i: z.number(), erased: z.number() });
+
+/** What a batch wrote: the apps with a webhook URL, and the messages whose webhook events were held back. */
+export interface ProjectionWrite {
+	/** Apps with a webhook URL among those with events in the batch: their recorded events are to be sent. */
+	withHooks: Set<string>;
+	/**
+	 * Indexes (into `messages`) of those sent before an erasure of someone their ledger copies
+	 * (db/privacy.ts, erasedSince): their webhook events were not written, since their payloads may still
+	 * name the person; not acknowledged, the ledger sends them again, redacted.
+	 */
+	heldBack: Set<number>;
+}
+
+/**
+ * Writes the records of `messages` (any number of ledgers and apps) in ONE
+ * D1 batch, a transaction: all or nothing. Its last statements read, per app
+ * that has webhook events in it, whether the app has a webhook URL, and per
+ * message with webhook events, whether they were held back (an erasure).
+ */
+export async function writeProjectionBatch(
+	db: D1Database,
+	messages: ProjectionMessage[],
+	zones: ReadonlyMap<string, string>,
+	nowIso: string,
+): Promise<ProjectionWrite> {
+	const statements = messages.flatMap((m) => messageStatements(db, m, zones, nowIso));
+	const apps = [...new Set(messages.filter((m) => m.webhooks.length > 0).map((m) => m.appid))];
+	const hookReads = apps.map((appid) => {
+		const hooks = appHasWebhook(appid);
+		return db.prepare(`SELECT ? AS appid, ${hooks.sql} AS hooks`).bind(appid, ...hooks.args);
+	});
+	const erasedReads = messages.flatMap((m, i) => {
+		if (m.webhooks.length === 0) return [];
+		const erased = erasedSince(m.userkey, new Date(m.sentAt).toISOString());
+		return [db.prepare(`SELECT ? AS i, ${erased.sql} AS erased`).bind(i, ...erased.args)];
+	});
+	const written: ProjectionWrite = { withHooks: new Set(), heldBack: new Set() };
+	if (statements.length === 0) return written;
+	const results = await db.batch([...statements, ...hookReads, ...erasedReads]);
+	for (const result of results.slice(statements.length, statements.length + hookReads.length)) {
+		const row = result.results[0];
+		if (row === undefined) continue;
+		const read = hooksRow.parse(row);
+		if (read.hooks === 1) written.withHooks.add(read.appid);
+	}
+	for (const result of results.slice(statements.length + hookReads.length)) {
+		const read = erasedRow.parse(result.results[0]);
+		if (read.erased === 1) written.heldBack.add(read.i);
+	}
+	return written;
+}

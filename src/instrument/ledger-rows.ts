@@ -1,0 +1,33 @@
+import { countLedgerRows, metricsEnabled } from "./d1-metrics";
+
+/**
+ * The bench's count of the rows a ledger writes to its own SQLite
+ * (src/instrument/d1-metrics.ts, only with `D1_QUERY_COUNT` set): the
+ * ledgers' side of what a write costs, beside D1's `rows_written`. Storage
+ * whose `sql.exec` cursors report their `rowsWritten`, read once the
+ * synchronous transaction that ran them is over (a cursor that is never
+ * iterated has run its statement already: exec runs it).
+ */
+export function countingStorage(storage: DurableObjectStorage, env: Env): DurableObjectStorage {
+	if (!metricsEnabled(env)) return storage;
+	const counted = new Proxy(Reflect.get(storage, "sql") as SqlStorage, {
+		get(target, prop) {
+			if (prop === "exec") {
+				return (query: string, ...bindings: unknown[]) => {
+					const cursor = target.exec(query, ...bindings);
+					queueMicrotask(() => countLedgerRows(cursor.rowsWritten));
+					return cursor;
+				};
+			}
+			const value = Reflect.get(target, prop);
+			return typeof value === "function" ? value.bind(target) : value;
+		},
+	});
+	return new Proxy(storage, {
+		get(target, prop) {
+			if (prop === "sql") return counted;
+			const value = Reflect.get(target, prop);
+			return typeof value === "function" ? value.bind(target) : value;
+		},
+	});
+}

@@ -1,0 +1,125 @@
+import type { z } from "zod";
+import type { AssignedCoupon } from "../db/projection";
+import type { LedgerOutboxEntry } from "./schema";
+import { readLedgerJson } from "./stored-json";
+import type { CouponClaim } from "./transaction-types";
+
+/**
+ * The ledger outbox's entries as the flush handles them (outbox.ts and
+ * records-queued.ts): what a flush needs from its ledger, and how an entry
+ * is postponed after a failure or removed once delivered.
+ */
+
+/**
+ * Delay before retry number `attempts` (1-based) of a failed delivery:
+ * 5 s, 15 s, 45 s, ... capped at one hour. Entries are never dropped, since
+ * each one stands for a change that was already acknowledged.
+ */
+export function backoffMs(attempts: number): number {
+	return Math.min(5_000 * 3 ** Math.max(0, attempts - 1), 60 * 60 * 1000);
+}
+
+/** What the flush needs from its ledger. */
+export interface FlushHost {
+	sql: SqlStorage;
+	transactionSync<T>(fn: () => T): T;
+	env: Env;
+	appid: string;
+	userkey: string;
+	/** Writes a claimed code onto the reward (in its own transaction) and removes the claim entry. */
+	assignCoupon(entry: LedgerOutboxEntry, claim: CouponClaim, coupon: AssignedCoupon): void;
+	/**
+	 * Records go to the projection queue (records-queued.ts: many ledgers share
+	 * one D1 batch) instead of straight to D1. Off for an explicit flush
+	 * (`UserLedger.flush`: the admin's review queue, an erasure, tests), which
+	 * must find D1 written when it returns.
+	 */
+	queued?: boolean;
+	/**
+	 * Every record is due now, also those held for the projection queue's
+	 * acknowledgement or waiting for a retry: an explicit flush, which must
+	 * find D1 written when it returns.
+	 */
+	allRecords?: boolean;
+}
+
+/** An entry's payload, checked against the shape its kind is written with. */
+export const payloadOf = <S extends z.ZodType>(entry: LedgerOutboxEntry, schema: S): z.output<S> =>
+	readLedgerJson("outbox", "payload", entry.payload, schema);
+
+export const errorText = (error: unknown) => (error instanceof Error ? error.message : String(error)).slice(0, 500);
+
+export function postpone(host: FlushHost, entries: LedgerOutboxEntry[], error: unknown, delayMs?: number): void {
+	const now = Date.now();
+	host.transactionSync(() => {
+		for (const e of entries) {
+			const attempts = e.attempts + 1;
+			host.sql.exec(
+				"UPDATE outbox SET attempts = ?, next_attempt_at = ?, last_error = ? WHERE id = ?",
+				attempts,
+				now + (delayMs ?? backoffMs(attempts)),
+				errorText(error),
+				e.id,
+			);
+		}
+	});
+}
+
+export function remove(host: FlushHost, entries: LedgerOutboxEntry[]): void {
+	if (entries.length > 0) host.transactionSync(() => deleteEntries(host.sql, entries));
+}
+
+/**
+ * Deletes delivered entries in one statement, however many there are (each
+ * statement costs about 0.08 ms of the object's CPU: bench/README.md, "Floors"). An
+ * entry given with a version goes only while its version is at most that: a
+ * change committed while its batch was in flight raised it, and it stays for
+ * the next pass.
+ */
+export function deleteEntries(sql: SqlStorage, entries: LedgerOutboxEntry[], versions: ReadonlyMap<number, number> = new Map()): void {
+	if (entries.length === 0) return;
+	const pairs = entries.map((e) => [e.id, versions.get(e.id) ?? null]);
+	sql.exec(
+		`DELETE FROM outbox WHERE id IN (SELECT o.id FROM json_each(?) j JOIN outbox o ON o.id = j.value ->> 0
+		 WHERE j.value ->> 1 IS NULL OR o.version <= j.value ->> 1)`,
+		JSON.stringify(pairs),
+	);
+}
+
+/** One entry a flush handed on, at the version it carried (null: an entry that does not change, a webhook or audit). */
+export interface SentEntry {
+	id: number;
+	ref: string;
+	version: number | null;
+}
+
+/**
+ * Removes the entries the projection queue's consumer wrote to D1 (its
+ * acknowledgement): each only while it is the same entry (`ref`) and, for a
+ * reward, its version is at most the one written, since a change committed
+ * while the message was in flight raised it and it must go again.
+ */
+export function deleteAcked(sql: SqlStorage, acks: SentEntry[]): void {
+	if (acks.length === 0) return;
+	sql.exec(
+		`DELETE FROM outbox WHERE id IN (SELECT o.id FROM json_each(?) j JOIN outbox o ON o.id = j.value ->> 0 AND o.ref = j.value ->> 1
+		 WHERE j.value ->> 2 IS NULL OR o.version <= j.value ->> 2)`,
+		JSON.stringify(acks.map((a) => [a.id, a.ref, a.version])),
+	);
+}
+
+/**
+ * Holds entries sent to the projection queue until `untilMs`: not sent again
+ * while their message is on its way (the consumer's acknowledgement removes
+ * them); sent again then if it never came. An entry whose version rose since
+ * it was sent is left due: its change must go now.
+ */
+export function holdSent(sql: SqlStorage, sent: SentEntry[], untilMs: number): void {
+	if (sent.length === 0) return;
+	sql.exec(
+		`UPDATE outbox SET next_attempt_at = ? WHERE id IN (SELECT o.id FROM json_each(?) j JOIN outbox o ON o.id = j.value ->> 0
+		 WHERE j.value ->> 1 IS NULL OR o.version <= j.value ->> 1)`,
+		untilMs,
+		JSON.stringify(sent.map((s) => [s.id, s.version])),
+	);
+}

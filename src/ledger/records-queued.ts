@@ -1,0 +1,159 @@
+import { auditEntrySchema } from "../db/audit";
+import type { ProjectionMessage } from "../db/projection-batch";
+import { jsonBytes, packBatches } from "../outbox/queue-batches";
+import { errorText, type FlushHost, holdSent, payloadOf, postpone, remove, type SentEntry } from "./outbox-entries";
+import { projectedRow } from "./projection-message";
+import type { LedgerOutboxEntry, RewardRow } from "./schema";
+import { projectionPayloadSchema, webhookEventSchema } from "./stored-json";
+
+/**
+ * The background flush's records (projection rows, webhook events, audit
+ * entries) leave through the projection queue (issue 33): ONE message per
+ * pass (more only past the Queues size limits), no D1 round trip here. The
+ * queue's consumer (outbox/projection-consumer.ts) writes the messages of
+ * many ledgers in one D1 batch, then acknowledges to each ledger what it
+ * wrote (`UserLedger.projectionWritten`), and only then do the entries go.
+ * Meanwhile they are held for IN_FLIGHT_MS (not sent again); a message lost
+ * or not acknowledged by then is sent again, which the version guard and
+ * the event and entry keys make harmless.
+ */
+
+/** How long a sent entry waits for the consumer's acknowledgement before it is sent again. */
+export const IN_FLIGHT_MS = 30_000;
+/** A message's records stay under this many bytes (the platform takes 128 KB per message). */
+const MESSAGE_BYTES = 96_000;
+
+type Item =
+	| { kind: "reward"; sent: SentEntry; value: ProjectionMessage["rewards"][number] }
+	| { kind: "webhook"; sent: SentEntry; value: ProjectionMessage["webhooks"][number] }
+	| { kind: "audit"; sent: SentEntry; value: ProjectionMessage["audits"][number] };
+
+/** The items of a pass, in messages under MESSAGE_BYTES each (a record alone over it still goes, alone). */
+function messagesOf(host: FlushHost, items: Item[]): { message: ProjectionMessage; sent: SentEntry[] }[] {
+	const sentAt = Date.now();
+	const groups = packBatches(items, (item) => jsonBytes(item.value)).flatMap((batch) => {
+		// packBatches cuts at the count and bytes of a sendBatch; a message's own limit is lower.
+		const out: Item[][] = [];
+		let current: Item[] = [];
+		let bytes = 0;
+		for (const item of batch) {
+			const size = jsonBytes(item.value);
+			if (current.length > 0 && bytes + size > MESSAGE_BYTES) {
+				out.push(current);
+				current = [];
+				bytes = 0;
+			}
+			current.push(item);
+			bytes += size;
+		}
+		if (current.length > 0) out.push(current);
+		return out;
+	});
+	return groups.map((group) => ({
+		message: {
+			projection: 1,
+			appid: host.appid,
+			userkey: host.userkey,
+			sentAt,
+			rewards: group.flatMap((i) => (i.kind === "reward" ? [i.value] : [])),
+			webhooks: group.flatMap((i) => (i.kind === "webhook" ? [i.value] : [])),
+			audits: group.flatMap((i) => (i.kind === "audit" ? [i.value] : [])),
+		},
+		sent: group.map((i) => i.sent),
+	}));
+}
+
+/**
+ * The entries as they are now: the pass read them before its awaits (coupon
+ * claims, payouts), and meanwhile an erasure may have redacted a payload or
+ * an acknowledgement removed an entry.
+ */
+function reread(sql: SqlStorage, entries: LedgerOutboxEntry[]): LedgerOutboxEntry[] {
+	if (entries.length === 0) return [];
+	const now = new Map(
+		sql
+			.exec<LedgerOutboxEntry>(
+				"SELECT * FROM outbox WHERE id IN (SELECT value FROM json_each(?))",
+				JSON.stringify(entries.map((e) => e.id)),
+			)
+			.toArray()
+			.map((e) => [e.id, e]),
+	);
+	return entries.flatMap((e) => {
+		const current = now.get(e.id);
+		return current && current.ref === e.ref ? [current] : [];
+	});
+}
+
+/**
+ * Sends a pass's records to the projection queue. Entries and rewards are
+ * read now, in the same synchronous step that stamps the messages' sentAt,
+ * so a message carries the newest state, and an erasure of a person it names
+ * either came before (its payloads are redacted) or at or after sentAt (the
+ * consumer holds its webhook events back: db/privacy.ts, erasedSince). A
+ * reward that is gone has nothing to project. Answers the entries handled
+ * (sent, or gone).
+ */
+export async function sendRecords(
+	host: FlushHost,
+	readProjections: LedgerOutboxEntry[],
+	readWebhooks: LedgerOutboxEntry[],
+	readAudits: LedgerOutboxEntry[],
+): Promise<number> {
+	const fresh = reread(host.sql, [...readProjections, ...readWebhooks, ...readAudits]);
+	const projections = fresh.filter((e) => e.kind === "projection");
+	const webhooks = fresh.filter((e) => e.kind === "webhook");
+	const audits = fresh.filter((e) => e.kind === "audit");
+	const items: Item[] = [];
+	const gone: LedgerOutboxEntry[] = [];
+	for (const entry of audits) {
+		items.push({
+			kind: "audit",
+			sent: { id: entry.id, ref: entry.ref, version: null },
+			value: { id: entry.id, ref: entry.ref, entry: payloadOf(entry, auditEntrySchema) },
+		});
+	}
+	for (const entry of projections) {
+		const { seq } = payloadOf(entry, projectionPayloadSchema);
+		const row = host.sql.exec<RewardRow>("SELECT * FROM rewards WHERE seq = ?", seq).toArray()[0];
+		if (!row) {
+			gone.push(entry);
+			continue;
+		}
+		items.push({
+			kind: "reward",
+			sent: { id: entry.id, ref: entry.ref, version: row.version },
+			value: { id: entry.id, ref: entry.ref, row: projectedRow(row) },
+		});
+	}
+	for (const entry of webhooks) {
+		items.push({
+			kind: "webhook",
+			sent: { id: entry.id, ref: entry.ref, version: null },
+			value: { id: entry.id, ref: entry.ref, event: payloadOf(entry, webhookEventSchema) },
+		});
+	}
+	remove(host, gone);
+	if (items.length === 0) return gone.length;
+	const messages = messagesOf(host, items);
+	let handled = gone.length;
+	for (const batch of packBatches(messages, (m) => jsonBytes(m.message))) {
+		const sent = batch.flatMap((m) => m.sent);
+		try {
+			await host.env.PROJECTION.sendBatch(batch.map((m) => ({ body: m.message, contentType: "json" as const })));
+		} catch (error) {
+			console.warn("ledger outbox: projection enqueue failed", { appid: host.appid, userkey: host.userkey, error: errorText(error) });
+			const failed = new Set(sent.map((s) => s.id));
+			postpone(
+				host,
+				[...projections, ...webhooks, ...audits].filter((e) => failed.has(e.id)),
+				error,
+			);
+			continue;
+		}
+		const until = Date.now() + IN_FLIGHT_MS;
+		host.transactionSync(() => holdSent(host.sql, sent, until));
+		handled += sent.length;
+	}
+	return handled;
+}

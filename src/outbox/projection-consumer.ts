@@ -1,0 +1,155 @@
+import { appTimeZone } from "../db/leaderboard";
+import { needsZone, type ProjectionMessage, type ProjectionWrite, writeProjectionBatch } from "../db/projection-batch";
+import { isD1Unavailable } from "../instrument/d1-availability";
+import { instrumentEnv, recordProjectionLag } from "../instrument/d1-metrics";
+import type { SentEntry } from "../ledger/outbox-entries";
+import { projectionMessageSchema } from "../ledger/projection-message";
+import { ledgerFor } from "../ledger/stub";
+import { sendInBatches } from "./events";
+import { forEachLimited } from "./parallel";
+
+/**
+ * Consumer of the projection queue (issue 33; the ledger side is
+ * ledger/records-queued.ts). A batch holds the records of many ledgers'
+ * flushes, of many users and apps: they are written in ONE D1 batch
+ * (db/projection-batch.ts), so under load a conversion's share of the
+ * projection's round trips is a fraction of one instead of one per ledger
+ * it touched. Then the webhook events of apps with a webhook URL go to the
+ * outbox queue, and each ledger is told what was written
+ * (`UserLedger.projectionWritten`), which removes its outbox entries.
+ *
+ * Failures leave the ledgers' entries in place, so nothing is lost: a D1
+ * batch that fails is retried by the queue, and a ledger whose
+ * acknowledgement does not arrive sends its entries again when their hold
+ * ends (records-queued.ts), which the version guard makes harmless.
+ */
+
+const log = (level: "log" | "warn" | "error", msg: string, fields: Record<string, unknown>) =>
+	console[level](JSON.stringify({ msg, ...fields }));
+
+/** Delay of the queue's retry of a batch D1 refused. */
+const RETRY_DELAY_S = 2;
+/** Acknowledgements sent at a time. */
+const ACK_PARALLEL = 16;
+
+interface Accepted {
+	message: Message<unknown>;
+	body: ProjectionMessage;
+}
+
+export async function projectionQueue(batch: MessageBatch<unknown>, rawEnv: Env, _ctx?: ExecutionContext): Promise<void> {
+	const env = instrumentEnv(rawEnv, "projection");
+	const accepted: Accepted[] = [];
+	for (const message of batch.messages) {
+		const parsed = projectionMessageSchema.safeParse(message.body);
+		if (parsed.success) accepted.push({ message, body: parsed.data });
+		else {
+			// A body this code cannot read would fail every retry: dropped, and the ledger sends its entries again.
+			log("error", "projection message with an invalid body dropped", { messageid: message.id, issues: parsed.error.issues.slice(0, 3) });
+			message.ack();
+		}
+	}
+	if (accepted.length === 0) return;
+	let zones: Map<string, string>;
+	try {
+		zones = await zonesOf(env.DB, accepted);
+	} catch (error) {
+		retry(accepted, error);
+		return;
+	}
+	for (const group of await writeGroups(env, accepted, zones)) await afterWrite(env, group.items, group.written);
+}
+
+/** The time zones of the apps whose referrer rewards move leaderboard counters (cached per isolate: db/leaderboard.ts). */
+async function zonesOf(db: D1Database, accepted: Accepted[]): Promise<Map<string, string>> {
+	const apps = [...new Set(accepted.filter((a) => needsZone(a.body)).map((a) => a.body.appid))];
+	const zones = new Map<string, string>();
+	for (const appid of apps) zones.set(appid, await appTimeZone(db, appid));
+	return zones;
+}
+
+function retry(items: Accepted[], error: unknown): void {
+	log("warn", "projection batch not written, retried", { messages: items.length, error: String(error).slice(0, 300) });
+	for (const { message } of items) message.retry({ delaySeconds: RETRY_DELAY_S });
+}
+
+/**
+ * Writes the batch as ONE D1 batch. When that fails for a reason other than
+ * D1 being busy or down, one message may be what D1 refuses: each message is
+ * then written on its own, so the others are not held back with it.
+ */
+async function writeGroups(
+	env: Env,
+	accepted: Accepted[],
+	zones: Map<string, string>,
+): Promise<{ items: Accepted[]; written: ProjectionWrite }[]> {
+	const nowIso = new Date().toISOString();
+	try {
+		const written = await writeProjectionBatch(
+			env.DB,
+			accepted.map((a) => a.body),
+			zones,
+			nowIso,
+		);
+		return [{ items: accepted, written }];
+	} catch (error) {
+		if (accepted.length === 1 || isD1Unavailable(error)) {
+			retry(accepted, error);
+			return [];
+		}
+	}
+	const groups: { items: Accepted[]; written: ProjectionWrite }[] = [];
+	for (const item of accepted) {
+		try {
+			groups.push({ items: [item], written: await writeProjectionBatch(env.DB, [item.body], zones, nowIso) });
+		} catch (error) {
+			retry([item], error);
+		}
+	}
+	return groups;
+}
+
+/**
+ * After the D1 batch committed: the webhook events of apps with a webhook URL
+ * go to the outbox queue (those refused stay in their ledgers, to be sent
+ * again), then each ledger is told what was written, then the messages are
+ * acknowledged. A lost acknowledgement only makes the ledger send again.
+ * Webhook events held back for an erasure (db/projection-batch.ts) are
+ * neither sent nor acknowledged: their ledger sends them again, redacted.
+ */
+async function afterWrite(env: Env, items: Accepted[], written: ProjectionWrite): Promise<void> {
+	const heldBack = new Set([...written.heldBack].flatMap((i) => (items[i] ? [items[i].body] : [])));
+	const events = items.flatMap(({ body }) =>
+		written.withHooks.has(body.appid) && !heldBack.has(body) ? body.webhooks.map((w) => w.event) : [],
+	);
+	const failed = new Set<string>();
+	if (events.length > 0) {
+		const report = await sendInBatches(env, events);
+		for (const event of report.failed) failed.add(event.eventid);
+		if (report.failed.length > 0)
+			log("warn", "projection: webhook enqueue failed", { events: report.failed.length, error: String(report.error) });
+	}
+	const now = Date.now();
+	const byLedger = new Map<string, { appid: string; userkey: string; acks: SentEntry[] }>();
+	for (const { body } of items) {
+		recordProjectionLag(now - body.sentAt);
+		const key = `${body.appid}\u0000${body.userkey}`;
+		let ledger = byLedger.get(key);
+		if (!ledger) {
+			ledger = { appid: body.appid, userkey: body.userkey, acks: [] };
+			byLedger.set(key, ledger);
+		}
+		for (const r of body.rewards) ledger.acks.push({ id: r.id, ref: r.ref, version: r.row.version });
+		for (const a of body.audits) ledger.acks.push({ id: a.id, ref: a.ref, version: null });
+		if (heldBack.has(body)) continue;
+		for (const w of body.webhooks) if (!failed.has(w.event.eventid)) ledger.acks.push({ id: w.id, ref: w.ref, version: null });
+	}
+	await forEachLimited([...byLedger.values()], ACK_PARALLEL, async ({ appid, userkey, acks }) => {
+		try {
+			await ledgerFor(env, appid, userkey).projectionWritten(acks);
+		} catch (error) {
+			log("warn", "projection: acknowledgement to a ledger failed", { appid, userkey, error: String(error).slice(0, 300) });
+		}
+	});
+	for (const { message } of items) message.ack();
+}
