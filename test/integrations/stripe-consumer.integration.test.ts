@@ -148,45 +148,58 @@ async function consume(messages: StripeEventMessage[]): Promise<StripeEventMessa
 const stored = (m: StripeEventMessage) =>
 	storeInboxEvent(env.DB, { appid: m.appid, eventid: m.eventid, type: m.type, object: JSON.stringify(m.object) }, Date.now());
 
+/**
+ * A referred friend's invoice of 100.00 paid and consumed (its referrer earns 10.00); `refunded(total)` is a
+ * `charge.refunded` event of that payment with `total` refunded so far.
+ */
+async function paidReferral() {
+	const app = await stripeApp();
+	const who = tag();
+	const referrer = (await app.api("register", { email: `ref${who}@example.com`, paymentcustomerid: `cus_ref_${who}` })).body;
+	const friend = await app.api("register", {
+		email: `friend${who}@example.com`,
+		paymentcustomerid: `cus_friend_${who}`,
+		referrercode: referrer.referralcode,
+	});
+	expect(friend.status).toBe(200);
+	const event = (eventid: string, type: string, object: Record<string, unknown>): StripeEventMessage => ({
+		appid: app.appid,
+		eventid,
+		type,
+		object: stripeObjectSchema.parse(object),
+	});
+	const paid = event(`evt_paid_${who}`, "invoice.paid", {
+		id: `in_${who}`,
+		customer: `cus_friend_${who}`,
+		amount_paid: 10_000,
+		currency: "usd",
+		charge: `ch_${who}`,
+	});
+	await stored(paid);
+	expect(await consume([paid])).toEqual([]);
+	const refunded = (total: number, eventid = `evt_refund_${who}_${total}`) =>
+		event(eventid, "charge.refunded", {
+			id: `ch_${who}`,
+			customer: `cus_friend_${who}`,
+			amount: 10_000,
+			amount_refunded: total,
+			currency: "usd",
+		});
+	const rewards = async () =>
+		(await app.api("getfriendsandrewards", { userkey: referrer.userkey })).body.friends.flatMap(
+			(f: { earnedrewards: unknown[] }) => f.earnedrewards,
+		);
+	return { app, who, referrer, refunded, rewards };
+}
+
 describe("Stripe's refund events handled at once", () => {
 	// Issue 31: "two charge.refunded events handled at once reverse too much (refunds totalling 30.00
 	// reversed 40.00)". Cloudflare runs several invocations of a queue's consumer at once; the local
 	// queue (wrangler dev) hands out one batch at a time, so the e2e test of this case
 	// (stripe-events.e2e.test.ts) meets them one after the other. Here two invocations run together.
 	it("two invocations of the consumer, one event each (10.00 and 30.00 refunded so far), reverse exactly 30.00", async () => {
-		const app = await stripeApp();
-		const who = tag();
-		const referrer = (await app.api("register", { email: `ref${who}@example.com`, paymentcustomerid: `cus_ref_${who}` })).body;
-		const friend = await app.api("register", {
-			email: `friend${who}@example.com`,
-			paymentcustomerid: `cus_friend_${who}`,
-			referrercode: referrer.referralcode,
-		});
-		expect(friend.status).toBe(200);
-		const event = (eventid: string, type: string, object: Record<string, unknown>): StripeEventMessage => ({
-			appid: app.appid,
-			eventid,
-			type,
-			object: stripeObjectSchema.parse(object),
-		});
-		const paid = event(`evt_paid_${who}`, "invoice.paid", {
-			id: `in_${who}`,
-			customer: `cus_friend_${who}`,
-			amount_paid: 10_000,
-			currency: "usd",
-			charge: `ch_${who}`,
-		});
-		await stored(paid);
-		expect(await consume([paid])).toEqual([]);
-		const refunds = [1000, 3000].map((total) =>
-			event(`evt_refund_${who}_${total}`, "charge.refunded", {
-				id: `ch_${who}`,
-				customer: `cus_friend_${who}`,
-				amount: 10_000,
-				amount_refunded: total,
-				currency: "usd",
-			}),
-		);
+		const { refunded, rewards } = await paidReferral();
+		const refunds = [1000, 3000].map((total) => refunded(total));
 		for (const r of refunds) await stored(r);
 		let open = (await Promise.all(refunds.map((r) => consume([r])))).flat();
 		// One may meet the other's lock on the reward (retry_later): retried, as the queue would.
@@ -195,10 +208,7 @@ describe("Stripe's refund events handled at once", () => {
 			open = (await Promise.all(open.map((r) => consume([r])))).flat();
 		}
 		expect(open).toEqual([]);
-		const friends = (await app.api("getfriendsandrewards", { userkey: referrer.userkey })).body.friends;
-		expect(friends.flatMap((f: { earnedrewards: unknown[] }) => f.earnedrewards)).toEqual([
-			expect.objectContaining({ reward: "7", reversedamount: "3" }),
-		]);
+		expect(await rewards()).toEqual([expect.objectContaining({ reward: "7", reversedamount: "3" })]);
 	});
 });
 
@@ -207,30 +217,7 @@ describe("a Stripe refund that meets a locked reward", () => {
 	// treated as final)". Another transaction's prepare holds the reward (as a coordinator between
 	// prepare and decision does): the refund is retried, never acknowledged, and applied once the lock is gone.
 	it("is retried while another transaction holds the reward, and applied once it is released", async () => {
-		const app = await stripeApp();
-		const who = tag();
-		const referrer = (await app.api("register", { email: `ref${who}@example.com`, paymentcustomerid: `cus_ref_${who}` })).body;
-		const friend = await app.api("register", {
-			email: `friend${who}@example.com`,
-			paymentcustomerid: `cus_friend_${who}`,
-			referrercode: referrer.referralcode,
-		});
-		expect(friend.status).toBe(200);
-		const message = (eventid: string, type: string, object: Record<string, unknown>): StripeEventMessage => ({
-			appid: app.appid,
-			eventid,
-			type,
-			object: stripeObjectSchema.parse(object),
-		});
-		const paid = message(`evt_paid_${who}`, "invoice.paid", {
-			id: `in_${who}`,
-			customer: `cus_friend_${who}`,
-			amount_paid: 10_000,
-			currency: "usd",
-			charge: `ch_${who}`,
-		});
-		await stored(paid);
-		expect(await consume([paid])).toEqual([]);
+		const { app, who, referrer, refunded, rewards } = await paidReferral();
 		const ledger = ledgerFor(env, app.appid, referrer.userkey);
 		const rewarddtlid = `${referrer.userkey}-1`;
 		const held = await ledger.prepareTransaction(
@@ -240,20 +227,11 @@ describe("a Stripe refund that meets a locked reward", () => {
 		);
 		expect(held.ok).toBe(true);
 
-		const refund = message(`evt_refund_${who}`, "charge.refunded", {
-			id: `ch_${who}`,
-			customer: `cus_friend_${who}`,
-			amount: 10_000,
-			amount_refunded: 4000,
-			currency: "usd",
-		});
+		const refund = refunded(4000, `evt_refund_${who}`);
 		await stored(refund);
 		expect(await consume([refund]), "retried while locked, not acknowledged").toEqual([refund]);
 		await ledger.abortTransaction(`tx-hold-${who}`);
 		expect(await consume([refund])).toEqual([]);
-		const friends = (await app.api("getfriendsandrewards", { userkey: referrer.userkey })).body.friends;
-		expect(friends.flatMap((f: { earnedrewards: unknown[] }) => f.earnedrewards)).toEqual([
-			expect.objectContaining({ reward: "6", reversedamount: "4" }),
-		]);
+		expect(await rewards()).toEqual([expect.objectContaining({ reward: "6", reversedamount: "4" })]);
 	});
 });
