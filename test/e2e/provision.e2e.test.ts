@@ -47,9 +47,13 @@ describe("provision --dry-run", () => {
 		expect(environmentOf(toml, "production")).toEqual({
 			database: "referral-rewards",
 			databaseId: expect.any(String),
-			queues: ["referral-outbox", "referral-stripe"],
+			queues: ["referral-outbox", "referral-projection", "referral-stripe"],
 			deadLetterQueues: ["referral-outbox-dlq", "referral-stripe-dlq"],
 		});
-		expect(environmentOf(toml, "staging")?.queues).toEqual(["referral-outbox-staging", "referral-stripe-staging"]);
+		expect(environmentOf(toml, "staging")?.queues).toEqual([
+			"referral-outbox-staging",
+			"referral-projection-staging",
+			"referral-stripe-staging",
+		]);
 	});
 });
