@@ -7,6 +7,7 @@ import { flushOutboxOnce, queueProjection } from "../../src/ledger/outbox";
 import { ledgerFor } from "../../src/ledger/stub";
 import { projectionQueue } from "../../src/outbox/projection-consumer";
 import { admin, createApp } from "../support/api";
+import { until } from "../support/until";
 import { freshLedger, grantOf, hookedAppId } from "./support";
 
 /**
@@ -29,16 +30,6 @@ const projected = (rewarddtlid: string) =>
 	env.DB.prepare("SELECT comment, version FROM rewards WHERE rewarddtlid = ?")
 		.bind(rewarddtlid)
 		.first<{ comment: string | null; version: number }>();
-
-async function until<T>(what: string, read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 10_000): Promise<T> {
-	const deadline = Date.now() + timeoutMs;
-	for (;;) {
-		const value = await read();
-		if (done(value)) return value;
-		if (Date.now() > deadline) throw new Error(`${what}: not after ${timeoutMs} ms (last: ${JSON.stringify(value)})`);
-		await new Promise((r) => setTimeout(r, 50));
-	}
-}
 
 /** A ledger with one reward projected and an empty outbox (the real queue took its first flush). */
 async function settledLedger(appid: string) {

@@ -9,6 +9,7 @@ import { webhookEvent } from "../../src/outbox/events";
 import { projectionQueue } from "../../src/outbox/projection-consumer";
 import { hookUrl, uniqueKey } from "../outbox/support";
 import { admin, createApp } from "../support/api";
+import { until } from "../support/until";
 
 /**
  * An erasure racing a projection-queue message (issue 33): a ledger's flush
@@ -20,16 +21,6 @@ import { admin, createApp } from "../support/api";
  */
 
 type Ledger = ReturnType<typeof ledgerFor>;
-
-async function until<T>(what: string, read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 10_000): Promise<T> {
-	const deadline = Date.now() + timeoutMs;
-	for (;;) {
-		const value = await read();
-		if (done(value)) return value;
-		if (Date.now() > deadline) throw new Error(`${what}: not after ${timeoutMs} ms (last: ${JSON.stringify(value)})`);
-		await new Promise((r) => setTimeout(r, 50));
-	}
-}
 
 const pending = (ledger: Ledger) =>
 	runInDurableObject(ledger, (_l, state) => state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM outbox").one().n);
