@@ -19,9 +19,11 @@
 -- Triggers on leaderboard_counts keep it, as they keep leaderboard_levels:
 -- every write of a counter (the flush's version-guarded upserts, reversals,
 -- an erasure's delete, test and bench data) moves it in the same statement,
--- so it moves exactly when and as the counters do. A slice emptied keeps its
--- row at 0, as a level does. The statement after the tables counts the
--- counters already there.
+-- so it moves exactly when and as the counters do. A slice a referrer
+-- leaves is deleted once empty, in the same statement (36 seeks of the
+-- primary key: the widths times the slices), so the table holds at most six
+-- rows per counter row, whatever the history. The statement after the
+-- tables counts the counters already there.
 CREATE TABLE leaderboard_tie_widths (
   width INTEGER PRIMARY KEY,
   above INTEGER NOT NULL
@@ -59,6 +61,9 @@ CREATE TRIGGER leaderboard_ties_delete AFTER DELETE ON leaderboard_counts WHEN O
     FROM leaderboard_tie_widths w
     WHERE true
     ON CONFLICT (appid, campaignid, bucket, friends, width, slice) DO UPDATE SET referrers = referrers + excluded.referrers;
+  DELETE FROM leaderboard_ties WHERE appid = OLD.appid AND campaignid = OLD.campaignid AND bucket = OLD.bucket AND friends = OLD.friends
+    AND width IN (SELECT width FROM leaderboard_tie_widths) AND slice IN (SELECT substr(OLD.reached_at, 1, width) FROM leaderboard_tie_widths)
+    AND referrers = 0;
 END;
 
 -- A change of count or of reached_at (the flush raises both together; a decrease keeps reached_at): out of the old
@@ -75,4 +80,7 @@ CREATE TRIGGER leaderboard_ties_update AFTER UPDATE OF friends, reached_at ON le
     FROM leaderboard_tie_widths w
     WHERE NEW.friends > 0
     ON CONFLICT (appid, campaignid, bucket, friends, width, slice) DO UPDATE SET referrers = referrers + excluded.referrers;
+  DELETE FROM leaderboard_ties WHERE appid = OLD.appid AND campaignid = OLD.campaignid AND bucket = OLD.bucket AND friends = OLD.friends
+    AND width IN (SELECT width FROM leaderboard_tie_widths) AND slice IN (SELECT substr(OLD.reached_at, 1, width) FROM leaderboard_tie_widths)
+    AND referrers = 0;
 END;

@@ -105,18 +105,24 @@ describe("query plans", { timeout: 120_000 }, () => {
 				.filter(Boolean)
 				.map((s) => ({ engine: "d1" as const, file: `migrations: trigger ${name}`, sql: s.replace(/\b(NEW|OLD)\.\w+/g, "?") })),
 		);
-		expect(bodies.length).toBe(8);
+		expect(bodies.length).toBe(10);
 		const triggerPlans = await explainAll(bodies, ALLOWED_SCANS);
 		expect(triggerPlans.filter((p) => p.scans.length > 0).map(describePlan)).toEqual([]);
 		for (const p of triggerPlans) {
 			const where = p.details.join("\n");
-			// An update finds its one level by the primary key; an insert reads only its constant list of slice widths
-			// and resolves its conflict on the primary key.
+			// An update finds its one level by the primary key; a delete of emptied slices seeks each (width, slice)
+			// pair of the primary key, never a range of slices; an insert reads only the list of slice widths and
+			// resolves its conflict on the primary key.
 			if (/^UPDATE/.test(p.statement.sql))
 				expect(where).toMatch(/^SEARCH leaderboard_levels USING PRIMARY KEY \(appid=\? AND campaignid=\? AND bucket=\? AND friends=\?\)$/m);
+			else if (/^DELETE/.test(p.statement.sql))
+				expect(where).toMatch(
+					/^SEARCH leaderboard_ties USING PRIMARY KEY \(appid=\? AND campaignid=\? AND bucket=\? AND friends=\? AND width=\? AND slice=\?\)$/m,
+				);
 			else expect(p.statement.sql).toMatch(/ON CONFLICT \(appid, campaignid, bucket, friends(, width, slice)?\) DO UPDATE/);
+			// Nothing is scanned but the six slice widths (a fixed table).
 			expect(
-				p.details.filter((d) => /^SCAN (?!CONSTANT ROW|w$)/.test(d)),
+				p.details.filter((d) => /^SCAN (?!CONSTANT ROW$|w$|leaderboard_tie_widths$)/.test(d)),
 				where,
 			).toEqual([]);
 		}
