@@ -159,15 +159,21 @@ describe("a leaderboard rank from the tie counters (issue 34, migration 0033)", 
 			.run();
 		const referrers = Array.from({ length: n }, (_, i) => `tie${run}-${String(i + 1).padStart(3, "0")}`);
 
-		// Times clustered around a few instants (this hour, yesterday, last month, other years) with small offsets, so
-		// that ties share every prefix of their time, down to the millisecond.
+		// Times clustered around a few instants with small offsets, so that ties share every prefix of their time, down
+		// to the millisecond: fixed instants in the past, each one width apart from the one before (another year, month,
+		// day, hour, minute, second, whatever the date of the run), and instants of this week for the month and week.
+		const fixed = [
+			"2023-05-14T08:30:15.250Z",
+			"2024-05-14T08:30:15.250Z",
+			"2024-08-14T08:30:15.250Z",
+			"2024-08-20T08:30:15.250Z",
+			"2024-08-20T15:30:15.250Z",
+			"2024-08-20T15:45:15.250Z",
+			"2024-08-20T15:45:40.250Z",
+		].map(Date.parse);
 		const now = Date.now();
-		const at = () =>
-			new Date(
-				now -
-					pick([0, 20 * SECOND, 7 * MINUTE, 3 * HOUR, 30 * HOUR, 3 * DAY, 40 * DAY, 400 * DAY, 800 * DAY]) -
-					pick([0, 0, 1, 2, SECOND, 61 * SECOND, 2 * HOUR]),
-			).toISOString();
+		const recent = [0, 20 * SECOND, 7 * MINUTE, 3 * HOUR, 30 * HOUR, 3 * DAY].map((ago) => now - ago);
+		const at = () => new Date(pick([...fixed, ...recent]) - pick([0, 0, 1, 2, SECOND])).toISOString();
 		let seq = 0;
 		const rewards: Reward[] = [];
 		const give = (referrer: string, friend: string) => {
