@@ -719,12 +719,14 @@ try {
 				 INSERT INTO users (appid, userkey, referralcode, campaignid, name, created_at, updated_at)
 				 SELECT '${made.appid}', '${key}-' || i, 'LB${runId}' || i, ${boardCampaign}, 'Referrer ' || i, '2026-11-01T00:00:00Z', '2026-11-01T00:00:00Z' FROM s`,
 			);
-			// Friends 1..50 (many ties: the tie-break by reached_at and userkey is exercised).
+			// A launch: nine referrers in ten brought one friend, the others 2..50, each reaching its count one second
+			// after the one before. The last one ties with about 90 % of the board, all of whom reached 1 before it.
 			service.sql(
-				`WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < ${n})
+				`WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < ${n}),
+				 c(i, f) AS (SELECT i, CASE WHEN i % 10 = 3 THEN 2 + (i * 7919) % 49 ELSE 1 END FROM s)
 				 INSERT INTO leaderboard_counts (appid, campaignid, bucket, userkey, friends, earned, reached_at)
-				 SELECT '${made.appid}', ${boardCampaign}, 'all', '${key}-' || i, 1 + (i * 7919) % 50, 5 * (1 + (i * 7919) % 50),
-				   strftime('%Y-%m-%dT%H:%M:%fZ', '2026-11-01', '+' || i || ' seconds') FROM s`,
+				 SELECT '${made.appid}', ${boardCampaign}, 'all', '${key}-' || i, f, 5 * f,
+				   strftime('%Y-%m-%dT%H:%M:%fZ', '2026-11-01', '+' || i || ' seconds') FROM c`,
 			);
 			// The last-ranked referrer: fewest friends, reached last.
 			return { appid: made.appid, apikey: made.apikey, privatekey: made.privatekey, campaignid: boardCampaign, last: `${key}-${n}` };

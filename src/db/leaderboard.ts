@@ -1,5 +1,6 @@
 import { type Bucket, bucketsOf } from "../domain/leaderboard";
 import { fromHundredths } from "../rewards/money";
+import { tiesAheadSql } from "./leaderboard-ties";
 import { firstRowOf, rowsOf } from "./rows";
 
 /**
@@ -139,8 +140,8 @@ const ORDER = "c.friends DESC, c.reached_at, c.userkey";
  * The top `limit` of a bucket and, when asked, one user's standing: ONE
  * round trip. The top is the head of leaderboard_counts_rank, with each row's
  * user found by its unique key (erased users have no counters; the filter
- * stays as a second guard). The standing counts the rows ranked ahead of the
- * user: ranges of that same index, as long as the user's rank.
+ * stays as a second guard). The standing sums maintained counters of the
+ * referrers ahead of the user (standingLookup): a few seeks, whatever its rank.
  */
 export async function readBoard(
 	db: D1Database,
@@ -170,18 +171,15 @@ export async function readBoard(
  * its rank as 1 + the referrers ranked ahead of it: those with more friends,
  * summed from leaderboard_levels (one row per distinct count above the
  * user's, kept by triggers, migration 0030), and its ties that reached the
- * count first (reached_at, then userkey), a range of leaderboard_counts_rank
- * (a covering index) as long as those ties. Erasure deletes an erased user's
- * counters (erasePersonInD1), so neither reads a user. With `ahead`, the ties
- * counted stop at that many and the rank reads at most `ahead + 1`.
+ * count first (reached_at, then userkey), summed from leaderboard_ties
+ * (db/leaderboard-ties.ts: a few seeks, whatever the number of ties).
+ * Erasure deletes an erased user's counters (erasePersonInD1), so neither
+ * reads a user. With `ahead`, the rank reads at most `ahead + 1`.
  */
 function standingLookup(db: D1Database, q: StandingQuery): D1PreparedStatement {
 	const more = `(SELECT COALESCE(SUM(l.referrers), 0) FROM leaderboard_levels l
 	  WHERE l.appid = ?1 AND l.campaignid = ?2 AND l.bucket = ?3 AND l.friends > m.friends)`;
-	const range = `FROM leaderboard_counts c WHERE c.appid = ?1 AND c.campaignid = ?2 AND c.bucket = ?3 AND c.friends = m.friends
-	  AND (c.reached_at, c.userkey) < (m.reached_at, m.userkey)`;
-	// Unbounded (getleaderboard): a plain COUNT(*), answered straight from the index; bounded: it stops at `ahead`.
-	const ties = q.ahead === undefined ? `(SELECT COUNT(*) ${range})` : `(SELECT COUNT(*) FROM (SELECT 1 ${range} LIMIT ?5))`;
+	const ties = tiesAheadSql(q.ahead === undefined ? undefined : "?5");
 	return db
 		.prepare(
 			`SELECT u.userid, u.erased_at IS NOT NULL AS erased, COALESCE(m.friends, 0) AS friends,
@@ -193,8 +191,8 @@ function standingLookup(db: D1Database, q: StandingQuery): D1PreparedStatement {
 }
 
 /**
- * A standing's query. `ahead`: count at most this many rows ranked ahead (a rank above `ahead` reads as `ahead + 1`),
- * so the read costs at most that many index entries whatever the board's size; absent: no bound (getleaderboard).
+ * A standing's query. `ahead`: a rank above `ahead` reads as `ahead + 1` (the share page names ranks up to 1000);
+ * absent: the exact rank (getleaderboard). Either way the read costs a few seeks whatever the board's size.
  */
 export type StandingQuery = Omit<BoardQuery, "limit"> & { userkey: string; ahead?: number };
 

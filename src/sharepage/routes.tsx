@@ -90,7 +90,7 @@ sharePageRoutes.get("/share/:appid/:userkey", async (c) => {
 				campaignid: user.campaignid,
 				bucket: bucketOf("month", app.timezone, Date.now()).key,
 				userkey: user.userkey,
-				// Bounded: a page view reads at most SHARE_RANK_TOP rows ahead, however large the board.
+				// A rank past SHARE_RANK_TOP reads as SHARE_RANK_TOP + 1 (the page names none lower); a few seeks either way.
 				ahead: SHARE_RANK_TOP,
 			})
 		: undefined;

@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { leaderboardCounters } from "../../src/db/leaderboard";
 import { ledgerFor } from "../../src/ledger/stub";
 import { admin, createApp } from "../support/api";
+import { expectBoardCountersAgree } from "../support/board-counters";
 
 type App = Awaited<ReturnType<typeof createApp>>;
 type Board = {
@@ -46,19 +47,8 @@ async function purchase(app: App, friend: { userkey: string }, value = "10") {
 	return customid;
 }
 
-/** The referrers at each count of friends (leaderboard_levels, kept by triggers) are those the counters hold, in every bucket. */
-async function expectLevelsAgree(app: App) {
-	const read = async (sql: string) => (await env.DB.prepare(sql).bind(app.appid).all()).results;
-	const levels = await read(
-		"SELECT bucket, friends, referrers FROM leaderboard_levels WHERE appid = ? AND referrers > 0 ORDER BY bucket, friends",
-	);
-	const counted = await read(
-		`SELECT bucket, friends, COUNT(*) AS referrers FROM leaderboard_counts WHERE appid = ? AND friends > 0
-		 GROUP BY bucket, friends ORDER BY bucket, friends`,
-	);
-	expect(levels).toEqual(counted);
-	expect(levels.length).toBeGreaterThan(0);
-}
+/** The levels and tie slices the triggers keep agree with the counters (test/support/board-counters.ts). */
+const expectLevelsAgree = (app: App) => expectBoardCountersAgree(app.appid);
 
 const flush = (app: App, ...users: { userkey: string }[]) => Promise.all(users.map((u) => ledgerFor(env, app.appid, u.userkey).flush()));
 const board = (app: App, body: Record<string, unknown> = {}) => app.api<Board>("getleaderboard", body);

@@ -58,6 +58,7 @@ export const GROWING_TABLES: Record<Engine, readonly string[]> = {
 		"stripe_promotion_codes",
 		"leaderboard_counts",
 		"leaderboard_levels",
+		"leaderboard_ties",
 		"campaign_messages",
 	],
 	ledger: [
@@ -76,7 +77,8 @@ export const GROWING_TABLES: Record<Engine, readonly string[]> = {
 
 /** Tables that stay small whatever happens: bookkeeping of SQLite, D1 and the ledger's schema version. */
 export const BOUNDED_TABLES: Record<Engine, readonly string[]> = {
-	d1: ["d1_migrations", "sqlite_sequence", "_cf_METADATA", "_cf_KV"],
+	// leaderboard_tie_widths: the six slice widths of leaderboard_ties (migration 0033), fixed.
+	d1: ["d1_migrations", "sqlite_sequence", "_cf_METADATA", "_cf_KV", "leaderboard_tie_widths"],
 	ledger: ["meta", "sqlite_sequence", "_cf_METADATA", "_cf_KV"],
 };
 

@@ -1,3 +1,4 @@
+import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import { ALLOWED_SCANS } from "./allowed-scans";
 import { callSites, reached, scan } from "./call-sites";
@@ -55,7 +56,7 @@ describe("query plans", { timeout: 120_000 }, () => {
 		expect(plans.length).toBeGreaterThan(150);
 	});
 
-	it("reads a leaderboard rank from the levels above and the ties ahead, never a user per row ahead (issue 34)", () => {
+	it("reads a leaderboard rank from the levels above and the tie slices ahead, never a user nor a tie per row ahead (issue 34)", () => {
 		const standings = plans.filter((p) => p.statement.file === "src/db/leaderboard.ts" && /\bAS rank\b/.test(p.statement.sql));
 		expect(standings.length).toBeGreaterThan(0);
 		for (const p of standings) {
@@ -64,13 +65,66 @@ describe("query plans", { timeout: 120_000 }, () => {
 			expect(where).toMatch(/SEARCH u USING INDEX/);
 			// The referrers with more friends: a range of the levels' primary key (one row per distinct count).
 			expect(where).toContain("SEARCH l USING PRIMARY KEY (appid=? AND campaignid=? AND bucket=? AND friends>?)");
-			// Its ties that reached the count first: a range of the covering index, nothing else of leaderboard_counts.
+			// Its ties that reached the count first (migration 0033): per slice width, a range of the slices of its count
+			// inside its own slice of the width above (at most 12 months, 31 days, ...), never all its ties.
+			// The widths drive the seeks (CROSS JOIN): one seek per width, never every slice of the count.
+			const slices = p.details.filter((d) => /^(SEARCH t|SCAN w)\b/.test(d));
+			expect(slices, where).toEqual([
+				"SCAN w",
+				"SEARCH t USING PRIMARY KEY (appid=? AND campaignid=? AND bucket=? AND friends=? AND width=? AND slice>? AND slice<?)",
+			]);
+			// Then the ties inside its own second: a range of the covering index bounded on both sides, nothing else.
 			const ahead = [...new Set(p.details.filter((d) => /^SEARCH c /.test(d)))];
 			expect(ahead, where).toEqual([
-				"SEARCH c USING COVERING INDEX leaderboard_counts_rank (appid=? AND campaignid=? AND bucket=? AND friends=? AND reached_at<?)",
+				"SEARCH c USING COVERING INDEX leaderboard_counts_rank (appid=? AND campaignid=? AND bucket=? AND friends=? AND reached_at>? AND reached_at<?)",
 			]);
 			// No table read per row ahead: users is read once, for the user asked for.
 			expect(p.details.filter((d) => /\busers\b|SEARCH o\b/.test(d)).length, where).toBeLessThanOrEqual(1);
+		}
+	});
+
+	it("moves the leaderboard's maintained counters by key: every statement of the triggers on its counters (issue 34)", async () => {
+		// The triggers of migrations 0030 (levels) and 0033 (tie slices) run inside the flush's upserts and an erasure's
+		// delete, where EXPLAIN of the statement that fires them does not show them: each is explained on its own, with
+		// its NEW and OLD values as parameters.
+		const { results } = await env.DB.prepare(
+			"SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'leaderboard_counts'",
+		).all<{ name: string; sql: string }>();
+		expect(results.map((r) => r.name).sort()).toEqual([
+			"leaderboard_levels_delete",
+			"leaderboard_levels_insert",
+			"leaderboard_levels_update",
+			"leaderboard_ties_delete",
+			"leaderboard_ties_insert",
+			"leaderboard_ties_update",
+		]);
+		const bodies: Recorded[] = results.flatMap(({ name, sql }) =>
+			(/\bBEGIN\b([\s\S]*)\bEND\s*$/i.exec(sql)?.[1] ?? "")
+				.split(";")
+				.map((s) => s.trim())
+				.filter(Boolean)
+				.map((s) => ({ engine: "d1" as const, file: `migrations: trigger ${name}`, sql: s.replace(/\b(NEW|OLD)\.\w+/g, "?") })),
+		);
+		expect(bodies.length).toBe(10);
+		const triggerPlans = await explainAll(bodies, ALLOWED_SCANS);
+		expect(triggerPlans.filter((p) => p.scans.length > 0).map(describePlan)).toEqual([]);
+		for (const p of triggerPlans) {
+			const where = p.details.join("\n");
+			// An update finds its one level by the primary key; a delete of emptied slices seeks each (width, slice)
+			// pair of the primary key, never a range of slices; an insert reads only the list of slice widths and
+			// resolves its conflict on the primary key.
+			if (/^UPDATE/.test(p.statement.sql))
+				expect(where).toMatch(/^SEARCH leaderboard_levels USING PRIMARY KEY \(appid=\? AND campaignid=\? AND bucket=\? AND friends=\?\)$/m);
+			else if (/^DELETE/.test(p.statement.sql))
+				expect(where).toMatch(
+					/^SEARCH leaderboard_ties USING PRIMARY KEY \(appid=\? AND campaignid=\? AND bucket=\? AND friends=\? AND width=\? AND slice=\?\)$/m,
+				);
+			else expect(p.statement.sql).toMatch(/ON CONFLICT \(appid, campaignid, bucket, friends(, width, slice)?\) DO UPDATE/);
+			// Nothing is scanned but the six slice widths (a fixed table).
+			expect(
+				p.details.filter((d) => /^SCAN (?!CONSTANT ROW$|w$|leaderboard_tie_widths$)/.test(d)),
+				where,
+			).toEqual([]);
 		}
 	});
 

@@ -1,0 +1,35 @@
+import { env } from "cloudflare:workers";
+import { expect } from "vitest";
+
+/**
+ * The leaderboard's maintained counters agree with the counter rows they
+ * count (issue 34): the referrers at each count (leaderboard_levels,
+ * migration 0030) and at each count and slice of reached_at
+ * (leaderboard_ties, migration 0033), recounted from leaderboard_counts, in
+ * every bucket of the app. No tie slice at zero or below.
+ */
+export async function expectBoardCountersAgree(appid: string): Promise<void> {
+	const read = async (sql: string) => (await env.DB.prepare(sql).bind(appid).all()).results;
+	const levels = await read(
+		"SELECT bucket, friends, referrers FROM leaderboard_levels WHERE appid = ? AND referrers <> 0 ORDER BY bucket, friends",
+	);
+	const counted = await read(
+		`SELECT bucket, friends, COUNT(*) AS referrers FROM leaderboard_counts WHERE appid = ? AND friends > 0
+		 GROUP BY bucket, friends ORDER BY bucket, friends`,
+	);
+	expect(levels).toEqual(counted);
+	expect(levels.length).toBeGreaterThan(0);
+	const ties = await read(
+		`SELECT campaignid, bucket, friends, width, slice, referrers FROM leaderboard_ties WHERE appid = ? AND referrers <> 0
+		 ORDER BY campaignid, bucket, friends, width, slice`,
+	);
+	const sliced = await read(
+		`SELECT c.campaignid, c.bucket, c.friends, w.width, substr(c.reached_at, 1, w.width) AS slice, COUNT(*) AS referrers
+		 FROM leaderboard_counts c, leaderboard_tie_widths w WHERE c.appid = ? AND c.friends > 0
+		 GROUP BY c.campaignid, c.bucket, c.friends, w.width, slice ORDER BY c.campaignid, c.bucket, c.friends, w.width, slice`,
+	);
+	expect(ties).toEqual(sliced);
+	// None below zero, and none at zero: an emptied slice is deleted (migration 0033), the table never grows with history.
+	const empty = await read("SELECT COUNT(*) AS n FROM leaderboard_ties WHERE appid = ? AND referrers <= 0");
+	expect(empty).toEqual([{ n: 0 }]);
+}
