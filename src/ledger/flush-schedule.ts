@@ -169,7 +169,7 @@ export class FlushSchedule {
 			// A replayed claim returns the same code, so a reward that already has one is left as it is. A reward
 			// rejected while the claim was under way takes no code: its rejection queued the release (coupons.ts).
 			if (row && row.coupon === null && holdsCode(row.status)) updateReward(this.writer.context(), row, coupon);
-			sql.exec("DELETE FROM outbox WHERE id = ?", entry.id);
+			sql.exec("DELETE FROM outbox WHERE id = ? AND ref = ?", entry.id, entry.ref);
 		});
 	}
 
@@ -197,7 +197,7 @@ export class FlushSchedule {
 		const due = this.writer.sql
 			.exec<{ pending: number; outbox: number | null; hold: string | null; lease: number | null }>(
 				`SELECT (${OUTBOX_PENDING_SQL}) AS pending, (${OUTBOX_DUE_SQL}) AS outbox, (${HOLD_END_SQL}) AS hold, (${LEASE_END_SQL}) AS lease`,
-				this.inFlight.pairs(now),
+				this.inFlight.heldJson(now),
 			)
 			.one();
 		const lease = due.lease === null ? null : Math.max(due.lease, this.resolveRetryAt);

@@ -12,18 +12,19 @@
  * (`earliestEnd`), and that alarm is stored, so it also wakes an evicted
  * ledger, which then finds the entries due and sends them again.
  */
-/** An entry sent (outbox-entries.ts, SentEntry): its id, and for a reward the version it carried. */
+/** An entry sent (outbox-entries.ts, SentEntry): its id and ref (an id may be used again: schema step 9), and for a reward the version it carried. */
 interface Sent {
 	id: number;
+	ref: string;
 	version: number | null;
 }
 
 export class InFlight {
-	private readonly held = new Map<number, { version: number | null; until: number }>();
+	private readonly held = new Map<number, { ref: string; version: number | null; until: number }>();
 
 	/** Holds `sent` until `untilMs`; an entry is held only while its version is at most the one sent (outbox-entries.ts, SentEntry). */
 	hold(sent: Sent[], untilMs: number): void {
-		for (const s of sent) this.held.set(s.id, { version: s.version, until: untilMs });
+		for (const s of sent) this.held.set(s.id, { ref: s.ref, version: s.version, until: untilMs });
 	}
 
 	/** The consumer acknowledged these: their entries went (or stay at a newer version, then due at once). */
@@ -32,15 +33,15 @@ export class InFlight {
 	}
 
 	/**
-	 * The holds still running at `nowMs`, as the JSON array of [id, version]
-	 * pairs that the outbox's due query excludes (outbox.ts, NOT_HELD_SQL).
+	 * The holds still running at `nowMs`, as the JSON array of [id, ref, version]
+	 * triples that the outbox's due query excludes (outbox.ts, NOT_HELD_SQL).
 	 * Ended holds are forgotten here: their entries are due again.
 	 */
-	pairs(nowMs: number): string {
-		const out: [number, number | null][] = [];
+	heldJson(nowMs: number): string {
+		const out: [number, string, number | null][] = [];
 		for (const [id, h] of this.held) {
 			if (h.until <= nowMs) this.held.delete(id);
-			else out.push([id, h.version]);
+			else out.push([id, h.ref, h.version]);
 		}
 		return JSON.stringify(out);
 	}

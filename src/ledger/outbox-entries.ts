@@ -62,11 +62,12 @@ export function postpone(host: FlushHost, entries: LedgerOutboxEntry[], error: u
 		for (const e of entries) {
 			const attempts = e.attempts + 1;
 			host.sql.exec(
-				"UPDATE outbox SET attempts = ?, next_attempt_at = ?, last_error = ? WHERE id = ?",
+				"UPDATE outbox SET attempts = ?, next_attempt_at = ?, last_error = ? WHERE id = ? AND ref = ?",
 				attempts,
 				now + (delayMs ?? backoffMs(attempts)),
 				errorText(error),
 				e.id,
+				e.ref,
 			);
 		}
 	});
@@ -85,11 +86,12 @@ export function remove(host: FlushHost, entries: LedgerOutboxEntry[]): void {
  */
 export function deleteEntries(sql: SqlStorage, entries: LedgerOutboxEntry[], versions: ReadonlyMap<number, number> = new Map()): void {
 	if (entries.length === 0) return;
-	const pairs = entries.map((e) => [e.id, versions.get(e.id) ?? null]);
+	// By id and ref: an id may be used again once its entry is gone (schema step 9), so the id alone could name a newer entry.
+	const triples = entries.map((e) => [e.id, e.ref, versions.get(e.id) ?? null]);
 	sql.exec(
-		`DELETE FROM outbox WHERE id IN (SELECT o.id FROM json_each(?) j JOIN outbox o ON o.id = j.value ->> 0
-		 WHERE j.value ->> 1 IS NULL OR o.version <= j.value ->> 1)`,
-		JSON.stringify(pairs),
+		`DELETE FROM outbox WHERE id IN (SELECT o.id FROM json_each(?) j JOIN outbox o ON o.id = j.value ->> 0 AND o.ref = j.value ->> 1
+		 WHERE j.value ->> 2 IS NULL OR o.version <= j.value ->> 2)`,
+		JSON.stringify(triples),
 	);
 }
 

@@ -247,7 +247,7 @@ export async function flushOutboxOnce(host: FlushHost): Promise<FlushPass> {
 			.exec<LedgerOutboxEntry>(
 				`SELECT * FROM outbox WHERE (next_attempt_at <= ? AND ${NOT_HELD_SQL})${host.allRecords ? " OR kind IN ('projection', 'webhook', 'audit')" : ""} ORDER BY id LIMIT ?`,
 				now,
-				host.inFlight?.pairs(now) ?? NO_HOLDS,
+				host.inFlight?.heldJson(now) ?? NO_HOLDS,
 				BATCH,
 			)
 			.toArray();
@@ -299,12 +299,14 @@ export async function flushOutbox(host: FlushHost): Promise<number> {
 export const OUTBOX_PENDING_SQL = "SELECT COUNT(*) FROM outbox";
 /**
  * An outbox entry is not held for the projection queue's acknowledgement
- * (in-flight.ts): its one parameter is the JSON of the held [id, version]
- * pairs; an entry whose version rose since it was sent is not held.
+ * (in-flight.ts): its one parameter is the JSON of the held [id, ref,
+ * version] triples; an entry whose version rose since it was sent is not held.
  */
-const NOT_HELD_SQL = `NOT EXISTS (SELECT 1 FROM json_each(?) h WHERE h.value ->> 0 = outbox.id AND (h.value ->> 1 IS NULL OR outbox.version <= h.value ->> 1))`;
+const NOT_HELD_SQL = `NOT EXISTS (SELECT 1 FROM json_each(?) h WHERE h.value ->> 0 = outbox.id AND h.value ->> 1 = outbox.ref
+  AND (h.value ->> 2 IS NULL OR outbox.version <= h.value ->> 2))`;
 /**
  * The earliest time an outbox entry not held is due (epoch ms; NULL when there is none), as a subquery whose one
- * parameter is the held pairs: read along outbox_due, stopping at the first entry not held.
+ * parameter is the held triples. The outbox has no index on the due time (schema step 9): it holds only what is
+ * not yet delivered.
  */
 export const OUTBOX_DUE_SQL = `SELECT next_attempt_at FROM outbox WHERE ${NOT_HELD_SQL} ORDER BY next_attempt_at LIMIT 1`;
