@@ -44,17 +44,27 @@ export function leaderboardCounters(
 ): D1PreparedStatement[] {
 	if (row.usertype !== "Referrer" || !row.friend_userkey) return [];
 	const live = row.status !== "Rejected" && row.amount - row.reversed > 0;
-	return bucketsOf(zone, row.created_at).map((bucket) => counterStatement(db, appid, userkey, row, bucket, live));
+	return bucketsOf(zone, row.created_at).flatMap((bucket) => counterStatements(db, appid, userkey, row, bucket, live));
 }
 
-function counterStatement(
+/**
+ * Two statements per bucket, of which at most one writes: when the friend's
+ * count moves (or the counter does not exist yet), the upsert of the whole
+ * counter; when only `earned` moves (a friend already counted, the usual
+ * case of a referrer's second reward for the same friend), an UPDATE of
+ * `earned` alone, which leaves the rank index (leaderboard_counts_rank, on
+ * friends and reached_at) and the levels' trigger untouched: about 1 row
+ * written instead of 3-4 (issue 33). Both are computed from the projection
+ * before this reward's upsert, so the two agree on which one applies.
+ */
+function counterStatements(
 	db: D1Database,
 	appid: string,
 	userkey: string,
 	row: LeaderboardReward,
 	bucket: Bucket,
 	live: boolean,
-): D1PreparedStatement {
+): D1PreparedStatement[] {
 	const projected = "FROM rewards WHERE rewarddtlid = ?1";
 	const before = `COALESCE((SELECT CASE WHEN ${liveSql} THEN 1 ELSE 0 END ${projected}), 0)`;
 	const earnedBefore = `COALESCE((SELECT CASE WHEN rewardstatus = 'Rejected' THEN 0 ELSE reward END ${projected}), 0)`;
@@ -66,29 +76,41 @@ function counterStatement(
 	const newer = `?9 > COALESCE((SELECT version ${projected}), -1)`;
 	// An erased referrer has no counters (erasePersonInD1 deletes them): a flush landing after the erasure adds none back.
 	const erased = "EXISTS (SELECT 1 FROM users WHERE userkey = ?5 AND erased_at IS NOT NULL)";
-	return db
+	const counter = "FROM leaderboard_counts WHERE appid = ?2 AND campaignid = ?3 AND bucket = ?4 AND userkey = ?5";
+	const args = [
+		`${userkey}-${row.seq}`,
+		appid,
+		row.campaignid,
+		bucket.key,
+		userkey,
+		row.friend_userkey,
+		live ? 1 : 0,
+		row.status === "Rejected" ? 0 : fromHundredths(row.amount - row.reversed),
+		row.version,
+		bucket.from,
+		bucket.to,
+		row.created_at,
+	];
+	const upsert = db
 		.prepare(
 			`INSERT INTO leaderboard_counts (appid, campaignid, bucket, userkey, friends, earned, reached_at)
 			 SELECT ?2, ?3, ?4, ?5, f, e, ?12 FROM (SELECT ${friends} AS f, ${earned} AS e)
-			 WHERE (f <> 0 OR e <> 0) AND ${newer} AND NOT ${erased}
+			 WHERE (f <> 0 OR (e <> 0 AND NOT EXISTS (SELECT 1 ${counter}))) AND ${newer} AND NOT ${erased}
 			 ON CONFLICT (appid, campaignid, bucket, userkey) DO UPDATE SET friends = friends + excluded.friends,
 			   earned = earned + excluded.earned,
 			   reached_at = CASE WHEN excluded.friends > 0 THEN MAX(reached_at, excluded.reached_at) ELSE reached_at END`,
 		)
-		.bind(
-			`${userkey}-${row.seq}`,
-			appid,
-			row.campaignid,
-			bucket.key,
-			userkey,
-			row.friend_userkey,
-			live ? 1 : 0,
-			row.status === "Rejected" ? 0 : fromHundredths(row.amount - row.reversed),
-			row.version,
-			bucket.from,
-			bucket.to,
-			row.created_at,
-		);
+		.bind(...args);
+	const earnedOnly = db
+		.prepare(
+			`UPDATE leaderboard_counts SET earned = earned + ${earned}
+			 WHERE appid = ?2 AND campaignid = ?3 AND bucket = ?4 AND userkey = ?5
+			   AND ${friends} = 0 AND ${earned} <> 0 AND ${newer} AND NOT ${erased}`,
+		)
+		// ?12 (reached_at) is the upsert's alone.
+		.bind(...args.slice(0, 11));
+	// The UPDATE first: it sees the counter as it was, so an upsert that creates it cannot also be added to.
+	return [earnedOnly, upsert];
 }
 
 const ZONE_TTL_MS = 30_000;

@@ -1,5 +1,6 @@
 import type { AssignedCoupon } from "../db/projection";
 import { holdsCode } from "./coupons";
+import { InFlight } from "./in-flight";
 import { LEASE_END_SQL } from "./locks";
 import { rewardRow, updateReward } from "./mutations";
 import { type FlushHost, flushOutbox, OUTBOX_DUE_SQL, OUTBOX_PENDING_SQL } from "./outbox";
@@ -39,6 +40,8 @@ export class FlushSchedule {
 	private flushSoon: Promise<void> | null = null;
 	/** When the alarm this object last set will go off (epoch ms); null when unknown, none, or gone off. */
 	private alarmAt: number | null = null;
+	/** Entries sent to the projection queue, held until acknowledged or their hold ends (in memory: in-flight.ts). */
+	private readonly inFlight = new InFlight();
 
 	constructor(
 		private readonly ctx: DurableObjectState,
@@ -141,6 +144,7 @@ export class FlushSchedule {
 	projectionWritten(acks: SentEntry[]): void {
 		if (!this.writer.hasSchema()) return;
 		this.writer.transactionSync(() => deleteAcked(this.writer.sql, acks));
+		this.inFlight.release(acks);
 		if (!this.flushing) this.armAlarm(0);
 	}
 
@@ -149,6 +153,7 @@ export class FlushSchedule {
 			// PROJECTION_DIRECT=1 (not in wrangler.toml): every flush writes D1 itself, as before issue 33 (the bench's comparison).
 			queued: queued && (this.env as Env & { PROJECTION_DIRECT?: string }).PROJECTION_DIRECT !== "1",
 			allRecords: !queued,
+			inFlight: this.inFlight,
 			sql: this.writer.sql,
 			transactionSync: (fn) => this.writer.transactionSync(fn),
 			env: this.env,
@@ -164,7 +169,7 @@ export class FlushSchedule {
 			// A replayed claim returns the same code, so a reward that already has one is left as it is. A reward
 			// rejected while the claim was under way takes no code: its rejection queued the release (coupons.ts).
 			if (row && row.coupon === null && holdsCode(row.status)) updateReward(this.writer.context(), row, coupon);
-			sql.exec("DELETE FROM outbox WHERE id = ?", entry.id);
+			sql.exec("DELETE FROM outbox WHERE id = ? AND ref = ?", entry.id, entry.ref);
 		});
 	}
 
@@ -182,18 +187,23 @@ export class FlushSchedule {
 	}
 
 	/**
-	 * The earliest moment there is work for the alarm (an outbox entry due, a
-	 * hold ending or a lease ending; epoch ms) and the entries waiting in the
+	 * The earliest moment there is work for the alarm (an outbox entry due, the
+	 * end of an in-flight hold with no acknowledgement yet, a reward's hold
+	 * ending or a lease ending; epoch ms) and the entries waiting in the
 	 * outbox: one statement, each subquery on its own index.
 	 */
 	private nextDue(): { at: number | null; pending: number } {
+		const now = Date.now();
 		const due = this.writer.sql
 			.exec<{ pending: number; outbox: number | null; hold: string | null; lease: number | null }>(
 				`SELECT (${OUTBOX_PENDING_SQL}) AS pending, (${OUTBOX_DUE_SQL}) AS outbox, (${HOLD_END_SQL}) AS hold, (${LEASE_END_SQL}) AS lease`,
+				this.inFlight.heldJson(now),
 			)
 			.one();
 		const lease = due.lease === null ? null : Math.max(due.lease, this.resolveRetryAt);
-		const times = [due.outbox, due.hold === null ? null : Date.parse(due.hold), lease].filter((t): t is number => t !== null);
+		// An entry sent and never acknowledged is sent again when its hold ends: the alarm (stored, unlike the hold) comes back then.
+		const inFlight = due.pending > 0 ? this.inFlight.earliestEnd(now) : null;
+		const times = [due.outbox, inFlight, due.hold === null ? null : Date.parse(due.hold), lease].filter((t): t is number => t !== null);
 		return { at: times.length ? Math.min(...times) : null, pending: due.pending };
 	}
 

@@ -1,5 +1,6 @@
 import type { z } from "zod";
 import type { AssignedCoupon } from "../db/projection";
+import type { InFlight } from "./in-flight";
 import type { LedgerOutboxEntry } from "./schema";
 import { readLedgerJson } from "./stored-json";
 import type { CouponClaim } from "./transaction-types";
@@ -41,6 +42,12 @@ export interface FlushHost {
 	 * find D1 written when it returns.
 	 */
 	allRecords?: boolean;
+	/**
+	 * The entries sent to the projection queue and waiting for its
+	 * acknowledgement, held in the object's memory (in-flight.ts); none for a
+	 * flush that does not send to the queue.
+	 */
+	inFlight?: InFlight;
 }
 
 /** An entry's payload, checked against the shape its kind is written with. */
@@ -55,11 +62,12 @@ export function postpone(host: FlushHost, entries: LedgerOutboxEntry[], error: u
 		for (const e of entries) {
 			const attempts = e.attempts + 1;
 			host.sql.exec(
-				"UPDATE outbox SET attempts = ?, next_attempt_at = ?, last_error = ? WHERE id = ?",
+				"UPDATE outbox SET attempts = ?, next_attempt_at = ?, last_error = ? WHERE id = ? AND ref = ?",
 				attempts,
 				now + (delayMs ?? backoffMs(attempts)),
 				errorText(error),
 				e.id,
+				e.ref,
 			);
 		}
 	});
@@ -78,11 +86,12 @@ export function remove(host: FlushHost, entries: LedgerOutboxEntry[]): void {
  */
 export function deleteEntries(sql: SqlStorage, entries: LedgerOutboxEntry[], versions: ReadonlyMap<number, number> = new Map()): void {
 	if (entries.length === 0) return;
-	const pairs = entries.map((e) => [e.id, versions.get(e.id) ?? null]);
+	// By id and ref: an id may be used again once its entry is gone (schema step 9), so the id alone could name a newer entry.
+	const triples = entries.map((e) => [e.id, e.ref, versions.get(e.id) ?? null]);
 	sql.exec(
-		`DELETE FROM outbox WHERE id IN (SELECT o.id FROM json_each(?) j JOIN outbox o ON o.id = j.value ->> 0
-		 WHERE j.value ->> 1 IS NULL OR o.version <= j.value ->> 1)`,
-		JSON.stringify(pairs),
+		`DELETE FROM outbox WHERE id IN (SELECT o.id FROM json_each(?) j JOIN outbox o ON o.id = j.value ->> 0 AND o.ref = j.value ->> 1
+		 WHERE j.value ->> 2 IS NULL OR o.version <= j.value ->> 2)`,
+		JSON.stringify(triples),
 	);
 }
 
@@ -105,21 +114,5 @@ export function deleteAcked(sql: SqlStorage, acks: SentEntry[]): void {
 		`DELETE FROM outbox WHERE id IN (SELECT o.id FROM json_each(?) j JOIN outbox o ON o.id = j.value ->> 0 AND o.ref = j.value ->> 1
 		 WHERE j.value ->> 2 IS NULL OR o.version <= j.value ->> 2)`,
 		JSON.stringify(acks.map((a) => [a.id, a.ref, a.version])),
-	);
-}
-
-/**
- * Holds entries sent to the projection queue until `untilMs`: not sent again
- * while their message is on its way (the consumer's acknowledgement removes
- * them); sent again then if it never came. An entry whose version rose since
- * it was sent is left due: its change must go now.
- */
-export function holdSent(sql: SqlStorage, sent: SentEntry[], untilMs: number): void {
-	if (sent.length === 0) return;
-	sql.exec(
-		`UPDATE outbox SET next_attempt_at = ? WHERE id IN (SELECT o.id FROM json_each(?) j JOIN outbox o ON o.id = j.value ->> 0
-		 WHERE j.value ->> 1 IS NULL OR o.version <= j.value ->> 1)`,
-		untilMs,
-		JSON.stringify(sent.map((s) => [s.id, s.version])),
 	);
 }

@@ -9,6 +9,7 @@ import { rewardId } from "../domain/ledger-ids";
 import type { OutboxEvent } from "../domain/outbox-event";
 import { sendInBatches } from "../outbox/events";
 import { holdsCode } from "./coupons";
+import { NO_HOLDS } from "./in-flight";
 import { deleteEntries, errorText, type FlushHost, payloadOf, postpone, remove } from "./outbox-entries";
 import { payoutMessages } from "./payouts";
 import { erasedAt } from "./privacy";
@@ -238,15 +239,19 @@ export interface FlushPass {
  */
 export async function flushOutboxOnce(host: FlushHost): Promise<FlushPass> {
 	let done = 0;
-	// An explicit flush delivers every record now, those on their way through the projection queue too.
-	const due = () =>
-		host.sql
+	// An explicit flush delivers every record now, those on their way through the projection queue too; otherwise the
+	// entries held in memory for the queue's acknowledgement wait (in-flight.ts).
+	const due = () => {
+		const now = Date.now();
+		return host.sql
 			.exec<LedgerOutboxEntry>(
-				`SELECT * FROM outbox WHERE next_attempt_at <= ?${host.allRecords ? " OR kind IN ('projection', 'webhook', 'audit')" : ""} ORDER BY id LIMIT ?`,
-				Date.now(),
+				`SELECT * FROM outbox WHERE (next_attempt_at <= ? AND ${NOT_HELD_SQL})${host.allRecords ? " OR kind IN ('projection', 'webhook', 'audit')" : ""} ORDER BY id LIMIT ?`,
+				now,
+				host.inFlight?.heldJson(now) ?? NO_HOLDS,
 				BATCH,
 			)
 			.toArray();
+	};
 	let entries = due();
 	const more = entries.length === BATCH;
 	const coupons = entries.filter(isCouponEntry);
@@ -292,5 +297,16 @@ export async function flushOutbox(host: FlushHost): Promise<number> {
 
 /** The entries waiting in the outbox, as a subquery for the FlushSchedule's one read of what is due. */
 export const OUTBOX_PENDING_SQL = "SELECT COUNT(*) FROM outbox";
-/** The earliest time an outbox entry is due (epoch ms; NULL when it is empty), as a subquery. */
-export const OUTBOX_DUE_SQL = "SELECT MIN(next_attempt_at) FROM outbox";
+/**
+ * An outbox entry is not held for the projection queue's acknowledgement
+ * (in-flight.ts): its one parameter is the JSON of the held [id, ref,
+ * version] triples; an entry whose version rose since it was sent is not held.
+ */
+const NOT_HELD_SQL = `NOT EXISTS (SELECT 1 FROM json_each(?) h WHERE h.value ->> 0 = outbox.id AND h.value ->> 1 = outbox.ref
+  AND (h.value ->> 2 IS NULL OR outbox.version <= h.value ->> 2))`;
+/**
+ * The earliest time an outbox entry not held is due (epoch ms; NULL when there is none), as a subquery whose one
+ * parameter is the held triples. The outbox has no index on the due time (schema step 9): it holds only what is
+ * not yet delivered.
+ */
+export const OUTBOX_DUE_SQL = `SELECT next_attempt_at FROM outbox WHERE ${NOT_HELD_SQL} ORDER BY next_attempt_at LIMIT 1`;

@@ -1,7 +1,7 @@
 import { auditEntrySchema } from "../db/audit";
 import type { ProjectionMessage } from "../db/projection-batch";
 import { jsonBytes, packBatches } from "../outbox/queue-batches";
-import { errorText, type FlushHost, holdSent, payloadOf, postpone, remove, type SentEntry } from "./outbox-entries";
+import { errorText, type FlushHost, payloadOf, postpone, remove, type SentEntry } from "./outbox-entries";
 import { projectedRow } from "./projection-message";
 import type { LedgerOutboxEntry, RewardRow } from "./schema";
 import { projectionPayloadSchema, webhookEventSchema } from "./stored-json";
@@ -13,8 +13,9 @@ import { projectionPayloadSchema, webhookEventSchema } from "./stored-json";
  * queue's consumer (outbox/projection-consumer.ts) writes the messages of
  * many ledgers in one D1 batch, then acknowledges to each ledger what it
  * wrote (`UserLedger.projectionWritten`), and only then do the entries go.
- * Meanwhile they are held for IN_FLIGHT_MS (not sent again); a message lost
- * or not acknowledged by then is sent again, which the version guard and
+ * Meanwhile they are held for IN_FLIGHT_MS (not sent again), in the object's
+ * memory (in-flight.ts); a message lost or not acknowledged by then, or a
+ * ledger evicted meanwhile, sends them again, which the version guard and
  * the event and entry keys make harmless.
  */
 
@@ -151,8 +152,8 @@ export async function sendRecords(
 			);
 			continue;
 		}
-		const until = Date.now() + IN_FLIGHT_MS;
-		host.transactionSync(() => holdSent(host.sql, sent, until));
+		// Held in memory, not in the rows (in-flight.ts): a ledger that forgets them sends again, which changes nothing.
+		host.inFlight?.hold(sent, Date.now() + IN_FLIGHT_MS);
 		handled += sent.length;
 	}
 	return handled;

@@ -88,7 +88,7 @@ export async function sendRewardEmails(
 		}
 	}
 	host.transactionSync(() => {
-		for (const entry of entries) host.sql.exec("DELETE FROM outbox WHERE id = ?", entry.id);
+		for (const entry of entries) host.sql.exec("DELETE FROM outbox WHERE id = ? AND ref = ?", entry.id, entry.ref);
 	});
 	if (events.length > 0) {
 		const { error } = await sendInBatches(host.env, events);

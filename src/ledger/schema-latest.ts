@@ -11,7 +11,7 @@
  * then new ledgers are migrated step by step (the versions differ).
  */
 export const LEDGER_SCHEMA = {
-	version: 8,
+	version: 9,
 	script: `
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE rewards (
@@ -68,7 +68,7 @@ CREATE TABLE balances (
 	PRIMARY KEY (rewardunit, growthhack, campaignid)
 );
 CREATE TABLE outbox (
-	id INTEGER PRIMARY KEY AUTOINCREMENT,
+	id INTEGER PRIMARY KEY,
 	kind TEXT NOT NULL,
 	ref TEXT NOT NULL UNIQUE,
 	payload TEXT NOT NULL,
@@ -78,7 +78,6 @@ CREATE TABLE outbox (
 	last_error TEXT,
 	created_at TEXT NOT NULL
 );
-CREATE INDEX outbox_due ON outbox(next_attempt_at);
 CREATE TABLE ledger_transactions (
 	txid TEXT PRIMARY KEY,
 	kind TEXT NOT NULL,
@@ -151,6 +150,6 @@ CREATE TABLE payouts (
 );
 CREATE INDEX payouts_open ON payouts(updated_at) WHERE state IN ('due', 'sending');
 CREATE INDEX rewards_payout_state ON rewards(payout_state, seq) WHERE rewardtype = 'Stripe';
-INSERT INTO meta (key, value) VALUES ('schema_version', '8');
+INSERT INTO meta (key, value) VALUES ('schema_version', '9');
 `,
 } as const;

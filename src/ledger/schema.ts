@@ -198,6 +198,35 @@ export const LEDGER_MIGRATIONS: readonly (readonly string[])[] = [
 		 SELECT seq, 1, amount - reversed, 'paid', payoutid, 1, 0, 0 FROM rewards WHERE payoutid IS NOT NULL`,
 		`DELETE FROM outbox WHERE kind = 'payout'`,
 	],
+	// 9: the outbox without AUTOINCREMENT and without its index on next_attempt_at (issue 33, rows written):
+	// each entry written cost 4 rows (the row, its ref, its due time, sqlite_sequence), now 2. An id may be
+	// used again once the entries above it are gone; everything that names an entry by id names its ref too
+	// (deletes, postponements, the acknowledgement, the in-memory hold), and ids still grow among the entries
+	// present, so they keep their order. The due queries read the table itself: it holds what is not yet
+	// delivered, a few entries, more only while D1 or the queue is down (test/query-plan/allowed-scans.ts).
+	// The waiting entries are carried over through `meta` (a table of the newest schema, so the query-plan
+	// guard can explain every statement of this step), in the step's one transaction.
+	[
+		`INSERT INTO meta (key, value) SELECT 'outbox_step_9', json_group_array(json_array(id, kind, ref, payload, version, attempts,
+		 next_attempt_at, last_error, created_at)) FROM outbox`,
+		`DROP TABLE outbox`,
+		`CREATE TABLE outbox (
+		id INTEGER PRIMARY KEY,
+		kind TEXT NOT NULL,
+		ref TEXT NOT NULL UNIQUE,
+		payload TEXT NOT NULL,
+		version INTEGER NOT NULL DEFAULT 0,
+		attempts INTEGER NOT NULL DEFAULT 0,
+		next_attempt_at INTEGER NOT NULL,
+		last_error TEXT,
+		created_at TEXT NOT NULL
+	)`,
+		`INSERT INTO outbox (id, kind, ref, payload, version, attempts, next_attempt_at, last_error, created_at)
+		 SELECT e.value ->> 0, e.value ->> 1, e.value ->> 2, e.value ->> 3, e.value ->> 4, e.value ->> 5, e.value ->> 6, e.value ->> 7,
+		   e.value ->> 8 FROM meta m, json_each(m.value) e WHERE m.key = 'outbox_step_9'`,
+		`DELETE FROM meta WHERE key = 'outbox_step_9'`,
+		`DELETE FROM sqlite_sequence WHERE name = 'outbox'`,
+	],
 ];
 
 /**

@@ -2,8 +2,10 @@ import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { projectionStatement } from "../../src/db/projection";
-import { type FlushHost, flushOutboxOnce, queueProjection } from "../../src/ledger/outbox";
-import type { RewardRow } from "../../src/ledger/schema";
+import { type FlushHost, flushOutboxOnce, queueProjection, queueWebhook } from "../../src/ledger/outbox";
+import { deleteAcked, deleteEntries } from "../../src/ledger/outbox-entries";
+import type { LedgerOutboxEntry, RewardRow } from "../../src/ledger/schema";
+import { webhookEvent } from "../../src/outbox/events";
 import { createApp } from "../support/api";
 import { freshLedger, grantOf, hookedAppId } from "./support";
 
@@ -171,6 +173,31 @@ describe("UserLedger outbox: D1 projection and webhook events", () => {
 		// The first pass wrote version 2 and left the entry (now version 3); the second wrote 3 and removed it.
 		expect(seen).toEqual({ first: 1, left: [{ version: 3 }], second: 1, after: 0 });
 		expect(await d1Version()).toEqual({ version: 3 });
+	});
+
+	it("an entry costs 2 rows written (its row and its ref), and a stale delete never removes a newer entry that took its id", async () => {
+		const { appid, userkey, stub } = freshLedger();
+		await stub.grant(appid, userkey, [grantOf()]);
+		await stub.flush();
+		await runInDurableObject(stub, (_l, state) => {
+			const sql = state.storage.sql;
+			const read = () => sql.exec<LedgerOutboxEntry>("SELECT * FROM outbox ORDER BY id").toArray();
+			// Issue 33 (schema step 9): no AUTOINCREMENT and no index on the due time; 4 rows before.
+			const written = sql.exec(
+				"INSERT INTO outbox (kind, ref, payload, next_attempt_at, created_at) VALUES ('webhook', 'webhook:evt_rows', '{}', 0, '')",
+			).rowsWritten;
+			expect(written).toBe(2);
+			const [first] = read();
+			if (!first) throw new Error("no entry");
+			sql.exec("DELETE FROM outbox WHERE id = ?", first.id);
+			// The next entry may take the same id: a delete or acknowledgement of the first one (id and ref) leaves it.
+			queueWebhook(sql, webhookEvent(appid, "reward.created", { userkey }), Date.now());
+			const [second] = read();
+			expect(second?.id).toBe(first.id);
+			deleteEntries(sql, [first]);
+			deleteAcked(sql, [{ id: first.id, ref: first.ref, version: null }]);
+			expect(read()).toEqual([second]);
+		});
 	});
 
 	it("an older projection never overwrites a newer one", async () => {

@@ -3,8 +3,13 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { ProjectionMessage } from "../../src/db/projection-batch";
 import { countingD1, newMetrics, withBindings } from "../../src/instrument/d1-metrics";
+import { FlushSchedule } from "../../src/ledger/flush-schedule";
+import { InFlight } from "../../src/ledger/in-flight";
 import { flushOutboxOnce, queueProjection } from "../../src/ledger/outbox";
+import { IN_FLIGHT_MS } from "../../src/ledger/records-queued";
+import { LEDGER_MIGRATIONS } from "../../src/ledger/schema";
 import { ledgerFor } from "../../src/ledger/stub";
+import { LedgerWriter } from "../../src/ledger/writer";
 import { projectionQueue } from "../../src/outbox/projection-consumer";
 import { admin, createApp } from "../support/api";
 import { until } from "../support/until";
@@ -55,8 +60,8 @@ function changeComment(stub: Stub, comment: string) {
 	});
 }
 
-/** One queued flush pass of the ledger, its queue sends captured (or refused with `fail`). */
-function sendPass(ledger: ReturnType<typeof freshLedger>, fail?: Error) {
+/** A queue that captures what is sent to it (or refuses it with `fail`). */
+function capturingQueue(fail?: Error) {
 	const sent: ProjectionMessage[] = [];
 	const queue = {
 		sendBatch: async (messages: { body: ProjectionMessage }[]) => {
@@ -64,15 +69,30 @@ function sendPass(ledger: ReturnType<typeof freshLedger>, fail?: Error) {
 			sent.push(...messages.map((m) => m.body));
 		},
 	};
+	return { sent, queue: queue as unknown as Queue };
+}
+
+/** What each test ledger holds in memory for the acknowledgement (in-flight.ts), as the object's FlushSchedule keeps it. */
+const memories = new Map<string, InFlight>();
+const memoryOf = (userkey: string) => {
+	const held = memories.get(userkey) ?? new InFlight();
+	memories.set(userkey, held);
+	return held;
+};
+
+/** One queued flush pass of the ledger, its queue sends captured (or refused with `fail`), with the ledger's in-memory holds. */
+function sendPass(ledger: ReturnType<typeof freshLedger>, fail?: Error) {
+	const { sent, queue } = capturingQueue(fail);
 	return runInDurableObject(ledger.stub, async (_l, state) => {
 		await flushOutboxOnce({
 			queued: true,
 			sql: state.storage.sql,
 			transactionSync: (fn) => state.storage.transactionSync(fn),
-			env: withBindings(env, { PROJECTION: queue as unknown as Queue }),
+			env: withBindings(env, { PROJECTION: queue }),
 			appid: ledger.appid,
 			userkey: ledger.userkey,
 			assignCoupon: () => undefined,
+			inFlight: memoryOf(ledger.userkey),
 		});
 		return sent;
 	});
@@ -103,10 +123,10 @@ describe("projection queue", { timeout: 60_000 }, () => {
 			messages.push(...(await sendPass(ledger)));
 		}
 		expect(messages).toHaveLength(6);
-		// Sent, not yet written: each entry is held for the acknowledgement, not sent again meanwhile.
+		// Sent, not yet written: each entry is held for the acknowledgement (in memory, its row untouched), not sent again meanwhile.
 		for (const ledger of ledgers) {
 			const [entry] = await entries(ledger.stub);
-			expect(entry?.next_attempt_at).toBeGreaterThan(Date.now() + 20_000);
+			expect(entry?.next_attempt_at).toBeLessThanOrEqual(Date.now());
 			expect(await sendPass(ledger)).toEqual([]);
 		}
 		const { result, roundTrips } = await consume(messages);
@@ -146,12 +166,47 @@ describe("projection queue", { timeout: 60_000 }, () => {
 		expect(down.result.explicitAcks).toEqual([]);
 		expect(await projected(`${ledger.userkey}-1`)).toMatchObject({ comment: null });
 		expect(await entries(ledger.stub)).toHaveLength(1);
+		// Held meanwhile: not sent again.
+		expect(await sendPass(ledger)).toEqual([]);
 		// The hold ends without an acknowledgement (the message's retries ran out): the next pass sends it again.
-		await runInDurableObject(ledger.stub, (_l, state) => state.storage.sql.exec("UPDATE outbox SET next_attempt_at = 0"));
+		memories.set(ledger.userkey, new InFlight());
 		const again = await sendPass(ledger);
 		expect(again).toHaveLength(1);
 		await consume(again);
 		expect(await projected(`${ledger.userkey}-1`)).toMatchObject({ comment: "after the outage" });
+		expect(await entries(ledger.stub)).toEqual([]);
+	});
+
+	it("an evicted ledger forgets its holds and sends an unacknowledged entry again; its stored alarm comes back when the hold ends", async () => {
+		const ledger = await settledLedger(await hookedAppId());
+		await changeComment(ledger.stub, "lost once");
+		const lost = capturingQueue();
+		const again = capturingQueue();
+		await runInDurableObject(ledger.stub, async (_l, state) => {
+			// The object's own flush schedule, twice: before and after an eviction (a new object, its memory empty).
+			const schedule = (queue: Queue) =>
+				new FlushSchedule(
+					state,
+					withBindings(env, { PROJECTION: queue }),
+					new LedgerWriter(state.storage, { appid: ledger.appid, userkey: ledger.userkey }, () => undefined, LEDGER_MIGRATIONS),
+				);
+			const before = schedule(lost.queue);
+			const sentAt = Date.now();
+			await before.flush();
+			expect(lost.sent).toHaveLength(1);
+			// Held in memory, not in the row: the stored alarm is set for the hold's end, so a lost acknowledgement is retried.
+			const alarm = await state.storage.getAlarm();
+			expect(alarm).toBeGreaterThanOrEqual(sentAt + IN_FLIGHT_MS);
+			expect(alarm).toBeLessThanOrEqual(Date.now() + IN_FLIGHT_MS);
+			await before.flush();
+			expect(lost.sent).toHaveLength(1);
+			// Evicted with the message lost: the new object, woken by that alarm, sends the entry again.
+			await schedule(again.queue).alarm();
+		});
+		expect(again.sent).toHaveLength(1);
+		expect(again.sent[0]?.rewards.map((r) => r.row.comment)).toEqual(["lost once"]);
+		await consume(again.sent);
+		expect(await projected(`${ledger.userkey}-1`)).toMatchObject({ comment: "lost once" });
 		expect(await entries(ledger.stub)).toEqual([]);
 	});
 

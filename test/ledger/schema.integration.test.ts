@@ -93,11 +93,23 @@ describe("ledger schema", () => {
 					 growthhack, friend_userkey, created_at, updated_at) VALUES ('old', 1, '1', 'Signup', 'Referrer', 500, 'USD', 'InstoreCredits',
 					 'Approved', 1, 'c', 'g', 'friend', '2026-01-01', '2026-01-01')`,
 				);
+				// An entry not yet delivered (its projection), kept whole by every step (step 9 rebuilds the outbox).
+				sql.exec(
+					`INSERT INTO outbox (kind, ref, payload, version, attempts, next_attempt_at, last_error, created_at)
+					 VALUES ('projection', 'projection:1', '{"seq":1}', 1, 2, 1234, 'D1 down', '2026-01-01')`,
+				);
+				const waiting = sql
+					.exec("SELECT id, kind, ref, payload, version, attempts, next_attempt_at, last_error, created_at FROM outbox")
+					.toArray();
 				const { result, statements } = counting(sql, () => migrateLedger(state.storage, LEDGER_MIGRATIONS));
 				expect(result).toBe(LEDGER_MIGRATIONS.length);
 				// Step by step, never the new-ledger script.
 				expect(statements).not.toContain(LEDGER_SCHEMA.script);
 				expect(sql.exec("SELECT COUNT(*) AS n FROM rewards").one().n).toBe(1);
+				expect(
+					sql.exec("SELECT id, kind, ref, payload, version, attempts, next_attempt_at, last_error, created_at FROM outbox").toArray(),
+				).toEqual(waiting);
+				expect(sql.exec("SELECT COUNT(*) AS n FROM meta WHERE key <> 'schema_version'").one().n).toBe(0);
 			});
 			// The migrated ledger works: the old reward is there and a new one can be granted.
 			await stub.grant(appid, userkey, [grantOf()]);

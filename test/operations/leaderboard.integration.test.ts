@@ -186,6 +186,37 @@ describe("getleaderboard", () => {
 		await expectLevelsAgree(app);
 	});
 
+	it("a friend already counted: a new reward moves only `earned`, one row written per bucket, the rank index untouched", async () => {
+		const app = await program();
+		const ann = await referrer(app, "Ann Lee");
+		const a1 = await friendOf(app, ann);
+		await purchase(app, a1);
+		await flush(app, ann);
+		// Ann's second reward for the same friend, as her ledger would project it (seq 2, not yet in D1).
+		const second = {
+			seq: 2,
+			campaignid: app.campaignid,
+			usertype: "Referrer",
+			friend_userkey: a1.userkey,
+			amount: 500,
+			reversed: 0,
+			status: "Approved",
+			version: 1,
+			created_at: new Date().toISOString(),
+		};
+		const rank = () =>
+			env.DB.prepare("SELECT bucket, friends, reached_at FROM leaderboard_counts WHERE appid = ? ORDER BY bucket").bind(app.appid).all();
+		const before = (await rank()).results;
+		const results = await env.DB.batch(leaderboardCounters(env.DB, app.appid, ann.userkey, "UTC", second));
+		// Three buckets (all time, month, week): an UPDATE of earned alone in each, 1 row (the upsert rewrote the rank index: 3-4).
+		expect(results.reduce((n, r) => n + r.meta.rows_written, 0)).toBe(3);
+		expect((await rank()).results).toEqual(before);
+		const after = (await board(app, { userkey: ann.userkey })).body;
+		expect(after.user).toEqual({ rank: 1, friendsconverted: 1 });
+		expect(after.leaderboard[0]?.earned).toBe(10);
+		await expectLevelsAgree(app);
+	});
+
 	it("a friend whose only rewarded event is fully reversed leaves the board; a partial refund or another event keeps them", async () => {
 		const app = await program();
 		const ann = await referrer(app, "Ann Lee");

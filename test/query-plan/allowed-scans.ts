@@ -77,6 +77,12 @@ export const ALLOWED_SCANS: readonly AllowedScan[] = [
 	},
 	{
 		file: "src/ledger/migrate.ts",
+		sql: "next_attempt_at, last_error, created_at)) FROM outbox",
+		table: "outbox",
+		bound: "ledger schema step 9, once per existing ledger: the entries not yet delivered, carried over to the rebuilt outbox",
+	},
+	{
+		file: "src/ledger/migrate.ts",
 		sql: "SELECT seq, 1, amount - reversed, 'paid', payoutid, 1, 0, 0 FROM rewards WHERE payoutid IS NOT NULL",
 		table: "rewards",
 		bound: "once per ledger, in its migration to schema step 7 (the payout records of rewards paid before)",

@@ -1,0 +1,61 @@
+/**
+ * The outbox entries a ledger sent to the projection queue and is waiting to
+ * hear about (records-queued.ts), kept in the object's memory instead of in
+ * the entries' rows (issue 33: an UPDATE of `next_attempt_at`, an indexed
+ * column, cost about 2 rows written per entry, some 10 per conversion).
+ *
+ * Losing this memory is harmless by design: a ledger that is evicted or
+ * restarted forgets its holds and sends those entries again, which the
+ * consumer makes a no-op (the projection's version guard, the event ids and
+ * audit entryids as keys). The alarm still comes back for an entry never
+ * acknowledged: the flush schedule arms it for the earliest hold's end
+ * (`earliestEnd`), and that alarm is stored, so it also wakes an evicted
+ * ledger, which then finds the entries due and sends them again.
+ */
+/** An entry sent (outbox-entries.ts, SentEntry): its id and ref (an id may be used again: schema step 9), and for a reward the version it carried. */
+interface Sent {
+	id: number;
+	ref: string;
+	version: number | null;
+}
+
+export class InFlight {
+	private readonly held = new Map<number, { ref: string; version: number | null; until: number }>();
+
+	/** Holds `sent` until `untilMs`; an entry is held only while its version is at most the one sent (outbox-entries.ts, SentEntry). */
+	hold(sent: Sent[], untilMs: number): void {
+		for (const s of sent) this.held.set(s.id, { ref: s.ref, version: s.version, until: untilMs });
+	}
+
+	/** The consumer acknowledged these: their entries went (or stay at a newer version, then due at once). */
+	release(acks: Sent[]): void {
+		for (const a of acks) this.held.delete(a.id);
+	}
+
+	/**
+	 * The holds still running at `nowMs`, as the JSON array of [id, ref, version]
+	 * triples that the outbox's due query excludes (outbox.ts, NOT_HELD_SQL).
+	 * Ended holds are forgotten here: their entries are due again.
+	 */
+	heldJson(nowMs: number): string {
+		const out: [number, string, number | null][] = [];
+		for (const [id, h] of this.held) {
+			if (h.until <= nowMs) this.held.delete(id);
+			else out.push([id, h.ref, h.version]);
+		}
+		return JSON.stringify(out);
+	}
+
+	/** When the first running hold ends (epoch ms), or null: the alarm's time for an acknowledgement that never came. */
+	earliestEnd(nowMs: number): number | null {
+		let first: number | null = null;
+		for (const [id, h] of this.held) {
+			if (h.until <= nowMs) this.held.delete(id);
+			else if (first === null || h.until < first) first = h.until;
+		}
+		return first;
+	}
+}
+
+/** No holds: a flush that sends nothing to the queue (an explicit flush writes D1 itself). */
+export const NO_HOLDS = "[]";

@@ -1,0 +1,36 @@
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { createApp } from "../support/api";
+
+/**
+ * Issue 33: rows written per conversion. D1 bills every row and index entry a
+ * statement writes (`meta.rows_written`); a recorded event writes its row and
+ * one entry in each index that answers a read, no more.
+ */
+describe("rows a conversion event writes to D1", () => {
+	it("its row, its (app, customid) key, conversion_events_first, the grants-pending mark and the id sequence: 5 rows", async () => {
+		const app = await createApp();
+		const referrer = (await app.api<{ referralcode: string }>("register", { email: "rows-ref@x.com" })).body;
+		const friend = (await app.api<{ userkey: string }>("register", { email: "rows-fr@x.com", referrercode: referrer.referralcode })).body;
+		const user = await env.DB.prepare("SELECT userid FROM users WHERE userkey = ?").bind(friend.userkey).first<{ userid: number }>();
+		const insert = await env.DB.prepare(
+			`INSERT INTO conversion_events (appid, customid, userid, eventname, campaignid, growthhack, created_at, decision, grants_pending)
+			 VALUES (?, 'rows-1', ?, 'Purchase', ?, 'SaaS_Referrals', ?, '[]', 1)`,
+		)
+			.bind(app.appid, user?.userid, app.campaignid, new Date().toISOString())
+			.run();
+		// 6 before migration 0034: conversion_events_user repeated the leading column of conversion_events_first.
+		expect(insert.meta.rows_written).toBe(5);
+		// A person's events (export, erasure) are still found by userid, in the order they were recorded.
+		await env.DB.prepare(
+			`INSERT INTO conversion_events (appid, customid, userid, eventname, campaignid, growthhack, created_at)
+			 VALUES (?, 'rows-0', ?, 'Signup', ?, 'SaaS_Referrals', '2020-01-01T00:00:00.000Z')`,
+		)
+			.bind(app.appid, user?.userid, app.campaignid)
+			.run();
+		const events = await env.DB.prepare("SELECT customid FROM conversion_events WHERE userid = ? ORDER BY eventid")
+			.bind(user?.userid)
+			.all();
+		expect(events.results.map((e) => e.customid)).toEqual(["rows-1", "rows-0"]);
+	});
+});
