@@ -25,7 +25,7 @@ export const d1Metrics: MiddlewareHandler<{ Bindings: Env }> = async (c, next) =
 	countRequest();
 	const m = newMetrics();
 	const counted = instrumentEnv(c.env, "worker");
-	c.env = withBindings(counted, { DB: countingD1(counted.DB, m), USER_LEDGER: countingLedgers(c.env.USER_LEDGER, m) });
+	c.env = withBindings(counted, { DB: countingD1(counted.DB, m), USER_LEDGER: countingLedgers(counted.USER_LEDGER, m) });
 	await next();
 	c.header("x-d1-roundtrips", String(m.d1RoundTrips));
 	c.header("x-d1-statements", String(m.d1Statements));

@@ -1,3 +1,4 @@
+import { countPart } from "../instrument/platform-parts";
 import { migrateLedger } from "./migrate";
 import { Refused } from "./refused";
 import type { TxContext } from "./transaction-types";
@@ -57,6 +58,7 @@ export class LedgerWriter {
 	/** Creates the ledger's tables (newest schema, one script) before its first write. */
 	ensureSchema(): void {
 		if (this.schema) return;
+		countPart("ledgersCreated");
 		migrateLedger(this.storage, this.migrations);
 		this.schema = true;
 	}
