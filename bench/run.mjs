@@ -302,7 +302,13 @@ async function sampleCounts(makeRequest) {
 	const rows = [];
 	for (let i = 0; i < cfg.samples; i++) {
 		const { method, path, body, headers } = makeRequest();
-		const res = await fetch(base + path, { method, headers: { ...(body ? JSON_HEADERS : {}), ...headers }, body, redirect: "manual" });
+		// x-count-d1: this request's own counts in its answer's headers (src/http/d1-metrics.ts; the load asks for none).
+		const res = await fetch(base + path, {
+			method,
+			headers: { ...(body ? JSON_HEADERS : {}), ...headers, "x-count-d1": "1" },
+			body,
+			redirect: "manual",
+		});
 		await res.arrayBuffer();
 		const h = (name) => (res.headers.has(name) ? Number(res.headers.get(name)) : null);
 		rows.push({
@@ -424,12 +430,19 @@ async function scenario(id, title, makeRequest, options = {}) {
 	// All-in D1 round trips: everything the isolate did with D1 from here until the service is quiet again
 	// (request paths, their waitUntil, ledger flushes, the queue consumer), divided by the requests made.
 	const totalsBefore = await d1Totals();
+	const cpuAllInBefore = serviceCpuByProcess();
 	const counts = await sampleCounts(makeRequest);
 	log(`${title}: ${cfg.connections} connections for ${cfg.duration} s`);
 	const result = await load(makeRequest, options.refusal);
 	const quietAfterS = await quiesce(title);
 	const totalsAfter = await d1Totals();
+	const cpuAllInAfter = serviceCpuByProcess();
 	const allIn = perRequest(totalsBefore, totalsAfter);
+	// workerd CPU all in: from before the samples to the end of the quiet period after the load (the background
+	// included), over the requests the service counted: the same span and divisor as the all-in counts and parts.
+	const served = totalsBefore && totalsAfter ? totalsAfter.requests - totalsBefore.requests : 0;
+	const workerdAllIn =
+		cpuAllInBefore && cpuAllInAfter && served > 0 ? (((cpuAllInAfter.workerd ?? 0) - (cpuAllInBefore.workerd ?? 0)) * 1000) / served : null;
 	const rowsWritten = rowsPerRequest(totalsBefore, totalsAfter);
 	const lag = projectionLag(totalsBefore, totalsAfter);
 	const parts = partsPerRequest(totalsBefore, totalsAfter);
@@ -443,6 +456,7 @@ async function scenario(id, title, makeRequest, options = {}) {
 		rowsWritten,
 		projectionLag: lag,
 		parts,
+		workerdCpuAllIn: workerdAllIn,
 		quietAfterS,
 	};
 	rows.push(row);
@@ -802,7 +816,11 @@ if (env.BENCH_FLOORS !== "0" && rows.some((r) => FLOOR_SHAPES.has(r.id))) {
 		r.floorparts = countedShape(r.d1AllIn, r.parts);
 		r.floorms = conversionFloor(floors.ms, r.floorparts);
 		r.floorratio = typeof cpu === "number" && r.floorms > 0 ? cpu / r.floorms : null;
+		r.floorratioAllIn = typeof r.workerdCpuAllIn === "number" && r.floorms > 0 ? r.workerdCpuAllIn / r.floorms : null;
 		log(`  ${r.id}: floor ${round(r.floorms, 2)} ms of workerd CPU, measured ${round(cpu, 2)} ms: ${round(r.floorratio, 2)}x`);
+		log(
+			`    all in (background included, per request the service counted): ${round(r.workerdCpuAllIn, 2)} ms, ${round(r.floorratioAllIn, 2)}x`,
+		);
 		const assumed = conversionFloor(
 			floors.ms,
 			assumedShape({
@@ -1006,6 +1024,8 @@ writeFileSync(
 					? {
 							floorms: round(r.floorms, 2),
 							floorratio: round(r.floorratio, 2),
+							workerdCpuAllIn: round(r.workerdCpuAllIn, 2),
+							floorratioAllIn: round(r.floorratioAllIn, 2),
 							floorparts: Object.fromEntries(Object.entries(r.floorparts).map(([k, v]) => [k, round(v, 3)])),
 						}
 					: {}),

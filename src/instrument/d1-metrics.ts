@@ -2,9 +2,9 @@ import { countingProjectionQueue, type PlatformPart, platformParts } from "./pla
 
 /**
  * Opt-in instrumentation for the bench (bench/README.md). With the var
- * `D1_QUERY_COUNT=1` (`wrangler dev --var D1_QUERY_COUNT:1`), every request
- * gets its own counting wrappers of `env.DB` and `env.USER_LEDGER`, and the
- * response carries:
+ * `D1_QUERY_COUNT=1` (`wrangler dev --var D1_QUERY_COUNT:1`), a request that
+ * sends `x-count-d1: 1` (src/http/d1-metrics.ts) gets its own counting
+ * wrappers of `env.DB` and `env.USER_LEDGER`, and the response carries:
  *
  * - `x-d1-roundtrips`: D1 calls awaited (a `batch()` is ONE round trip),
  * - `x-d1-statements`: SQL statements in them (a batch counts each of its statements),
