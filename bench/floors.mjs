@@ -32,6 +32,8 @@ export function countedShape(d1AllIn, parts) {
 	const created = parts.ledgersCreated;
 	return {
 		d1: d1AllIn.total,
+		// Statements past the first of each round trip (a batch's others): D1 runs them, the round trip prices one.
+		d1Statements: Math.max(0, parts.d1Statements - d1AllIn.total),
 		calls: parts.callsFromWorker + parts.callsFromLedgers,
 		ackCalls: parts.callsFromProjection,
 		// A new ledger's schema script is one transaction and (with its table check) two statements: in `schema`.
@@ -53,6 +55,7 @@ export function conversionFloor(ms, c) {
 	return (
 		p("request") +
 		c.d1 * p("d1") +
+		(c.d1Statements ?? 0) * p("d1Statement") +
 		c.calls * p("firstCall") +
 		c.ackCalls * p("ackCall") +
 		c.transactions * p("turn") +
@@ -65,7 +68,7 @@ export function conversionFloor(ms, c) {
 
 /** The counts as before issue 33's review (assumed, not counted): one request, 2 calls, 5 turns, 26 statements. */
 export function assumedShape({ d1, created = 0, woken = false }) {
-	return { d1, calls: 2, ackCalls: 0, transactions: 5, statements: 26, created, woken: woken ? 1 : 0, messages: 0 };
+	return { d1, d1Statements: 0, calls: 2, ackCalls: 0, transactions: 5, statements: 26, created, woken: woken ? 1 : 0, messages: 0 };
 }
 
 /**
@@ -121,6 +124,8 @@ export async function measureFloors({
 		request: () => measure(() => "/health"),
 		d1x1: () => measure(() => "/d1?n=1"),
 		d1x5: () => measure(() => "/d1?n=5"),
+		d1batchx1: () => measure(() => "/d1batch?n=1"),
+		d1batchx21: () => measure(() => "/d1batch?n=21"),
 		callx1: () => measure(() => "/rpc?n=1&name=warm"),
 		callx5: () => measure(() => "/rpc?n=5&name=warm"),
 		newObject: () => measure(() => `/rpc?n=1&name=new-${++unique}`),
@@ -164,6 +169,7 @@ export async function measureFloors({
 		const parts = {
 			request: ["HTTP request (the floor of any request)", m.request],
 			d1: ["D1 round trip", (m.d1x5 - m.d1x1) / 4],
+			d1Statement: ["further D1 statement in a batch (SELECT ?)", (m.d1batchx21 - m.d1batchx1) / 20],
 			firstCall: ["first Durable Object call of a request", m.callx1 - m.request],
 			call: ["further call to the same object", (m.callx5 - m.callx1) / 4],
 			newObject: ["new object (created by its first call)", m.newObject - m.callx1],

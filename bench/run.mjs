@@ -259,7 +259,14 @@ function partsPerRequest(before, after) {
 	const parts = Object.fromEntries(Object.entries(after.parts).map(([k, v]) => [k, (v - (before.parts[k] ?? 0)) / requests]));
 	// Ledger calls by where they were made from (the Worker, a ledger, the projection's consumer).
 	const calls = (source) => ((after[source]?.docalls ?? 0) - (before[source]?.docalls ?? 0)) / requests;
-	return { ...parts, callsFromWorker: calls("worker"), callsFromLedgers: calls("ledger"), callsFromProjection: calls("projection") };
+	return {
+		...parts,
+		callsFromWorker: calls("worker"),
+		callsFromLedgers: calls("ledger"),
+		callsFromProjection: calls("projection"),
+		// D1 statements all in (a batch counts each of its statements).
+		d1Statements: ((after.total?.statements ?? 0) - (before.total?.statements ?? 0)) / requests,
+	};
 }
 
 /**

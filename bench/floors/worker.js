@@ -82,6 +82,12 @@ export default {
 			case "/d1":
 				for (let i = 0; i < n; i++) await env.DB.prepare("SELECT ? AS x").bind(i).first();
 				return new Response("ok");
+			case "/d1batch": {
+				// `n` statements in ONE round trip, as the service's guarded batches send them.
+				const statement = env.DB.prepare("SELECT ? AS x");
+				await env.DB.batch(Array.from({ length: n }, (_, i) => statement.bind(i)));
+				return new Response("ok");
+			}
 			case "/rpc": {
 				const stub = env.FLOOR.getByName(name);
 				for (let i = 0; i < n; i++) await stub.noop();
