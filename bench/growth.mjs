@@ -147,7 +147,12 @@ export async function runGrowth(ctx) {
 	function request(path, app, p, i) {
 		const op = (name, body) => ({
 			path: `/saas/v1_0/${name}`,
-			init: { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ ...app.auth, ...body }) },
+			init: {
+				method: "POST",
+				// x-count-d1: the request's D1 time in its answer (src/http/d1-metrics.ts).
+				headers: { "content-type": "application/json", "x-count-d1": "1" },
+				body: JSON.stringify({ ...app.auth, ...body }),
+			},
 		});
 		switch (path) {
 			case "register":
@@ -169,7 +174,7 @@ export async function runGrowth(ctx) {
 			default:
 				return {
 					path: `/r/${p.referrer.referralcode}`,
-					init: { redirect: "manual", headers: { "cf-connecting-ip": nextIp(), "user-agent": CHROME } },
+					init: { redirect: "manual", headers: { "cf-connecting-ip": nextIp(), "user-agent": CHROME, "x-count-d1": "1" } },
 				};
 		}
 	}

@@ -122,7 +122,8 @@ try {
 	const call = async (op, body) => {
 		const res = await fetch(`${base}/saas/v1_0/${op}`, {
 			method: "POST",
-			headers: { "content-type": "application/json" },
+			// x-count-d1: the request's D1 and ledger time in its answer's headers (src/http/d1-metrics.ts).
+			headers: { "content-type": "application/json", "x-count-d1": "1" },
 			body: JSON.stringify({ ...auth, ...body }),
 		});
 		const json = await res.json();

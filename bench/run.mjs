@@ -7,7 +7,7 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { cpus, totalmem } from "node:os";
 import autocannon from "autocannon";
 import { startService } from "../scripts/dev-service.mjs";
-import { conversionFloor, measureFloors } from "./floors.mjs";
+import { assumedShape, conversionFloor, countedShape, measureFloors } from "./floors.mjs";
 import { runGrowth } from "./growth.mjs";
 
 const env = process.env;
@@ -250,6 +250,26 @@ function rowsPerRequest(before, after) {
 }
 
 /**
+ * The platform parts per request between two totals (src/instrument/platform-parts.ts: ledgers started and
+ * created, their transactions and statements, projection messages and consumer batches), background included.
+ */
+function partsPerRequest(before, after) {
+	const requests = after && before ? after.requests - before.requests : 0;
+	if (!(requests > 0) || !after.parts || !before.parts) return null;
+	const parts = Object.fromEntries(Object.entries(after.parts).map(([k, v]) => [k, (v - (before.parts[k] ?? 0)) / requests]));
+	// Ledger calls by where they were made from (the Worker, a ledger, the projection's consumer).
+	const calls = (source) => ((after[source]?.docalls ?? 0) - (before[source]?.docalls ?? 0)) / requests;
+	return {
+		...parts,
+		callsFromWorker: calls("worker"),
+		callsFromLedgers: calls("ledger"),
+		callsFromProjection: calls("projection"),
+		// D1 statements all in (a batch counts each of its statements).
+		d1Statements: ((after.total?.statements ?? 0) - (before.total?.statements ?? 0)) / requests,
+	};
+}
+
+/**
  * The lag of D1's projection behind the ledgers during a run (the projection
  * queue's messages, from a ledger's send to the consumer's committed batch):
  * messages, mean, and the upper bound of the bucket holding the 99th
@@ -289,7 +309,13 @@ async function sampleCounts(makeRequest) {
 	const rows = [];
 	for (let i = 0; i < cfg.samples; i++) {
 		const { method, path, body, headers } = makeRequest();
-		const res = await fetch(base + path, { method, headers: { ...(body ? JSON_HEADERS : {}), ...headers }, body, redirect: "manual" });
+		// x-count-d1: this request's own counts in its answer's headers (src/http/d1-metrics.ts; the load asks for none).
+		const res = await fetch(base + path, {
+			method,
+			headers: { ...(body ? JSON_HEADERS : {}), ...headers, "x-count-d1": "1" },
+			body,
+			redirect: "manual",
+		});
 		await res.arrayBuffer();
 		const h = (name) => (res.headers.has(name) ? Number(res.headers.get(name)) : null);
 		rows.push({
@@ -411,14 +437,22 @@ async function scenario(id, title, makeRequest, options = {}) {
 	// All-in D1 round trips: everything the isolate did with D1 from here until the service is quiet again
 	// (request paths, their waitUntil, ledger flushes, the queue consumer), divided by the requests made.
 	const totalsBefore = await d1Totals();
+	const cpuAllInBefore = serviceCpuByProcess();
 	const counts = await sampleCounts(makeRequest);
 	log(`${title}: ${cfg.connections} connections for ${cfg.duration} s`);
 	const result = await load(makeRequest, options.refusal);
 	const quietAfterS = await quiesce(title);
 	const totalsAfter = await d1Totals();
+	const cpuAllInAfter = serviceCpuByProcess();
 	const allIn = perRequest(totalsBefore, totalsAfter);
+	// workerd CPU all in: from before the samples to the end of the quiet period after the load (the background
+	// included), over the requests the service counted: the same span and divisor as the all-in counts and parts.
+	const served = totalsBefore && totalsAfter ? totalsAfter.requests - totalsBefore.requests : 0;
+	const workerdAllIn =
+		cpuAllInBefore && cpuAllInAfter && served > 0 ? (((cpuAllInAfter.workerd ?? 0) - (cpuAllInBefore.workerd ?? 0)) * 1000) / served : null;
 	const rowsWritten = rowsPerRequest(totalsBefore, totalsAfter);
 	const lag = projectionLag(totalsBefore, totalsAfter);
+	const parts = partsPerRequest(totalsBefore, totalsAfter);
 	const row = {
 		id,
 		title,
@@ -428,11 +462,14 @@ async function scenario(id, title, makeRequest, options = {}) {
 		d1AllIn: allIn,
 		rowsWritten,
 		projectionLag: lag,
+		parts,
+		workerdCpuAllIn: workerdAllIn,
 		quietAfterS,
 	};
 	rows.push(row);
 	if (allIn) log(`  all-in D1 round trips per request: ${JSON.stringify(allIn, (_, v) => (typeof v === "number" ? round(v, 2) : v))}`);
 	if (rowsWritten) log(`  rows written per request: D1 ${round(rowsWritten.d1, 2)}, ledgers ${round(rowsWritten.ledgers, 2)}`);
+	if (parts) log(`  platform parts per request: ${JSON.stringify(parts, (_, v) => (typeof v === "number" ? round(v, 2) : v))}`);
 	if (lag?.messages) log(`  projection lag: ${lag.messages} messages, mean ${round(lag.meanMs, 0)} ms, p99 under ${lag.p99UnderMs} ms`);
 	log(
 		`  ${round(row.rps)} req/s, p50 ${round(row.p50, 2)} ms, p99 ${round(row.p99, 2)} ms, errors ${row.errors}` +
@@ -768,16 +805,13 @@ try {
 }
 
 // The platform's floors of a conversion, measured in this same run (bench/floors.mjs) once the service is stopped:
-// each conversion scenario gets `floorms`, the sum of its parts with its own measured all-in D1 round trips, and
-// `floorratio`, its workerd CPU over that (issue 33: the first-reward conversion within 1.25x).
-const FLOOR_SHAPES = {
-	conversion: { created: 1 },
-	"conversion-steady": {},
-	"conversion-hot": { created: 1 },
-	"conversion-woken": { woken: true },
-};
+// each conversion scenario gets `floorms`, the sum of its parts, each priced by the floors and counted by the service in
+// the scenario itself (all-in D1 round trips, ledger calls, transactions, statements, ledgers created and woken,
+// projection messages: `floorparts`), and `floorratio`, its workerd CPU over that (issue 33: the first-reward
+// conversion within 1.25x).
+const FLOOR_SHAPES = new Set(["conversion", "conversion-steady", "conversion-hot", "conversion-woken"]);
 let floors = null;
-if (env.BENCH_FLOORS !== "0" && rows.some((r) => r.id in FLOOR_SHAPES)) {
+if (env.BENCH_FLOORS !== "0" && rows.some((r) => FLOOR_SHAPES.has(r.id))) {
 	log("measuring the platform's floors (bench/floors.mjs)");
 	floors = await measureFloors({
 		rounds: num("BENCH_FLOOR_ROUNDS", quick ? 1 : 3),
@@ -786,12 +820,28 @@ if (env.BENCH_FLOORS !== "0" && rows.some((r) => r.id in FLOOR_SHAPES)) {
 		log,
 	});
 	for (const r of rows) {
-		const shape = FLOOR_SHAPES[r.id];
 		const cpu = r.serviceCpuMsPerRequestByProcess?.workerd;
-		if (!shape || !r.d1AllIn) continue;
-		r.floorms = conversionFloor(floors.ms, { ...shape, d1: r.d1AllIn.total });
+		if (!FLOOR_SHAPES.has(r.id) || !r.d1AllIn || !r.parts) continue;
+		r.floorparts = countedShape(r.d1AllIn, r.parts);
+		r.floorms = conversionFloor(floors.ms, r.floorparts);
 		r.floorratio = typeof cpu === "number" && r.floorms > 0 ? cpu / r.floorms : null;
+		r.floorratioAllIn = typeof r.workerdCpuAllIn === "number" && r.floorms > 0 ? r.workerdCpuAllIn / r.floorms : null;
 		log(`  ${r.id}: floor ${round(r.floorms, 2)} ms of workerd CPU, measured ${round(cpu, 2)} ms: ${round(r.floorratio, 2)}x`);
+		log(
+			`    all in (background included, per request the service counted): ${round(r.workerdCpuAllIn, 2)} ms, ${round(r.floorratioAllIn, 2)}x`,
+		);
+		const assumed = conversionFloor(
+			floors.ms,
+			assumedShape({
+				d1: r.d1AllIn.total,
+				created: r.id === "conversion" || r.id === "conversion-hot" ? 1 : 0,
+				woken: r.id === "conversion-woken",
+			}),
+		);
+		log(
+			`    the assumed counts of before (2 calls, 5 turns, 26 statements, no queue): ${round(assumed, 2)} ms, ${round(cpu / assumed, 2)}x`,
+		);
+		log(`    counted parts per request: ${JSON.stringify(r.floorparts, (_, v) => (typeof v === "number" ? round(v, 2) : v))}`);
 	}
 }
 
@@ -979,7 +1029,15 @@ writeFileSync(
 				...(r.projectionLag?.messages
 					? { projectionLagMeanMs: round(r.projectionLag.meanMs, 0), projectionLagP99UnderMs: r.projectionLag.p99UnderMs }
 					: {}),
-				...(r.floorms !== undefined ? { floorms: round(r.floorms, 2), floorratio: round(r.floorratio, 2) } : {}),
+				...(r.floorms !== undefined
+					? {
+							floorms: round(r.floorms, 2),
+							floorratio: round(r.floorratio, 2),
+							workerdCpuAllIn: round(r.workerdCpuAllIn, 2),
+							floorratioAllIn: round(r.floorratioAllIn, 2),
+							floorparts: Object.fromEntries(Object.entries(r.floorparts).map(([k, v]) => [k, round(v, 3)])),
+						}
+					: {}),
 			})),
 			...(floors ? { floors: Object.fromEntries(Object.entries(floors.ms).map(([k, v]) => [k, round(v, 3)])) } : {}),
 			// Per path of the growing-database mode: `growth` is the larger of large-app / small-app-before and

@@ -1,5 +1,6 @@
 import { ClickCounter } from "./clicks/click-counter";
 import { app } from "./http/app";
+import { countPart } from "./instrument/platform-parts";
 import { stripeQueue } from "./integrations/stripe/consumer";
 import { UserLedger } from "./ledger/user-ledger";
 import { queue } from "./outbox/consumer";
@@ -12,11 +13,13 @@ export default {
 	fetch: app.fetch,
 	// Three queues: emails and webhooks (outbox/consumer.ts), Stripe work (integrations/stripe/consumer.ts), and the
 	// ledgers' projection records (outbox/projection-consumer.ts).
-	queue: (batch, env, ctx) =>
-		batch.queue.startsWith("referral-stripe")
-			? stripeQueue(batch, env, ctx)
-			: batch.queue.startsWith("referral-projection")
-				? projectionQueue(batch, env, ctx)
-				: queue(batch, env, ctx),
+	queue: (batch, env, ctx) => {
+		if (batch.queue.startsWith("referral-stripe")) return stripeQueue(batch, env, ctx);
+		if (!batch.queue.startsWith("referral-projection")) return queue(batch, env, ctx);
+		// The bench's count of the consumer's invocations (instrument/platform-parts.ts).
+		countPart("projectionBatches");
+		countPart("projectionBatchMessages", batch.messages.length);
+		return projectionQueue(batch, env, ctx);
+	},
 	scheduled,
 } satisfies ExportedHandler<Env>;

@@ -1,6 +1,7 @@
 // The fixture of `node bench/floors.mjs` (see wrangler.toml here): each
 // request does one kind of platform work, `n` times, so the bench can take
-// differences between requests that differ in one thing only.
+// differences between requests that differ in one thing only. Its queue
+// consumer (`queue`) stands for the projection queue's.
 import { DurableObject } from "cloudflare:workers";
 import { LEDGER_SCHEMA } from "../../src/ledger/schema-latest";
 
@@ -36,6 +37,18 @@ export class Floor extends DurableObject {
 		return sum;
 	}
 
+	/** One outbox row, then one queue message naming it: a ledger's flush through the projection queue. */
+	async writeAndSend(name, ack) {
+		const id = this.write();
+		await this.env.Q.sendBatch([{ body: { name, id, ack }, contentType: "json" }]);
+		return id;
+	}
+
+	/** The consumer's acknowledgement of a message (the projection's `projectionWritten`); no write, its turn is priced apart. */
+	acked(id) {
+		return id;
+	}
+
 	/** A write, then (`again`) a second write after an await: a flush's delete after its D1 batch. */
 	async writeTurns(again) {
 		const id = this.write();
@@ -45,7 +58,20 @@ export class Floor extends DurableObject {
 	}
 }
 
+/** Queue messages sent and consumed (one isolate under wrangler dev), so the bench can wait for the consumer to be done. */
+const queued = { sent: 0, consumed: 0 };
+
 export default {
+	/** The consumer: each message acknowledged, after (`ack`) a call to its object, 16 at a time as the service's consumer. */
+	async queue(batch, env) {
+		const acks = batch.messages.filter((m) => m.body.ack);
+		for (let i = 0; i < acks.length; i += 16) {
+			await Promise.all(acks.slice(i, i + 16).map((m) => env.FLOOR.getByName(m.body.name).acked(m.body.id)));
+		}
+		for (const message of batch.messages) message.ack();
+		queued.consumed += batch.messages.length;
+	},
+
 	async fetch(request, env) {
 		const url = new URL(request.url);
 		const n = Number(url.searchParams.get("n") ?? 1);
@@ -56,6 +82,12 @@ export default {
 			case "/d1":
 				for (let i = 0; i < n; i++) await env.DB.prepare("SELECT ? AS x").bind(i).first();
 				return new Response("ok");
+			case "/d1batch": {
+				// `n` statements in ONE round trip, as the service's guarded batches send them.
+				const statement = env.DB.prepare("SELECT ? AS x");
+				await env.DB.batch(Array.from({ length: n }, (_, i) => statement.bind(i)));
+				return new Response("ok");
+			}
 			case "/rpc": {
 				const stub = env.FLOOR.getByName(name);
 				for (let i = 0; i < n; i++) await stub.noop();
@@ -70,6 +102,12 @@ export default {
 			case "/turns":
 				await env.FLOOR.getByName(name).writeTurns(n > 1);
 				return new Response("ok");
+			case "/queue":
+				await env.FLOOR.getByName(name).writeAndSend(name, url.searchParams.get("ack") === "1");
+				queued.sent++;
+				return new Response("ok");
+			case "/queued":
+				return Response.json(queued);
 			default:
 				return new Response("not found", { status: 404 });
 		}

@@ -18,14 +18,28 @@ import {
 /** Where the Worker answers d1Totals() (only with the flag set). */
 export const TOTALS_PATH = "/__metrics/d1";
 
-/** Hono middleware: when the flag is set, swaps in counting bindings for this request and reports the counts in headers. */
+/**
+ * The request header that asks for this request's own counts (the bench's sequential samples send it). Requests
+ * without it, such as the bench's load, are counted into the isolate's totals only: no wrappers are made for them,
+ * so the CPU the bench measures under load is the service's, not the counting's.
+ */
+export const COUNT_HEADER = "x-count-d1";
+
+/**
+ * Hono middleware: when the flag is set, counts the request and its D1 use into the isolate's totals and, when
+ * the request asks (COUNT_HEADER), swaps in counting bindings for it alone and reports its counts in headers.
+ */
 export const d1Metrics: MiddlewareHandler<{ Bindings: Env }> = async (c, next) => {
 	if (!metricsEnabled(c.env)) return next();
 	if (c.req.path === TOTALS_PATH) return next();
 	countRequest();
-	const m = newMetrics();
 	const counted = instrumentEnv(c.env, "worker");
-	c.env = withBindings(counted, { DB: countingD1(counted.DB, m), USER_LEDGER: countingLedgers(c.env.USER_LEDGER, m) });
+	if (c.req.header(COUNT_HEADER) !== "1") {
+		c.env = counted;
+		return next();
+	}
+	const m = newMetrics();
+	c.env = withBindings(counted, { DB: countingD1(counted.DB, m), USER_LEDGER: countingLedgers(counted.USER_LEDGER, m) });
 	await next();
 	c.header("x-d1-roundtrips", String(m.d1RoundTrips));
 	c.header("x-d1-statements", String(m.d1Statements));

@@ -1,8 +1,10 @@
+import { countingProjectionQueue, type PlatformPart, platformParts } from "./platform-parts";
+
 /**
  * Opt-in instrumentation for the bench (bench/README.md). With the var
- * `D1_QUERY_COUNT=1` (`wrangler dev --var D1_QUERY_COUNT:1`), every request
- * gets its own counting wrappers of `env.DB` and `env.USER_LEDGER`, and the
- * response carries:
+ * `D1_QUERY_COUNT=1` (`wrangler dev --var D1_QUERY_COUNT:1`), a request that
+ * sends `x-count-d1: 1` (src/http/d1-metrics.ts) gets its own counting
+ * wrappers of `env.DB` and `env.USER_LEDGER`, and the response carries:
  *
  * - `x-d1-roundtrips`: D1 calls awaited (a `batch()` is ONE round trip),
  * - `x-d1-statements`: SQL statements in them (a batch counts each of its statements),
@@ -119,7 +121,12 @@ export function instrumentEnv(env: Env, source: D1Source): Env {
 	}
 	let counted = bySource.get(source);
 	if (!counted) {
-		counted = withBindings(env, { DB: countingD1(env.DB, totals[source]) });
+		// Its ledger calls and projection messages too: the platform parts of bench/floors.mjs (platform-parts.ts).
+		counted = withBindings(env, {
+			DB: countingD1(env.DB, totals[source]),
+			USER_LEDGER: countingLedgers(env.USER_LEDGER, totals[source]),
+			PROJECTION: countingProjectionQueue(env.PROJECTION),
+		});
 		bySource.set(source, counted);
 	}
 	return counted;
@@ -136,15 +143,21 @@ export function withBindings(env: Env, replaced: Partial<Env>): Env {
 	return Object.create(env, own) as Env;
 }
 
-/** The isolate's running D1 totals per source, and their sum. */
-type Totals = { roundtrips: number; statements: number; rowswritten: number };
+/** The isolate's running D1 totals per source (with the ledger calls made from it), and their sum. */
+type Totals = { roundtrips: number; statements: number; rowswritten: number; docalls: number };
 export function d1Totals(): {
 	requests: number;
 	total: Totals;
 	ledgerStorage: { rowswritten: number };
 	projectionLag: { count: number; sumMs: number; maxMs: number; bucketsMs: number[]; buckets: number[] };
+	parts: Record<PlatformPart, number>;
 } & Record<D1Source, Totals> {
-	const view = (m: RequestMetrics) => ({ roundtrips: m.d1RoundTrips, statements: m.d1Statements, rowswritten: m.d1RowsWritten });
+	const view = (m: RequestMetrics) => ({
+		roundtrips: m.d1RoundTrips,
+		statements: m.d1Statements,
+		rowswritten: m.d1RowsWritten,
+		docalls: m.doCalls,
+	});
 	const sources = Object.keys(totals) as D1Source[];
 	return {
 		requests,
@@ -158,6 +171,7 @@ export function d1Totals(): {
 			roundtrips: sources.reduce((n, s) => n + totals[s].d1RoundTrips, 0),
 			statements: sources.reduce((n, s) => n + totals[s].d1Statements, 0),
 			rowswritten: sources.reduce((n, s) => n + totals[s].d1RowsWritten, 0),
+			docalls: sources.reduce((n, s) => n + totals[s].doCalls, 0),
 		},
 		ledgerStorage: { rowswritten: ledgerRowsWritten },
 		// JSON has no Infinity: the last bound is written as -1 (everything above the one before).
@@ -168,6 +182,7 @@ export function d1Totals(): {
 			bucketsMs: LAG_BUCKETS_MS.map((b) => (Number.isFinite(b) ? b : -1)),
 			buckets: [...lag.buckets],
 		},
+		parts: platformParts(),
 	};
 }
 

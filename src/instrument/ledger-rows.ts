@@ -1,4 +1,5 @@
 import { countLedgerRows, metricsEnabled } from "./d1-metrics";
+import { countPart } from "./platform-parts";
 
 /**
  * The bench's count of the rows a ledger writes to its own SQLite
@@ -6,7 +7,8 @@ import { countLedgerRows, metricsEnabled } from "./d1-metrics";
  * ledgers' side of what a write costs, beside D1's `rows_written`. Storage
  * whose `sql.exec` cursors report their `rowsWritten`, read once the
  * synchronous transaction that ran them is over (a cursor that is never
- * iterated has run its statement already: exec runs it).
+ * iterated has run its statement already: exec runs it). It also counts the
+ * ledgers' statements and synchronous transactions (platform-parts.ts).
  */
 export function countingStorage(storage: DurableObjectStorage, env: Env): DurableObjectStorage {
 	if (!metricsEnabled(env)) return storage;
@@ -14,6 +16,7 @@ export function countingStorage(storage: DurableObjectStorage, env: Env): Durabl
 		get(target, prop) {
 			if (prop === "exec") {
 				return (query: string, ...bindings: unknown[]) => {
+					countPart("ledgerStatements");
 					const cursor = target.exec(query, ...bindings);
 					queueMicrotask(() => countLedgerRows(cursor.rowsWritten));
 					return cursor;
@@ -26,6 +29,12 @@ export function countingStorage(storage: DurableObjectStorage, env: Env): Durabl
 	return new Proxy(storage, {
 		get(target, prop) {
 			if (prop === "sql") return counted;
+			if (prop === "transactionSync") {
+				return <T>(fn: () => T): T => {
+					countPart("ledgerTransactions");
+					return target.transactionSync(fn);
+				};
+			}
 			const value = Reflect.get(target, prop);
 			return typeof value === "function" ? value.bind(target) : value;
 		},

@@ -21,7 +21,10 @@ import type { ConversionAnnouncement, GrantResult, RewardGrant } from "./types";
  */
 export function grantRewards(tx: TxContext, grants: RewardGrant[], announcement?: ConversionAnnouncement): GrantResult {
 	// An erased user earns nothing new (a decision recorded before the erasure, completed after it, included).
-	if (erasedAt(tx.sql) !== null) return { rewards: [], skipped: grants.map((g) => ({ key: g.key, reason: "user_erased" })) };
+	// A ledger created for this grant (tx.empty) has no erasure, no rewards and no refunds: those reads are skipped
+	// (a user's first reward creates its ledger on the conversion's path).
+	if (!tx.empty && erasedAt(tx.sql) !== null) return { rewards: [], skipped: grants.map((g) => ({ key: g.key, reason: "user_erased" })) };
+	let noRewards = tx.empty === true;
 	const result: GrantResult = { rewards: [], skipped: [] };
 	for (const asked of grants) {
 		let grant = asked;
@@ -35,12 +38,12 @@ export function grantRewards(tx: TxContext, grants: RewardGrant[], announcement?
 			}
 			grant = { ...asked, key };
 		}
-		const existing = rewardRowByKey(tx.sql, grant.key);
+		const existing = noRewards ? null : rewardRowByKey(tx.sql, grant.key);
 		if (existing) {
 			result.rewards.push({ ...toLedgerReward(tx.userkey, existing), created: false });
 			continue;
 		}
-		if (grant.rewardfrequency > 0) {
+		if (grant.rewardfrequency > 0 && !noRewards) {
 			// Every earlier reward counts, rejected ones too: a rejected reward must not be re-earned by repeating the event.
 			const { n } = tx.sql
 				.exec<{ n: number }>(
@@ -62,7 +65,9 @@ export function grantRewards(tx: TxContext, grants: RewardGrant[], announcement?
 		// The rules engine only produces valid amounts, so anything else is a bug, not an expected failure.
 		if (amount === null || amount < 0) throw new RangeError(`invalid reward amount ${grant.amount} for grant ${grant.key}`);
 		// Both return the reward as stored, also when settling clawbacks or a refund recorded earlier rewrote it.
-		const row = applyRecordedRefunds(tx, insertReward(tx, grant, amount));
+		const inserted = insertReward(tx, grant, amount);
+		noRewards = false;
+		const row = tx.empty ? inserted : applyRecordedRefunds(tx, inserted);
 		result.rewards.push({ ...toLedgerReward(tx.userkey, row), created: true });
 	}
 	if (announcement) queueConversionWebhook(tx, result, announcement);

@@ -15,6 +15,11 @@ export interface TxContext {
 	appid: string;
 	userkey: string;
 	nowMs: number;
+	/**
+	 * The ledger's tables were created right before this transaction (its first write, writer.ts): it started
+	 * with no rewards, refunds or erasure, so what would only read those may skip the read.
+	 */
+	empty?: true;
 }
 
 /** A refund of a conversion event as a ledger operation (reversal.ts). */

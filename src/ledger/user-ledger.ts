@@ -2,6 +2,7 @@ import { DurableObject } from "cloudflare:workers";
 import { ledgerName, parseLedgerName } from "../domain/ledger-ids";
 import { instrumentEnv } from "../instrument/d1-metrics";
 import { countingStorage } from "../instrument/ledger-rows";
+import { countPart } from "../instrument/platform-parts";
 import { toHundredths } from "../rewards/money";
 import { auditRedemption, type LedgerAudit } from "./audit";
 import { listClawbacks } from "./clawbacks";
@@ -70,6 +71,7 @@ export class UserLedger extends DurableObject<Env> {
 	constructor(ctx: DurableObjectState, env: Env) {
 		// With the bench's D1_QUERY_COUNT flag, this ledger's D1 use (its outbox flushes) is counted too.
 		super(ctx, instrumentEnv(env, "ledger"));
+		countPart("ledgerStarts");
 		const identity = ctx.id.name === undefined ? null : parseLedgerName(ctx.id.name);
 		if (!identity) throw new Error(`UserLedger must be created by name (appid:userkey), got ${ctx.id.name ?? "an unnamed id"}`);
 		this.identity = identity;

@@ -1,3 +1,4 @@
+import { countPart } from "../instrument/platform-parts";
 import { migrateLedger } from "./migrate";
 import { Refused } from "./refused";
 import type { TxContext } from "./transaction-types";
@@ -26,6 +27,11 @@ export class LedgerWriter {
 	readonly sql: SqlStorage;
 	/** False until the ledger has tables: a ledger is created by its first write, never by a read. */
 	private schema: boolean;
+	/**
+	 * True from this object's creating its tables until the end of the transaction that follows (in the same
+	 * synchronous call): that transaction starts on an empty ledger (TxContext.empty).
+	 */
+	private createdNow = false;
 
 	constructor(
 		private readonly storage: DurableObjectStorage,
@@ -57,25 +63,38 @@ export class LedgerWriter {
 	/** Creates the ledger's tables (newest schema, one script) before its first write. */
 	ensureSchema(): void {
 		if (this.schema) return;
+		countPart("ledgersCreated");
 		migrateLedger(this.storage, this.migrations);
 		this.schema = true;
+		this.createdNow = true;
+	}
+
+	/** One storage transaction; the first after the tables were created is the only one that starts empty. */
+	private transaction<T>(fn: () => T): T {
+		try {
+			return this.storage.transactionSync(fn);
+		} finally {
+			this.createdNow = false;
+		}
 	}
 
 	/** Runs `fn` in one storage transaction, nothing else (for writes that arm no alarm). */
 	transactionSync<T>(fn: () => T): T {
 		this.ensureSchema();
-		return this.storage.transactionSync(fn);
+		return this.transaction(fn);
 	}
 
-	/** Who the ledger belongs to and when the current transaction happens. */
+	/** Who the ledger belongs to and when the current transaction happens (and whether it started empty). */
 	context(): TxContext {
-		return { sql: this.sql, appid: this.identity.appid, userkey: this.identity.userkey, nowMs: Date.now() };
+		const context: TxContext = { sql: this.sql, appid: this.identity.appid, userkey: this.identity.userkey, nowMs: Date.now() };
+		if (this.createdNow) context.empty = true;
+		return context;
 	}
 
 	/** Runs `fn` in one storage transaction, then arms the alarm and (optionally) starts a flush. */
 	write<T>(fn: (tx: TxContext) => T, flushNow = true): T {
 		this.ensureSchema();
-		const result = this.storage.transactionSync(() => fn(this.context()));
+		const result = this.transaction(() => fn(this.context()));
 		this.afterWrite(flushNow);
 		return result;
 	}
@@ -89,7 +108,7 @@ export class LedgerWriter {
 		this.ensureSchema();
 		try {
 			if (dryRun) {
-				this.storage.transactionSync(() => {
+				this.transaction(() => {
 					throw new DryRun(fn(this.context()));
 				});
 			}

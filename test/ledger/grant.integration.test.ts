@@ -1,6 +1,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { newUserKey } from "../../src/domain/ids";
+import type { UserLedger } from "../../src/ledger/user-ledger";
 import { freshLedger, grantOf } from "./support";
 
 describe("UserLedger.grant", () => {
@@ -50,6 +51,34 @@ describe("UserLedger.grant", () => {
 		const again = await stub.grant(appid, userkey, [{ ...grant, amount: 99 }]);
 		expect(again.rewards[0]).toMatchObject({ created: false, rewarddtlid: first.rewards[0]!.rewarddtlid, amount: 10 });
 		expect(await stub.listRewards()).toHaveLength(1);
+	});
+
+	it("a ledger's first grant, which creates it, reads no erasure, reward by key or recorded refund; its next grant does", async () => {
+		const { appid, userkey, stub } = freshLedger();
+		// Statements the object runs while `fn` runs (the ledger runs in this isolate).
+		const statementsOf = (fn: (ledger: UserLedger) => unknown) =>
+			runInDurableObject(stub, (ledger, state) => {
+				const proto = Object.getPrototypeOf(state.storage.sql) as { exec: (...args: unknown[]) => unknown };
+				const original = proto.exec;
+				const seen: string[] = [];
+				proto.exec = function (this: unknown, ...args: unknown[]) {
+					seen.push(String(args[0]));
+					return original.apply(this, args);
+				};
+				try {
+					fn(ledger);
+				} finally {
+					proto.exec = original;
+				}
+				return seen;
+			});
+		const reads = (statements: string[]) =>
+			statements.filter((s) => /key = 'erased_at'|FROM rewards WHERE key = \?|FROM refunds WHERE customid/.test(s)).length;
+		const first = await statementsOf((ledger) => ledger.grant(appid, userkey, [grantOf()]));
+		expect(reads(first)).toBe(0);
+		const second = await statementsOf((ledger) => ledger.grant(appid, userkey, [grantOf()]));
+		expect(reads(second)).toBe(3);
+		expect(await stub.listRewards()).toHaveLength(2);
 	});
 
 	it("20 concurrent identical grants create exactly one reward", async () => {

@@ -1,0 +1,64 @@
+/**
+ * The bench's count of the platform parts a request's work is made of
+ * (bench/floors.mjs prices each part; bench/README.md, "Floors"): ledgers
+ * started and created, their write transactions and SQL statements, Durable
+ * Object calls, queue messages sent and the consumer batches that took them.
+ * Read through `GET /__metrics/d1` with the D1 counts, and like them only
+ * with the `D1_QUERY_COUNT` flag (src/instrument/d1-metrics.ts): the
+ * counters here are plain integers, whose increments cost nothing
+ * measurable when nobody reads them.
+ */
+const parts = {
+	/** UserLedger objects constructed: created, woken after eviction, or started by a read. */
+	ledgerStarts: 0,
+	/** Ledgers that got their tables (the schema script): a new object's first write. */
+	ledgersCreated: 0,
+	/** Synchronous storage transactions of the ledgers (each a commit). */
+	ledgerTransactions: 0,
+	/** `sql.exec` calls of the ledgers (a script is one). */
+	ledgerStatements: 0,
+	/** `send`/`sendBatch` calls on the projection queue, and the messages in them. */
+	projectionSends: 0,
+	projectionMessages: 0,
+	/** Batches the projection queue's consumer was invoked with, and their messages. */
+	projectionBatches: 0,
+	projectionBatchMessages: 0,
+};
+
+export type PlatformPart = keyof typeof parts;
+
+/** Adds `n` to a part's count. */
+export function countPart(part: PlatformPart, n = 1): void {
+	parts[part] += n;
+}
+
+/** The running counts (the bench subtracts two readings). */
+export function platformParts(): Record<PlatformPart, number> {
+	return { ...parts };
+}
+
+/** Wraps a queue producer binding so that its sends and their messages are counted as the projection's. */
+export function countingProjectionQueue<T>(queue: Queue<T>): Queue<T> {
+	return new Proxy(queue, {
+		get(target, prop) {
+			const value = Reflect.get(target, prop);
+			if (typeof value !== "function") return value;
+			if (prop === "sendBatch") {
+				return (messages: Iterable<MessageSendRequest<T>>, options?: QueueSendBatchOptions) => {
+					const list = [...messages];
+					countPart("projectionSends");
+					countPart("projectionMessages", list.length);
+					return target.sendBatch(list, options);
+				};
+			}
+			if (prop === "send") {
+				return (body: T, options?: QueueSendOptions) => {
+					countPart("projectionSends");
+					countPart("projectionMessages");
+					return target.send(body, options);
+				};
+			}
+			return value.bind(target);
+		},
+	});
+}

@@ -1,0 +1,48 @@
+import { describe, expect, it } from "vitest";
+import { countingProjectionQueue, platformParts } from "../../src/instrument/platform-parts";
+import { freshLedger, grantOf } from "../ledger/support";
+
+/**
+ * The bench's count of the platform parts a request is made of
+ * (src/instrument/platform-parts.ts; bench/README.md, "Floors"): the floor of a
+ * conversion is priced from these counts, so each must count what happened,
+ * once. Real ledgers (they share the test's isolate, as under wrangler dev).
+ */
+describe("platform parts", () => {
+	it("counts a ledger created by its first write once, and not again on its next write", async () => {
+		const ledger = freshLedger();
+		const before = platformParts();
+		await ledger.stub.grant(ledger.appid, ledger.userkey, [grantOf()]);
+		const first = platformParts();
+		expect(first.ledgersCreated - before.ledgersCreated).toBe(1);
+		expect(first.ledgerStarts - before.ledgerStarts).toBe(1);
+		await ledger.stub.grant(ledger.appid, ledger.userkey, [grantOf()]);
+		const second = platformParts();
+		expect(second.ledgersCreated - first.ledgersCreated).toBe(0);
+		expect(second.ledgerStarts - first.ledgerStarts).toBe(0);
+	});
+
+	it("counts the projection queue's sends and their messages, and passes them on", async () => {
+		const sent: unknown[][] = [];
+		const metrics: QueueMetrics = { backlogCount: 0, backlogBytes: 0 };
+		const queue: Queue<unknown> = {
+			send: async (body) => {
+				sent.push([body]);
+				return { metadata: { metrics } };
+			},
+			sendBatch: async (messages) => {
+				sent.push([...messages].map((m) => m.body));
+				return { metadata: { metrics } };
+			},
+			metrics: async () => metrics,
+		};
+		const counted = countingProjectionQueue(queue);
+		const before = platformParts();
+		await counted.sendBatch([{ body: 1 }, { body: 2 }]);
+		await counted.send(3);
+		const after = platformParts();
+		expect(after.projectionSends - before.projectionSends).toBe(2);
+		expect(after.projectionMessages - before.projectionMessages).toBe(3);
+		expect(sent).toEqual([[1, 2], [3]]);
+	});
+});
