@@ -38,22 +38,19 @@ export class InFlight {
 	 * Ended holds are forgotten here: their entries are due again.
 	 */
 	heldJson(nowMs: number): string {
-		const out: [number, string, number | null][] = [];
-		for (const [id, h] of this.held) {
-			if (h.until <= nowMs) this.held.delete(id);
-			else out.push([id, h.ref, h.version]);
-		}
-		return JSON.stringify(out);
+		return JSON.stringify(this.running(nowMs).map(([id, h]) => [id, h.ref, h.version]));
 	}
 
 	/** When the first running hold ends (epoch ms), or null: the alarm's time for an acknowledgement that never came. */
 	earliestEnd(nowMs: number): number | null {
-		let first: number | null = null;
-		for (const [id, h] of this.held) {
-			if (h.until <= nowMs) this.held.delete(id);
-			else if (first === null || h.until < first) first = h.until;
-		}
-		return first;
+		const ends = this.running(nowMs).map(([, h]) => h.until);
+		return ends.length ? Math.min(...ends) : null;
+	}
+
+	/** The holds still running at `nowMs`; ended ones are forgotten (their entries are due again). */
+	private running(nowMs: number): [number, { ref: string; version: number | null; until: number }][] {
+		for (const [id, h] of this.held) if (h.until <= nowMs) this.held.delete(id);
+		return [...this.held];
 	}
 }
 
