@@ -120,11 +120,13 @@ describe("unique clicks", () => {
 				{ code, host: "service.test", at: at(minutes), kind: "click", clientkey, iphash: clientkey, useragent: CHROME },
 				UNIQUE_CLICK_WINDOW_MS,
 			);
+		// Read from the user's own days (every day it has clicks, tomorrow's included): a run after 23:29 UTC puts
+		// these future clicks on tomorrow, which the app's stats (days up to today) do not show yet.
 		await again(29);
-		expect((await counts()).clicks).toBe(3);
+		expect((await counts()).user).toBe(3);
 		await again(31);
 		await again(32);
-		expect((await counts()).clicks).toBe(4);
+		expect((await counts()).user).toBe(4);
 	});
 
 	it("one client sending 200 User-Agents counts one click", async () => {
