@@ -250,6 +250,24 @@ function rowsPerRequest(before, after) {
 }
 
 /**
+ * Rows written per request by statement between two totals (the service's
+ * `rowsBySql`: source and SQL head), largest first, the statements that wrote
+ * nothing left out: where a conversion's rows go (results-detail.json).
+ */
+function rowsBySqlPerRequest(before, after) {
+	const requests = after && before ? after.requests - before.requests : 0;
+	if (!(requests > 0) || !after.rowsBySql) return null;
+	const diff = Object.entries(after.rowsBySql).map(([sql, v]) => {
+		const was = before.rowsBySql?.[sql] ?? { statements: 0, rows: 0 };
+		return { sql, rows: (v.rows - was.rows) / requests, statements: (v.statements - was.statements) / requests };
+	});
+	return diff
+		.filter((d) => d.rows > 0)
+		.sort((a, b) => b.rows - a.rows)
+		.map((d) => ({ ...d, rows: round(d.rows, 2), statements: round(d.statements, 2) }));
+}
+
+/**
  * The platform parts per request between two totals (src/instrument/platform-parts.ts: ledgers started and
  * created, their transactions and statements, projection messages and consumer batches), background included.
  */
@@ -453,6 +471,7 @@ async function scenario(id, title, makeRequest, options = {}) {
 	const rowsWritten = rowsPerRequest(totalsBefore, totalsAfter);
 	const lag = projectionLag(totalsBefore, totalsAfter);
 	const parts = partsPerRequest(totalsBefore, totalsAfter);
+	const rowsBySql = rowsBySqlPerRequest(totalsBefore, totalsAfter);
 	const row = {
 		id,
 		title,
@@ -461,6 +480,7 @@ async function scenario(id, title, makeRequest, options = {}) {
 		d1: counts,
 		d1AllIn: allIn,
 		rowsWritten,
+		rowsBySql,
 		projectionLag: lag,
 		parts,
 		workerdCpuAllIn: workerdAllIn,

@@ -74,9 +74,28 @@ const totals: Record<D1Source, RequestMetrics> = {
 /** Rows the UserLedger objects wrote to their own SQLite (cursor `rowsWritten`, summed): the ledgers' side of a write's cost. */
 let ledgerRowsWritten = 0;
 
+/**
+ * Rows written and statements run per source and statement (its SQL, spaces
+ * collapsed, cut at SQL_KEY_LENGTH): where a write's rows go, so a cut can be
+ * aimed (bench/README.md, "Rows by statement"). Bounded by the service's own
+ * SQL texts, not by the data.
+ */
+const rowsBySql = new Map<string, { statements: number; rows: number }>();
+const SQL_KEY_LENGTH = 120;
+
+/** Adds one statement's rows written to the breakdown by statement. */
+export function countRowsBySql(source: D1Source | "ledgers", sql: string, rows: number): void {
+	const key = `${source}: ${sql.replace(/\s+/g, " ").trim().slice(0, SQL_KEY_LENGTH)}`;
+	const entry = rowsBySql.get(key) ?? { statements: 0, rows: 0 };
+	entry.statements++;
+	entry.rows += rows;
+	rowsBySql.set(key, entry);
+}
+
 /** Counts rows a ledger wrote to its own storage (the ledger's counting `sql`, countingSql). */
-export function countLedgerRows(rows: number): void {
+export function countLedgerRows(rows: number, sql?: string): void {
 	ledgerRowsWritten += rows;
+	if (sql !== undefined) countRowsBySql("ledgers", sql, rows);
 }
 
 /**
@@ -123,7 +142,7 @@ export function instrumentEnv(env: Env, source: D1Source): Env {
 	if (!counted) {
 		// Its ledger calls and projection messages too: the platform parts of bench/floors.mjs (platform-parts.ts).
 		counted = withBindings(env, {
-			DB: countingD1(env.DB, totals[source]),
+			DB: countingD1(env.DB, totals[source], (sql, rows) => countRowsBySql(source, sql, rows)),
 			USER_LEDGER: countingLedgers(env.USER_LEDGER, totals[source]),
 			PROJECTION: countingProjectionQueue(env.PROJECTION),
 		});
@@ -151,6 +170,7 @@ export function d1Totals(): {
 	ledgerStorage: { rowswritten: number };
 	projectionLag: { count: number; sumMs: number; maxMs: number; bucketsMs: number[]; buckets: number[] };
 	parts: Record<PlatformPart, number>;
+	rowsBySql: Record<string, { statements: number; rows: number }>;
 } & Record<D1Source, Totals> {
 	const view = (m: RequestMetrics) => ({
 		roundtrips: m.d1RoundTrips,
@@ -183,66 +203,87 @@ export function d1Totals(): {
 			buckets: [...lag.buckets],
 		},
 		parts: platformParts(),
+		rowsBySql: Object.fromEntries(rowsBySql),
 	};
+}
+
+/** D1's rows written of one statement's result. */
+function rowsOfOne(r: unknown): number {
+	const meta = typeof r === "object" && r !== null ? Reflect.get(r, "meta") : undefined;
+	const rows = typeof meta === "object" && meta !== null ? Reflect.get(meta, "rows_written") : undefined;
+	return typeof rows === "number" ? rows : 0;
 }
 
 /** D1's rows written of a call's answer (a statement's result, or a batch's list of them). */
 function rowsWrittenOf(result: unknown): number {
-	const one = (r: unknown) => {
-		const meta = typeof r === "object" && r !== null ? Reflect.get(r, "meta") : undefined;
-		const rows = typeof meta === "object" && meta !== null ? Reflect.get(meta, "rows_written") : undefined;
-		return typeof rows === "number" ? rows : 0;
-	};
-	return Array.isArray(result) ? result.reduce((n: number, r) => n + one(r), 0) : one(result);
+	return Array.isArray(result) ? result.reduce((n: number, r) => n + rowsOfOne(r), 0) : rowsOfOne(result);
 }
 
-/** Wraps `db` so that every round trip made through it is counted into `m`. */
-export function countingD1(db: D1Database, m: RequestMetrics): D1Database {
+/**
+ * Wraps `db` so that every round trip made through it is counted into `m`;
+ * `bySql`, when given, is told each statement's SQL and rows written.
+ */
+export function countingD1(db: D1Database, m: RequestMetrics, bySql?: (sql: string, rows: number) => void): D1Database {
 	const real = new WeakMap<object, D1PreparedStatement>();
+	const sqlOf = new WeakMap<object, string>();
 	const count = (statements: number) => (ms: number) => {
 		m.d1RoundTrips++;
 		m.d1Statements += statements;
 		m.d1Ms += ms;
 	};
-	const wrap = (statement: D1PreparedStatement): D1PreparedStatement => {
+	const wrap = (statement: D1PreparedStatement, sql: string): D1PreparedStatement => {
 		const proxy = new Proxy(statement, {
 			get(target, prop) {
-				if (prop === "bind") return (...values: unknown[]) => wrap(target.bind(...values));
+				if (prop === "bind") return (...values: unknown[]) => wrap(target.bind(...values), sql);
 				// `first` answers no `meta`: counted, it runs as `all` (the same one round trip) and takes the first row.
 				if (prop === "first") {
 					const all = own(target, "all") as () => Promise<D1Result<Record<string, unknown>>>;
 					return async (column?: string) => {
-						const result = await rowsCounted(timed(all, count(1)));
+						const result = await rowsCounted(timed(all, count(1)), [sql]);
 						const row = result.results[0] ?? null;
 						return column === undefined ? row : (row?.[column] ?? null);
 					};
 				}
 				if (typeof prop === "string" && ROUND_TRIPS.has(prop)) {
 					const method = own(target, prop) as (...args: unknown[]) => Promise<unknown>;
-					return (...args: unknown[]) => rowsCounted(timed(() => method(...args), count(1)));
+					return (...args: unknown[]) =>
+						rowsCounted(
+							timed(() => method(...args), count(1)),
+							[sql],
+						);
 				}
 				return own(target, prop);
 			},
 		});
 		real.set(proxy, statement);
+		sqlOf.set(proxy, sql);
 		return proxy;
 	};
-	const rowsCounted = async <T>(call: Promise<T>): Promise<T> => {
+	const rowsCounted = async <T>(call: Promise<T>, sqls: (string | undefined)[]): Promise<T> => {
 		const result = await call;
 		m.d1RowsWritten += rowsWrittenOf(result);
+		if (bySql) {
+			const results: unknown[] = Array.isArray(result) ? result : [result];
+			results.forEach((r, i) => {
+				bySql(sqls[i] ?? "(unknown)", rowsOfOne(r));
+			});
+		}
 		return result;
 	};
 	return new Proxy(db, {
 		get(target, prop) {
-			if (prop === "prepare") return (query: string) => wrap(target.prepare(query));
+			if (prop === "prepare") return (query: string) => wrap(target.prepare(query), query);
 			if (prop === "batch") {
 				return (statements: D1PreparedStatement[]) =>
-					rowsCounted(timed(() => target.batch(statements.map((s) => real.get(s) ?? s)), count(statements.length)));
+					rowsCounted(
+						timed(() => target.batch(statements.map((s) => real.get(s) ?? s)), count(statements.length)),
+						statements.map((s) => sqlOf.get(s)),
+					);
 			}
 			if (prop === "exec") return (query: string) => timed(() => target.exec(query), count(1));
 			// A session has prepare and batch as the database has: count through it too.
 			if (prop === "withSession") {
-				return (constraint?: string) => countingD1(target.withSession(constraint) as unknown as D1Database, m);
+				return (constraint?: string) => countingD1(target.withSession(constraint) as unknown as D1Database, m, bySql);
 			}
 			return own(target, prop);
 		},

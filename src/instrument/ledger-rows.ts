@@ -18,7 +18,7 @@ export function countingStorage(storage: DurableObjectStorage, env: Env): Durabl
 				return (query: string, ...bindings: unknown[]) => {
 					countPart("ledgerStatements");
 					const cursor = target.exec(query, ...bindings);
-					queueMicrotask(() => countLedgerRows(cursor.rowsWritten));
+					queueMicrotask(() => countLedgerRows(cursor.rowsWritten, query));
 					return cursor;
 				};
 			}
