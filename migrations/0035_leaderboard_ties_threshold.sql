@@ -45,7 +45,9 @@ DELETE FROM leaderboard_ties WHERE NOT EXISTS (
 
 -- A new counter: one more referrer at its count; its slices if the level has
 -- them; the level's slices counted (the new row included) when this write
--- brings it to the threshold, then the flag.
+-- brings it to the threshold, then the flag. That count is driven by the
+-- level's row (CROSS JOIN: SQLite does not test an uncorrelated EXISTS
+-- before the loop of an aggregate), so any other write reads no counter.
 CREATE TRIGGER leaderboard_counts_insert AFTER INSERT ON leaderboard_counts WHEN NEW.friends > 0 BEGIN
   INSERT INTO leaderboard_levels (appid, campaignid, bucket, friends, referrers) VALUES (NEW.appid, NEW.campaignid, NEW.bucket, NEW.friends, 1)
     ON CONFLICT (appid, campaignid, bucket, friends) DO UPDATE SET referrers = referrers + 1;
@@ -57,10 +59,10 @@ CREATE TRIGGER leaderboard_counts_insert AFTER INSERT ON leaderboard_counts WHEN
     ON CONFLICT (appid, campaignid, bucket, friends, width, slice) DO UPDATE SET referrers = referrers + excluded.referrers;
   INSERT INTO leaderboard_ties (appid, campaignid, bucket, friends, width, slice, referrers)
     SELECT c.appid, c.campaignid, c.bucket, c.friends, w.width, substr(c.reached_at, 1, w.width), COUNT(*)
-    FROM leaderboard_counts c CROSS JOIN leaderboard_tie_widths w
-    WHERE c.appid = NEW.appid AND c.campaignid = NEW.campaignid AND c.bucket = NEW.bucket AND c.friends = NEW.friends
-      AND EXISTS (SELECT 1 FROM leaderboard_levels l WHERE l.appid = NEW.appid AND l.campaignid = NEW.campaignid AND l.bucket = NEW.bucket
-      AND l.friends = NEW.friends AND l.ties = 0 AND l.referrers >= 1024)
+    FROM leaderboard_levels l CROSS JOIN leaderboard_counts c CROSS JOIN leaderboard_tie_widths w
+    WHERE l.appid = NEW.appid AND l.campaignid = NEW.campaignid AND l.bucket = NEW.bucket AND l.friends = NEW.friends
+      AND l.ties = 0 AND l.referrers >= 1024
+      AND c.appid = l.appid AND c.campaignid = l.campaignid AND c.bucket = l.bucket AND c.friends = l.friends
     GROUP BY w.width, substr(c.reached_at, 1, w.width)
     ON CONFLICT (appid, campaignid, bucket, friends, width, slice) DO UPDATE SET referrers = referrers + excluded.referrers;
   UPDATE leaderboard_levels SET ties = 1
@@ -115,10 +117,10 @@ CREATE TRIGGER leaderboard_counts_update AFTER UPDATE OF friends, reached_at ON 
     AND slice IN (SELECT substr(OLD.reached_at, 1, width) FROM leaderboard_tie_widths) AND referrers = 0;
   INSERT INTO leaderboard_ties (appid, campaignid, bucket, friends, width, slice, referrers)
     SELECT c.appid, c.campaignid, c.bucket, c.friends, w.width, substr(c.reached_at, 1, w.width), COUNT(*)
-    FROM leaderboard_counts c CROSS JOIN leaderboard_tie_widths w
-    WHERE c.appid = NEW.appid AND c.campaignid = NEW.campaignid AND c.bucket = NEW.bucket AND c.friends = NEW.friends
-      AND NEW.friends > 0 AND EXISTS (SELECT 1 FROM leaderboard_levels l WHERE l.appid = NEW.appid AND l.campaignid = NEW.campaignid
-      AND l.bucket = NEW.bucket AND l.friends = NEW.friends AND l.ties = 0 AND l.referrers >= 1024)
+    FROM leaderboard_levels l CROSS JOIN leaderboard_counts c CROSS JOIN leaderboard_tie_widths w
+    WHERE l.appid = NEW.appid AND l.campaignid = NEW.campaignid AND l.bucket = NEW.bucket AND l.friends = NEW.friends
+      AND NEW.friends > 0 AND l.ties = 0 AND l.referrers >= 1024
+      AND c.appid = l.appid AND c.campaignid = l.campaignid AND c.bucket = l.bucket AND c.friends = l.friends
     GROUP BY w.width, substr(c.reached_at, 1, w.width)
     ON CONFLICT (appid, campaignid, bucket, friends, width, slice) DO UPDATE SET referrers = referrers + excluded.referrers;
   UPDATE leaderboard_levels SET ties = 1
