@@ -46,8 +46,9 @@ DELETE FROM leaderboard_ties WHERE NOT EXISTS (
 -- A new counter: one more referrer at its count; its slices if the level has
 -- them; the level's slices counted (the new row included) when this write
 -- brings it to the threshold, then the flag. That count is driven by the
--- level's row (CROSS JOIN: SQLite does not test an uncorrelated EXISTS
--- before the loop of an aggregate), so any other write reads no counter.
+-- level's row (CROSS JOIN), so any other write reads no counter: under an
+-- EXISTS filter instead, SQLite read the level's counters on every write
+-- (1,209 rows read for one insert on a level of 600, measured).
 CREATE TRIGGER leaderboard_counts_insert AFTER INSERT ON leaderboard_counts WHEN NEW.friends > 0 BEGIN
   INSERT INTO leaderboard_levels (appid, campaignid, bucket, friends, referrers) VALUES (NEW.appid, NEW.campaignid, NEW.bucket, NEW.friends, 1)
     ON CONFLICT (appid, campaignid, bucket, friends) DO UPDATE SET referrers = referrers + 1;
