@@ -193,8 +193,9 @@ export async function readBoard(
  * its rank as 1 + the referrers ranked ahead of it: those with more friends,
  * summed from leaderboard_levels (one row per distinct count above the
  * user's, kept by triggers, migration 0030), and its ties that reached the
- * count first (reached_at, then userkey), summed from leaderboard_ties
- * (db/leaderboard-ties.ts: a few seeks, whatever the number of ties).
+ * count first (reached_at, then userkey), summed from leaderboard_ties on a
+ * count of many referrers, counted on the rank index on a count of fewer
+ * than TIE_SLICES_FROM (db/leaderboard-ties.ts: bounded either way).
  * Erasure deletes an erased user's counters (erasePersonInD1), so neither
  * reads a user. With `ahead`, the rank reads at most `ahead + 1`.
  */

@@ -226,7 +226,8 @@ describe("a leaderboard rank from the tie counters (issue 34, migration 0033)", 
 			.first<{ n: number }>();
 		expect(left?.n).toBe(0);
 
-		// Migration 0033's count of the counters already there gives what the triggers kept (zero slices aside).
+		// Migration 0033's count of the counters already there, then 0035's flags (only levels of many ties keep their
+		// slices), give what the triggers kept (zero slices aside).
 		const slicesNow = () =>
 			env.DB.prepare(
 				`SELECT campaignid, bucket, friends, width, slice, referrers FROM leaderboard_ties WHERE appid = ? AND referrers <> 0
@@ -238,7 +239,15 @@ describe("a leaderboard rank from the tie counters (issue 34, migration 0033)", 
 		const migration = env.TEST_MIGRATIONS.find((m) => m.name.startsWith("0033_"));
 		const backfill = migration?.queries.find((q) => /^\s*INSERT INTO leaderboard_ties\b/.test(q));
 		expect(backfill).toBeDefined();
-		await env.DB.batch([env.DB.prepare("DELETE FROM leaderboard_ties"), env.DB.prepare(backfill ?? "")]);
+		const thresholds = env.TEST_MIGRATIONS.find((m) => m.name.startsWith("0035_"))?.queries.filter((q) =>
+			/^\s*(--.*\n\s*)*(UPDATE leaderboard_levels SET ties = 1 WHERE referrers|DELETE FROM leaderboard_ties WHERE NOT EXISTS)\b/.test(q),
+		);
+		expect(thresholds?.length).toBe(2);
+		await env.DB.batch(
+			["UPDATE leaderboard_levels SET ties = 0", "DELETE FROM leaderboard_ties", backfill ?? "", ...(thresholds ?? [])].map((q) =>
+				env.DB.prepare(q),
+			),
+		);
 		expect((await slicesNow()).results).toEqual(kept);
 	});
 });

@@ -73,10 +73,15 @@ describe("query plans", { timeout: 120_000 }, () => {
 				"SCAN w",
 				"SEARCH t USING PRIMARY KEY (appid=? AND campaignid=? AND bucket=? AND friends=? AND width=? AND slice>? AND slice<?)",
 			]);
-			// Then the ties inside its own second: a range of the covering index bounded on both sides, nothing else.
+			// Whether its level has tie slices (migration 0035): its one levels row, by the primary key.
+			expect(where).toContain("SEARCH v USING PRIMARY KEY (appid=? AND campaignid=? AND bucket=? AND friends=?)");
+			// Then the ties inside its own second (a level with slices): a range of the covering index bounded on both
+			// sides; or the ties of a level without slices (fewer than TIE_SLICES_FROM referrers, 1,024, since the write
+			// that brings a level there gives it slices): the range of its count before the user, under 1,024 entries.
 			const ahead = [...new Set(p.details.filter((d) => /^SEARCH c /.test(d)))];
 			expect(ahead, where).toEqual([
 				"SEARCH c USING COVERING INDEX leaderboard_counts_rank (appid=? AND campaignid=? AND bucket=? AND friends=? AND reached_at>? AND reached_at<?)",
+				"SEARCH c USING COVERING INDEX leaderboard_counts_rank (appid=? AND campaignid=? AND bucket=? AND friends=? AND reached_at<?)",
 			]);
 			// No table read per row ahead: users is read once, for the user asked for.
 			expect(p.details.filter((d) => /\busers\b|SEARCH o\b/.test(d)).length, where).toBeLessThanOrEqual(1);
@@ -84,19 +89,16 @@ describe("query plans", { timeout: 120_000 }, () => {
 	});
 
 	it("moves the leaderboard's maintained counters by key: every statement of the triggers on its counters (issue 34)", async () => {
-		// The triggers of migrations 0030 (levels) and 0033 (tie slices) run inside the flush's upserts and an erasure's
-		// delete, where EXPLAIN of the statement that fires them does not show them: each is explained on its own, with
-		// its NEW and OLD values as parameters.
+		// The triggers of migration 0035 (levels and tie slices, one trigger per event) run inside the flush's upserts and
+		// an erasure's delete, where EXPLAIN of the statement that fires them does not show them: each statement is
+		// explained on its own, with its NEW and OLD values as parameters.
 		const { results } = await env.DB.prepare(
 			"SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'leaderboard_counts'",
 		).all<{ name: string; sql: string }>();
 		expect(results.map((r) => r.name).sort()).toEqual([
-			"leaderboard_levels_delete",
-			"leaderboard_levels_insert",
-			"leaderboard_levels_update",
-			"leaderboard_ties_delete",
-			"leaderboard_ties_insert",
-			"leaderboard_ties_update",
+			"leaderboard_counts_delete",
+			"leaderboard_counts_insert",
+			"leaderboard_counts_update",
 		]);
 		const bodies: Recorded[] = results.flatMap(({ name, sql }) =>
 			(/\bBEGIN\b([\s\S]*)\bEND\s*$/i.exec(sql)?.[1] ?? "")
@@ -105,7 +107,7 @@ describe("query plans", { timeout: 120_000 }, () => {
 				.filter(Boolean)
 				.map((s) => ({ engine: "d1" as const, file: `migrations: trigger ${name}`, sql: s.replace(/\b(NEW|OLD)\.\w+/g, "?") })),
 		);
-		expect(bodies.length).toBe(10);
+		expect(bodies.length).toBe(14);
 		const triggerPlans = await explainAll(bodies, ALLOWED_SCANS);
 		expect(triggerPlans.filter((p) => p.scans.length > 0).map(describePlan)).toEqual([]);
 		for (const p of triggerPlans) {
@@ -120,6 +122,21 @@ describe("query plans", { timeout: 120_000 }, () => {
 					/^SEARCH leaderboard_ties USING PRIMARY KEY \(appid=\? AND campaignid=\? AND bucket=\? AND friends=\? AND width=\? AND slice=\?\)$/m,
 				);
 			else expect(p.statement.sql).toMatch(/ON CONFLICT \(appid, campaignid, bucket, friends(, width, slice)?\) DO UPDATE/);
+			// Whether a level has slices: its levels row by the primary key.
+			if (/\bl\.ties = /.test(p.statement.sql))
+				expect(where).toMatch(/^SEARCH l (EXISTS )?USING PRIMARY KEY \(appid=\? AND campaignid=\? AND bucket=\? AND friends=\?\)$/m);
+			// The count of a level's slices when a write brings it to TIE_SLICES_FROM referrers (once per level): the
+			// range of its count on the rank index, about 1,024 entries, driven by the level's row (CROSS JOIN), so a
+			// write that does not bring its level there reads no counter.
+			if (/CROSS JOIN leaderboard_counts c\b/.test(p.statement.sql))
+				expect(p.details.slice(0, 2), where).toEqual([
+					"SEARCH l USING PRIMARY KEY (appid=? AND campaignid=? AND bucket=? AND friends=?)",
+					"SEARCH c USING COVERING INDEX leaderboard_counts_rank (appid=? AND campaignid=? AND bucket=? AND friends=?)",
+				]);
+			if (/CROSS JOIN leaderboard_counts c\b/.test(p.statement.sql))
+				expect(where).toMatch(
+					/^SEARCH c USING COVERING INDEX leaderboard_counts_rank \(appid=\? AND campaignid=\? AND bucket=\? AND friends=\?\)$/m,
+				);
 			// Nothing is scanned but the six slice widths (a fixed table).
 			expect(
 				p.details.filter((d) => /^SCAN (?!CONSTANT ROW$|w$|leaderboard_tie_widths$)/.test(d)),
