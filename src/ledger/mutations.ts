@@ -34,9 +34,9 @@ export function rewardRow(sql: SqlStorage, seq: number): RewardRow | undefined {
 	return sql.exec<RewardRow>("SELECT * FROM rewards WHERE seq = ?", seq).toArray()[0];
 }
 
-/** One reward by its grant key, or undefined. */
-export function rewardRowByKey(sql: SqlStorage, key: string): RewardRow | undefined {
-	return sql.exec<RewardRow>("SELECT * FROM rewards WHERE key = ?", key).toArray()[0];
+/** One reward by its grant's event and key (rewards_event_key, ledger schema step 10), or undefined. */
+export function rewardRowByKey(sql: SqlStorage, customid: string, key: string): RewardRow | undefined {
+	return sql.exec<RewardRow>("SELECT * FROM rewards WHERE customid = ? AND key = ?", customid, key).toArray()[0];
 }
 
 /** One reward of `userkey`'s ledger by its public id, or undefined (also for an id of another ledger). */

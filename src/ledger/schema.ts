@@ -1,4 +1,5 @@
 import type { Distribution } from "../db/campaigns";
+import { REWARDS_STEP_10 } from "./schema-step-10";
 import type { RewardStatus, UserType } from "./types";
 
 /**
@@ -227,6 +228,9 @@ export const LEDGER_MIGRATIONS: readonly (readonly string[])[] = [
 		`DELETE FROM meta WHERE key = 'outbox_step_9'`,
 		`DELETE FROM sqlite_sequence WHERE name = 'outbox'`,
 	],
+	// 10: rewards without AUTOINCREMENT, and one index for a grant's key and its event (issue 33, rows
+	// written): 7 rows a reward, now 5. What it relies on, and how the rewards are carried over: schema-step-10.ts.
+	REWARDS_STEP_10,
 ];
 
 /**

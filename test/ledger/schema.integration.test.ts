@@ -116,4 +116,82 @@ describe("ledger schema", () => {
 			expect((await stub.listRewards()).map((r) => r.reward)).toEqual(["5", "10"]);
 		}
 	});
+
+	it("step 10 carries every reward over whole, keeps seq growing, and keeps a grant key and a milestone key unique", async () => {
+		const { appid, userkey, stub } = freshLedger();
+		// A ledger that exists (its object knows it has tables, so its next grant looks its keys up), then set back to step 9.
+		await stub.grant(appid, userkey, [grantOf()]);
+		await runInDurableObject(stub, (_ledger, state) => {
+			const sql = state.storage.sql;
+			dropAll(sql);
+			sql.exec("DELETE FROM sqlite_sequence");
+			migrateLedger(state.storage, LEDGER_MIGRATIONS.slice(0, 9));
+			// 450 rewards (three chunks of the carry-over), every column set on some, NULL on others; the last one, a
+			// milestone reward, then its event's own reward.
+			for (let i = 1; i <= 450; i++) {
+				const milestone = i === 449;
+				sql.exec(
+					`INSERT INTO rewards (key, ruleid, customid, eventname, usertype, amount, redeemed, rewardunit, rewardtype, status, comment,
+					   hold_until, rewarded_at, coupon, couponname, coupondetails, couponimage, campaignid, campaignname, growthhack,
+					   friend_userkey, friend_email, friend_name, friend_profileimage, created_at, updated_at, version, fraudsignals, reversed,
+					   settled, percent, coupon_seen_at, payoutid, payout_state)
+					 VALUES (?, ?, ?, 'Purchase', 'Referrer', ?, ?, 'USD', ?, 'Approved', ?, ?, ?, ?, ?, ?, ?, 1, 'c "quoted"', 'g', ?, ?, ?, ?,
+					   '2026-01-01T00:00:00.000Z', '2026-01-02T00:00:00.000Z', ?, ?, ?, ?, ?, ?, ?, ?)`,
+					milestone ? "milestone:7" : `e${i}:3`,
+					milestone ? 7 : 3,
+					milestone ? "e448" : `e${i}`,
+					i * 100 + 1,
+					i % 3,
+					i % 5 === 0 ? "Stripe" : "InstoreCredits",
+					i % 2 === 0 ? `comment ${i} \u00e9` : null,
+					i % 7 === 0 ? "2026-02-01T00:00:00.000Z" : null,
+					i % 2 === 0 ? "2026-01-03T00:00:00.000Z" : null,
+					i % 4 === 0 ? `CODE${i}` : null,
+					i % 4 === 0 ? "name" : null,
+					i % 4 === 0 ? "details" : null,
+					i % 4 === 0 ? "https://img.example/x.png" : null,
+					`friend${i % 10}`,
+					i % 3 === 0 ? null : `f${i}@x.com`,
+					i % 3 === 0 ? null : `F ${i}`,
+					null,
+					1 + (i % 4),
+					i % 6 === 0 ? '["same_ip"]' : "[]",
+					i % 9,
+					i % 8,
+					i % 2 === 0 ? 1 : null,
+					i % 4 === 0 ? "2026-01-04T00:00:00.000Z" : null,
+					i % 5 === 0 ? `po_${i}` : null,
+					i % 5 === 0 ? "paid" : null,
+				);
+			}
+			const before = sql.exec("SELECT * FROM rewards ORDER BY seq").toArray();
+			expect(before).toHaveLength(450);
+			migrateLedger(state.storage, LEDGER_MIGRATIONS);
+			expect(sql.exec("SELECT * FROM rewards ORDER BY seq").toArray()).toEqual(before);
+			expect(sql.exec("SELECT COUNT(*) AS n FROM meta WHERE key <> 'schema_version'").one().n).toBe(0);
+			expect(sql.exec("SELECT COUNT(*) AS n FROM sqlite_sequence WHERE name = 'rewards'").one().n).toBe(0);
+			// The keys stay unique: a grant's within its event, a milestone's across events (each try in a transaction of its own).
+			const copy = (seq: number, customid: string) =>
+				state.storage.transactionSync(() =>
+					sql.exec(
+						`INSERT INTO rewards (key, ruleid, customid, eventname, usertype, amount, rewardunit, rewardtype, status, campaignid,
+						   campaignname, growthhack, friend_userkey, created_at, updated_at)
+						 SELECT key, ruleid, ${customid}, eventname, usertype, amount, rewardunit, rewardtype, status, campaignid, campaignname,
+						   growthhack, friend_userkey, created_at, updated_at FROM rewards WHERE seq = ?`,
+						seq,
+					),
+				);
+			expect(() => copy(12, "customid")).toThrow(/UNIQUE constraint failed: rewards.customid, rewards.key/);
+			expect(() => copy(449, "'another event'")).toThrow(/UNIQUE constraint failed: rewards.key/);
+		});
+		// The next reward takes the next seq; a grant already given (its event and key) is not given again.
+		const granted = await stub.grant(appid, userkey, [
+			grantOf({ key: "e12:3", customid: "e12" }),
+			grantOf({ key: "new:3", customid: "new" }),
+		]);
+		expect(granted.rewards.map((r) => [r.rewarddtlid, r.created])).toEqual([
+			[`${userkey}-12`, false],
+			[`${userkey}-451`, true],
+		]);
+	});
 });
