@@ -11,7 +11,7 @@
  * then new ledgers are migrated step by step (the versions differ).
  */
 export const LEDGER_SCHEMA = {
-	version: 10,
+	version: 11,
 	script: `
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE rewards (
@@ -67,16 +67,16 @@ CREATE TABLE balances (
 	PRIMARY KEY (rewardunit, growthhack, campaignid)
 );
 CREATE TABLE outbox (
-	id INTEGER PRIMARY KEY,
+	id INTEGER NOT NULL,
 	kind TEXT NOT NULL,
-	ref TEXT NOT NULL UNIQUE,
+	ref TEXT NOT NULL PRIMARY KEY,
 	payload TEXT NOT NULL,
 	version INTEGER NOT NULL DEFAULT 0,
 	attempts INTEGER NOT NULL DEFAULT 0,
 	next_attempt_at INTEGER NOT NULL,
 	last_error TEXT,
 	created_at TEXT NOT NULL
-);
+) WITHOUT ROWID;
 CREATE TABLE ledger_transactions (
 	txid TEXT PRIMARY KEY,
 	kind TEXT NOT NULL,
@@ -151,6 +151,6 @@ CREATE INDEX payouts_open ON payouts(updated_at) WHERE state IN ('due', 'sending
 CREATE INDEX rewards_payout_state ON rewards(payout_state, seq) WHERE rewardtype = 'Stripe';
 CREATE UNIQUE INDEX rewards_event_key ON rewards(customid, key);
 CREATE UNIQUE INDEX rewards_milestone ON rewards(key) WHERE key LIKE 'milestone:%';
-INSERT INTO meta (key, value) VALUES ('schema_version', '10');
+INSERT INTO meta (key, value) VALUES ('schema_version', '11');
 `,
 } as const;

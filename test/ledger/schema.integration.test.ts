@@ -1,6 +1,8 @@
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { migrateLedger } from "../../src/ledger/migrate";
+import { queueProjection } from "../../src/ledger/outbox";
+import { NEXT_OUTBOX_ID } from "../../src/ledger/outbox-entries";
 import { LEDGER_MIGRATIONS } from "../../src/ledger/schema";
 import { LEDGER_SCHEMA } from "../../src/ledger/schema-latest";
 import { freshLedger, grantOf } from "./support";
@@ -193,5 +195,42 @@ describe("ledger schema", () => {
 			[`${userkey}-12`, false],
 			[`${userkey}-451`, true],
 		]);
+	});
+
+	it("step 11 carries every waiting outbox entry over whole, and an entry then writes one row", async () => {
+		const { stub } = freshLedger();
+		await runInDurableObject(stub, (_ledger, state) => {
+			const sql = state.storage.sql;
+			dropAll(sql);
+			migrateLedger(state.storage, LEDGER_MIGRATIONS.slice(0, 10));
+			// 450 entries (three chunks of the carry-over), ids with gaps as deliveries leave them.
+			for (let i = 1; i <= 450; i++) {
+				sql.exec(
+					`INSERT INTO outbox (id, kind, ref, payload, version, attempts, next_attempt_at, last_error, created_at)
+					 VALUES (?, ?, ?, ?, ?, ?, ?, ?, '2026-01-01T00:00:00.000Z')`,
+					i * 3,
+					i % 2 === 0 ? "projection" : "webhook",
+					`ref:${i}`,
+					JSON.stringify({ seq: i, text: '"quoted" \u00e9' }),
+					i % 4,
+					i % 3,
+					1_000 + i,
+					i % 5 === 0 ? "D1 down" : null,
+				);
+			}
+			const columns = "id, kind, ref, payload, version, attempts, next_attempt_at, last_error, created_at";
+			const before = sql.exec(`SELECT ${columns} FROM outbox ORDER BY id`).toArray();
+			migrateLedger(state.storage, LEDGER_MIGRATIONS);
+			expect(sql.exec(`SELECT ${columns} FROM outbox ORDER BY id`).toArray()).toEqual(before);
+			expect(sql.exec("SELECT COUNT(*) AS n FROM meta WHERE key <> 'schema_version'").one().n).toBe(0);
+			// The next entry takes the next id, in one row.
+			queueProjection(sql, 451, 1, Date.now());
+			expect(sql.exec("SELECT id FROM outbox WHERE ref = 'projection:451'").one().id).toBe(1351);
+			expect(
+				sql.exec(
+					`INSERT INTO outbox (id, kind, ref, payload, next_attempt_at, created_at) VALUES (${NEXT_OUTBOX_ID}, 'webhook', 'one', '{}', 0, '')`,
+				).rowsWritten,
+			).toBe(1);
+		});
 	});
 });
