@@ -17,22 +17,22 @@
  *   milestone rewards only, so no other reward writes a row for it.
  *
  * The rewards are carried over through `meta` (a table of the newest schema,
- * so the query-plan guard can explain every statement), 200 to a row so a
- * value stays far below the 2 MB a row may hold, in the step's one
- * transaction: bounded by this user's rewards, and run once.
+ * so the query-plan guard can explain every statement), one meta row each
+ * (so no value grows past the 2 MB a row may hold, as one JSON array of
+ * them all could), in the step's one transaction: bounded by this user's
+ * rewards, and run once.
  */
 
 const COLUMNS = `seq, key, ruleid, customid, eventname, usertype, amount, redeemed, rewardunit, rewardtype, status, comment, hold_until,
 	rewarded_at, coupon, couponname, coupondetails, couponimage, campaignid, campaignname, growthhack, friend_userkey, friend_email,
 	friend_name, friend_profileimage, created_at, updated_at, version, fraudsignals, reversed, settled, percent, coupon_seen_at, payoutid,
 	payout_state`;
-const FROM_JSON = Array.from({ length: COLUMNS.split(",").length }, (_, i) => `e.value ->> ${i}`).join(", ");
-/** The meta keys of the chunks: 'rewards_step_10:<n>', a range of meta's primary key. */
+const FROM_JSON = Array.from({ length: COLUMNS.split(",").length }, (_, i) => `m.value ->> ${i}`).join(", ");
+/** The meta keys of the carried rows: 'rewards_step_10:<seq>', a range of meta's primary key. */
 const chunks = (key: string) => `${key} >= 'rewards_step_10:' AND ${key} < 'rewards_step_10;'`;
 
 export const REWARDS_STEP_10: readonly string[] = [
-	`INSERT INTO meta (key, value) SELECT 'rewards_step_10:' || (seq / 200), json_group_array(json_array(${COLUMNS}))
-	 FROM rewards GROUP BY seq / 200`,
+	`INSERT INTO meta (key, value) SELECT 'rewards_step_10:' || seq, json_array(${COLUMNS}) FROM rewards`,
 	`DROP TABLE rewards`,
 	`CREATE TABLE rewards (
 	seq INTEGER PRIMARY KEY,
@@ -71,7 +71,7 @@ export const REWARDS_STEP_10: readonly string[] = [
 	payoutid TEXT,
 	payout_state TEXT
 )`,
-	`INSERT INTO rewards (${COLUMNS}) SELECT ${FROM_JSON} FROM meta m, json_each(m.value) e WHERE ${chunks("m.key")}`,
+	`INSERT INTO rewards (${COLUMNS}) SELECT ${FROM_JSON} FROM meta m WHERE ${chunks("m.key")}`,
 	`DELETE FROM meta WHERE ${chunks("key")}`,
 	`DELETE FROM sqlite_sequence WHERE name = 'rewards'`,
 	`CREATE INDEX rewards_friend ON rewards(friend_userkey, seq)`,

@@ -8,19 +8,19 @@
  * so entries keep their order. The due queries already read the whole table,
  * which holds only what is not yet delivered.
  *
- * The waiting entries are carried over through `meta`, 200 to a row (a
- * table of the newest schema, so the query-plan guard can explain every
- * statement), in the step's one transaction.
+ * The waiting entries are carried over through `meta`, one meta row each
+ * (a table of the newest schema, so the query-plan guard can explain every
+ * statement; no value grows past the 2 MB a row may hold), in the step's
+ * one transaction.
  */
 
 const COLUMNS = "id, kind, ref, payload, version, attempts, next_attempt_at, last_error, created_at";
-const FROM_JSON = Array.from({ length: COLUMNS.split(",").length }, (_, i) => `e.value ->> ${i}`).join(", ");
-/** The meta keys of the chunks: 'outbox_step_11:<n>', a range of meta's primary key. */
+const FROM_JSON = Array.from({ length: COLUMNS.split(",").length }, (_, i) => `m.value ->> ${i}`).join(", ");
+/** The meta keys of the carried rows: 'outbox_step_11:<id>', a range of meta's primary key. */
 const chunks = (key: string) => `${key} >= 'outbox_step_11:' AND ${key} < 'outbox_step_11;'`;
 
 export const OUTBOX_STEP_11: readonly string[] = [
-	`INSERT INTO meta (key, value) SELECT 'outbox_step_11:' || (id / 200), json_group_array(json_array(${COLUMNS}))
-	 FROM outbox GROUP BY id / 200`,
+	`INSERT INTO meta (key, value) SELECT 'outbox_step_11:' || id, json_array(${COLUMNS}) FROM outbox`,
 	`DROP TABLE outbox`,
 	`CREATE TABLE outbox (
 	id INTEGER NOT NULL,
@@ -33,6 +33,6 @@ export const OUTBOX_STEP_11: readonly string[] = [
 	last_error TEXT,
 	created_at TEXT NOT NULL
 ) WITHOUT ROWID`,
-	`INSERT INTO outbox (${COLUMNS}) SELECT ${FROM_JSON} FROM meta m, json_each(m.value) e WHERE ${chunks("m.key")}`,
+	`INSERT INTO outbox (${COLUMNS}) SELECT ${FROM_JSON} FROM meta m WHERE ${chunks("m.key")}`,
 	`DELETE FROM meta WHERE ${chunks("key")}`,
 ];

@@ -128,7 +128,7 @@ describe("ledger schema", () => {
 			dropAll(sql);
 			sql.exec("DELETE FROM sqlite_sequence");
 			migrateLedger(state.storage, LEDGER_MIGRATIONS.slice(0, 9));
-			// 450 rewards (three chunks of the carry-over), every column set on some, NULL on others; the last one, a
+			// 450 rewards, every column set on some, NULL on others; the last one, a
 			// milestone reward, then its event's own reward.
 			for (let i = 1; i <= 450; i++) {
 				const milestone = i === 449;
@@ -203,7 +203,7 @@ describe("ledger schema", () => {
 			const sql = state.storage.sql;
 			dropAll(sql);
 			migrateLedger(state.storage, LEDGER_MIGRATIONS.slice(0, 10));
-			// 450 entries (three chunks of the carry-over), ids with gaps as deliveries leave them.
+			// 450 entries, ids with gaps as deliveries leave them.
 			for (let i = 1; i <= 450; i++) {
 				sql.exec(
 					`INSERT INTO outbox (id, kind, ref, payload, version, attempts, next_attempt_at, last_error, created_at)

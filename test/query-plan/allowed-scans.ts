@@ -83,9 +83,15 @@ export const ALLOWED_SCANS: readonly AllowedScan[] = [
 	},
 	{
 		file: "src/ledger/migrate.ts",
-		sql: "payoutid, payout_state)) FROM rewards GROUP BY seq / 200",
+		sql: "next_attempt_at, last_error, created_at) FROM outbox",
+		table: "outbox",
+		bound: "ledger schema step 11, once per existing ledger: the entries not yet delivered, carried over to the outbox keyed by its ref",
+	},
+	{
+		file: "src/ledger/migrate.ts",
+		sql: "payoutid, payout_state) FROM rewards",
 		table: "rewards",
-		bound: "ledger schema step 10, once per existing ledger: its rewards, carried over to the rebuilt table 200 to a meta row",
+		bound: "ledger schema step 10, once per existing ledger: its rewards, carried over to the rebuilt table through meta",
 	},
 	{
 		file: "src/ledger/migrate.ts",
