@@ -56,6 +56,12 @@ export type EventContext =
 			timezone: string;
 			/** Whether the campaign sends the reward-earned email (docs/messages.md), read in the same round trip. */
 			rewardemail: boolean;
+			/**
+			 * Whether the app has a webhook endpoint now (both modes post to the one URL, which a test twin keeps a
+			 * copy of: docs/test-mode.md), read in the same round trip: the ledgers queue no `reward.created` entry
+			 * for an app without one (docs/webhooks.md).
+			 */
+			webhooks: boolean;
 	  }
 	| { ok: false; reason: "user_not_found" | "campaign_not_found" };
 
@@ -157,6 +163,7 @@ export async function readEventContext(db: D1Database, input: EventInput): Promi
 		db
 			.prepare(
 				`SELECT (SELECT timezone FROM apps WHERE appid = ?1) AS timezone, (SELECT emailsender FROM apps WHERE appid = ?1) AS emailsender,
+				   (SELECT COALESCE(webhookurl, '') <> '' FROM apps WHERE appid = ?1) AS webhooks,
 				   (SELECT MIN(created_at) FROM conversion_events WHERE userid = ${userid} AND campaignid = ${campaignid}
 				      AND lower(trim(eventname)) = lower(trim(?5))) AS first_at`,
 			)
@@ -168,7 +175,9 @@ export async function readEventContext(db: D1Database, input: EventInput): Promi
 	if (!userRow) return { ok: false, reason: "user_not_found" };
 	if (!campaignRow) return { ok: false, reason: "campaign_not_found" };
 	const referrerRow = firstRowOf<UserRow>(referrerResult);
-	const first = firstRowOf<{ timezone: string | null; emailsender: string | null; first_at: string | null }>(firstResult);
+	const first = firstRowOf<{ timezone: string | null; emailsender: string | null; webhooks: number | null; first_at: string | null }>(
+		firstResult,
+	);
 	const campaign = toCampaign(campaignRow);
 	return {
 		ok: true,
@@ -181,6 +190,7 @@ export async function readEventContext(db: D1Database, input: EventInput): Promi
 		firstEventAt: first?.first_at ?? null,
 		timezone: first?.timezone ?? "UTC",
 		rewardemail: sendsRewardEmail(campaign.rewardemail ?? "auto", first?.emailsender ?? null),
+		webhooks: first?.webhooks === 1,
 	};
 }
 

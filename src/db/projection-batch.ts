@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { rewardId } from "../domain/ledger-ids";
 import type { OutboxEvent } from "../domain/outbox-event";
 import { type AuditEntry, auditStatement } from "./audit";
 import { grantsConfirmed } from "./event-grants";
@@ -6,7 +7,7 @@ import { type LeaderboardReward, leaderboardCounters } from "./leaderboard";
 import { allOf, appHasWebhook, insertOutboxEvent, type SqlCondition } from "./outbox-events";
 import { erasedSince } from "./privacy";
 import { type ProjectedRewardRow, projectionStatement } from "./projection";
-import { type ProjectedReward, rewardCounters } from "./stats";
+import { batchRewardCounters, type ProjectedReward, rewardCounters } from "./stats";
 
 /**
  * The projection queue (issue 33): a ledger's flush sends its records (reward
@@ -53,17 +54,16 @@ function messageStatements(
 	message: ProjectionMessage,
 	zones: ReadonlyMap<string, string>,
 	nowIso: string,
+	counted: ReadonlySet<string>,
 ): D1PreparedStatement[] {
 	const { appid, userkey } = message;
 	const statements: D1PreparedStatement[] = message.audits.map(({ entry }) => auditStatement(db, entry));
 	const zone = zones.get(appid) ?? "UTC";
 	for (const { row } of message.rewards) {
-		// Counters first: they compare the row with the projection's current version (db/stats.ts, db/leaderboard.ts).
-		statements.push(
-			rewardCounters(db, appid, userkey, row),
-			...leaderboardCounters(db, appid, userkey, zone, row),
-			projectionStatement(db, appid, userkey, row),
-		);
+		// Counters first: they compare the row with the projection's current version (db/stats.ts, db/leaderboard.ts). The
+		// stats of a reward that is once in the batch were counted at its start, with the others' (batchRewardCounters).
+		if (!counted.has(rewardId(userkey, row.seq))) statements.push(rewardCounters(db, appid, userkey, row));
+		statements.push(...leaderboardCounters(db, appid, userkey, zone, row), projectionStatement(db, appid, userkey, row));
 	}
 	// Recorded already marked enqueued, only when the app has a webhook URL (the consumer sends them right after the
 	// batch), and only when nobody the ledger copies was erased since the message was sent (db/privacy.ts).
@@ -111,7 +111,17 @@ export async function writeProjectionBatch(
 	zones: ReadonlyMap<string, string>,
 	nowIso: string,
 ): Promise<ProjectionWrite> {
-	const statements = messages.flatMap((m) => messageStatements(db, m, zones, nowIso));
+	// The stats of the rewards that are once in the batch, in one statement per 100 before every upsert (db/stats.ts).
+	const seen = new Map<string, number>();
+	for (const m of messages)
+		for (const { row } of m.rewards) seen.set(rewardId(m.userkey, row.seq), (seen.get(rewardId(m.userkey, row.seq)) ?? 0) + 1);
+	const once = messages.flatMap((m) =>
+		m.rewards
+			.filter(({ row }) => seen.get(rewardId(m.userkey, row.seq)) === 1)
+			.map(({ row }) => ({ appid: m.appid, userkey: m.userkey, row })),
+	);
+	const counted = new Set(once.map((r) => rewardId(r.userkey, r.row.seq)));
+	const statements = [...batchRewardCounters(db, once), ...messages.flatMap((m) => messageStatements(db, m, zones, nowIso, counted))];
 	const apps = [...new Set(messages.filter((m) => m.webhooks.length > 0).map((m) => m.appid))];
 	const hookReads = apps.map((appid) => {
 		const hooks = appHasWebhook(appid);

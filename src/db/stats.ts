@@ -122,6 +122,62 @@ export function rewardCounters(db: D1Database, appid: string, userkey: string, r
 		);
 }
 
+/** Rewards counted per statement by batchRewardCounters: keeps its one JSON parameter far below D1's limits. */
+const COUNTED_PER_STATEMENT = 100;
+
+/**
+ * The counters of many rewards of a projection batch (db/projection-batch.ts)
+ * in one statement per 100 rewards instead of one each (issue 33, rows
+ * written): the same guards as rewardCounters, read from the projection as it
+ * was before the batch, then summed per slot row, so the rewards of many
+ * conversions in the same quarter hour write each counter row once. Batched
+ * BEFORE the projection upserts, and only for rewards that appear once in
+ * the batch (a reward twice, at two versions, keeps rewardCounters before
+ * each of its upserts, so each version is compared with the one before it).
+ */
+export function batchRewardCounters(
+	db: D1Database,
+	rewards: { appid: string; userkey: string; row: ProjectedReward }[],
+): D1PreparedStatement[] {
+	const statements: D1PreparedStatement[] = [];
+	for (let i = 0; i < rewards.length; i += COUNTED_PER_STATEMENT) {
+		const chunk = rewards
+			.slice(i, i + COUNTED_PER_STATEMENT)
+			.map(({ appid, userkey, row }) => [
+				`${userkey}-${row.seq}`,
+				appid,
+				row.campaignid,
+				slotOf(row.created_at),
+				row.rewardunit,
+				earned(row),
+				fromHundredths(row.redeemed),
+				slotOf(row.updated_at),
+				row.version,
+			]);
+		statements.push(
+			db
+				.prepare(
+					`WITH r AS (
+					   SELECT j.value ->> 1 AS appid, j.value ->> 2 AS campaignid, j.value ->> 3 AS created, j.value ->> 4 AS unit,
+					     j.value ->> 5 AS earned, j.value ->> 6 AS redeemed, j.value ->> 7 AS updated, j.value ->> 8 AS version,
+					     p.version AS was, CASE WHEN p.rewardstatus = 'Rejected' THEN 0 ELSE p.reward END AS was_earned, p.redeemed AS was_redeemed
+					   FROM json_each(?1) j LEFT JOIN rewards p ON p.rewarddtlid = j.value ->> 0
+					 ), c AS (
+					   SELECT appid, campaignid, created AS slot, 'rewards_created' AS metric, '' AS unit, 1 AS value FROM r WHERE was IS NULL
+					   UNION ALL SELECT appid, campaignid, created, 'reward_amount', unit, earned - COALESCE(was_earned, 0) FROM r
+					     WHERE earned - COALESCE(was_earned, 0) <> 0 AND version > COALESCE(was, -1)
+					   UNION ALL SELECT appid, campaignid, updated, 'redeemed', unit, redeemed - COALESCE(was_redeemed, 0) FROM r
+					     WHERE redeemed - COALESCE(was_redeemed, 0) <> 0 AND version > COALESCE(was, -1)
+					 )
+					 ${INTO}
+					 SELECT appid, campaignid, slot, metric, unit, SUM(value) FROM c WHERE true GROUP BY appid, campaignid, slot, metric, unit ${BUMP}`,
+				)
+				.bind(JSON.stringify(chunk)),
+		);
+	}
+	return statements;
+}
+
 export interface StatsQuery {
 	appid: string;
 	campaignid: number | null;

@@ -1,5 +1,6 @@
 import { type AuditChanges, type AuditEntry, type LedgerAudit, newAuditEntryId } from "../db/audit";
 import { rewardId } from "../domain/ledger-ids";
+import { NEXT_OUTBOX_ID } from "./outbox-entries";
 import { toLedgerReward } from "./rows";
 import type { RewardRow } from "./schema";
 import type { TxContext } from "./transaction-types";
@@ -60,7 +61,7 @@ export function queueRewardAudits(
 
 export function queueAudit(tx: TxContext, entry: AuditEntry): void {
 	tx.sql.exec(
-		`INSERT INTO outbox (kind, ref, payload, next_attempt_at, created_at) VALUES ('audit', ?, ?, ?, ?) ON CONFLICT (ref) DO NOTHING`,
+		`INSERT INTO outbox (id, kind, ref, payload, next_attempt_at, created_at) VALUES (${NEXT_OUTBOX_ID}, 'audit', ?, ?, ?, ?) ON CONFLICT (ref) DO NOTHING`,
 		`audit:${entry.entryid}`,
 		JSON.stringify(entry),
 		tx.nowMs,

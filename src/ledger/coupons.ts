@@ -1,3 +1,4 @@
+import { NEXT_OUTBOX_ID } from "./outbox-entries";
 import type { RewardRow } from "./schema";
 import type { CouponClaim, TxContext } from "./transaction-types";
 import type { RewardStatus } from "./types";
@@ -23,7 +24,7 @@ const releaseRef = (seq: number) => `coupon_release:${seq}`;
 
 function queueEntry(sql: SqlStorage, kind: "coupon" | "coupon_release", ref: string, claim: CouponClaim, nowMs: number): void {
 	sql.exec(
-		"INSERT INTO outbox (kind, ref, payload, next_attempt_at, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (ref) DO NOTHING",
+		`INSERT INTO outbox (id, kind, ref, payload, next_attempt_at, created_at) VALUES (${NEXT_OUTBOX_ID}, ?, ?, ?, ?, ?) ON CONFLICT (ref) DO NOTHING`,
 		kind,
 		ref,
 		JSON.stringify(claim),

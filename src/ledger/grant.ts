@@ -1,7 +1,7 @@
 import { webhookEvent } from "../outbox/events";
 import { toHundredths } from "../rewards/money";
 import { tierAmount } from "../rewards/tiers";
-import { milestoneKey, recordMilestoneEvent } from "./milestones";
+import { milestoneKey, milestoneReward, recordMilestoneEvent } from "./milestones";
 import { insertReward, rewardRowByKey } from "./mutations";
 import { queueWebhook } from "./outbox";
 import { erasedAt } from "./privacy";
@@ -32,13 +32,13 @@ export function grantRewards(tx: TxContext, grants: RewardGrant[], announcement?
 			// One reward per milestone rule, keyed by the rule: each event of it only counts its friend (milestones.ts).
 			const due = recordMilestoneEvent(tx, { ...asked, milestone: asked.milestone });
 			const key = milestoneKey(asked.ruleid);
-			if (rewardRowByKey(tx.sql, key) || !due) {
+			if (milestoneReward(tx.sql, asked.ruleid) || !due) {
 				result.skipped.push({ key: asked.key, reason: due ? "milestone_paid" : "milestone_pending" });
 				continue;
 			}
 			grant = { ...asked, key };
 		}
-		const existing = noRewards ? null : rewardRowByKey(tx.sql, grant.key);
+		const existing = noRewards ? null : rewardRowByKey(tx.sql, grant.customid, grant.key);
 		if (existing) {
 			result.rewards.push({ ...toLedgerReward(tx.userkey, existing), created: false });
 			continue;

@@ -1,3 +1,4 @@
+import type { RewardRow } from "./schema";
 import type { TxContext } from "./transaction-types";
 import type { RewardGrant } from "./types";
 
@@ -12,6 +13,11 @@ import type { RewardGrant } from "./types";
 
 /** The one reward of a milestone rule in a referrer's ledger: keyed by the rule, not the event. */
 export const milestoneKey = (ruleid: number) => `milestone:${ruleid}`;
+
+/** The milestone reward of rule `ruleid`, or undefined: keyed by the rule, found by the partial index of milestone keys (rewards_milestone). */
+export function milestoneReward(sql: SqlStorage, ruleid: number): RewardRow | undefined {
+	return sql.exec<RewardRow>("SELECT * FROM rewards WHERE key = ? AND key LIKE 'milestone:%'", milestoneKey(ruleid)).toArray()[0];
+}
 
 /** The rule's distinct friends with an event no full refund took back (bounded by this referrer's events of the rule). */
 export function milestoneFriends(tx: TxContext, ruleid: number): number {

@@ -34,9 +34,9 @@ export function rewardRow(sql: SqlStorage, seq: number): RewardRow | undefined {
 	return sql.exec<RewardRow>("SELECT * FROM rewards WHERE seq = ?", seq).toArray()[0];
 }
 
-/** One reward by its grant key, or undefined. */
-export function rewardRowByKey(sql: SqlStorage, key: string): RewardRow | undefined {
-	return sql.exec<RewardRow>("SELECT * FROM rewards WHERE key = ?", key).toArray()[0];
+/** One reward by its grant's event and key (rewards_event_key, ledger schema step 10), or undefined. */
+export function rewardRowByKey(sql: SqlStorage, customid: string, key: string): RewardRow | undefined {
+	return sql.exec<RewardRow>("SELECT * FROM rewards WHERE customid = ? AND key = ?", customid, key).toArray()[0];
 }
 
 /** One reward of `userkey`'s ledger by its public id, or undefined (also for an id of another ledger). */
@@ -81,10 +81,13 @@ function applyBalance(sql: SqlStorage, before: BalanceSubject | null, after: Rew
 		.one().owed;
 }
 
-function report(ctx: TxContext, row: RewardRow, type: WebhookType, extra: Record<string, unknown>): void {
+/** Queues the change's projection and, unless the caller knows the app has no webhook endpoint (`webhook` false), its event. */
+function report(ctx: TxContext, row: RewardRow, type: WebhookType, extra: Record<string, unknown>, webhook = true): void {
 	queueProjection(ctx.sql, row.seq, row.version, ctx.nowMs);
-	const payload = { userkey: ctx.userkey, ...extra, reward: toView(ctx.userkey, row) };
-	queueWebhook(ctx.sql, webhookEvent(ctx.appid, type, payload, rewardEventId(ctx.appid, ctx.userkey, row.seq, row.version)), ctx.nowMs);
+	if (webhook) {
+		const payload = { userkey: ctx.userkey, ...extra, reward: toView(ctx.userkey, row) };
+		queueWebhook(ctx.sql, webhookEvent(ctx.appid, type, payload, rewardEventId(ctx.appid, ctx.userkey, row.seq, row.version)), ctx.nowMs);
+	}
 	// The event carries the code to the product, which may show it: it can no longer go back to the pool (coupons.ts).
 	markCouponsSeen(ctx.sql, [row], ctx.nowMs);
 }
@@ -130,7 +133,8 @@ export function insertReward(ctx: TxContext, grant: RewardGrant, amount: number)
 		)
 		.one();
 	const owed = applyBalance(ctx.sql, null, row);
-	report(ctx, row, "reward.created", {});
+	// No entry for an app that had no webhook endpoint when the event happened (grant.webhooks, docs/webhooks.md).
+	report(ctx, row, "reward.created", {}, grant.webhooks !== false);
 	// Its balance row owes nothing (the common case): nothing to settle, and no need to read the row again.
 	const paid = owed === 0 ? 0 : settleIfOwed(ctx, row);
 	couponTransition(ctx, null, row);

@@ -12,6 +12,15 @@ import type { CouponClaim } from "./transaction-types";
  */
 
 /**
+ * The id of a new outbox entry: one more than the largest present (ledger
+ * schema step 11). The outbox is keyed by its ref alone, so an entry writes
+ * one row; ids only order the entries present (coupon claims before their
+ * releases), and the table holds only what is not yet delivered, so the
+ * read is of a few rows.
+ */
+export const NEXT_OUTBOX_ID = "(SELECT COALESCE(MAX(id), 0) + 1 FROM outbox)";
+
+/**
  * Delay before retry number `attempts` (1-based) of a failed delivery:
  * 5 s, 15 s, 45 s, ... capped at one hour. Entries are never dropped, since
  * each one stands for a change that was already acknowledged.
@@ -89,7 +98,7 @@ export function deleteEntries(sql: SqlStorage, entries: LedgerOutboxEntry[], ver
 	// By id and ref: an id may be used again once its entry is gone (schema step 9), so the id alone could name a newer entry.
 	const triples = entries.map((e) => [e.id, e.ref, versions.get(e.id) ?? null]);
 	sql.exec(
-		`DELETE FROM outbox WHERE id IN (SELECT o.id FROM json_each(?) j JOIN outbox o ON o.id = j.value ->> 0 AND o.ref = j.value ->> 1
+		`DELETE FROM outbox WHERE ref IN (SELECT o.ref FROM json_each(?) j JOIN outbox o ON o.ref = j.value ->> 1 AND o.id = j.value ->> 0
 		 WHERE j.value ->> 2 IS NULL OR o.version <= j.value ->> 2)`,
 		JSON.stringify(triples),
 	);
@@ -111,7 +120,7 @@ export interface SentEntry {
 export function deleteAcked(sql: SqlStorage, acks: SentEntry[]): void {
 	if (acks.length === 0) return;
 	sql.exec(
-		`DELETE FROM outbox WHERE id IN (SELECT o.id FROM json_each(?) j JOIN outbox o ON o.id = j.value ->> 0 AND o.ref = j.value ->> 1
+		`DELETE FROM outbox WHERE ref IN (SELECT o.ref FROM json_each(?) j JOIN outbox o ON o.ref = j.value ->> 1 AND o.id = j.value ->> 0
 		 WHERE j.value ->> 2 IS NULL OR o.version <= j.value ->> 2)`,
 		JSON.stringify(acks.map((a) => [a.id, a.ref, a.version])),
 	);

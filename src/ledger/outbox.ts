@@ -10,7 +10,7 @@ import type { OutboxEvent } from "../domain/outbox-event";
 import { sendInBatches } from "../outbox/events";
 import { holdsCode } from "./coupons";
 import { NO_HOLDS } from "./in-flight";
-import { deleteEntries, errorText, type FlushHost, payloadOf, postpone, remove } from "./outbox-entries";
+import { deleteEntries, errorText, type FlushHost, NEXT_OUTBOX_ID, payloadOf, postpone, remove } from "./outbox-entries";
 import { payoutMessages } from "./payouts";
 import { erasedAt } from "./privacy";
 import { sendRecords } from "./records-queued";
@@ -38,7 +38,7 @@ const BATCH = 100;
 export function queueProjection(sql: SqlStorage, seq: number, version: number, nowMs: number): void {
 	// One entry per reward: later changes raise its version instead of adding rows, and make it due now.
 	sql.exec(
-		`INSERT INTO outbox (kind, ref, payload, version, next_attempt_at, created_at) VALUES ('projection', ?, ?, ?, ?, ?)
+		`INSERT INTO outbox (id, kind, ref, payload, version, next_attempt_at, created_at) VALUES (${NEXT_OUTBOX_ID}, 'projection', ?, ?, ?, ?, ?)
 		 ON CONFLICT (ref) DO UPDATE SET version = MAX(version, excluded.version), next_attempt_at = MIN(next_attempt_at, excluded.next_attempt_at)`,
 		`projection:${seq}`,
 		JSON.stringify({ seq }),
@@ -51,7 +51,7 @@ export function queueProjection(sql: SqlStorage, seq: number, version: number, n
 /** Records a webhook event; an event id already queued is ignored. */
 export function queueWebhook(sql: SqlStorage, event: OutboxEvent, nowMs: number): void {
 	sql.exec(
-		`INSERT INTO outbox (kind, ref, payload, next_attempt_at, created_at) VALUES ('webhook', ?, ?, ?, ?) ON CONFLICT (ref) DO NOTHING`,
+		`INSERT INTO outbox (id, kind, ref, payload, next_attempt_at, created_at) VALUES (${NEXT_OUTBOX_ID}, 'webhook', ?, ?, ?, ?) ON CONFLICT (ref) DO NOTHING`,
 		`webhook:${event.eventid}`,
 		JSON.stringify(event),
 		nowMs,

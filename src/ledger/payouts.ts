@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { rewardId } from "../domain/ledger-ids";
+import { NEXT_OUTBOX_ID } from "./outbox-entries";
 import type { LedgerOutboxEntry, PayoutRow, PayoutState, RewardRow } from "./schema";
 import { readLedgerJson } from "./stored-json";
 import type { TxContext } from "./transaction-types";
@@ -75,7 +76,7 @@ export function payoutStateOf(rows: PayoutRow[]): PayoutState | null {
 /** Puts payout `n` in the outbox now (or makes its waiting entry due now): the flush hands it to the Stripe queue. */
 export function queuePayout(ctx: TxContext, seq: number, n: number): void {
 	ctx.sql.exec(
-		`INSERT INTO outbox (kind, ref, payload, next_attempt_at, created_at) VALUES ('payout', ?, ?, ?, ?)
+		`INSERT INTO outbox (id, kind, ref, payload, next_attempt_at, created_at) VALUES (${NEXT_OUTBOX_ID}, 'payout', ?, ?, ?, ?)
 		 ON CONFLICT (ref) DO UPDATE SET next_attempt_at = excluded.next_attempt_at`,
 		`payout:${seq}:${n}`,
 		JSON.stringify({ seq, n }),

@@ -39,11 +39,11 @@ export function erasePersonInLedger(
 	).rowsWritten;
 	let webhooks = 0;
 	for (const entry of sql
-		.exec<Pick<LedgerOutboxEntry, "id" | "payload">>("SELECT id, payload FROM outbox WHERE kind = 'webhook'")
+		.exec<Pick<LedgerOutboxEntry, "ref" | "payload">>("SELECT ref, payload FROM outbox WHERE kind = 'webhook'")
 		.toArray()) {
 		const redacted = redactJson(entry.payload, { userkey: personUserkey, values });
 		if (redacted === null) continue;
-		sql.exec("UPDATE outbox SET payload = ? WHERE id = ?", redacted, entry.id);
+		sql.exec("UPDATE outbox SET payload = ? WHERE ref = ?", redacted, entry.ref);
 		webhooks++;
 	}
 	return { rewards, webhooks };

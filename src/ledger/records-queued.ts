@@ -74,15 +74,15 @@ function reread(sql: SqlStorage, entries: LedgerOutboxEntry[]): LedgerOutboxEntr
 	const now = new Map(
 		sql
 			.exec<LedgerOutboxEntry>(
-				"SELECT * FROM outbox WHERE id IN (SELECT value FROM json_each(?))",
-				JSON.stringify(entries.map((e) => e.id)),
+				"SELECT * FROM outbox WHERE ref IN (SELECT value FROM json_each(?))",
+				JSON.stringify(entries.map((e) => e.ref)),
 			)
 			.toArray()
-			.map((e) => [e.id, e]),
+			.map((e) => [e.ref, e]),
 	);
 	return entries.flatMap((e) => {
-		const current = now.get(e.id);
-		return current && current.ref === e.ref ? [current] : [];
+		const current = now.get(e.ref);
+		return current && current.id === e.id ? [current] : [];
 	});
 }
 

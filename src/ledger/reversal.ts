@@ -2,8 +2,8 @@ import { rewardId } from "../domain/ledger-ids";
 import { fromHundredths } from "../rewards/money";
 import { addClawback } from "./clawbacks";
 import { assertUnlocked } from "./locks";
-import { milestoneKey, reverseMilestoneEvents } from "./milestones";
-import { asStored, keyOf, rewardRow, rewardRowByKey, settleOwed, writeReward } from "./mutations";
+import { milestoneReward, reverseMilestoneEvents } from "./milestones";
+import { asStored, keyOf, rewardRow, settleOwed, writeReward } from "./mutations";
 import { decideRefund, type PriorRefunds, reversalEffect, reversedTarget } from "./refund";
 import { Refused } from "./refused";
 import { toLedgerReward } from "./rows";
@@ -220,7 +220,7 @@ export function applyReversal(
 		// Milestones (docs/rewards.md): the event's friend stops counting; a milestone paid but no longer reached is
 		// reversed whole like any reward (its redeemed part becomes a clawback).
 		for (const ruleid of reverseMilestoneEvents(tx, customid)) {
-			const paid = rewardRowByKey(tx.sql, milestoneKey(ruleid));
+			const paid = milestoneReward(tx.sql, ruleid);
 			if (!paid || paid.reversed >= paid.amount) continue;
 			assertUnlocked(tx.sql, tx.userkey, paid.seq, ownTxid);
 			const done = reverseReward(tx, paid, paid.amount, { customid, refundid, reason: operation.reason });

@@ -6,6 +6,7 @@ import type { OutboxEvent } from "../domain/outbox-event";
 import { shareUrl } from "../domain/share-url";
 import { rewardEarnedText, rewardEmail } from "../outbox/emails";
 import { emailEvent, sendInBatches } from "../outbox/events";
+import { NEXT_OUTBOX_ID } from "./outbox-entries";
 import { erasedAt } from "./privacy";
 import type { LedgerOutboxEntry, RewardRow } from "./schema";
 import { projectionPayloadSchema, readLedgerJson } from "./stored-json";
@@ -38,7 +39,7 @@ export const rewardEmailEventId = (appid: string, userkey: string, seq: number) 
 export function queueRewardEmail(ctx: TxContext, before: RewardRow | null, after: RewardRow): void {
 	if (!isEarned(after) || (before !== null && isEarned(before))) return;
 	ctx.sql.exec(
-		`INSERT INTO outbox (kind, ref, payload, next_attempt_at, created_at) VALUES ('email', ?, ?, ?, ?) ON CONFLICT (ref) DO NOTHING`,
+		`INSERT INTO outbox (id, kind, ref, payload, next_attempt_at, created_at) VALUES (${NEXT_OUTBOX_ID}, 'email', ?, ?, ?, ?) ON CONFLICT (ref) DO NOTHING`,
 		`email:${after.seq}`,
 		JSON.stringify({ seq: after.seq }),
 		ctx.nowMs,

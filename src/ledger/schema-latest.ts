@@ -11,12 +11,12 @@
  * then new ledgers are migrated step by step (the versions differ).
  */
 export const LEDGER_SCHEMA = {
-	version: 9,
+	version: 11,
 	script: `
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE rewards (
-	seq INTEGER PRIMARY KEY AUTOINCREMENT,
-	key TEXT NOT NULL UNIQUE,
+	seq INTEGER PRIMARY KEY,
+	key TEXT NOT NULL,
 	ruleid INTEGER NOT NULL,
 	customid TEXT NOT NULL,
 	eventname TEXT NOT NULL,
@@ -55,7 +55,6 @@ CREATE INDEX rewards_friend ON rewards(friend_userkey, seq);
 CREATE INDEX rewards_rule_friend ON rewards(ruleid, friend_userkey);
 CREATE INDEX rewards_hold ON rewards(hold_until) WHERE hold_until IS NOT NULL;
 CREATE INDEX rewards_wallet ON rewards(seq) WHERE status = 'Approved' AND rewardtype = 'InstoreCredits';
-CREATE INDEX rewards_customid ON rewards(customid);
 CREATE TABLE balances (
 	rewardunit TEXT NOT NULL,
 	growthhack TEXT NOT NULL,
@@ -68,16 +67,16 @@ CREATE TABLE balances (
 	PRIMARY KEY (rewardunit, growthhack, campaignid)
 );
 CREATE TABLE outbox (
-	id INTEGER PRIMARY KEY,
+	id INTEGER NOT NULL,
 	kind TEXT NOT NULL,
-	ref TEXT NOT NULL UNIQUE,
+	ref TEXT NOT NULL PRIMARY KEY,
 	payload TEXT NOT NULL,
 	version INTEGER NOT NULL DEFAULT 0,
 	attempts INTEGER NOT NULL DEFAULT 0,
 	next_attempt_at INTEGER NOT NULL,
 	last_error TEXT,
 	created_at TEXT NOT NULL
-);
+) WITHOUT ROWID;
 CREATE TABLE ledger_transactions (
 	txid TEXT PRIMARY KEY,
 	kind TEXT NOT NULL,
@@ -150,6 +149,8 @@ CREATE TABLE payouts (
 );
 CREATE INDEX payouts_open ON payouts(updated_at) WHERE state IN ('due', 'sending');
 CREATE INDEX rewards_payout_state ON rewards(payout_state, seq) WHERE rewardtype = 'Stripe';
-INSERT INTO meta (key, value) VALUES ('schema_version', '9');
+CREATE UNIQUE INDEX rewards_event_key ON rewards(customid, key);
+CREATE UNIQUE INDEX rewards_milestone ON rewards(key) WHERE key LIKE 'milestone:%';
+INSERT INTO meta (key, value) VALUES ('schema_version', '11');
 `,
 } as const;

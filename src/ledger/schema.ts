@@ -1,4 +1,6 @@
 import type { Distribution } from "../db/campaigns";
+import { REWARDS_STEP_10 } from "./schema-step-10";
+import { OUTBOX_STEP_11 } from "./schema-step-11";
 import type { RewardStatus, UserType } from "./types";
 
 /**
@@ -227,6 +229,12 @@ export const LEDGER_MIGRATIONS: readonly (readonly string[])[] = [
 		`DELETE FROM meta WHERE key = 'outbox_step_9'`,
 		`DELETE FROM sqlite_sequence WHERE name = 'outbox'`,
 	],
+	// 10: rewards without AUTOINCREMENT, and one index for a grant's key and its event (issue 33, rows
+	// written): 7 rows a reward, now 5. What it relies on, and how the rewards are carried over: schema-step-10.ts.
+	REWARDS_STEP_10,
+	// 11: the outbox keyed by its ref alone, WITHOUT ROWID (issue 33, rows written): 1 row an entry instead of 2
+	// (schema-step-11.ts).
+	OUTBOX_STEP_11,
 ];
 
 /**

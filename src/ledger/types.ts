@@ -57,6 +57,12 @@ export interface RewardGrant {
 	 * a reward nobody is emailed about costs its ledger's flush no D1 read. Absent: the flush reads it (docs/messages.md).
 	 */
 	rewardemail?: boolean;
+	/**
+	 * False when the app had no webhook endpoint when the event happened, read with the event's context (db/events.ts)
+	 * in the same round trip: its `reward.created` is not queued, since nothing would be sent (docs/webhooks.md). Absent:
+	 * queued, and the flush's D1 guard drops it for an app without an endpoint (every path that gives no hint).
+	 */
+	webhooks?: boolean;
 }
 
 /** A reward as the public API shows it (field names of the spec's Reward). */

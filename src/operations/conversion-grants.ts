@@ -20,11 +20,13 @@ import type { OwnedGrant } from "../rewards/rules";
 export async function grantConversion(
 	env: Env,
 	appid: string,
-	conversion: { event: StoredEvent; user: User; referrer: User | null; decision: OwnedGrant[]; rewardemail: boolean },
+	conversion: { event: StoredEvent; user: User; referrer: User | null; decision: OwnedGrant[]; rewardemail: boolean; webhooks: boolean },
 ): Promise<{ friend: GrantResult["rewards"]; referrer: GrantResult["rewards"] }> {
-	const { event, user, referrer, decision, rewardemail } = conversion;
-	// The email setting as it is now (not frozen with the decision): a campaign switched off stops its emails.
-	const pick = (owner: "friend" | "referrer") => decision.filter((g) => g.owner === owner).map((g) => ({ ...g.grant, rewardemail }));
+	const { event, user, referrer, decision, rewardemail, webhooks } = conversion;
+	// The email setting as it is now (not frozen with the decision): a campaign switched off stops its emails. So the
+	// webhook endpoint: an app without one when the event happens gets no `reward.created` entry (docs/webhooks.md).
+	const pick = (owner: "friend" | "referrer") =>
+		decision.filter((g) => g.owner === owner).map((g) => ({ ...g.grant, rewardemail, ...(webhooks ? {} : { webhooks: false }) }));
 	const friendGrants = pick("friend");
 	const referrerGrants = referrer ? pick("referrer") : [];
 	const announcement: ConversionAnnouncement = {

@@ -120,6 +120,7 @@ export async function recordConversion(db: D1Database, input: EventInput) {
 		matched,
 		eventnames: [...new Set(rules.map((r) => r.eventname))],
 		rewardemail: context.rewardemail,
+		webhooks: context.webhooks,
 	};
 	if (stored?.decision) return { isNew: false, event: stored, decision: stored.decision, ...facts };
 	const fraud = fraudReview(context);
@@ -156,24 +157,28 @@ export type ConversionAnswer = { message: string; duplicate: boolean; rewardscre
 export function recordConversionEvent(ctx: WorkContext, input: ConversionRequest): Promise<WorkOutcome<ConversionAnswer>> {
 	return outcomeOf(async () => {
 		const { env, app } = ctx;
-		const { isNew, event, decision, user, referrer, campaign, matched, eventnames, rewardemail } = await recordConversion(env.DB, {
-			appid: app.appid,
-			userkey: input.userkey,
-			customid: input.customid,
-			eventname: input.eventname,
-			transactionvalue: input.transactionvalue,
-			extrainfo: input.extrainfo ?? null,
-			campaignid: input.campaignid ?? null,
-			growthhack: input.growthhack,
-			productid: input.productid ?? null,
-			category: input.category ?? null,
-		});
+		const { isNew, event, decision, user, referrer, campaign, matched, eventnames, rewardemail, webhooks } = await recordConversion(
+			env.DB,
+			{
+				appid: app.appid,
+				userkey: input.userkey,
+				customid: input.customid,
+				eventname: input.eventname,
+				transactionvalue: input.transactionvalue,
+				extrainfo: input.extrainfo ?? null,
+				campaignid: input.campaignid ?? null,
+				growthhack: input.growthhack,
+				productid: input.productid ?? null,
+				category: input.category ?? null,
+			},
+		);
 		const { friend: friendRewards, referrer: referrerRewards } = await grantConversion(env, app.appid, {
 			event,
 			user,
 			referrer,
 			decision,
 			rewardemail,
+			webhooks,
 		});
 
 		const created = [...friendRewards, ...referrerRewards].filter((r) => r.created).length;

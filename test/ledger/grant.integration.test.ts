@@ -73,7 +73,8 @@ describe("UserLedger.grant", () => {
 				return seen;
 			});
 		const reads = (statements: string[]) =>
-			statements.filter((s) => /key = 'erased_at'|FROM rewards WHERE key = \?|FROM refunds WHERE customid/.test(s)).length;
+			statements.filter((s) => /key = 'erased_at'|FROM rewards WHERE customid = \? AND key = \?|FROM refunds WHERE customid/.test(s))
+				.length;
 		const first = await statementsOf((ledger) => ledger.grant(appid, userkey, [grantOf()]));
 		expect(reads(first)).toBe(0);
 		const second = await statementsOf((ledger) => ledger.grant(appid, userkey, [grantOf()]));
@@ -95,7 +96,9 @@ describe("UserLedger.grant", () => {
 		const { appid, userkey, stub } = freshLedger();
 		const friendA = { userkey: newUserKey(), email: null, name: null, profileimage: null };
 		const friendB = { ...friendA, userkey: newUserKey() };
-		const limited = (n: number, friend = friendA, ruleid = 7) => grantOf({ key: `e${n}:${ruleid}`, ruleid, rewardfrequency: 2, friend });
+		// A grant's key names its event and rule (rules.ts), as the reward is looked up by both (ledger schema step 10).
+		const limited = (n: number, friend = friendA, ruleid = 7) =>
+			grantOf({ key: `e${n}:${ruleid}`, customid: `e${n}`, ruleid, rewardfrequency: 2, friend });
 		const r = await stub.grant(appid, userkey, [limited(1), limited(2), limited(3)]);
 		expect(r.rewards.map((x) => x.key)).toEqual(["e1:7", "e2:7"]);
 		expect(r.skipped).toEqual([{ key: "e3:7", reason: "frequency_limit" }]);
@@ -107,7 +110,9 @@ describe("UserLedger.grant", () => {
 		expect((await stub.grant(appid, userkey, [limited(6)])).skipped).toHaveLength(1);
 		// A known key is returned even when the limit is reached.
 		expect((await stub.grant(appid, userkey, [limited(1)])).rewards[0]!.created).toBe(false);
-		const unlimited = Array.from({ length: 5 }, (_, i) => grantOf({ key: `u${i}:9`, ruleid: 9, rewardfrequency: 0, friend: friendA }));
+		const unlimited = Array.from({ length: 5 }, (_, i) =>
+			grantOf({ key: `u${i}:9`, customid: `u${i}`, ruleid: 9, rewardfrequency: 0, friend: friendA }),
+		);
 		expect((await stub.grant(appid, userkey, unlimited)).rewards.every((x) => x.created)).toBe(true);
 	});
 

@@ -1,6 +1,8 @@
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { migrateLedger } from "../../src/ledger/migrate";
+import { queueProjection } from "../../src/ledger/outbox";
+import { NEXT_OUTBOX_ID } from "../../src/ledger/outbox-entries";
 import { LEDGER_MIGRATIONS } from "../../src/ledger/schema";
 import { LEDGER_SCHEMA } from "../../src/ledger/schema-latest";
 import { freshLedger, grantOf } from "./support";
@@ -115,5 +117,120 @@ describe("ledger schema", () => {
 			await stub.grant(appid, userkey, [grantOf()]);
 			expect((await stub.listRewards()).map((r) => r.reward)).toEqual(["5", "10"]);
 		}
+	});
+
+	it("step 10 carries every reward over whole, keeps seq growing, and keeps a grant key and a milestone key unique", async () => {
+		const { appid, userkey, stub } = freshLedger();
+		// A ledger that exists (its object knows it has tables, so its next grant looks its keys up), then set back to step 9.
+		await stub.grant(appid, userkey, [grantOf()]);
+		await runInDurableObject(stub, (_ledger, state) => {
+			const sql = state.storage.sql;
+			dropAll(sql);
+			sql.exec("DELETE FROM sqlite_sequence");
+			migrateLedger(state.storage, LEDGER_MIGRATIONS.slice(0, 9));
+			// 450 rewards, every column set on some, NULL on others; the last one, a
+			// milestone reward, then its event's own reward.
+			for (let i = 1; i <= 450; i++) {
+				const milestone = i === 449;
+				sql.exec(
+					`INSERT INTO rewards (key, ruleid, customid, eventname, usertype, amount, redeemed, rewardunit, rewardtype, status, comment,
+					   hold_until, rewarded_at, coupon, couponname, coupondetails, couponimage, campaignid, campaignname, growthhack,
+					   friend_userkey, friend_email, friend_name, friend_profileimage, created_at, updated_at, version, fraudsignals, reversed,
+					   settled, percent, coupon_seen_at, payoutid, payout_state)
+					 VALUES (?, ?, ?, 'Purchase', 'Referrer', ?, ?, 'USD', ?, 'Approved', ?, ?, ?, ?, ?, ?, ?, 1, 'c "quoted"', 'g', ?, ?, ?, ?,
+					   '2026-01-01T00:00:00.000Z', '2026-01-02T00:00:00.000Z', ?, ?, ?, ?, ?, ?, ?, ?)`,
+					milestone ? "milestone:7" : `e${i}:3`,
+					milestone ? 7 : 3,
+					milestone ? "e448" : `e${i}`,
+					i * 100 + 1,
+					i % 3,
+					i % 5 === 0 ? "Stripe" : "InstoreCredits",
+					i % 2 === 0 ? `comment ${i} \u00e9` : null,
+					i % 7 === 0 ? "2026-02-01T00:00:00.000Z" : null,
+					i % 2 === 0 ? "2026-01-03T00:00:00.000Z" : null,
+					i % 4 === 0 ? `CODE${i}` : null,
+					i % 4 === 0 ? "name" : null,
+					i % 4 === 0 ? "details" : null,
+					i % 4 === 0 ? "https://img.example/x.png" : null,
+					`friend${i % 10}`,
+					i % 3 === 0 ? null : `f${i}@x.com`,
+					i % 3 === 0 ? null : `F ${i}`,
+					null,
+					1 + (i % 4),
+					i % 6 === 0 ? '["same_ip"]' : "[]",
+					i % 9,
+					i % 8,
+					i % 2 === 0 ? 1 : null,
+					i % 4 === 0 ? "2026-01-04T00:00:00.000Z" : null,
+					i % 5 === 0 ? `po_${i}` : null,
+					i % 5 === 0 ? "paid" : null,
+				);
+			}
+			const before = sql.exec("SELECT * FROM rewards ORDER BY seq").toArray();
+			expect(before).toHaveLength(450);
+			migrateLedger(state.storage, LEDGER_MIGRATIONS);
+			expect(sql.exec("SELECT * FROM rewards ORDER BY seq").toArray()).toEqual(before);
+			expect(sql.exec("SELECT COUNT(*) AS n FROM meta WHERE key <> 'schema_version'").one().n).toBe(0);
+			expect(sql.exec("SELECT COUNT(*) AS n FROM sqlite_sequence WHERE name = 'rewards'").one().n).toBe(0);
+			// The keys stay unique: a grant's within its event, a milestone's across events (each try in a transaction of its own).
+			const copy = (seq: number, customid: string) =>
+				state.storage.transactionSync(() =>
+					sql.exec(
+						`INSERT INTO rewards (key, ruleid, customid, eventname, usertype, amount, rewardunit, rewardtype, status, campaignid,
+						   campaignname, growthhack, friend_userkey, created_at, updated_at)
+						 SELECT key, ruleid, ${customid}, eventname, usertype, amount, rewardunit, rewardtype, status, campaignid, campaignname,
+						   growthhack, friend_userkey, created_at, updated_at FROM rewards WHERE seq = ?`,
+						seq,
+					),
+				);
+			expect(() => copy(12, "customid")).toThrow(/UNIQUE constraint failed: rewards.customid, rewards.key/);
+			expect(() => copy(449, "'another event'")).toThrow(/UNIQUE constraint failed: rewards.key/);
+		});
+		// The next reward takes the next seq; a grant already given (its event and key) is not given again.
+		const granted = await stub.grant(appid, userkey, [
+			grantOf({ key: "e12:3", customid: "e12" }),
+			grantOf({ key: "new:3", customid: "new" }),
+		]);
+		expect(granted.rewards.map((r) => [r.rewarddtlid, r.created])).toEqual([
+			[`${userkey}-12`, false],
+			[`${userkey}-451`, true],
+		]);
+	});
+
+	it("step 11 carries every waiting outbox entry over whole, and an entry then writes one row", async () => {
+		const { stub } = freshLedger();
+		await runInDurableObject(stub, (_ledger, state) => {
+			const sql = state.storage.sql;
+			dropAll(sql);
+			migrateLedger(state.storage, LEDGER_MIGRATIONS.slice(0, 10));
+			// 450 entries, ids with gaps as deliveries leave them.
+			for (let i = 1; i <= 450; i++) {
+				sql.exec(
+					`INSERT INTO outbox (id, kind, ref, payload, version, attempts, next_attempt_at, last_error, created_at)
+					 VALUES (?, ?, ?, ?, ?, ?, ?, ?, '2026-01-01T00:00:00.000Z')`,
+					i * 3,
+					i % 2 === 0 ? "projection" : "webhook",
+					`ref:${i}`,
+					JSON.stringify({ seq: i, text: '"quoted" \u00e9' }),
+					i % 4,
+					i % 3,
+					1_000 + i,
+					i % 5 === 0 ? "D1 down" : null,
+				);
+			}
+			const columns = "id, kind, ref, payload, version, attempts, next_attempt_at, last_error, created_at";
+			const before = sql.exec(`SELECT ${columns} FROM outbox ORDER BY id`).toArray();
+			migrateLedger(state.storage, LEDGER_MIGRATIONS);
+			expect(sql.exec(`SELECT ${columns} FROM outbox ORDER BY id`).toArray()).toEqual(before);
+			expect(sql.exec("SELECT COUNT(*) AS n FROM meta WHERE key <> 'schema_version'").one().n).toBe(0);
+			// The next entry takes the next id, in one row.
+			queueProjection(sql, 451, 1, Date.now());
+			expect(sql.exec("SELECT id FROM outbox WHERE ref = 'projection:451'").one().id).toBe(1351);
+			expect(
+				sql.exec(
+					`INSERT INTO outbox (id, kind, ref, payload, next_attempt_at, created_at) VALUES (${NEXT_OUTBOX_ID}, 'webhook', 'one', '{}', 0, '')`,
+				).rowsWritten,
+			).toBe(1);
+		});
 	});
 });

@@ -66,7 +66,7 @@ const emailEntries = (app: App, user: { userkey: string }) =>
 const queueEntry = (app: App, user: { userkey: string }, seq: number) =>
 	runInDurableObject(ledgerFor(env, app.appid, user.userkey), (_instance, state) => {
 		state.storage.sql.exec(
-			"INSERT INTO outbox (kind, ref, payload, next_attempt_at, created_at) VALUES ('email', ?, ?, 0, ?)",
+			"INSERT INTO outbox (id, kind, ref, payload, next_attempt_at, created_at) VALUES ((SELECT COALESCE(MAX(id), 0) + 1 FROM outbox), 'email', ?, ?, 0, ?)",
 			`email:${seq}`,
 			JSON.stringify({ seq }),
 			new Date().toISOString(),

@@ -83,6 +83,18 @@ export const ALLOWED_SCANS: readonly AllowedScan[] = [
 	},
 	{
 		file: "src/ledger/migrate.ts",
+		sql: "next_attempt_at, last_error, created_at) FROM outbox",
+		table: "outbox",
+		bound: "ledger schema step 11, once per existing ledger: the entries not yet delivered, carried over to the outbox keyed by its ref",
+	},
+	{
+		file: "src/ledger/migrate.ts",
+		sql: "payoutid, payout_state) FROM rewards",
+		table: "rewards",
+		bound: "ledger schema step 10, once per existing ledger: its rewards, carried over to the rebuilt table through meta",
+	},
+	{
+		file: "src/ledger/migrate.ts",
 		sql: "SELECT seq, 1, amount - reversed, 'paid', payoutid, 1, 0, 0 FROM rewards WHERE payoutid IS NOT NULL",
 		table: "rewards",
 		bound: "once per ledger, in its migration to schema step 7 (the payout records of rewards paid before)",
