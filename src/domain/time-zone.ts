@@ -44,8 +44,16 @@ export function isTimeZone(name: string): boolean {
 	}
 }
 
+/** The last instant a Date holds (ms): past it, as for NaN, Intl refuses the instant. */
+const MAX_DATE_MS = 8.64e15;
+
 /** Minutes `zone` is ahead of UTC at the instant `t` (ms). */
 export function offsetMinutes(zone: string, t: number): number {
+	// An app's zone is UTC unless set (migration 0014), and UTC is 0 at every instant: no Intl formatter (its
+	// first use in an isolate loads the zone's data, ~40 ms in a loaded profile) nor formatToParts per call
+	// (1.4% of a first-reward conversion's profile, bench/README.md issue 33's CPU). Only "UTC" exactly,
+	// the name the default stores; an instant Intl refuses still throws below.
+	if (zone === "UTC" && Math.abs(t) <= MAX_DATE_MS) return 0;
 	const parts: Record<string, number> = {};
 	for (const p of formatter(zone).formatToParts(new Date(t))) if (p.type !== "literal") parts[p.type] = Number(p.value);
 	const local = Date.UTC(parts.year ?? 1970, (parts.month ?? 1) - 1, parts.day ?? 1, parts.hour ?? 0, parts.minute ?? 0);

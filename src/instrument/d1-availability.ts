@@ -38,11 +38,18 @@ export function isReadOnly(sql: string): boolean {
 /** How long the one retry of a read waits: long enough for a full queue to drain a little, short for a client. */
 const RETRY_DELAY_MS = 40;
 
-async function onceMore<T>(run: () => Promise<T>, readOnly: boolean): Promise<T> {
+/**
+ * Runs `run`, and once more after a short wait when it failed because D1 was
+ * unavailable and `readOnly()` says the statements only read. Whether they
+ * only read is asked only then: every D1 call on every path goes through here,
+ * and upper-casing and matching each statement's text before each call cost
+ * its share of a conversion for an answer needed only on a failure.
+ */
+async function onceMore<T>(run: () => Promise<T>, readOnly: () => boolean): Promise<T> {
 	try {
 		return await run();
 	} catch (error) {
-		if (!readOnly || !isD1Unavailable(error)) throw error;
+		if (!isD1Unavailable(error) || !readOnly()) throw error;
 		await new Promise((resolve) => setTimeout(resolve, RETRY_DELAY_MS + Math.random() * RETRY_DELAY_MS));
 		return run();
 	}
@@ -71,7 +78,11 @@ export function retryingReads(db: D1Database): D1Database {
 				if (prop === "bind") return (...values: unknown[]) => wrap(target.bind(...values), sql);
 				if (typeof prop === "string" && ROUND_TRIPS.has(prop)) {
 					const method = own(target, prop) as (...args: unknown[]) => Promise<unknown>;
-					return (...args: unknown[]) => onceMore(() => method(...args), isReadOnly(sql));
+					return (...args: unknown[]) =>
+						onceMore(
+							() => method(...args),
+							() => isReadOnly(sql),
+						);
 				}
 				return own(target, prop);
 			},
@@ -85,8 +96,11 @@ export function retryingReads(db: D1Database): D1Database {
 			if (prop === "prepare") return (sql: string) => wrap(target.prepare(sql), sql);
 			if (prop === "batch") {
 				return (statements: D1PreparedStatement[]) => {
-					const readOnly = statements.every((s) => isReadOnly(sqlOf.get(s) ?? "INSERT"));
-					return onceMore(() => target.batch(statements.map((s) => real.get(s) ?? s)), readOnly);
+					const texts = statements.map((s) => sqlOf.get(s) ?? "INSERT");
+					return onceMore(
+						() => target.batch(statements.map((s) => real.get(s) ?? s)),
+						() => texts.every(isReadOnly),
+					);
 				};
 			}
 			if (prop === "withSession") {

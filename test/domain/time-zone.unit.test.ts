@@ -1,4 +1,4 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { isTimeZone, localDayStart, offsetMinutes, offsetSegments, slotOf } from "../../src/domain/time-zone";
 
 describe("time zones of analytics", () => {
@@ -25,5 +25,21 @@ describe("time zones of analytics", () => {
 			{ from: "2026-10-25T01:00", offsetMinutes: 60 },
 		]);
 		expect(offsetSegments("UTC", Date.parse("2026-01-01T00:00:00Z"), Date.parse("2027-01-01T00:00:00Z"))).toHaveLength(1);
+	});
+
+	it("answers UTC's offset, 0, without formatting the instant, as Intl answers for Etc/UTC", () => {
+		const format = vi.spyOn(Intl.DateTimeFormat.prototype, "formatToParts");
+		try {
+			const instants = [0, Date.parse("2026-03-29T01:00:00Z"), Date.parse("2026-10-25T00:59:00Z"), Date.parse("2099-12-31T23:59:59Z")];
+			for (const t of instants) expect(offsetMinutes("UTC", t)).toBe(0);
+			expect(format).not.toHaveBeenCalled();
+			for (const t of instants) expect(offsetMinutes("Etc/UTC", t)).toBe(0);
+			expect(format).toHaveBeenCalled();
+			// An instant no Date holds is refused as before.
+			expect(() => offsetMinutes("UTC", Number.NaN)).toThrow(RangeError);
+			expect(() => offsetMinutes("UTC", 8.64e15 + 1)).toThrow(RangeError);
+		} finally {
+			format.mockRestore();
+		}
 	});
 });

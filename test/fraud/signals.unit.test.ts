@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { checkSignals } from "../../src/fraud/check";
-import { isDisposableDomain } from "../../src/fraud/disposable";
+import { domainLookup, isDisposableDomain } from "../../src/fraud/disposable";
 import {
 	canonicalEmail,
 	commentWithSignals,
@@ -106,6 +106,26 @@ describe("disposable domains (disposable-email-domains)", () => {
 		expect(isDisposableDomain("mailinator.com.au")).toBe(false);
 		expect(isDisposableDomain("gmail.com")).toBe(false);
 		expect(isDisposableDomain("example.com")).toBe(false);
+	});
+
+	it("domainLookup: a binary search over a sorted list answers as a Set of it would, and any other list gets a Set", () => {
+		const sorted = ["a.example", "b.example", "c.example", "mail.test", "z.example"];
+		const lookup = domainLookup(sorted);
+		for (const name of sorted) expect(lookup(name)).toBe(true);
+		for (const name of ["", "a", "a.exampl", "a.examplf", "d.example", "zz.example", "Z.EXAMPLE", "mail.test."])
+			expect(lookup(name)).toBe(false);
+		expect(domainLookup([])("a.example")).toBe(false);
+		// Out of order or repeated: the same answers (a Set), never a search that misses.
+		for (const list of [
+			["b.example", "a.example", "c.example"],
+			["a.example", "a.example", "b.example"],
+		]) {
+			const other = domainLookup(list);
+			for (const name of list) expect(other(name)).toBe(true);
+			expect(other("d.example")).toBe(false);
+		}
+		expect(() => domainLookup({ length: 1 })).toThrow(/not an array/);
+		expect(() => domainLookup(["a.example", 7])).toThrow(/entry 1 is not a string/);
 	});
 
 	it("checkSignals uses the list and the campaign's settings", () => {
