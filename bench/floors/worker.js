@@ -3,9 +3,11 @@
 // differences between requests that differ in one thing only. Its queue
 // consumer (`queue`) stands for the projection queue's.
 import { DurableObject } from "cloudflare:workers";
+import { NEXT_OUTBOX_ID } from "../../src/ledger/outbox-entries";
 import { LEDGER_SCHEMA } from "../../src/ledger/schema-latest";
 
-const OUTBOX_INSERT = "INSERT INTO outbox (kind, ref, payload, next_attempt_at, created_at) VALUES ('webhook', ?, ?, ?, ?) RETURNING id";
+// As the ledger writes an entry since its schema step 11 (the outbox keyed by its ref, the id the largest plus one).
+const OUTBOX_INSERT = `INSERT INTO outbox (id, kind, ref, payload, next_attempt_at, created_at) VALUES (${NEXT_OUTBOX_ID}, 'webhook', ?, ?, ?, ?) RETURNING ref`;
 
 export class Floor extends DurableObject {
 	/** The ledger's schema (the one script a new UserLedger runs), once per object. */
@@ -26,7 +28,7 @@ export class Floor extends DurableObject {
 	write() {
 		this.ensureSchema();
 		const now = Date.now();
-		return this.ctx.storage.sql.exec(OUTBOX_INSERT, crypto.randomUUID(), "{}", now, new Date(now).toISOString()).one().id;
+		return this.ctx.storage.sql.exec(OUTBOX_INSERT, crypto.randomUUID(), "{}", now, new Date(now).toISOString()).one().ref;
 	}
 
 	/** `n` statements on the object's SQLite (`n` = 1 and 21 give the cost of one). */
@@ -53,7 +55,7 @@ export class Floor extends DurableObject {
 	async writeTurns(again) {
 		const id = this.write();
 		await scheduler.wait(1);
-		if (again) this.ctx.storage.transactionSync(() => this.ctx.storage.sql.exec("DELETE FROM outbox WHERE id = ?", id));
+		if (again) this.ctx.storage.transactionSync(() => this.ctx.storage.sql.exec("DELETE FROM outbox WHERE ref = ?", id));
 		return 1;
 	}
 }
