@@ -95,7 +95,6 @@ const earned = (row: ProjectedReward) => (row.status === "Rejected" ? 0 : fromHu
  * gained. A replayed or stale flush counts nothing.
  */
 export function rewardCounters(db: D1Database, appid: string, userkey: string, row: ProjectedReward): D1PreparedStatement {
-	const rewarddtlid = `${userkey}-${row.seq}`;
 	const isNew = "NOT EXISTS (SELECT 1 FROM rewards WHERE rewarddtlid = ?1)";
 	const newer = "?9 > COALESCE((SELECT version FROM rewards WHERE rewarddtlid = ?1), -1)";
 	// The projection stores the reward's worth after refunds (db/projection.ts), so what it counted as earned is readable there.
@@ -109,17 +108,22 @@ export function rewardCounters(db: D1Database, appid: string, userkey: string, r
 			 UNION ALL SELECT ?2, ?3, ?4, 'reward_amount', ?5, ${gainedEarned} WHERE ${gainedEarned} <> 0 AND ${newer}
 			 UNION ALL SELECT ?2, ?3, ?8, 'redeemed', ?5, ${gainedRedeemed} WHERE ${gainedRedeemed} <> 0 AND ${newer} ${BUMP}`,
 		)
-		.bind(
-			rewarddtlid,
-			appid,
-			row.campaignid,
-			slotOf(row.created_at),
-			row.rewardunit,
-			earned(row),
-			fromHundredths(row.redeemed),
-			slotOf(row.updated_at),
-			row.version,
-		);
+		.bind(...counterArgs(appid, userkey, row));
+}
+
+/** A reward's counter arguments, in the order of rewardCounters' parameters ?1-?9 and batchRewardCounters' JSON items 0-8. */
+function counterArgs(appid: string, userkey: string, row: ProjectedReward) {
+	return [
+		`${userkey}-${row.seq}`,
+		appid,
+		row.campaignid,
+		slotOf(row.created_at),
+		row.rewardunit,
+		earned(row),
+		fromHundredths(row.redeemed),
+		slotOf(row.updated_at),
+		row.version,
+	] as const;
 }
 
 /** Rewards counted per statement by batchRewardCounters: keeps its one JSON parameter far below D1's limits. */
@@ -141,19 +145,7 @@ export function batchRewardCounters(
 ): D1PreparedStatement[] {
 	const statements: D1PreparedStatement[] = [];
 	for (let i = 0; i < rewards.length; i += COUNTED_PER_STATEMENT) {
-		const chunk = rewards
-			.slice(i, i + COUNTED_PER_STATEMENT)
-			.map(({ appid, userkey, row }) => [
-				`${userkey}-${row.seq}`,
-				appid,
-				row.campaignid,
-				slotOf(row.created_at),
-				row.rewardunit,
-				earned(row),
-				fromHundredths(row.redeemed),
-				slotOf(row.updated_at),
-				row.version,
-			]);
+		const chunk = rewards.slice(i, i + COUNTED_PER_STATEMENT).map(({ appid, userkey, row }) => counterArgs(appid, userkey, row));
 		statements.push(
 			db
 				.prepare(
