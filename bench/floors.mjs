@@ -6,7 +6,8 @@
 // request that differ in that one thing, measured over BENCH_FLOOR_REQUESTS
 // requests sent BENCH_FLOOR_CONNECTIONS at a time (16, as the bench's load:
 // one after another each part costs more, the process waking for each), in
-// BENCH_FLOOR_ROUNDS rounds (the median is shown).
+// BENCH_FLOOR_ROUNDS rounds (each part priced within each round, the median of
+// its rounds shown).
 // Then the same parts added up for the counts a conversion has: about the
 // least a conversion can cost in this design whatever its JavaScript does
 // (an estimate: the parts are measured apart, and a part's own JavaScript,
@@ -71,10 +72,29 @@ export function assumedShape({ d1, created = 0, woken = false }) {
 	return { d1, d1Statements: 0, calls: 2, ackCalls: 0, transactions: 5, statements: 26, created, woken: woken ? 1 : 0, messages: 0 };
 }
 
+/** The parts by name, with what each is called in the output, priced from one set of kinds' ms per request (`m`). */
+function priced(m) {
+	return {
+		request: ["HTTP request (the floor of any request)", m.request],
+		d1: ["D1 round trip", (m.d1x5 - m.d1x1) / 4],
+		d1Statement: ["further D1 statement in a batch (SELECT ?)", (m.d1batchx21 - m.d1batchx1) / 20],
+		firstCall: ["first Durable Object call of a request", m.callx1 - m.request],
+		call: ["further call to the same object", (m.callx5 - m.callx1) / 4],
+		newObject: ["new object (created by its first call)", m.newObject - m.callx1],
+		schema: ["ledger schema (one script) on a new object", m.writeNew - m.writeWarm - (m.newObject - m.callx1)],
+		woken: ["waking an evicted object (with the ledger schema)", m.writeWoken - m.writeWarm],
+		turn: ["write transaction in a later turn (commit)", m.turnsx2 - m.turnsx1],
+		statement: ["SQL statement on the object's SQLite", (m.statementsx21 - m.statementsx1) / 20],
+		queueMessage: ["queue message from an object (send, consumer's share)", m.queue - m.writeWarm],
+		ackCall: ["consumer's call back to the message's object", m.queueAck - m.queue],
+	};
+}
+
 /**
  * Measures the platform's parts under `wrangler dev` on the fixture in
  * bench/floors/ (its own service, started and stopped here). Answers the
- * parts (ms of workerd CPU) with their labels, and the raw medians.
+ * parts (ms of workerd CPU) with their labels, the raw medians, and each round's
+ * own prices (`rounds`: the spread of a floor between rounds).
  */
 export async function measureFloors({
 	requests = Number(process.env.BENCH_FLOOR_REQUESTS || 400),
@@ -165,22 +185,18 @@ export async function measureFloors({
 			);
 		}
 		const m = Object.fromEntries(Object.entries(samples).map(([k, v]) => [k, median(v)]));
-		// Each part by name, with what it is called in the output.
-		const parts = {
-			request: ["HTTP request (the floor of any request)", m.request],
-			d1: ["D1 round trip", (m.d1x5 - m.d1x1) / 4],
-			d1Statement: ["further D1 statement in a batch (SELECT ?)", (m.d1batchx21 - m.d1batchx1) / 20],
-			firstCall: ["first Durable Object call of a request", m.callx1 - m.request],
-			call: ["further call to the same object", (m.callx5 - m.callx1) / 4],
-			newObject: ["new object (created by its first call)", m.newObject - m.callx1],
-			schema: ["ledger schema (one script) on a new object", m.writeNew - m.writeWarm - (m.newObject - m.callx1)],
-			woken: ["waking an evicted object (with the ledger schema)", m.writeWoken - m.writeWarm],
-			turn: ["write transaction in a later turn (commit)", m.turnsx2 - m.turnsx1],
-			statement: ["SQL statement on the object's SQLite", (m.statementsx21 - m.statementsx1) / 20],
-			queueMessage: ["queue message from an object (send, consumer's share)", m.queue - m.writeWarm],
-			ackCall: ["consumer's call back to the message's object", m.queueAck - m.queue],
-		};
-		return { m, parts, ms: Object.fromEntries(Object.entries(parts).map(([k, [, v]]) => [k, v])) };
+		// Each part is priced within each round, from kinds measured a few seconds apart, and the part's price is the
+		// median of its rounds: a machine that drifts between rounds (another process, a CPU's clock) moves both sides
+		// of a round's difference alike, where a difference of medians taken from different rounds did not cancel it
+		// (the same conversion's floor read 16.37 and 20.57 ms in two quiet runs of 2026-11-27 with three rounds).
+		const byRound = Array.from({ length: rounds }, (_, r) =>
+			priced(Object.fromEntries(Object.entries(samples).map(([k, v]) => [k, v[r]]))),
+		);
+		const parts = Object.fromEntries(
+			Object.entries(priced(m)).map(([k, [label]]) => [k, [label, median(byRound.map((round) => round[k][1]))]]),
+		);
+		const msOf = (ps) => Object.fromEntries(Object.entries(ps).map(([k, [, v]]) => [k, v]));
+		return { m, parts, ms: msOf(parts), rounds: byRound.map(msOf) };
 	} finally {
 		await service.stop();
 	}
