@@ -2,7 +2,7 @@
 // in workerd CPU per request, with nothing of the service around it (the
 // fixture in bench/floors/): an HTTP request, a D1 round trip, a Durable
 // Object call, a new object, the ledger's schema, a waking object, a write
-// transaction, a SQL statement. Each is the difference between two kinds of
+// transaction, a SQL statement, a row written (in D1 and in an object). Each is the difference between two kinds of
 // request that differ in that one thing, measured over BENCH_FLOOR_REQUESTS
 // requests sent BENCH_FLOOR_CONNECTIONS at a time (16, as the bench's load:
 // one after another each part costs more, the process waking for each), in
@@ -29,9 +29,12 @@ const round = (n) => Math.round(n * 100) / 100;
  * ledger calls made by the Worker and by ledgers (`calls`) and by the projection consumer (`ackCalls`), the
  * ledgers' write transactions and statements, ledgers created and woken, projection queue messages.
  */
-export function countedShape(d1AllIn, parts) {
+export function countedShape(d1AllIn, parts, rowsWritten) {
 	const created = parts.ledgersCreated;
 	return {
+		// Rows written (table rows and index entries, triggers' included): D1's meta.rows_written, the ledgers' cursors.
+		d1Rows: rowsWritten?.d1 ?? 0,
+		rows: rowsWritten?.ledgers ?? 0,
 		d1: d1AllIn.total,
 		// Statements past the first of each round trip (a batch's others): D1 runs them, the round trip prices one.
 		d1Statements: Math.max(0, parts.d1Statements - d1AllIn.total),
@@ -63,13 +66,27 @@ export function conversionFloor(ms, c) {
 		c.statements * p("statement") +
 		c.created * (p("newObject") + p("schema")) +
 		c.woken * p("woken") +
-		c.messages * p("queueMessage")
+		c.messages * p("queueMessage") +
+		(c.d1Rows ?? 0) * p("d1Row") +
+		(c.rows ?? 0) * p("row")
 	);
 }
 
 /** The counts as before issue 33's review (assumed, not counted): one request, 2 calls, 5 turns, 26 statements. */
 export function assumedShape({ d1, created = 0, woken = false }) {
-	return { d1, d1Statements: 0, calls: 2, ackCalls: 0, transactions: 5, statements: 26, created, woken: woken ? 1 : 0, messages: 0 };
+	return {
+		d1,
+		d1Statements: 0,
+		calls: 2,
+		ackCalls: 0,
+		transactions: 5,
+		statements: 26,
+		created,
+		woken: woken ? 1 : 0,
+		messages: 0,
+		d1Rows: 0,
+		rows: 0,
+	};
 }
 
 /** The parts by name, with what each is called in the output, priced from one set of kinds' ms per request (`m`). */
@@ -85,6 +102,8 @@ function priced(m) {
 		woken: ["waking an evicted object (with the ledger schema)", m.writeWoken - m.writeWarm],
 		turn: ["write transaction in a later turn (commit)", m.turnsx2 - m.turnsx1],
 		statement: ["SQL statement on the object's SQLite", (m.statementsx21 - m.statementsx1) / 20],
+		row: ["row written on the object's SQLite (one INSERT of many)", (m.rowsx21 - m.rowsx1) / 20],
+		d1Row: ["row written in D1 (one INSERT of many)", (m.d1rowsx21 - m.d1rowsx1) / 20],
 		queueMessage: ["queue message from an object (send, consumer's share)", m.queue - m.writeWarm],
 		ackCall: ["consumer's call back to the message's object", m.queueAck - m.queue],
 	};
@@ -153,6 +172,10 @@ export async function measureFloors({
 		writeNew: () => measure(() => `/write?name=new-${++unique}`),
 		statementsx1: () => measure(() => "/statements?n=1&name=warm"),
 		statementsx21: () => measure(() => "/statements?n=21&name=warm"),
+		rowsx1: () => measure(() => "/rows?n=1&name=warm"),
+		rowsx21: () => measure(() => "/rows?n=21&name=warm"),
+		d1rowsx1: () => measure(() => "/d1rows?n=1"),
+		d1rowsx21: () => measure(() => "/d1rows?n=21"),
 		turnsx1: () => measure(() => "/turns?n=1&name=warm"),
 		turnsx2: () => measure(() => "/turns?n=2&name=warm"),
 		queue: () => measure(() => "/queue?name=warm", { drain: true }),
@@ -172,6 +195,8 @@ export async function measureFloors({
 			"/d1?n=5",
 			"/write?name=warm",
 			"/statements?n=21&name=warm",
+			"/rows?n=21&name=warm",
+			"/d1rows?n=21",
 			"/turns?n=2&name=warm",
 			"/queue?name=warm&ack=1",
 		]) {

@@ -857,8 +857,10 @@ if (env.BENCH_FLOORS !== "0" && rows.some((r) => FLOOR_SHAPES.has(r.id))) {
 	for (const r of rows) {
 		const cpu = r.serviceCpuMsPerRequestByProcess?.workerd;
 		if (!FLOOR_SHAPES.has(r.id) || !r.d1AllIn || !r.parts) continue;
-		r.floorparts = countedShape(r.d1AllIn, r.parts);
+		r.floorparts = countedShape(r.d1AllIn, r.parts, r.rowsWritten);
 		r.floorms = conversionFloor(floors.ms, r.floorparts);
+		// As the floor was priced before rows written were a part (2026-11-27): beside it, so the change of method shows.
+		r.floormsWithoutRows = conversionFloor(floors.ms, { ...r.floorparts, d1Rows: 0, rows: 0 });
 		r.floorratio = typeof cpu === "number" && r.floorms > 0 ? cpu / r.floorms : null;
 		r.floorratioAllIn = typeof r.workerdCpuAllIn === "number" && r.floorms > 0 ? r.workerdCpuAllIn / r.floorms : null;
 		// The same counts priced by each round alone: how far the floor itself moved within the run.
@@ -867,6 +869,7 @@ if (env.BENCH_FLOORS !== "0" && rows.some((r) => FLOOR_SHAPES.has(r.id))) {
 		log(
 			`  ${r.id}: floor ${round(r.floorms, 2)} ms of workerd CPU (rounds alone: ${round(r.floorrange[0], 2)}-${round(r.floorrange[1], 2)}), measured ${round(cpu, 2)} ms: ${round(r.floorratio, 2)}x`,
 		);
+		log(`    without the rows written priced: floor ${round(r.floormsWithoutRows, 2)} ms, ${round(cpu / r.floormsWithoutRows, 2)}x`);
 		log(
 			`    all in (background included, per request the service counted): ${round(r.workerdCpuAllIn, 2)} ms, ${round(r.floorratioAllIn, 2)}x`,
 		);
@@ -1074,6 +1077,7 @@ writeFileSync(
 							floorms: round(r.floorms, 2),
 							floorratio: round(r.floorratio, 2),
 							floorrange: r.floorrange.map((v) => round(v, 2)),
+							floormsWithoutRows: round(r.floormsWithoutRows, 2),
 							workerdCpuAllIn: round(r.workerdCpuAllIn, 2),
 							floorratioAllIn: round(r.floorratioAllIn, 2),
 							floorparts: Object.fromEntries(Object.entries(r.floorparts).map(([k, v]) => [k, round(v, 3)])),

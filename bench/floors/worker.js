@@ -9,6 +9,11 @@ import { LEDGER_SCHEMA } from "../../src/ledger/schema-latest";
 // As the ledger writes an entry since its schema step 11 (the outbox keyed by its ref, the id the largest plus one).
 const OUTBOX_INSERT = `INSERT INTO outbox (id, kind, ref, payload, next_attempt_at, created_at) VALUES (${NEXT_OUTBOX_ID}, 'webhook', ?, ?, ?, ?) RETURNING ref`;
 
+/** `n` numbered rows (?1 = n), for one INSERT that writes n rows. */
+const ROWS_CTE = "WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < ?1)";
+/** A row's payload, about the size of a ledger's outbox or balance row. */
+const ROW_VALUE = "x".repeat(120);
+
 export class Floor extends DurableObject {
 	/** The ledger's schema (the one script a new UserLedger runs), once per object. */
 	ensureSchema() {
@@ -37,6 +42,20 @@ export class Floor extends DurableObject {
 		let sum = 0;
 		for (let i = 0; i < n; i++) sum += this.ctx.storage.sql.exec("SELECT ? AS x", i).one().x;
 		return sum;
+	}
+
+	/**
+	 * `n` rows written by ONE statement in one transaction, into a table of the fixture's own (`n` = 1 and 21 give
+	 * the price of a row written, the unit the service counts its ledgers' writes in: a table row or an index entry).
+	 */
+	rows(n) {
+		this.ensureSchema();
+		const sql = this.ctx.storage.sql;
+		this.ctx.storage.transactionSync(() => {
+			sql.exec("CREATE TABLE IF NOT EXISTS floor_rows (k INTEGER PRIMARY KEY, v TEXT NOT NULL)");
+			sql.exec(`${ROWS_CTE} INSERT INTO floor_rows (v) SELECT ?2 || i FROM s`, n, ROW_VALUE);
+		});
+		return n;
 	}
 
 	/** One outbox row, then one queue message naming it: a ledger's flush through the projection queue. */
@@ -90,6 +109,15 @@ export default {
 				await env.DB.batch(Array.from({ length: n }, (_, i) => statement.bind(i)));
 				return new Response("ok");
 			}
+			case "/d1rows": {
+				// `n` rows written by one D1 statement (D1's meta.rows_written counts n): the price of a row written in D1.
+				await env.DB.prepare("CREATE TABLE IF NOT EXISTS floor_rows (k INTEGER PRIMARY KEY, v TEXT NOT NULL)").run();
+				await env.DB.prepare(`${ROWS_CTE} INSERT INTO floor_rows (v) SELECT ?2 || i FROM s`).bind(n, ROW_VALUE).run();
+				return new Response("ok");
+			}
+			case "/rows":
+				await env.FLOOR.getByName(name).rows(n);
+				return new Response("ok");
 			case "/rpc": {
 				const stub = env.FLOOR.getByName(name);
 				for (let i = 0; i < n; i++) await stub.noop();
