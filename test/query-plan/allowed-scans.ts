@@ -95,6 +95,13 @@ export const ALLOWED_SCANS: readonly AllowedScan[] = [
 	},
 	{
 		file: "src/ledger/migrate.ts",
+		sql: "pending, approved, claimed, owed) FROM balances",
+		table: "balances",
+		bound:
+			"ledger schema step 12, once per existing ledger: its running totals (one per unit, growth hack and campaign), carried over through meta",
+	},
+	{
+		file: "src/ledger/migrate.ts",
 		sql: "SELECT seq, 1, amount - reversed, 'paid', payoutid, 1, 0, 0 FROM rewards WHERE payoutid IS NOT NULL",
 		table: "rewards",
 		bound: "once per ledger, in its migration to schema step 7 (the payout records of rewards paid before)",
