@@ -246,7 +246,7 @@ describe("ledger schema", () => {
 		});
 	});
 
-	it("step 12 carries meta, every balance and every reward over whole, WITHOUT ROWID, and a new balance row then writes one row", async () => {
+	it("step 12 carries meta, every balance and every reward over whole, WITHOUT ROWID; a new balance row writes one row, a Friend reward no tier entry", async () => {
 		const { appid, userkey, stub } = freshLedger();
 		await stub.grant(appid, userkey, [grantOf()]);
 		await runInDurableObject(stub, (_ledger, state) => {
@@ -306,6 +306,19 @@ describe("ledger schema", () => {
 					.rowsWritten,
 			).toBe(1);
 			expect(sql.exec("INSERT INTO meta (key, value) VALUES ('one', 'row')").rowsWritten).toBe(1);
+			// A reward writes its row, its event key and rewards_friend; a Referrer reward also rewards_tier (the tiered rules' count),
+			// a Friend reward nothing more (Pending: not in rewards_wallet). Both were 4 with rewards_rule_friend.
+			const reward = (usertype: string) =>
+				sql.exec(
+					`INSERT INTO rewards (key, ruleid, customid, eventname, usertype, amount, rewardunit, rewardtype, status, campaignid, campaignname,
+					   growthhack, friend_userkey, created_at, updated_at) VALUES (?, 3, ?, 'Purchase', ?, 1, 'USD', 'InstoreCredits',
+					   'Pending', 1, 'c', 'g', 'friend1', '2026-01-01', '2026-01-01')`,
+					`${usertype}:3`,
+					usertype,
+					usertype,
+				).rowsWritten;
+			expect([reward("Friend"), reward("Referrer")]).toEqual([3, 4]);
+			sql.exec("DELETE FROM rewards WHERE seq > 450");
 			sql.exec("DELETE FROM balances WHERE growthhack = 'new'");
 			sql.exec("DELETE FROM meta WHERE key = 'one'");
 			// The erasure survived: no reward is granted to an erased user (checked below through the RPC).
