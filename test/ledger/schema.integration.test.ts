@@ -5,6 +5,7 @@ import { queueProjection } from "../../src/ledger/outbox";
 import { NEXT_OUTBOX_ID } from "../../src/ledger/outbox-entries";
 import { LEDGER_MIGRATIONS } from "../../src/ledger/schema";
 import { LEDGER_SCHEMA } from "../../src/ledger/schema-latest";
+import { WITHOUT_ROWID_STEP_12 } from "../../src/ledger/schema-step-12";
 import { freshLedger, grantOf } from "./support";
 
 /** Issue 19: a new ledger gets its schema in one DDL execution; existing ledgers still migrate step by step. */
@@ -29,6 +30,9 @@ function shape(sql: SqlStorage) {
 		unique: o.type === "index" ? /^CREATE UNIQUE/i.test(o.sql ?? "") || o.sql === null : null,
 	}));
 }
+
+/** The version before step 12 (its index in the list), so the tests hold if the step is renumbered at a merge. */
+const BEFORE_12 = LEDGER_MIGRATIONS.indexOf(WITHOUT_ROWID_STEP_12);
 
 /** Whether meta and balances are WITHOUT ROWID tables (as their CREATE statements say). */
 function withoutRowid(sql: SqlStorage) {
@@ -246,13 +250,17 @@ describe("ledger schema", () => {
 		});
 	});
 
+	it("knows where step 12 is", () => {
+		expect(BEFORE_12).toBeGreaterThanOrEqual(11);
+	});
+
 	it("step 12 carries meta, every balance and every reward over whole, WITHOUT ROWID; a new balance row writes one row, a Friend reward no tier entry", async () => {
 		const { appid, userkey, stub } = freshLedger();
 		await stub.grant(appid, userkey, [grantOf()]);
 		await runInDurableObject(stub, (_ledger, state) => {
 			const sql = state.storage.sql;
 			dropAll(sql);
-			migrateLedger(state.storage, LEDGER_MIGRATIONS.slice(0, 11));
+			migrateLedger(state.storage, LEDGER_MIGRATIONS.slice(0, BEFORE_12));
 			expect(withoutRowid(sql)).toEqual({ meta: false, balances: false });
 			sql.exec("INSERT INTO meta (key, value) VALUES ('erased_at', '2026-01-05T00:00:00.000Z')");
 			// 450 balance rows (units, growth hacks, campaigns; quotes and accents in the names), and 450 rewards.
@@ -293,7 +301,9 @@ describe("ledger schema", () => {
 			expect(after.balances).toEqual(before.balances);
 			expect(after.rewards).toEqual(before.rewards);
 			// The same meta rows, but for the version reached.
-			expect(after.meta).toEqual(before.meta.map((r) => (r.key === "schema_version" ? { ...r, value: "12" } : r)));
+			expect(after.meta).toEqual(
+				before.meta.map((r) => (r.key === "schema_version" ? { ...r, value: String(LEDGER_MIGRATIONS.length) } : r)),
+			);
 			expect(withoutRowid(sql)).toEqual({ meta: true, balances: true });
 			// A new balance row and a new meta row now write one row each; an update of a balance, one.
 			expect(
@@ -332,7 +342,7 @@ describe("ledger schema", () => {
 		await runInDurableObject(stub, (_ledger, state) => {
 			const sql = state.storage.sql;
 			dropAll(sql);
-			migrateLedger(state.storage, LEDGER_MIGRATIONS.slice(0, 11));
+			migrateLedger(state.storage, LEDGER_MIGRATIONS.slice(0, BEFORE_12));
 			for (let i = 1; i <= 50; i++)
 				sql.exec(
 					"INSERT INTO balances (rewardunit, growthhack, campaignid, campaignname, pending, approved, claimed) VALUES ('USD', 'g', ?, 'c', ?, 0, 0)",
@@ -340,10 +350,10 @@ describe("ledger schema", () => {
 					i,
 				);
 			const balances = sql.exec("SELECT * FROM balances ORDER BY campaignid").toArray();
-			const step12 = LEDGER_MIGRATIONS[11] ?? [];
+			const step12 = LEDGER_MIGRATIONS[BEFORE_12] ?? [];
 			// The failure after every statement of the step has run (meta rebuilt included), before the version is written.
 			const failing = [
-				...LEDGER_MIGRATIONS.slice(0, 11),
+				...LEDGER_MIGRATIONS.slice(0, BEFORE_12),
 				[
 					...step12,
 					() => {
@@ -352,12 +362,12 @@ describe("ledger schema", () => {
 				],
 			];
 			expect(() => migrateLedger(state.storage, failing)).toThrow("injected");
-			expect(sql.exec("SELECT value FROM meta WHERE key = 'schema_version'").one().value).toBe("11");
+			expect(sql.exec("SELECT value FROM meta WHERE key = 'schema_version'").one().value).toBe(String(BEFORE_12));
 			expect(sql.exec("SELECT * FROM balances ORDER BY campaignid").toArray()).toEqual(balances);
 			expect(sql.exec("SELECT COUNT(*) AS n FROM meta").one().n).toBe(1);
 			expect(withoutRowid(sql)).toEqual({ meta: false, balances: false });
 			// And the real step then runs from there.
-			expect(migrateLedger(state.storage, LEDGER_MIGRATIONS)).toBe(12);
+			expect(migrateLedger(state.storage, LEDGER_MIGRATIONS)).toBe(LEDGER_MIGRATIONS.length);
 			expect(sql.exec("SELECT * FROM balances ORDER BY campaignid").toArray()).toEqual(balances);
 			expect(withoutRowid(sql)).toEqual({ meta: true, balances: true });
 		});
