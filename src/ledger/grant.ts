@@ -45,7 +45,6 @@ export function grantRewards(tx: TxContext, grants: RewardGrant[], announcement?
 		}
 		if (grant.rewardfrequency > 0 && !noRewards) {
 			// Every earlier reward counts, rejected ones too: a rejected reward must not be re-earned by repeating the event.
-			// Found through rewards_friend (friend_userkey, seq) and filtered by rule: bounded by this friend's rewards here.
 			const { n } = tx.sql
 				.exec<{ n: number }>(
 					"SELECT COUNT(*) AS n FROM rewards WHERE ruleid = ? AND friend_userkey = ?",
@@ -77,15 +76,12 @@ export function grantRewards(tx: TxContext, grants: RewardGrant[], announcement?
 
 /**
  * How many rewards of a tiered rule this ledger's user has that still count
- * (not Rejected: a reversed or rejected reward stops counting). Tiers are
- * only for Referrer rules and count the referrer's rewards of the rule
- * (docs/rewards.md, "Tiers"), read through rewards_tier, the partial index of
- * Referrer rewards by rule: bounded by this user's rewards of that one rule.
+ * (not Rejected: a reversed or rejected reward stops counting). Reads the
+ * rule's rewards through rewards_rule_friend: bounded by this user's rewards
+ * of that one rule.
  */
 function countingRewards(tx: TxContext, ruleid: number): number {
-	return tx.sql
-		.exec<{ n: number }>("SELECT COUNT(*) AS n FROM rewards WHERE ruleid = ? AND usertype = 'Referrer' AND status <> 'Rejected'", ruleid)
-		.one().n;
+	return tx.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM rewards WHERE ruleid = ? AND status <> 'Rejected'", ruleid).one().n;
 }
 
 /** Queues the `conversion.recorded` webhook of `announcement`: this ledger's rewards of `result`, then `otherRewards`. */

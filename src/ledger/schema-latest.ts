@@ -51,8 +51,8 @@ CREATE TABLE rewards (
 	payoutid TEXT,
 	payout_state TEXT
 );
-CREATE INDEX rewards_friend ON rewards(friend_userkey, seq);
-CREATE INDEX rewards_tier ON rewards(ruleid) WHERE usertype = 'Referrer';
+CREATE INDEX rewards_friend ON rewards(friend_userkey, seq) WHERE usertype = 'Referrer';
+CREATE INDEX rewards_rule_friend ON rewards(ruleid, friend_userkey);
 CREATE INDEX rewards_hold ON rewards(hold_until) WHERE hold_until IS NOT NULL;
 CREATE INDEX rewards_wallet ON rewards(seq) WHERE status = 'Approved' AND rewardtype = 'InstoreCredits';
 CREATE TABLE balances (

@@ -8,19 +8,20 @@
  * row less. Nothing reads either table by rowid; every read is by its key or
  * of the whole (bounded) table, and the reads that need an order say it.
  *
- * And one index instead of two for the reads by rule and by friend: every
- * reward wrote an entry in rewards_friend (friend_userkey, seq) and one in
- * rewards_rule_friend (ruleid, friend_userkey). The latter served two reads
- * of grant.ts: the rule's frequency limit (ruleid AND friend_userkey) now
- * seeks rewards_friend by the friend and filters by rule, bounded by that
- * one friend's rewards in this ledger (as the friends read of reads.ts is);
- * a tiered rule's count (ruleid, not Rejected) reads rewards_tier, which
- * holds only Referrer rewards: tiers are only for Referrer rules
- * (admin/schemas.ts) and count the referrer's rewards of the rule
- * (docs/rewards.md, "Tiers"; a rule edited from Friend to Referrer does not
- * count the user's own Friend rewards of it), so a Friend reward (one of a
- * conversion's two) writes no entry for it. A conversion's two rewards
- * wrote 2 entries for these reads, now 1.
+ * And one index entry less per Friend reward: every reward wrote an entry
+ * in rewards_friend (friend_userkey, seq) and one in rewards_rule_friend
+ * (ruleid, friend_userkey). rewards_friend serves the reads by friend of a
+ * REFERRER's ledger (reads.ts, the rewards each friend produced for this
+ * user; privacy.ts, a friend's erasure), where every reward naming another
+ * user as its friend is a Referrer reward: a Friend reward lives in the
+ * friend's own ledger and names the friend itself. So rewards_friend now
+ * holds Referrer rewards only (partial, WHERE usertype = 'Referrer', and
+ * those reads say so), and a Friend reward (one of a conversion's two)
+ * writes no entry in it. rewards_rule_friend stays whole: the frequency
+ * limit (rule and friend) and a tiered rule's count (rule) seek it exactly.
+ * The one read by friend that also wants Friend rewards, a person's erasure
+ * in their own ledger, reads the ledger's Friend rewards (bounded by the
+ * person's own rewards, once per erasure: privacy.ts).
  *
  * The balances are carried over through `meta` first (a table of the newest
  * schema, so the query-plan guard can explain every statement), one meta row
@@ -66,6 +67,6 @@ export const WITHOUT_ROWID_STEP_12: readonly LedgerStatement[] = [
 	`INSERT INTO balances (${BALANCE_COLUMNS}) SELECT ${FROM_JSON} FROM meta m WHERE ${chunks("m.key")}`,
 	`DELETE FROM meta WHERE ${chunks("key")}`,
 	metaWithoutRowid,
-	`DROP INDEX rewards_rule_friend`,
-	`CREATE INDEX rewards_tier ON rewards(ruleid) WHERE usertype = 'Referrer'`,
+	`DROP INDEX rewards_friend`,
+	`CREATE INDEX rewards_friend ON rewards(friend_userkey, seq) WHERE usertype = 'Referrer'`,
 ];

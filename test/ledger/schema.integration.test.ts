@@ -254,7 +254,7 @@ describe("ledger schema", () => {
 		expect(BEFORE_12).toBeGreaterThanOrEqual(11);
 	});
 
-	it("step 12 carries meta, every balance and every reward over whole, WITHOUT ROWID; a new balance row writes one row, a Friend reward no tier entry", async () => {
+	it("step 12 carries meta, every balance and every reward over whole, WITHOUT ROWID; a new balance row writes one row, a Friend reward no rewards_friend entry", async () => {
 		const { appid, userkey, stub } = freshLedger();
 		await stub.grant(appid, userkey, [grantOf()]);
 		await runInDurableObject(stub, (_ledger, state) => {
@@ -316,8 +316,8 @@ describe("ledger schema", () => {
 					.rowsWritten,
 			).toBe(1);
 			expect(sql.exec("INSERT INTO meta (key, value) VALUES ('one', 'row')").rowsWritten).toBe(1);
-			// A reward writes its row, its event key and rewards_friend; a Referrer reward also rewards_tier (the tiered rules' count),
-			// a Friend reward nothing more (Pending: not in rewards_wallet). Both were 4 with rewards_rule_friend.
+			// A reward writes its row, its event key and rewards_rule_friend; a Referrer reward also rewards_friend (the reads by
+			// friend of a referrer's ledger), a Friend reward nothing more (Pending: not in rewards_wallet). Both were 4 before.
 			const reward = (usertype: string) =>
 				sql.exec(
 					`INSERT INTO rewards (key, ruleid, customid, eventname, usertype, amount, rewardunit, rewardtype, status, campaignid, campaignname,
