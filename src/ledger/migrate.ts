@@ -1,4 +1,5 @@
 import { LEDGER_SCHEMA } from "./schema-latest";
+import type { LedgerStatement } from "./schema-step-12";
 
 /** The schema at the newest version as one script (schema-latest.ts), for objects that have no tables yet. */
 export interface LatestSchema {
@@ -17,7 +18,7 @@ export interface LatestSchema {
  */
 export function migrateLedger(
 	storage: DurableObjectStorage,
-	migrations: readonly (readonly string[])[],
+	migrations: readonly (readonly LedgerStatement[])[],
 	latest: LatestSchema = LEDGER_SCHEMA,
 ): number {
 	const sql = storage.sql;
@@ -37,7 +38,7 @@ export function migrateLedger(
 		const steps = migrations[version] ?? [];
 		const next = version + 1;
 		storage.transactionSync(() => {
-			for (const statement of steps) sql.exec(statement);
+			runStep(sql, steps);
 			sql.exec(
 				"INSERT INTO meta (key, value) VALUES ('schema_version', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
 				String(next),
@@ -46,4 +47,12 @@ export function migrateLedger(
 		version = next;
 	}
 	return version;
+}
+
+/** Runs one step's statements in order (a function statement gets the SQL: schema-step-12.ts), in the caller's transaction. */
+export function runStep(sql: SqlStorage, step: readonly LedgerStatement[]): void {
+	for (const statement of step) {
+		if (typeof statement === "string") sql.exec(statement);
+		else statement(sql);
+	}
 }

@@ -32,11 +32,21 @@ export function erasePersonInLedger(
 	own: { at: string } | null,
 ): { rewards: number; webhooks: number } {
 	if (own) sql.exec("INSERT INTO meta (key, value) VALUES ('erased_at', ?) ON CONFLICT (key) DO NOTHING", own.at);
-	const rewards = sql.exec(
+	const copied = "(friend_email IS NOT NULL OR friend_name IS NOT NULL OR friend_profileimage IS NOT NULL)";
+	// Another user's rewards name the person as their friend only on Referrer rewards (rewards_friend holds those).
+	let rewards = sql.exec(
 		`UPDATE rewards SET friend_email = NULL, friend_name = NULL, friend_profileimage = NULL
-		 WHERE friend_userkey = ? AND (friend_email IS NOT NULL OR friend_name IS NOT NULL OR friend_profileimage IS NOT NULL)`,
+		 WHERE friend_userkey = ? AND usertype = 'Referrer' AND ${copied}`,
 		personUserkey,
 	).rowsWritten;
+	// The person's own Friend rewards (each names the person as its friend): read whole, bounded by the person's own
+	// rewards, once per erasure (they are not in rewards_friend: ledger schema step 12).
+	if (own)
+		rewards += sql.exec(
+			`UPDATE rewards SET friend_email = NULL, friend_name = NULL, friend_profileimage = NULL
+			 WHERE usertype = 'Friend' AND friend_userkey = ? AND ${copied}`,
+			personUserkey,
+		).rowsWritten;
 	let webhooks = 0;
 	for (const entry of sql
 		.exec<Pick<LedgerOutboxEntry, "ref" | "payload">>("SELECT ref, payload FROM outbox WHERE kind = 'webhook'")

@@ -45,7 +45,8 @@ export function listRewards(sql: SqlStorage, userkey: string, limit: number, aft
  * `limit` of each, newest first, and how many there are in all. Every
  * friend asked for gets an entry (maybe empty). One statement for the whole
  * page: per friend, its newest `limit` reward numbers and its count through
- * the rewards_friend (friend_userkey, seq) index, then those rewards by
+ * the rewards_friend (friend_userkey, seq) index, which holds the Referrer
+ * rewards (all a friend produces for its referrer: ledger schema step 12), then those rewards by
  * number, so one friend with thousands of rewards cannot make a page heavy.
  * `shownToUser`: the answer goes out through the public API, so the coupon
  * codes it holds count as seen (coupons.ts); admin reads leave them as they are.
@@ -63,8 +64,8 @@ export function rewardsForFriends(
 	if (unique.length === 0) return out;
 	const rows = sql.exec<ViewRow & Pick<RewardRow, "friend_userkey" | "coupon_seen_at"> & { total: number }>(
 		`SELECT ${VIEW_COLUMNS}, r.friend_userkey, r.coupon_seen_at, f.total FROM (
-		   SELECT j.value AS friend, (SELECT COUNT(*) FROM rewards c WHERE c.friend_userkey = j.value) AS total FROM json_each(?1) j
-		 ) f JOIN rewards r ON r.seq IN (SELECT n.seq FROM rewards n WHERE n.friend_userkey = f.friend ORDER BY n.seq DESC LIMIT ?2)
+		   SELECT j.value AS friend, (SELECT COUNT(*) FROM rewards c WHERE c.friend_userkey = j.value AND c.usertype = 'Referrer') AS total FROM json_each(?1) j
+		 ) f JOIN rewards r ON r.seq IN (SELECT n.seq FROM rewards n WHERE n.friend_userkey = f.friend AND n.usertype = 'Referrer' ORDER BY n.seq DESC LIMIT ?2)
 		 ORDER BY r.seq DESC`,
 		JSON.stringify(unique),
 		limit,

@@ -11,9 +11,9 @@
  * then new ledgers are migrated step by step (the versions differ).
  */
 export const LEDGER_SCHEMA = {
-	version: 11,
+	version: 12,
 	script: `
-CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE rewards (
 	seq INTEGER PRIMARY KEY,
 	key TEXT NOT NULL,
@@ -51,7 +51,7 @@ CREATE TABLE rewards (
 	payoutid TEXT,
 	payout_state TEXT
 );
-CREATE INDEX rewards_friend ON rewards(friend_userkey, seq);
+CREATE INDEX rewards_friend ON rewards(friend_userkey, seq) WHERE usertype = 'Referrer';
 CREATE INDEX rewards_rule_friend ON rewards(ruleid, friend_userkey);
 CREATE INDEX rewards_hold ON rewards(hold_until) WHERE hold_until IS NOT NULL;
 CREATE INDEX rewards_wallet ON rewards(seq) WHERE status = 'Approved' AND rewardtype = 'InstoreCredits';
@@ -65,7 +65,7 @@ CREATE TABLE balances (
 	claimed INTEGER NOT NULL DEFAULT 0,
 	owed INTEGER NOT NULL DEFAULT 0,
 	PRIMARY KEY (rewardunit, growthhack, campaignid)
-);
+) WITHOUT ROWID;
 CREATE TABLE outbox (
 	id INTEGER NOT NULL,
 	kind TEXT NOT NULL,
@@ -151,6 +151,6 @@ CREATE INDEX payouts_open ON payouts(updated_at) WHERE state IN ('due', 'sending
 CREATE INDEX rewards_payout_state ON rewards(payout_state, seq) WHERE rewardtype = 'Stripe';
 CREATE UNIQUE INDEX rewards_event_key ON rewards(customid, key);
 CREATE UNIQUE INDEX rewards_milestone ON rewards(key) WHERE key LIKE 'milestone:%';
-INSERT INTO meta (key, value) VALUES ('schema_version', '11');
+INSERT INTO meta (key, value) VALUES ('schema_version', '12');
 `,
 } as const;

@@ -1,6 +1,7 @@
 import type { Distribution } from "../db/campaigns";
 import { REWARDS_STEP_10 } from "./schema-step-10";
 import { OUTBOX_STEP_11 } from "./schema-step-11";
+import { type LedgerStatement, WITHOUT_ROWID_STEP_12 } from "./schema-step-12";
 import type { RewardStatus, UserType } from "./types";
 
 /**
@@ -12,7 +13,7 @@ import type { RewardStatus, UserType } from "./types";
  * are ISO strings except outbox due times and lease ends (epoch ms, compared
  * with Date.now()).
  */
-export const LEDGER_MIGRATIONS: readonly (readonly string[])[] = [
+export const LEDGER_MIGRATIONS: readonly (readonly LedgerStatement[])[] = [
 	// 1: rewards, running balances and the outbox. `IF NOT EXISTS` because objects created before the
 	// versioning ran these statements without recording a version.
 	[
@@ -235,6 +236,9 @@ export const LEDGER_MIGRATIONS: readonly (readonly string[])[] = [
 	// 11: the outbox keyed by its ref alone, WITHOUT ROWID (issue 33, rows written): 1 row an entry instead of 2
 	// (schema-step-11.ts).
 	OUTBOX_STEP_11,
+	// 12: balances and meta WITHOUT ROWID (issue 33, rows written): a new balance row, and a new ledger's
+	// schema_version row, 1 row instead of 2 (schema-step-12.ts).
+	WITHOUT_ROWID_STEP_12,
 ];
 
 /**

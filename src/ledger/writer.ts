@@ -1,6 +1,7 @@
 import { countPart } from "../instrument/platform-parts";
 import { migrateLedger } from "./migrate";
 import { Refused } from "./refused";
+import type { LedgerStatement } from "./schema-step-12";
 import type { TxContext } from "./transaction-types";
 import type { LedgerResult } from "./types";
 
@@ -37,7 +38,7 @@ export class LedgerWriter {
 		private readonly storage: DurableObjectStorage,
 		readonly identity: LedgerIdentity,
 		private readonly afterWrite: (flushNow: boolean) => void,
-		private readonly migrations: readonly (readonly string[])[],
+		private readonly migrations: readonly (readonly LedgerStatement[])[],
 	) {
 		this.sql = storage.sql;
 		const tables = this.sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name IN ('meta', 'rewards') LIMIT 1").toArray();

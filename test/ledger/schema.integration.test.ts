@@ -1,10 +1,11 @@
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { migrateLedger } from "../../src/ledger/migrate";
+import { migrateLedger, runStep } from "../../src/ledger/migrate";
 import { queueProjection } from "../../src/ledger/outbox";
 import { NEXT_OUTBOX_ID } from "../../src/ledger/outbox-entries";
 import { LEDGER_MIGRATIONS } from "../../src/ledger/schema";
 import { LEDGER_SCHEMA } from "../../src/ledger/schema-latest";
+import { WITHOUT_ROWID_STEP_12 } from "../../src/ledger/schema-step-12";
 import { freshLedger, grantOf } from "./support";
 
 /** Issue 19: a new ledger gets its schema in one DDL execution; existing ledgers still migrate step by step. */
@@ -28,6 +29,16 @@ function shape(sql: SqlStorage) {
 		where: o.type === "index" ? (/ WHERE (.*)$/is.exec(o.sql ?? "")?.[1]?.replace(/\s+/g, " ") ?? null) : null,
 		unique: o.type === "index" ? /^CREATE UNIQUE/i.test(o.sql ?? "") || o.sql === null : null,
 	}));
+}
+
+/** The version before step 12 (its index in the list), so the tests hold if the step is renumbered at a merge. */
+const BEFORE_12 = LEDGER_MIGRATIONS.indexOf(WITHOUT_ROWID_STEP_12);
+
+/** Whether meta and balances are WITHOUT ROWID tables (as their CREATE statements say). */
+function withoutRowid(sql: SqlStorage) {
+	const is = (name: string) =>
+		/WITHOUT ROWID\s*$/i.test(sql.exec<{ sql: string }>("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", name).one().sql);
+	return { meta: is("meta"), balances: is("balances") };
 }
 
 /** Empties the object's database, as if it were new. */
@@ -88,7 +99,7 @@ describe("ledger schema", () => {
 				const sql = state.storage.sql;
 				dropAll(sql);
 				// An object left at version `from` (0: from before versioning, its first tables without a version).
-				if (from === 0) for (const statement of LEDGER_MIGRATIONS[0] ?? []) sql.exec(statement);
+				if (from === 0) runStep(sql, LEDGER_MIGRATIONS[0] ?? []);
 				else migrateLedger(state.storage, LEDGER_MIGRATIONS.slice(0, from));
 				sql.exec(
 					`INSERT INTO rewards (key, ruleid, customid, eventname, usertype, amount, rewardunit, rewardtype, status, campaignid, campaignname,
@@ -97,9 +108,11 @@ describe("ledger schema", () => {
 				);
 				// An entry not yet delivered (its projection), kept whole by every step (step 9 rebuilds the outbox).
 				sql.exec(
-					`INSERT INTO outbox (kind, ref, payload, version, attempts, next_attempt_at, last_error, created_at)
-					 VALUES ('projection', 'projection:1', '{"seq":1}', 1, 2, 1234, 'D1 down', '2026-01-01')`,
+					`INSERT INTO outbox (id, kind, ref, payload, version, attempts, next_attempt_at, last_error, created_at)
+					 VALUES (1, 'projection', 'projection:1', '{"seq":1}', 1, 2, 1234, 'D1 down', '2026-01-01')`,
 				);
+				// Its running total (step 12 rebuilds balances).
+				sql.exec("INSERT INTO balances (rewardunit, growthhack, campaignid, campaignname, approved) VALUES ('USD', 'g', 1, 'c', 500)");
 				const waiting = sql
 					.exec("SELECT id, kind, ref, payload, version, attempts, next_attempt_at, last_error, created_at FROM outbox")
 					.toArray();
@@ -108,6 +121,9 @@ describe("ledger schema", () => {
 				// Step by step, never the new-ledger script.
 				expect(statements).not.toContain(LEDGER_SCHEMA.script);
 				expect(sql.exec("SELECT COUNT(*) AS n FROM rewards").one().n).toBe(1);
+				expect(
+					sql.exec("SELECT rewardunit, growthhack, campaignid, campaignname, pending, approved, claimed FROM balances").toArray(),
+				).toEqual([{ rewardunit: "USD", growthhack: "g", campaignid: 1, campaignname: "c", pending: 0, approved: 500, claimed: 0 }]);
 				expect(
 					sql.exec("SELECT id, kind, ref, payload, version, attempts, next_attempt_at, last_error, created_at FROM outbox").toArray(),
 				).toEqual(waiting);
@@ -231,6 +247,129 @@ describe("ledger schema", () => {
 					`INSERT INTO outbox (id, kind, ref, payload, next_attempt_at, created_at) VALUES (${NEXT_OUTBOX_ID}, 'webhook', 'one', '{}', 0, '')`,
 				).rowsWritten,
 			).toBe(1);
+		});
+	});
+
+	it("knows where step 12 is", () => {
+		expect(BEFORE_12).toBeGreaterThanOrEqual(11);
+	});
+
+	it("step 12 carries meta, every balance and every reward over whole, WITHOUT ROWID; a new balance row writes one row, a Friend reward no rewards_friend entry", async () => {
+		const { appid, userkey, stub } = freshLedger();
+		await stub.grant(appid, userkey, [grantOf()]);
+		await runInDurableObject(stub, (_ledger, state) => {
+			const sql = state.storage.sql;
+			dropAll(sql);
+			migrateLedger(state.storage, LEDGER_MIGRATIONS.slice(0, BEFORE_12));
+			expect(withoutRowid(sql)).toEqual({ meta: false, balances: false });
+			sql.exec("INSERT INTO meta (key, value) VALUES ('erased_at', '2026-01-05T00:00:00.000Z')");
+			// 450 balance rows (units, growth hacks, campaigns; quotes and accents in the names), and 450 rewards.
+			for (let i = 1; i <= 450; i++) {
+				sql.exec(
+					`INSERT INTO balances (rewardunit, growthhack, campaignid, campaignname, pending, approved, claimed, owed)
+					 VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+					["USD", "EUR", "points"][i % 3],
+					`g${i % 7}`,
+					i,
+					`campaign "${i}" \u00e9`,
+					i * 100,
+					i * 7,
+					i % 11,
+					i % 5 === 0 ? i : 0,
+				);
+				sql.exec(
+					`INSERT INTO rewards (key, ruleid, customid, eventname, usertype, amount, rewardunit, rewardtype, status, campaignid, campaignname,
+					   growthhack, friend_userkey, created_at, updated_at) VALUES (?, 3, ?, 'Purchase', 'Referrer', ?, 'USD', 'InstoreCredits',
+					   'Approved', ?, 'c', 'g', ?, '2026-01-01', '2026-01-01')`,
+					`e${i}:3`,
+					`e${i}`,
+					i * 100,
+					i,
+					`friend${i % 10}`,
+				);
+			}
+			const read = () => ({
+				meta: sql.exec("SELECT key, value FROM meta ORDER BY key").toArray(),
+				balances: sql.exec("SELECT * FROM balances ORDER BY rewardunit, growthhack, campaignid").toArray(),
+				rewards: sql.exec("SELECT * FROM rewards ORDER BY seq").toArray(),
+			});
+			const before = read();
+			expect(before.balances).toHaveLength(450);
+			expect(before.rewards).toHaveLength(450);
+			migrateLedger(state.storage, LEDGER_MIGRATIONS);
+			const after = read();
+			expect(after.balances).toEqual(before.balances);
+			expect(after.rewards).toEqual(before.rewards);
+			// The same meta rows, but for the version reached.
+			expect(after.meta).toEqual(
+				before.meta.map((r) => (r.key === "schema_version" ? { ...r, value: String(LEDGER_MIGRATIONS.length) } : r)),
+			);
+			expect(withoutRowid(sql)).toEqual({ meta: true, balances: true });
+			// A new balance row and a new meta row now write one row each; an update of a balance, one.
+			expect(
+				sql.exec(
+					"INSERT INTO balances (rewardunit, growthhack, campaignid, campaignname, pending, approved, claimed) VALUES ('USD', 'new', 1, 'c', 1, 0, 0)",
+				).rowsWritten,
+			).toBe(1);
+			expect(
+				sql.exec("UPDATE balances SET pending = pending + 1 WHERE rewardunit = 'USD' AND growthhack = 'new' AND campaignid = 1")
+					.rowsWritten,
+			).toBe(1);
+			expect(sql.exec("INSERT INTO meta (key, value) VALUES ('one', 'row')").rowsWritten).toBe(1);
+			// A reward writes its row, its event key and rewards_rule_friend; a Referrer reward also rewards_friend (the reads by
+			// friend of a referrer's ledger), a Friend reward nothing more (Pending: not in rewards_wallet). Both were 4 before.
+			const reward = (usertype: string) =>
+				sql.exec(
+					`INSERT INTO rewards (key, ruleid, customid, eventname, usertype, amount, rewardunit, rewardtype, status, campaignid, campaignname,
+					   growthhack, friend_userkey, created_at, updated_at) VALUES (?, 3, ?, 'Purchase', ?, 1, 'USD', 'InstoreCredits',
+					   'Pending', 1, 'c', 'g', 'friend1', '2026-01-01', '2026-01-01')`,
+					`${usertype}:3`,
+					usertype,
+					usertype,
+				).rowsWritten;
+			expect([reward("Friend"), reward("Referrer")]).toEqual([3, 4]);
+			sql.exec("DELETE FROM rewards WHERE seq > 450");
+			sql.exec("DELETE FROM balances WHERE growthhack = 'new'");
+			sql.exec("DELETE FROM meta WHERE key = 'one'");
+			// The erasure survived: no reward is granted to an erased user (checked below through the RPC).
+		});
+		const granted = await stub.grant(appid, userkey, [grantOf({ key: "after:3", customid: "after" })]);
+		expect(granted.skipped).toEqual([{ key: "after:3", reason: "user_erased" }]);
+	});
+
+	it("a failure inside step 12 leaves version 11 with its tables, rows and rowid tables as they were", async () => {
+		const { stub } = freshLedger();
+		await runInDurableObject(stub, (_ledger, state) => {
+			const sql = state.storage.sql;
+			dropAll(sql);
+			migrateLedger(state.storage, LEDGER_MIGRATIONS.slice(0, BEFORE_12));
+			for (let i = 1; i <= 50; i++)
+				sql.exec(
+					"INSERT INTO balances (rewardunit, growthhack, campaignid, campaignname, pending, approved, claimed) VALUES ('USD', 'g', ?, 'c', ?, 0, 0)",
+					i,
+					i,
+				);
+			const balances = sql.exec("SELECT * FROM balances ORDER BY campaignid").toArray();
+			const step12 = LEDGER_MIGRATIONS[BEFORE_12] ?? [];
+			// The failure after every statement of the step has run (meta rebuilt included), before the version is written.
+			const failing = [
+				...LEDGER_MIGRATIONS.slice(0, BEFORE_12),
+				[
+					...step12,
+					() => {
+						throw new Error("injected");
+					},
+				],
+			];
+			expect(() => migrateLedger(state.storage, failing)).toThrow("injected");
+			expect(sql.exec("SELECT value FROM meta WHERE key = 'schema_version'").one().value).toBe(String(BEFORE_12));
+			expect(sql.exec("SELECT * FROM balances ORDER BY campaignid").toArray()).toEqual(balances);
+			expect(sql.exec("SELECT COUNT(*) AS n FROM meta").one().n).toBe(1);
+			expect(withoutRowid(sql)).toEqual({ meta: false, balances: false });
+			// And the real step then runs from there.
+			expect(migrateLedger(state.storage, LEDGER_MIGRATIONS)).toBe(LEDGER_MIGRATIONS.length);
+			expect(sql.exec("SELECT * FROM balances ORDER BY campaignid").toArray()).toEqual(balances);
+			expect(withoutRowid(sql)).toEqual({ meta: true, balances: true });
 		});
 	});
 });

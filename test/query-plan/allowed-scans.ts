@@ -46,6 +46,12 @@ export const ALLOWED_SCANS: readonly AllowedScan[] = [
 		bound: "webhooks not yet handed to D1 (deleted once delivered), on an erasure only",
 	},
 	{
+		file: "src/ledger/privacy.ts",
+		sql: "WHERE usertype = 'Friend' AND friend_userkey = ?",
+		table: "rewards",
+		bound: "the person's own ledger, on their erasure only (once): its rewards, which rewards_friend (Referrer rewards only) does not hold",
+	},
+	{
 		file: "src/ledger/reversal.ts",
 		sql: "FROM ledger_transactions WHERE state = 'prepared'",
 		table: "ledger_transactions",
@@ -92,6 +98,13 @@ export const ALLOWED_SCANS: readonly AllowedScan[] = [
 		sql: "payoutid, payout_state) FROM rewards",
 		table: "rewards",
 		bound: "ledger schema step 10, once per existing ledger: its rewards, carried over to the rebuilt table through meta",
+	},
+	{
+		file: "src/ledger/migrate.ts",
+		sql: "pending, approved, claimed, owed) FROM balances",
+		table: "balances",
+		bound:
+			"ledger schema step 12, once per existing ledger: its running totals (one per unit, growth hack and campaign), carried over through meta",
 	},
 	{
 		file: "src/ledger/migrate.ts",

@@ -168,7 +168,11 @@ describe("query plans", { timeout: 120_000 }, () => {
 		// Indexed twins pass.
 		const indexed: Recorded[] = [
 			{ engine: "d1", file: "src/db/throwaway.ts", sql: "SELECT userkey FROM users WHERE appid = ? AND email = ?" },
-			{ engine: "ledger", file: "src/ledger/throwaway.ts", sql: "SELECT * FROM rewards WHERE friend_userkey = ? ORDER BY seq" },
+			{
+				engine: "ledger",
+				file: "src/ledger/throwaway.ts",
+				sql: "SELECT * FROM rewards WHERE friend_userkey = ? AND usertype = 'Referrer' ORDER BY seq",
+			},
 		];
 		expect((await explainAll(indexed, ALLOWED_SCANS)).flatMap((p) => p.scans)).toEqual([]);
 	});

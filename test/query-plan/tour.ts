@@ -4,7 +4,7 @@ import { releaseKey } from "../../src/db/idempotency-replies";
 import { markNotEnqueued } from "../../src/db/outbox-events";
 import { withBindings } from "../../src/instrument/d1-metrics";
 import { redactComments } from "../../src/ledger/comment-redaction";
-import { migrateLedger } from "../../src/ledger/migrate";
+import { migrateLedger, runStep } from "../../src/ledger/migrate";
 import { flushOutboxOnce, queueProjection, queueWebhook } from "../../src/ledger/outbox";
 import { erasePersonInLedger } from "../../src/ledger/privacy";
 import { LEDGER_MIGRATIONS } from "../../src/ledger/schema";
@@ -353,7 +353,7 @@ async function oldLedger() {
 			"payouts",
 		])
 			sql.exec(`DROP TABLE ${name}`);
-		for (const statement of LEDGER_MIGRATIONS[0] ?? []) sql.exec(statement);
+		runStep(sql, LEDGER_MIGRATIONS[0] ?? []);
 		sql.exec("DELETE FROM meta");
 		migrateLedger(state.storage, LEDGER_MIGRATIONS);
 	});
