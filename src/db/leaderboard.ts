@@ -225,7 +225,10 @@ export async function readStanding(db: D1Database, q: StandingQuery): Promise<Bo
 	return me ? { userid: me.userid, erased: me.erased === 1, rank: me.rank, friends: me.friends } : null;
 }
 
-/** Deletes a user's counters (an erasure, db/privacy.ts): an erased user never appears on a board nor counts ahead of anyone. */
+/**
+ * Deletes a user's counters (an erasure, db/privacy.ts): an erased user never appears on a board nor counts ahead of anyone.
+ * A range of the table's own primary key, (appid, userkey, campaignid, bucket) since migration 0036.
+ */
 export function deleteLeaderboardCounters(db: D1Database, appid: string, userkey: string): D1PreparedStatement {
 	return db.prepare("DELETE FROM leaderboard_counts WHERE appid = ? AND userkey = ?").bind(appid, userkey);
 }
