@@ -9,7 +9,9 @@ import { firstRowOf, rowsOf } from "./rows";
  * `leaderboardCounters` is batched just BEFORE a referrer reward's projection
  * upsert, in the same D1 transaction, so it compares the reward as projected
  * (before) with the ledger's row (after); a replayed or stale flush moves
- * nothing (the version guard), as in db/stats.ts.
+ * nothing (the version guard), as in db/stats.ts. The projection queue's
+ * batch sums the rewards it can per counter instead (db/leaderboard-batch.ts);
+ * these per-reward statements remain for the others.
  */
 
 /** What the counters need of a ledger's reward row (amounts in hundredths). */
