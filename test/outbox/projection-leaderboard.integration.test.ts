@@ -154,7 +154,8 @@ function rowsOf(side: Side, batch: Sent[]): Reward[] {
 	}));
 }
 
-async function seedSide(): Promise<Side> {
+/** `levels`: other referrers of the all-time board, [first, last, friends], beside the default ones. */
+async function seedSide(levels: (readonly [number, number, number])[] = []): Promise<Side> {
 	const app = await createApp({ campaignstartdate: "2020-01-01T00:00:00Z" });
 	const side = { appid: app.appid, campaignid: app.campaignid, prefix: `lb${crypto.randomUUID().slice(0, 6)}-` };
 	await env.DB.batch(
@@ -174,10 +175,7 @@ async function seedSide(): Promise<Side> {
 		),
 	);
 	// Other referrers of the all-time board: 1,030 at 1 friend (above the threshold: tie slices), 40 at 2 (below).
-	for (const [from, to, friends] of [
-		[1, TIE_SLICES_FROM + 6, 1],
-		[2001, 2040, 2],
-	] as const) {
+	for (const [from, to, friends] of [[1, TIE_SLICES_FROM + 6, 1] as const, [2001, 2040, 2] as const, ...levels]) {
 		await env.DB.prepare(
 			`WITH RECURSIVE s(i) AS (SELECT CAST(?4 AS INTEGER) UNION ALL SELECT i + 1 FROM s WHERE i < ?5)
 			 INSERT INTO leaderboard_counts (appid, campaignid, bucket, userkey, friends, earned, reached_at)
@@ -312,7 +310,10 @@ describe("the projection batch's leaderboard counters, summed per counter", { ti
 				row: { created_at: created(from + i), amount: 250, version: 1 },
 			})),
 		);
-		const [alone, together] = [await seedSide(), await seedSide()];
+		// 1,023 referrers at 50 friends: the first batch's end brings that level to the tie threshold (its slices counted,
+		// its flag set), the second leaves it.
+		const level50 = [3001, 3000 + TIE_SLICES_FROM - 1, 50] as const;
+		const [alone, together] = [await seedSide([level50]), await seedSide([level50])];
 		const aloneRows = await oneByOne(alone, batches);
 		const { rows: togetherRows, summed } = await batched(together, batches);
 		expect(summed).toBe(4);
@@ -322,11 +323,17 @@ describe("the projection batch's leaderboard counters, summed per counter", { ti
 			["month:2026-11", 100, created(99)],
 			["week:2026-11-23", 100, created(99)],
 		]);
+		expect(expected.levels.filter((l) => l.bucket === "all" && l.friends === 50)).toEqual([
+			{ campaignid: 0, bucket: "all", friends: 50, referrers: TIE_SLICES_FROM - 1, ties: 1 },
+		]);
 		expect(actual).toEqual(expected);
 		await expectBoardCountersAgree(together.appid);
 		// One by one: 4 rows per reward and bucket (the counter, its rank index entry, a level out, a level in), 3 for the
 		// first (a new counter), and 14 for the tie slices of the all-time level of 1 friend (flagged), entered and left.
-		// Summed: a new counter at 50, then raised to 100, per bucket (the level of 1 never entered: the same end).
-		expect([aloneRows, togetherRows]).toEqual([3 * (3 + 99 * 4) + 14, 3 * (3 + 4)]);
+		// Summed: a new counter at 50, then raised to 100, per bucket (the level of 1 never entered: the same end). Both
+		// count the slices of the level of 50 once, when it reaches the threshold (1,024 counters, 6 widths).
+		const slices = aloneRows - (3 * (3 + 99 * 4) + 14);
+		expect(slices).toBeGreaterThan(1000);
+		expect(togetherRows).toBe(3 * (3 + 4) + slices);
 	});
 });
