@@ -9,7 +9,9 @@ import { firstRowOf, rowsOf } from "./rows";
  * `leaderboardCounters` is batched just BEFORE a referrer reward's projection
  * upsert, in the same D1 transaction, so it compares the reward as projected
  * (before) with the ledger's row (after); a replayed or stale flush moves
- * nothing (the version guard), as in db/stats.ts.
+ * nothing (the version guard), as in db/stats.ts. The projection queue's
+ * batch sums the rewards it can per counter instead (db/leaderboard-batch.ts);
+ * these per-reward statements remain for the others.
  */
 
 /** What the counters need of a ledger's reward row (amounts in hundredths). */
@@ -225,7 +227,10 @@ export async function readStanding(db: D1Database, q: StandingQuery): Promise<Bo
 	return me ? { userid: me.userid, erased: me.erased === 1, rank: me.rank, friends: me.friends } : null;
 }
 
-/** Deletes a user's counters (an erasure, db/privacy.ts): an erased user never appears on a board nor counts ahead of anyone. */
+/**
+ * Deletes a user's counters (an erasure, db/privacy.ts): an erased user never appears on a board nor counts ahead of anyone.
+ * A range of the table's own primary key, (appid, userkey, campaignid, bucket) since migration 0036.
+ */
 export function deleteLeaderboardCounters(db: D1Database, appid: string, userkey: string): D1PreparedStatement {
 	return db.prepare("DELETE FROM leaderboard_counts WHERE appid = ? AND userkey = ?").bind(appid, userkey);
 }

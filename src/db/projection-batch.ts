@@ -4,6 +4,7 @@ import type { OutboxEvent } from "../domain/outbox-event";
 import { type AuditEntry, auditStatement } from "./audit";
 import { grantsConfirmed } from "./event-grants";
 import { type LeaderboardReward, leaderboardCounters } from "./leaderboard";
+import { batchLeaderboardCounters, summableRewards } from "./leaderboard-batch";
 import { allOf, appHasWebhook, insertOutboxEvent, type SqlCondition } from "./outbox-events";
 import { erasedSince } from "./privacy";
 import { type ProjectedRewardRow, projectionStatement } from "./projection";
@@ -55,15 +56,19 @@ function messageStatements(
 	zones: ReadonlyMap<string, string>,
 	nowIso: string,
 	counted: ReadonlySet<string>,
+	summed: ReadonlySet<string>,
 ): D1PreparedStatement[] {
 	const { appid, userkey } = message;
 	const statements: D1PreparedStatement[] = message.audits.map(({ entry }) => auditStatement(db, entry));
 	const zone = zones.get(appid) ?? "UTC";
 	for (const { row } of message.rewards) {
 		// Counters first: they compare the row with the projection's current version (db/stats.ts, db/leaderboard.ts). The
-		// stats of a reward that is once in the batch were counted at its start, with the others' (batchRewardCounters).
-		if (!counted.has(rewardId(userkey, row.seq))) statements.push(rewardCounters(db, appid, userkey, row));
-		statements.push(...leaderboardCounters(db, appid, userkey, zone, row), projectionStatement(db, appid, userkey, row));
+		// stats of a reward that is once in the batch were counted at its start, with the others' (batchRewardCounters);
+		// so were the leaderboard counters of the rewards summableRewards picks (batchLeaderboardCounters).
+		const id = rewardId(userkey, row.seq);
+		if (!counted.has(id)) statements.push(rewardCounters(db, appid, userkey, row));
+		if (!summed.has(id)) statements.push(...leaderboardCounters(db, appid, userkey, zone, row));
+		statements.push(projectionStatement(db, appid, userkey, row));
 	}
 	// Recorded already marked enqueued, only when the app has a webhook URL (the consumer sends them right after the
 	// batch), and only when nobody the ledger copies was erased since the message was sent (db/privacy.ts).
@@ -121,7 +126,18 @@ export async function writeProjectionBatch(
 			.map(({ row }) => ({ appid: m.appid, userkey: m.userkey, row })),
 	);
 	const counted = new Set(once.map((r) => rewardId(r.userkey, r.row.seq)));
-	const statements = [...batchRewardCounters(db, once), ...messages.flatMap((m) => messageStatements(db, m, zones, nowIso, counted))];
+	// The leaderboard counters of the referrer rewards that can be summed, per counter, before every upsert (db/leaderboard-batch.ts).
+	const all = messages.flatMap((m) => m.rewards.map(({ row }) => ({ appid: m.appid, userkey: m.userkey, row })));
+	const summed = summableRewards(all);
+	const sums = batchLeaderboardCounters(
+		db,
+		all.filter((r) => summed.has(rewardId(r.userkey, r.row.seq))).map((r) => ({ ...r, zone: zones.get(r.appid) ?? "UTC" })),
+	);
+	const statements = [
+		...batchRewardCounters(db, once),
+		...sums,
+		...messages.flatMap((m) => messageStatements(db, m, zones, nowIso, counted, summed)),
+	];
 	const apps = [...new Set(messages.filter((m) => m.webhooks.length > 0).map((m) => m.appid))];
 	const hookReads = apps.map((appid) => {
 		const hooks = appHasWebhook(appid);

@@ -88,6 +88,45 @@ describe("query plans", { timeout: 120_000 }, () => {
 		}
 	});
 
+	it("finds a user's leaderboard counters on the table's own key, without a user index (issue 33, migration 0036)", async () => {
+		const { results } = await env.DB.prepare(
+			"SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'leaderboard_counts' AND sql IS NOT NULL",
+		).all<{ name: string }>();
+		expect(results.map((r) => r.name)).toEqual(["leaderboard_counts_rank"]);
+		const erasure = plans.filter((p) => /^DELETE FROM leaderboard_counts\b/.test(p.statement.sql));
+		expect(erasure.length).toBeGreaterThan(0);
+		for (const p of erasure) expect(p.details).toEqual(["SEARCH leaderboard_counts USING PRIMARY KEY (appid=? AND userkey=?)"]);
+		// Every read of one counter (a standing's own row, the flush's guards) seeks the whole key.
+		const counterSeeks = plans.flatMap((p) => p.details).filter((d) => /USING PRIMARY KEY \(appid=\? AND userkey=\?/.test(d));
+		expect(counterSeeks.length).toBeGreaterThan(0);
+		for (const d of counterSeeks)
+			expect(d).toMatch(/PRIMARY KEY \(appid=\? AND userkey=\?( AND campaignid=\? AND bucket=\?)?\)( LEFT-JOIN)?$/);
+	});
+
+	it("sums a projection batch's leaderboard counters by key (issue 33, db/leaderboard-batch.ts)", () => {
+		const sums = plans.filter((p) => p.statement.file === "src/db/leaderboard-batch.ts");
+		expect(sums.length).toBe(2);
+		for (const p of sums) {
+			const where = p.details.join("\n");
+			// Per reward and bucket of the JSON parameter: its projected row, the referrer's other live rewards for its
+			// friend in the bucket, whether the referrer is erased; one seek each, never a range of the referrer's rewards.
+			expect(where).toContain("SEARCH p USING INDEX sqlite_autoindex_rewards_1 (rewarddtlid=?) LEFT-JOIN");
+			expect(where).toContain(
+				"SEARCH o USING INDEX rewards_referrer_friend (appid=? AND userkey=? AND friend_userkey=? AND campaignid=? AND created_at>? AND created_at<?)",
+			);
+			expect(where).toContain("SEARCH u USING INDEX sqlite_autoindex_users_1 (userkey=?)");
+			// Then per counter: its row, by the whole primary key.
+			expect(where).toMatch(
+				/^SEARCH (k|leaderboard_counts) USING PRIMARY KEY \(appid=\? AND userkey=\? AND campaignid=\? AND bucket=\?\)/m,
+			);
+			// Nothing scanned but the JSON parameter and the batch's own intermediate rows.
+			expect(
+				p.details.filter((d) => /^SCAN (?!r VIRTUAL|b VIRTUAL|\(subquery-\d+\)$|moving$|g$)/.test(d)),
+				where,
+			).toEqual([]);
+		}
+	});
+
 	it("moves the leaderboard's maintained counters by key: every statement of the triggers on its counters (issue 34)", async () => {
 		// The triggers of migration 0035 (levels and tie slices, one trigger per event) run inside the flush's upserts and
 		// an erasure's delete, where EXPLAIN of the statement that fires them does not show them: each statement is

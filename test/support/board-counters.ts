@@ -14,11 +14,11 @@ import { TIE_SLICES_FROM } from "../../src/db/leaderboard-ties";
 export async function expectBoardCountersAgree(appid: string): Promise<void> {
 	const read = async (sql: string) => (await env.DB.prepare(sql).bind(appid).all()).results;
 	const levels = await read(
-		"SELECT bucket, friends, referrers FROM leaderboard_levels WHERE appid = ? AND referrers <> 0 ORDER BY bucket, friends",
+		"SELECT campaignid, bucket, friends, referrers FROM leaderboard_levels WHERE appid = ? AND referrers <> 0 ORDER BY campaignid, bucket, friends",
 	);
 	const counted = await read(
-		`SELECT bucket, friends, COUNT(*) AS referrers FROM leaderboard_counts WHERE appid = ? AND friends > 0
-		 GROUP BY bucket, friends ORDER BY bucket, friends`,
+		`SELECT campaignid, bucket, friends, COUNT(*) AS referrers FROM leaderboard_counts WHERE appid = ? AND friends > 0
+		 GROUP BY campaignid, bucket, friends ORDER BY campaignid, bucket, friends`,
 	);
 	expect(levels).toEqual(counted);
 	expect(levels.length).toBeGreaterThan(0);
