@@ -185,9 +185,9 @@ describe("conversion.recorded folded into the projection entry", { timeout: 60_0
 			(e) => e.length === 0,
 		);
 		// Before: INSERT projection, INSERT webhook (reward.created), INSERT webhook conversion, and three DELETEs. Now the
-		// event rides in the projection entry (folded in once the referrer answered: the grants run in parallel).
+		// event rides in the projection entry's insert (the friend's rewards are written once the referrer answered).
 		expect((await outboxWrites(friendLedger)).sort()).toEqual(
-			["INSERT projection", "INSERT webhook", "UPDATE projection +event", "DELETE projection +event", "DELETE webhook"].sort(),
+			["INSERT projection +event", "INSERT webhook", "DELETE projection +event", "DELETE webhook"].sort(),
 		);
 	});
 

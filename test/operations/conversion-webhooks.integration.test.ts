@@ -15,7 +15,8 @@ import { admin, createApp, withWebhook } from "../support/api";
  * flush can hide one by delivering it before the test looks. Since the
  * `conversion.recorded` event travels inside the projection entry of a
  * reward the conversion created (issue 33, one outbox row less), the
- * triggers log it there as `folded`.
+ * triggers log it there as `folded` (in the entry's insert, or in an update
+ * of it where the event is folded in later).
  */
 
 type Ledger = ReturnType<typeof ledgerFor>;
