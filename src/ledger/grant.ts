@@ -1,4 +1,4 @@
-import { rewardId, seqOfRewardId } from "../domain/ledger-ids";
+import { rewardId } from "../domain/ledger-ids";
 import { webhookEvent } from "../outbox/events";
 import { toHundredths } from "../rewards/money";
 import { tierAmount } from "../rewards/tiers";
@@ -31,7 +31,8 @@ export function grantRewards(outer: TxContext, grants: RewardGrant[], announceme
 	const event = carrier ? conversionEvent(tx, result, announcement) : undefined;
 	const carrierSeq = carrier ? projections.find(([seq]) => rewardId(tx.userkey, seq) === carrier.rewarddtlid)?.[0] : undefined;
 	for (const [seq, version] of projections) queueProjection(tx.sql, seq, version, tx.nowMs, seq === carrierSeq ? event : undefined);
-	if (carrierSeq === undefined) queueConversionWebhook(outer, result, announcement);
+	// A grant that created nothing (a replay) has no entry to carry it: a webhook entry of its own.
+	if (carrierSeq === undefined) queueConversionEvent(tx.sql, conversionEvent(tx, result, announcement), tx.nowMs);
 	return result;
 }
 
@@ -103,19 +104,4 @@ function countingRewards(tx: TxContext, ruleid: number): number {
 function conversionEvent(tx: TxContext, result: GrantResult, announcement: ConversionAnnouncement) {
 	const rewards = [...result.rewards.map((r) => rewardSummary(tx.userkey, r)), ...announcement.otherRewards];
 	return webhookEvent(tx.appid, "conversion.recorded", { ...announcement.payload, rewards }, announcement.eventid);
-}
-
-/**
- * Queues the `conversion.recorded` webhook of `announcement` after the grant of `result` (an earlier
- * transaction of the same call: conversion-grant.ts): inside the projection entry of a reward it created
- * when that entry still waits (outbox.ts, queueConversionEvent), else as an entry of its own.
- */
-export function queueConversionWebhook(tx: TxContext, result: GrantResult, announcement: ConversionAnnouncement): void {
-	const created = result.rewards
-		.filter((r) => r.created)
-		.flatMap((r) => {
-			const seq = seqOfRewardId(r.rewarddtlid, tx.userkey);
-			return seq === null ? [] : [seq];
-		});
-	queueConversionEvent(tx.sql, conversionEvent(tx, result, announcement), created.reverse(), tx.nowMs);
 }

@@ -66,22 +66,12 @@ export function queueProjectionOf(ctx: TxContext, seq: number, version: number):
 }
 
 /**
- * Queues a `conversion.recorded` event: inside the projection entry of one of `seqs` (rewards this
- * transaction or the grant's own earlier one created; an entry that carries no event yet), else as a webhook
- * entry of its own (a replay that created nothing, an entry already delivered). An event already waiting in
- * a projection entry is not queued twice.
+ * Queues a `conversion.recorded` event as a webhook entry of its own, for a grant that created no reward to carry
+ * it (a replay: grant.ts), unless the event still waits inside a projection entry (queueProjection).
  */
-export function queueConversionEvent(sql: SqlStorage, event: OutboxEvent, seqs: number[], nowMs: number): void {
+export function queueConversionEvent(sql: SqlStorage, event: OutboxEvent, nowMs: number): void {
 	if (sql.exec(`SELECT 1 FROM outbox WHERE kind = 'projection' AND payload ->> '$.event.eventid' = ?`, event.eventid).toArray().length > 0)
 		return;
-	for (const seq of seqs) {
-		const folded = sql.exec(
-			`UPDATE outbox SET payload = json_set(payload, '$.event', json(?)) WHERE ref = ? AND kind = 'projection' AND payload ->> '$.event' IS NULL`,
-			JSON.stringify(event),
-			`projection:${seq}`,
-		).rowsWritten;
-		if (folded > 0) return;
-	}
 	queueWebhook(sql, event, nowMs);
 }
 

@@ -6,7 +6,7 @@ import { customIdToken } from "../../src/domain/ids";
 import { withBindings } from "../../src/instrument/d1-metrics";
 import { grantRewards } from "../../src/ledger/grant";
 import { InFlight } from "../../src/ledger/in-flight";
-import { flushOutboxOnce, queueConversionEvent, queueProjection, queueWebhook } from "../../src/ledger/outbox";
+import { flushOutboxOnce, queueProjection, queueWebhook } from "../../src/ledger/outbox";
 import { ledgerFor } from "../../src/ledger/stub";
 import type { ConversionAnnouncement } from "../../src/ledger/types";
 import { webhookEvent } from "../../src/outbox/events";
@@ -248,14 +248,18 @@ describe("conversion.recorded folded into the projection entry", { timeout: 60_0
 		await grantQuietly(ledger.stub, ledger.appid, ledger.userkey, undefined, grantOf({ webhooks: false, rewardemail: false }));
 		const before = await sendPass(ledger.stub, ledger.appid, ledger.userkey, held);
 		expect(recordedIn(before)).toEqual([]);
-		// The friend's side of a grant with its referrer: the event joins the reward's entry once the referrer answered.
+		// An event that joins an entry already in flight without it (queueProjection's upsert keeps the first event).
 		const event = webhookEvent(
 			ledger.appid,
 			"conversion.recorded",
 			{ customid: "late-1", rewards: [] },
 			`evt_conversion_${ledger.appid}_late-1`,
 		);
-		await runInDurableObject(ledger.stub, (_l, state) => queueConversionEvent(state.storage.sql, event, [SEQ], Date.now()));
+		await runInDurableObject(ledger.stub, (_l, state) => {
+			const sql = state.storage.sql;
+			const { version } = sql.exec<{ version: number }>("SELECT version FROM rewards WHERE seq = ?", SEQ).one();
+			queueProjection(sql, SEQ, version, Date.now(), event);
+		});
 		await consume(before);
 		const [left] = await entries(ledger.stub);
 		expect(carried(left)).toBe(event.eventid);
