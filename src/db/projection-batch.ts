@@ -37,14 +37,21 @@ export interface ProjectionMessage {
 	userkey: string;
 	/** When the ledger sent it (epoch ms): the lag of D1 behind the ledger is measured from here. */
 	sentAt: number;
-	rewards: { id: number; ref: string; row: ProjectedRow }[];
+	/** `event`: the `conversion.recorded` event that travels inside the reward's entry (issue 33), written with the row. */
+	rewards: { id: number; ref: string; row: ProjectedRow; event?: OutboxEvent }[];
 	webhooks: { id: number; ref: string; event: OutboxEvent }[];
 	audits: { id: number; ref: string; entry: AuditEntry }[];
 }
 
+/** A message's webhook events: those of webhook entries, then those carried by reward entries. */
+export const eventsOf = (message: ProjectionMessage): OutboxEvent[] => [
+	...message.webhooks.map((w) => w.event),
+	...message.rewards.flatMap((r) => (r.event ? [r.event] : [])),
+];
+
 /** The customids of the `conversion.recorded` events of a message: the conversion's grants were all confirmed (db/event-grants.ts). */
 function announcedConversions(message: ProjectionMessage): string[] {
-	return message.webhooks.flatMap(({ event }) =>
+	return eventsOf(message).flatMap((event) =>
 		event.type === "conversion.recorded" && typeof event.payload.customid === "string" ? [event.payload.customid] : [],
 	);
 }
@@ -73,9 +80,7 @@ function messageStatements(
 	// Recorded already marked enqueued, only when the app has a webhook URL (the consumer sends them right after the
 	// batch), and only when nobody the ledger copies was erased since the message was sent (db/privacy.ts).
 	const onlyIf = allOf(appHasWebhook(appid), notErased(message));
-	for (const { event } of message.webhooks) {
-		statements.push(insertOutboxEvent(db, event, onlyIf, { enqueuedAt: nowIso }));
-	}
+	for (const event of eventsOf(message)) statements.push(insertOutboxEvent(db, event, onlyIf, { enqueuedAt: nowIso }));
 	for (const customid of announcedConversions(message)) statements.push(grantsConfirmed(db, appid, customid));
 	return statements;
 }
@@ -138,13 +143,13 @@ export async function writeProjectionBatch(
 		...sums,
 		...messages.flatMap((m) => messageStatements(db, m, zones, nowIso, counted, summed)),
 	];
-	const apps = [...new Set(messages.filter((m) => m.webhooks.length > 0).map((m) => m.appid))];
+	const apps = [...new Set(messages.filter((m) => eventsOf(m).length > 0).map((m) => m.appid))];
 	const hookReads = apps.map((appid) => {
 		const hooks = appHasWebhook(appid);
 		return db.prepare(`SELECT ? AS appid, ${hooks.sql} AS hooks`).bind(appid, ...hooks.args);
 	});
 	const erasedReads = messages.flatMap((m, i) => {
-		if (m.webhooks.length === 0) return [];
+		if (eventsOf(m).length === 0) return [];
 		const erased = erasedSince(m.userkey, new Date(m.sentAt).toISOString());
 		return [db.prepare(`SELECT ? AS i, ${erased.sql} AS erased`).bind(i, ...erased.args)];
 	});

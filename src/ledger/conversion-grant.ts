@@ -1,4 +1,4 @@
-import { grantRewards, queueConversionWebhook } from "./grant";
+import { grantRewards } from "./grant";
 import { rewardSummary } from "./rows";
 import { ledgerFor } from "./stub";
 import type { ConversionAnnouncement, GrantResult, RewardGrant } from "./types";
@@ -12,14 +12,17 @@ export interface ReferrerSide {
 
 /**
  * A conversion that rewards both its friend (this ledger) and its referrer:
- * the referrer's grant is sent to the referrer's ledger first, this ledger's
- * grants are written while it works, and once it answers, the
- * `conversion.recorded` webhook is queued here with both sides' rewards
- * (this ledger's, then the referrer's), in a transaction of its own. So the
- * two grants run in parallel, and the webhook still leaves once, from this
- * ledger's outbox, with every reward id. A failure of the referrer's grant
- * fails the call; its retry (idempotent by grant key and event id) completes
- * what is missing.
+ * the referrer's grant is sent to the referrer's ledger first; meanwhile
+ * this ledger creates its tables when it has none (a first reward's costliest
+ * write); once the referrer answers, this ledger's grants are written with
+ * the `conversion.recorded` webhook carrying both sides' rewards (this
+ * ledger's, then the referrer's) in ONE transaction, so the event rides in
+ * the insert of a new reward's projection entry (grant.ts, issue 33: no
+ * outbox row of its own, and no later update of that entry). The webhook
+ * still leaves once, from this ledger's outbox, with every reward id. A
+ * failure of the referrer's grant fails the call before this ledger wrote
+ * anything; its retry (idempotent by grant key and event id), or the
+ * completion pass, completes what is missing.
  */
 export async function grantWithReferrer(
 	writer: LedgerWriter,
@@ -30,16 +33,11 @@ export async function grantWithReferrer(
 ): Promise<{ friend: GrantResult; referrer: GrantResult }> {
 	const { appid } = writer.identity;
 	const theirs = ledgerFor(env, appid, referrer.userkey).grant(appid, referrer.userkey, referrer.grants);
-	// No alarm or flush for this write on its own: the webhook's write right after arms them for both.
-	const mine = writer.transactionSync(() => grantRewards(writer.context(), grants));
-	let referrerResult: GrantResult;
-	try {
-		referrerResult = await theirs;
-	} catch (error) {
-		writer.write(() => undefined);
-		throw error;
-	}
+	// The tables now, while the referrer's ledger works; the transaction after the await still starts empty unless
+	// another call wrote in between (writer.ts, TxContext.empty), which is then seen.
+	writer.ensureSchema();
+	const referrerResult = await theirs;
 	const otherRewards = referrerResult.rewards.map((r) => rewardSummary(referrer.userkey, r));
-	writer.write((tx) => queueConversionWebhook(tx, mine, { ...announcement, otherRewards }));
+	const mine = writer.write((tx) => grantRewards(tx, grants, { ...announcement, otherRewards }));
 	return { friend: mine, referrer: referrerResult };
 }

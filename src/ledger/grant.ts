@@ -1,9 +1,10 @@
+import { rewardId } from "../domain/ledger-ids";
 import { webhookEvent } from "../outbox/events";
 import { toHundredths } from "../rewards/money";
 import { tierAmount } from "../rewards/tiers";
 import { milestoneKey, milestoneReward, recordMilestoneEvent } from "./milestones";
 import { insertReward, rewardRowByKey } from "./mutations";
-import { queueWebhook } from "./outbox";
+import { queueConversionEvent, queueProjection } from "./outbox";
 import { erasedAt } from "./privacy";
 import { applyRecordedRefunds } from "./reversal";
 import { rewardSummary, toLedgerReward } from "./rows";
@@ -17,9 +18,25 @@ import type { ConversionAnnouncement, GrantResult, RewardGrant } from "./types";
  * `rewardfrequency` times for the same friend is skipped. Amounts are
  * rounded half-up to hundredths. The `conversion.recorded` webhook of
  * `announcement` is queued in the same transaction, so it leaves with the
- * rewards it reports.
+ * rewards it reports: inside the projection entry of a reward it created
+ * (issue 33, one outbox row instead of two), the projections being collected
+ * until the event is known.
  */
-export function grantRewards(tx: TxContext, grants: RewardGrant[], announcement?: ConversionAnnouncement): GrantResult {
+export function grantRewards(outer: TxContext, grants: RewardGrant[], announcement?: ConversionAnnouncement): GrantResult {
+	const tx: TxContext = announcement ? { ...outer, projections: new Map() } : outer;
+	const result = grantEach(tx, grants);
+	if (!announcement) return result;
+	const projections = [...(tx.projections ?? [])];
+	const carrier = result.rewards.findLast((r) => r.created);
+	const event = carrier ? conversionEvent(tx, result, announcement) : undefined;
+	const carrierSeq = carrier ? projections.find(([seq]) => rewardId(tx.userkey, seq) === carrier.rewarddtlid)?.[0] : undefined;
+	for (const [seq, version] of projections) queueProjection(tx.sql, seq, version, tx.nowMs, seq === carrierSeq ? event : undefined);
+	// A grant that created nothing (a replay) has no entry to carry it: a webhook entry of its own.
+	if (carrierSeq === undefined) queueConversionEvent(tx.sql, conversionEvent(tx, result, announcement), tx.nowMs);
+	return result;
+}
+
+function grantEach(tx: TxContext, grants: RewardGrant[]): GrantResult {
 	// An erased user earns nothing new (a decision recorded before the erasure, completed after it, included).
 	// A ledger created for this grant (tx.empty) has no erasure, no rewards and no refunds: those reads are skipped
 	// (a user's first reward creates its ledger on the conversion's path).
@@ -70,7 +87,6 @@ export function grantRewards(tx: TxContext, grants: RewardGrant[], announcement?
 		const row = tx.empty ? inserted : applyRecordedRefunds(tx, inserted);
 		result.rewards.push({ ...toLedgerReward(tx.userkey, row), created: true });
 	}
-	if (announcement) queueConversionWebhook(tx, result, announcement);
 	return result;
 }
 
@@ -84,9 +100,8 @@ function countingRewards(tx: TxContext, ruleid: number): number {
 	return tx.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM rewards WHERE ruleid = ? AND status <> 'Rejected'", ruleid).one().n;
 }
 
-/** Queues the `conversion.recorded` webhook of `announcement`: this ledger's rewards of `result`, then `otherRewards`. */
-export function queueConversionWebhook(tx: TxContext, result: GrantResult, announcement: ConversionAnnouncement): void {
+/** The `conversion.recorded` event of `announcement`: this ledger's rewards of `result`, then `otherRewards`. */
+function conversionEvent(tx: TxContext, result: GrantResult, announcement: ConversionAnnouncement) {
 	const rewards = [...result.rewards.map((r) => rewardSummary(tx.userkey, r)), ...announcement.otherRewards];
-	const event = webhookEvent(tx.appid, "conversion.recorded", { ...announcement.payload, rewards }, announcement.eventid);
-	queueWebhook(tx.sql, event, tx.nowMs);
+	return webhookEvent(tx.appid, "conversion.recorded", { ...announcement.payload, rewards }, announcement.eventid);
 }

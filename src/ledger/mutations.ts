@@ -5,7 +5,7 @@ import { fromHundredths } from "../rewards/money";
 import { bucketDelta, contribution, isZeroDelta } from "./balance";
 import { type BalanceKey, owedOf, payClawbacks, restOf, rowsWithOwed, settlingRewards } from "./clawbacks";
 import { couponTransition, markCouponsSeen } from "./coupons";
-import { queueProjection, queueWebhook } from "./outbox";
+import { queueProjectionOf, queueWebhook } from "./outbox";
 import { paidInFull, reconcilePayouts } from "./payouts";
 import { Refused } from "./refused";
 import { queueRewardEmail } from "./reward-emails";
@@ -83,7 +83,7 @@ function applyBalance(sql: SqlStorage, before: BalanceSubject | null, after: Rew
 
 /** Queues the change's projection and, unless the caller knows the app has no webhook endpoint (`webhook` false), its event. */
 function report(ctx: TxContext, row: RewardRow, type: WebhookType, extra: Record<string, unknown>, webhook = true): void {
-	queueProjection(ctx.sql, row.seq, row.version, ctx.nowMs);
+	queueProjectionOf(ctx, row.seq, row.version);
 	if (webhook) {
 		const payload = { userkey: ctx.userkey, ...extra, reward: toView(ctx.userkey, row) };
 		queueWebhook(ctx.sql, webhookEvent(ctx.appid, type, payload, rewardEventId(ctx.appid, ctx.userkey, row.seq, row.version)), ctx.nowMs);
@@ -218,7 +218,7 @@ export function writeReward(ctx: TxContext, before: RewardRow, patch: RewardPatc
 	applyBalance(ctx.sql, before, after);
 	queueRewardEmail(ctx, before, after);
 	if (event) report(ctx, after, event.type, event.extra);
-	else queueProjection(ctx.sql, after.seq, after.version, ctx.nowMs);
+	else queueProjectionOf(ctx, after.seq, after.version);
 	return after;
 }
 

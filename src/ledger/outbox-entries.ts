@@ -104,24 +104,42 @@ export function deleteEntries(sql: SqlStorage, entries: LedgerOutboxEntry[], ver
 	);
 }
 
-/** One entry a flush handed on, at the version it carried (null: an entry that does not change, a webhook or audit). */
+/**
+ * One entry a flush handed on, at the version it carried (null: an entry that does not change, a webhook or
+ * audit), and for a projection entry the id of the event it carried with it (issue 33), if any.
+ */
 export interface SentEntry {
 	id: number;
 	ref: string;
 	version: number | null;
+	eventid?: string | null;
 }
+
+/** The event id a projection entry carries (outbox.ts queueProjection), as SQL on the row `o`. */
+const CARRIED = "(CASE WHEN o.kind = 'projection' THEN o.payload ->> '$.event.eventid' END)";
 
 /**
  * Removes the entries the projection queue's consumer wrote to D1 (its
  * acknowledgement): each only while it is the same entry (`ref`) and, for a
  * reward, its version is at most the one written, since a change committed
- * while the message was in flight raised it and it must go again.
+ * while the message was in flight raised it and it must go again. A
+ * projection entry that carries an event goes only when that event was
+ * written too (`eventid`): one folded in after the send, or held back,
+ * stays. An entry that stays at a newer version loses the event it carried
+ * when that event was written, so the next send does not write it twice.
  */
 export function deleteAcked(sql: SqlStorage, acks: SentEntry[]): void {
 	if (acks.length === 0) return;
+	const json = JSON.stringify(acks.map((a) => [a.id, a.ref, a.version, a.eventid ?? null]));
 	sql.exec(
 		`DELETE FROM outbox WHERE ref IN (SELECT o.ref FROM json_each(?) j JOIN outbox o ON o.ref = j.value ->> 1 AND o.id = j.value ->> 0
-		 WHERE j.value ->> 2 IS NULL OR o.version <= j.value ->> 2)`,
-		JSON.stringify(acks.map((a) => [a.id, a.ref, a.version])),
+		 WHERE (j.value ->> 2 IS NULL OR o.version <= j.value ->> 2) AND (${CARRIED} IS NULL OR ${CARRIED} = j.value ->> 3))`,
+		json,
+	);
+	if (!acks.some((a) => a.eventid)) return;
+	sql.exec(
+		`UPDATE outbox SET payload = json_remove(payload, '$.event') WHERE ref IN (SELECT o.ref FROM json_each(?) j
+		 JOIN outbox o ON o.ref = j.value ->> 1 AND o.id = j.value ->> 0 WHERE j.value ->> 3 IS NOT NULL AND ${CARRIED} = j.value ->> 3)`,
+		json,
 	);
 }

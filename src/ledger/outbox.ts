@@ -10,13 +10,14 @@ import type { OutboxEvent } from "../domain/outbox-event";
 import { sendInBatches } from "../outbox/events";
 import { holdsCode } from "./coupons";
 import { NO_HOLDS } from "./in-flight";
-import { deleteEntries, errorText, type FlushHost, NEXT_OUTBOX_ID, payloadOf, postpone, remove } from "./outbox-entries";
+import { deleteAcked, deleteEntries, errorText, type FlushHost, NEXT_OUTBOX_ID, payloadOf, postpone, remove } from "./outbox-entries";
 import { payoutMessages } from "./payouts";
 import { erasedAt } from "./privacy";
 import { sendRecords } from "./records-queued";
 import { sendRewardEmails } from "./reward-emails";
 import type { LedgerOutboxEntry, RewardRow } from "./schema";
 import { couponClaimSchema, projectionPayloadSchema, webhookEventSchema } from "./stored-json";
+import type { TxContext } from "./transaction-types";
 
 export { backoffMs, type FlushHost } from "./outbox-entries";
 
@@ -34,18 +35,44 @@ export const EMPTY_POOL_RETRY_MS = 10 * 60 * 1000;
 /** Entries handled per flush pass; keeps D1 batches and bound-parameter lists small. */
 const BATCH = 100;
 
-/** Records that reward `seq` must be (re)written to the D1 projection at `version` or later. */
-export function queueProjection(sql: SqlStorage, seq: number, version: number, nowMs: number): void {
+/**
+ * Records that reward `seq` must be (re)written to the D1 projection at `version` or later. `event` (the
+ * `conversion.recorded` event of the transaction that created the reward) travels inside the entry instead of
+ * in an entry of its own (issue 33: one row written and one deleted less per conversion); it leaves with the
+ * projection, and the entry goes only once the event went too (outbox-entries.ts, deleteAcked). A later change
+ * raises the version and keeps the event.
+ */
+export function queueProjection(sql: SqlStorage, seq: number, version: number, nowMs: number, event?: OutboxEvent): void {
 	// One entry per reward: later changes raise its version instead of adding rows, and make it due now.
 	sql.exec(
 		`INSERT INTO outbox (id, kind, ref, payload, version, next_attempt_at, created_at) VALUES (${NEXT_OUTBOX_ID}, 'projection', ?, ?, ?, ?, ?)
-		 ON CONFLICT (ref) DO UPDATE SET version = MAX(version, excluded.version), next_attempt_at = MIN(next_attempt_at, excluded.next_attempt_at)`,
+		 ON CONFLICT (ref) DO UPDATE SET version = MAX(version, excluded.version), next_attempt_at = MIN(next_attempt_at, excluded.next_attempt_at),
+		   payload = CASE WHEN payload ->> '$.event' IS NULL THEN excluded.payload ELSE payload END`,
 		`projection:${seq}`,
-		JSON.stringify({ seq }),
+		JSON.stringify(event ? { seq, event } : { seq }),
 		version,
 		nowMs,
 		new Date(nowMs).toISOString(),
 	);
+}
+
+/**
+ * A reward's projection, queued now or, inside a grant that announces its conversion (`ctx.projections`),
+ * collected until the grant knows its event (grant.ts), so the event rides in the same insert.
+ */
+export function queueProjectionOf(ctx: TxContext, seq: number, version: number): void {
+	if (ctx.projections) ctx.projections.set(seq, Math.max(version, ctx.projections.get(seq) ?? 0));
+	else queueProjection(ctx.sql, seq, version, ctx.nowMs);
+}
+
+/**
+ * Queues a `conversion.recorded` event as a webhook entry of its own, for a grant that created no reward to carry
+ * it (a replay: grant.ts), unless the event still waits inside a projection entry (queueProjection).
+ */
+export function queueConversionEvent(sql: SqlStorage, event: OutboxEvent, nowMs: number): void {
+	if (sql.exec(`SELECT 1 FROM outbox WHERE kind = 'projection' AND payload ->> '$.event.eventid' = ?`, event.eventid).toArray().length > 0)
+		return;
+	queueWebhook(sql, event, nowMs);
 }
 
 /** Records a webhook event; an event id already queued is ignored. */
@@ -125,7 +152,12 @@ async function deliverRecords(
 		projected.push({ entry, version: row.version });
 	}
 	const queued = webhooks.map((entry) => ({ entry, event: payloadOf(entry, webhookEventSchema) }));
-	const events: OutboxEvent[] = queued.map((q) => q.event);
+	// The conversion.recorded events that travel inside projection entries (queueProjection) go with the others.
+	const carried = projected.flatMap(({ entry, version }) => {
+		const { event } = payloadOf(entry, projectionPayloadSchema);
+		return event ? [{ entry, version, event }] : [];
+	});
+	const events: OutboxEvent[] = [...queued.map((q) => q.event), ...carried.map((c) => c.event)];
 	const hooks = appHasWebhook(host.appid);
 	const now = new Date().toISOString();
 	for (const event of events) statements.push(insertOutboxEvent(db, event, hooks, { enqueuedAt: now }));
@@ -144,10 +176,19 @@ async function deliverRecords(
 	}
 	// What the batch delivered goes in one transaction: the audits, the projections and, when the app has no webhook URL, the events.
 	const delivered = hasHooks ? audits : [...audits, ...webhooks];
-	// A projection goes only at the version the batch carried (deleteEntries).
-	const versions = new Map(projected.map(({ entry, version }) => [entry.id, version]));
-	host.transactionSync(() => deleteEntries(host.sql, [...delivered, ...projected.map((p) => p.entry)], versions));
-	if (webhooks.length === 0 || !hasHooks) return gone.length + projected.length + delivered.length;
+	// A projection goes only at the version the batch carried, and one carrying an event only once that event went too
+	// (deleteAcked): with a webhook URL, that is after the queue took it, below.
+	const acks = projected.map(({ entry, version }) => ({
+		id: entry.id,
+		ref: entry.ref,
+		version,
+		eventid: hasHooks ? null : eventIdOf(entry),
+	}));
+	host.transactionSync(() => {
+		deleteEntries(host.sql, delivered);
+		deleteAcked(host.sql, acks);
+	});
+	if (events.length === 0 || !hasHooks) return gone.length + projected.length + delivered.length;
 	// In as many sendBatch calls as the Queues limits need: the entries of a batch that went are removed, the others wait.
 	const { failed, error } = await sendInBatches(host.env, events);
 	const stays = new Set(failed.map((e) => e.eventid));
@@ -155,12 +196,24 @@ async function deliverRecords(
 	const waiting: LedgerOutboxEntry[] = [];
 	for (const { entry, event } of queued) (stays.has(event.eventid) ? waiting : sent).push(entry);
 	remove(host, sent);
+	const carriedSent = carried.filter((c) => !stays.has(c.event.eventid));
+	if (carriedSent.length > 0)
+		host.transactionSync(() =>
+			deleteAcked(
+				host.sql,
+				carriedSent.map(({ entry, version, event }) => ({ id: entry.id, ref: entry.ref, version, eventid: event.eventid })),
+			),
+		);
+	waiting.push(...carried.filter((c) => stays.has(c.event.eventid)).map((c) => c.entry));
 	if (waiting.length > 0) {
 		console.warn("ledger outbox: enqueue failed", { appid: host.appid, userkey: host.userkey, error: errorText(error) });
 		postpone(host, waiting, error);
 	}
 	return gone.length + projected.length + audits.length + sent.length;
 }
+
+/** The id of the event a projection entry carries, or null. */
+const eventIdOf = (entry: LedgerOutboxEntry) => payloadOf(entry, projectionPayloadSchema).event?.eventid ?? null;
 
 async function runCouponClaim(host: FlushHost, entry: LedgerOutboxEntry): Promise<boolean> {
 	const claim = payloadOf(entry, couponClaimSchema);

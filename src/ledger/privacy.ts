@@ -19,7 +19,8 @@ export function refuseIfErased(sql: SqlStorage): void {
 /**
  * Erasure inside one ledger (run in one storage transaction): the personal
  * fields copied from a person onto rewards (the friend snapshot) are
- * cleared, and webhooks still waiting in the ledger's outbox lose the
+ * cleared, and webhooks still waiting in the ledger's outbox (their own
+ * entries, or inside a projection entry) lose the
  * person's values. In the person's own ledger (`own`), the erasure is
  * recorded, and from then on the ledger refuses changes (refuseIfErased).
  * Amounts, statuses and versions are untouched, so every balance stays
@@ -49,7 +50,10 @@ export function erasePersonInLedger(
 		).rowsWritten;
 	let webhooks = 0;
 	for (const entry of sql
-		.exec<Pick<LedgerOutboxEntry, "ref" | "payload">>("SELECT ref, payload FROM outbox WHERE kind = 'webhook'")
+		// The conversion.recorded events that travel inside projection entries (outbox.ts, queueProjection) too.
+		.exec<Pick<LedgerOutboxEntry, "ref" | "payload">>(
+			"SELECT ref, payload FROM outbox WHERE kind = 'webhook' OR (kind = 'projection' AND payload ->> '$.event' IS NOT NULL)",
+		)
 		.toArray()) {
 		const redacted = redactJson(entry.payload, { userkey: personUserkey, values });
 		if (redacted === null) continue;

@@ -36,7 +36,7 @@ export const projectionMessageSchema = z.object({
 	appid: z.string(),
 	userkey: z.string(),
 	sentAt: z.number(),
-	rewards: z.array(z.object({ id: z.number(), ref: z.string(), row: projectedRowSchema })),
+	rewards: z.array(z.object({ id: z.number(), ref: z.string(), row: projectedRowSchema, event: webhookEventSchema.optional() })),
 	webhooks: z.array(z.object({ id: z.number(), ref: z.string(), event: webhookEventSchema })),
 	audits: z.array(z.object({ id: z.number(), ref: z.string(), entry: auditEntrySchema })),
 }) satisfies z.ZodType<ProjectionMessage>;
@@ -65,9 +65,10 @@ export function projectedRow(row: ProjectedRow): ProjectedRow {
 	};
 }
 
-/** What the consumer acknowledges to a ledger: entries it wrote, each removed only while at most `version` (rewards). */
+/** What the consumer acknowledges to a ledger: entries it wrote, each removed only while at most `version` (rewards) and, when it carries an event, only with `eventid` (outbox-entries.ts, deleteAcked). */
 export interface ProjectionAck {
 	id: number;
 	ref: string;
 	version: number | null;
+	eventid?: string | null;
 }

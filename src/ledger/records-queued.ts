@@ -121,10 +121,14 @@ export async function sendRecords(
 			gone.push(entry);
 			continue;
 		}
+		// The event the entry carries goes with it unless an earlier send of the entry carries it still (the
+		// entry's version rose while that send was in flight): written once, unless that send is lost (in-flight.ts).
+		const { event } = payloadOf(entry, projectionPayloadSchema);
+		const carry = event && !host.inFlight?.eventHeld(entry.id, entry.ref, event.eventid, Date.now()) ? event : undefined;
 		items.push({
 			kind: "reward",
-			sent: { id: entry.id, ref: entry.ref, version: row.version },
-			value: { id: entry.id, ref: entry.ref, row: projectedRow(row) },
+			sent: { id: entry.id, ref: entry.ref, version: row.version, eventid: carry?.eventid ?? null },
+			value: { id: entry.id, ref: entry.ref, row: projectedRow(row), ...(carry ? { event: carry } : {}) },
 		});
 	}
 	for (const entry of webhooks) {

@@ -142,8 +142,6 @@ export const ledgerOperationResultSchema = z.looseObject({
 
 // ---- outbox.payload -----------------------------------------------------------------------------
 
-export const projectionPayloadSchema = z.object({ seq: z.number() });
-
 export const couponClaimSchema = z.object({
 	seq: z.number(),
 	couponKey: z.string(),
@@ -175,3 +173,6 @@ export const webhookEventSchema = z.object({
 	payload: z.record(z.string(), z.unknown()),
 	createdAt: z.string(),
 }) satisfies z.ZodType<OutboxEvent>;
+
+/** A projection entry: its reward, and the `conversion.recorded` event that travels with it (issue 33; outbox.ts queueProjection). */
+export const projectionPayloadSchema = z.object({ seq: z.number(), event: webhookEventSchema.optional() });

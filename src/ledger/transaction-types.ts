@@ -20,6 +20,11 @@ export interface TxContext {
 	 * with no rewards, refunds or erasure, so what would only read those may skip the read.
 	 */
 	empty?: true;
+	/**
+	 * Inside a grant that announces its conversion: the projections the transaction queued (seq -> version),
+	 * written at its end with the `conversion.recorded` event in one of them (grant.ts, outbox.ts queueProjectionOf).
+	 */
+	projections?: Map<number, number>;
 }
 
 /** A refund of a conversion event as a ledger operation (reversal.ts). */

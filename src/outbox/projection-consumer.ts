@@ -1,5 +1,5 @@
 import { appTimeZone } from "../db/leaderboard";
-import { needsZone, type ProjectionMessage, type ProjectionWrite, writeProjectionBatch } from "../db/projection-batch";
+import { eventsOf, needsZone, type ProjectionMessage, type ProjectionWrite, writeProjectionBatch } from "../db/projection-batch";
 import { isD1Unavailable } from "../instrument/d1-availability";
 import { instrumentEnv, recordProjectionLag } from "../instrument/d1-metrics";
 import type { SentEntry } from "../ledger/outbox-entries";
@@ -119,9 +119,7 @@ async function writeGroups(
  */
 async function afterWrite(env: Env, items: Accepted[], written: ProjectionWrite): Promise<void> {
 	const heldBack = new Set([...written.heldBack].flatMap((i) => (items[i] ? [items[i].body] : [])));
-	const events = items.flatMap(({ body }) =>
-		written.withHooks.has(body.appid) && !heldBack.has(body) ? body.webhooks.map((w) => w.event) : [],
-	);
+	const events = items.flatMap(({ body }) => (written.withHooks.has(body.appid) && !heldBack.has(body) ? eventsOf(body) : []));
 	const failed = new Set<string>();
 	if (events.length > 0) {
 		const report = await sendInBatches(env, events);
@@ -139,7 +137,12 @@ async function afterWrite(env: Env, items: Accepted[], written: ProjectionWrite)
 			ledger = { appid: body.appid, userkey: body.userkey, acks: [] };
 			byLedger.set(key, ledger);
 		}
-		for (const r of body.rewards) ledger.acks.push({ id: r.id, ref: r.ref, version: r.row.version });
+		for (const r of body.rewards) {
+			// The event a reward's entry carries is acknowledged only once it went (written, and enqueued when the app
+			// has a webhook URL); otherwise the entry stays with it and is sent again (outbox-entries.ts, deleteAcked).
+			const went = r.event !== undefined && !heldBack.has(body) && !failed.has(r.event.eventid);
+			ledger.acks.push({ id: r.id, ref: r.ref, version: r.row.version, eventid: went ? r.event?.eventid : null });
+		}
 		for (const a of body.audits) ledger.acks.push({ id: a.id, ref: a.ref, version: null });
 		if (heldBack.has(body)) continue;
 		for (const w of body.webhooks) if (!failed.has(w.event.eventid)) ledger.acks.push({ id: w.id, ref: w.ref, version: null });

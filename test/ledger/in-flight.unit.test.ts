@@ -29,4 +29,38 @@ describe("in-flight holds", () => {
 		expect(JSON.parse(held.heldJson(0))).toEqual([[2, "audit:x", null]]);
 		expect(held.earliestEnd(0)).toBe(800);
 	});
+
+	it("an event carried by a send stays held when the entry goes again at a newer version, until that send is acknowledged", () => {
+		const held = new InFlight();
+		held.hold([{ id: 1, ref: "projection:1", version: 1, eventid: "evt_a" }], 1_000);
+		expect(held.eventHeld(1, "projection:1", "evt_a", 0)).toBe(true);
+		// Sent again at version 2 without the event (it is held): the event's hold is kept.
+		held.hold([{ id: 1, ref: "projection:1", version: 2, eventid: null }], 2_000);
+		expect(held.eventHeld(1, "projection:1", "evt_a", 500)).toBe(true);
+		// The first send's acknowledgement: the event went; the entry stays held at version 2.
+		held.release([{ id: 1, ref: "projection:1", version: 1, eventid: "evt_a" }]);
+		expect(held.eventHeld(1, "projection:1", "evt_a", 500)).toBe(false);
+		expect(JSON.parse(held.heldJson(500))).toEqual([[1, "projection:1", 2]]);
+		held.release([{ id: 1, ref: "projection:1", version: 2, eventid: null }]);
+		expect(held.heldJson(500)).toBe("[]");
+	});
+
+	it("the newer send acknowledged first keeps the entry held until the event's hold ends; the hold ends with it", () => {
+		const held = new InFlight();
+		held.hold([{ id: 1, ref: "projection:1", version: 1, eventid: "evt_a" }], 1_000);
+		held.hold([{ id: 1, ref: "projection:1", version: 2, eventid: null }], 2_000);
+		held.release([{ id: 1, ref: "projection:1", version: 2, eventid: null }]);
+		// Not sent again and again without its event meanwhile.
+		expect(JSON.parse(held.heldJson(999))).toEqual([[1, "projection:1", 2]]);
+		expect(held.earliestEnd(999)).toBe(1_000);
+		expect(held.heldJson(1_000)).toBe("[]");
+		expect(held.eventHeld(1, "projection:1", "evt_a", 1_000)).toBe(false);
+	});
+
+	it("an event hold names its entry: another ref with the same id is not held", () => {
+		const held = new InFlight();
+		held.hold([{ id: 1, ref: "projection:1", version: 1, eventid: "evt_a" }], 1_000);
+		expect(held.eventHeld(1, "projection:9", "evt_a", 0)).toBe(false);
+		expect(held.eventHeld(1, "projection:1", "evt_b", 0)).toBe(false);
+	});
 });
