@@ -7,7 +7,7 @@ import type { OwnedGrant } from "../rewards/rules";
 import { ACTIVE_RULE, type Campaign, type CampaignRow, type RewardRule, type RuleRow, toCampaign, toRule } from "./campaigns";
 import { type SignalFactsRow, signalFactsLookup, toSignalFacts } from "./identifiers";
 import { firstRowOf, rowsOf } from "./rows";
-import { conversionCounters } from "./stats";
+import { CONVERTED_FRIEND, conversionCounters } from "./stats";
 import { parseStoredJson } from "./stored-json";
 import { toUser, USER_VIEW, type User, type UserRow } from "./users";
 
@@ -240,12 +240,12 @@ export async function insertEvent(
 		db
 			.prepare(
 				`UPDATE users SET converted_friends_count = converted_friends_count + 1
-				 WHERE userid = (SELECT referrer_userid FROM users WHERE conversion_id = ?1)`,
+				 WHERE userid = (SELECT referrer_userid FROM users WHERE ${CONVERTED_FRIEND})`,
 			)
-			.bind(conversionId),
+			.bind(conversionId, input.appid, input.customid),
 		db.prepare(STORED_EVENT).bind(input.appid, input.customid),
 		// After the read, so its position stays fixed; they count only when this call converted the friend.
-		...conversionCounters(db, conversionId),
+		...conversionCounters(db, conversionId, input.appid, input.customid),
 	]);
 	if (insert?.meta.changes === 1) {
 		// This call's insert: the event is what it wrote (its decision need not be parsed back from JSON).

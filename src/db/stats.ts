@@ -50,22 +50,29 @@ export function slotCounter(db: D1Database, code: string, slot: string, metric: 
 		.bind(code, slot, metric, n);
 }
 
+/**
+ * The friend that conversion `conversionId` moved to Converted in this very batch, found by its event's
+ * (app, customid) key and checked by the token (?1 the token, ?2 the app, ?3 the customid): two key seeks, and no
+ * index on the token (migration 0037).
+ */
+export const CONVERTED_FRIEND = "userid = (SELECT userid FROM conversion_events WHERE appid = ?2 AND customid = ?3) AND conversion_id = ?1";
+
 /** A friend's move to Converted, only when the conversion `conversionId` happened in this batch. */
-export function conversionCounters(db: D1Database, conversionId: string): D1PreparedStatement[] {
+export function conversionCounters(db: D1Database, conversionId: string, appid: string, customid: string): D1PreparedStatement[] {
 	return [
 		db
 			.prepare(
 				`${INTO}
-				 SELECT appid, campaignid, ${slotSql("updated_at")}, 'conversions', '', 1 FROM users WHERE conversion_id = ?1 ${BUMP}`,
+				 SELECT appid, campaignid, ${slotSql("updated_at")}, 'conversions', '', 1 FROM users WHERE ${CONVERTED_FRIEND} ${BUMP}`,
 			)
-			.bind(conversionId),
+			.bind(conversionId, appid, customid),
 		db
 			.prepare(
 				`INSERT INTO stats_referrer_daily (appid, day, referrer_userid, campaignid, conversions)
-				 SELECT appid, substr(updated_at, 1, 10), referrer_userid, campaignid, 1 FROM users WHERE conversion_id = ?1
+				 SELECT appid, substr(updated_at, 1, 10), referrer_userid, campaignid, 1 FROM users WHERE ${CONVERTED_FRIEND}
 				 ON CONFLICT (appid, day, referrer_userid, campaignid) DO UPDATE SET conversions = conversions + 1`,
 			)
-			.bind(conversionId),
+			.bind(conversionId, appid, customid),
 	];
 }
 

@@ -34,4 +34,36 @@ describe("rows a conversion event writes to D1", () => {
 			.all();
 		expect(events.results.map((e) => e.customid)).toEqual(["rows-1", "rows-0"]);
 	});
+
+	it("the friend's move to Converted writes its row alone, and the referrer's count and the stats still move once", async () => {
+		const app = await createApp();
+		const referrer = (await app.api<{ referralcode: string; userkey: string }>("register", { email: "conv-ref@x.com" })).body;
+		const friend = (await app.api<{ userkey: string }>("register", { email: "conv-fr@x.com", referrercode: referrer.referralcode })).body;
+		const user = await env.DB.prepare("SELECT userid FROM users WHERE userkey = ?").bind(friend.userkey).first<{ userid: number }>();
+		// 2 before migration 0037: users_conversion indexed the batch's token.
+		const move = await env.DB.prepare("UPDATE users SET conversion_id = 'token-x', updated_at = ? WHERE userid = ?")
+			.bind(new Date().toISOString(), user?.userid)
+			.run();
+		expect(move.meta.rows_written).toBe(1);
+		await env.DB.prepare("UPDATE users SET conversion_id = NULL WHERE userid = ?").bind(user?.userid).run();
+		// Through the operation: a purchase converts the friend; a replay and a second purchase do not count again.
+		for (const customid of ["901", "901", "902"]) {
+			const res = await app.api("registerconversionevent", {
+				userkey: friend.userkey,
+				customid,
+				eventname: "Purchase",
+				growthhack: "SaaS_Referrals",
+				transactionvalue: 10,
+			});
+			expect(res.status).toBe(200);
+		}
+		const counted = await env.DB.prepare(
+			`SELECT (SELECT converted_friends_count FROM users WHERE userkey = ?1) AS converted,
+			   (SELECT SUM(conversions) FROM stats_referrer_daily WHERE appid = ?2) AS daily,
+			   (SELECT SUM(value) FROM stats_slots WHERE appid = ?2 AND metric = 'conversions') AS slots`,
+		)
+			.bind(referrer.userkey, app.appid)
+			.first();
+		expect(counted).toEqual({ converted: 1, daily: 1, slots: 1 });
+	});
 });
