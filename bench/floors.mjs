@@ -19,7 +19,7 @@ import { startService } from "../scripts/dev-service.mjs";
 /** workerd evicts a Durable Object after 10 s without a request (see run.mjs); a second more. */
 const EVICTED_AFTER_MS = 11_000;
 
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const sleep = (ms) => new Promise((r) => setTimeout(r, Math.max(0, ms)));
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)];
 const round = (n) => Math.round(n * 100) / 100;
 
@@ -95,33 +95,66 @@ function priced(m) {
 		request: ["HTTP request (the floor of any request)", m.request],
 		d1: ["D1 round trip", (m.d1x5 - m.d1x1) / 4],
 		d1Statement: ["further D1 statement in a batch (SELECT ?)", (m.d1batchx21 - m.d1batchx1) / 20],
-		firstCall: ["first Durable Object call of a request", m.callx1 - m.request],
+		// A call to one more object (as a conversion calls the friend's ledger, and that ledger the referrer's): priced
+		// over 5 calls, where the one call of a request less the request alone was a difference lost in the noise.
+		firstCall: ["call to a Durable Object (one more object)", (m.objectsx6 - m.callx1) / 5],
 		call: ["further call to the same object", (m.callx5 - m.callx1) / 4],
 		newObject: ["new object (created by its first call)", m.newObject - m.callx1],
 		schema: ["ledger schema (one script) on a new object", m.writeNew - m.writeWarm - (m.newObject - m.callx1)],
 		woken: ["waking an evicted object (with the ledger schema)", m.writeWoken - m.writeWarm],
-		turn: ["write transaction in a later turn (commit)", m.turnsx2 - m.turnsx1],
+		turn: ["write transaction in a later turn (commit)", (m.turnsx11 - m.waitsx11) / 10],
 		statement: ["SQL statement on the object's SQLite", (m.statementsx21 - m.statementsx1) / 20],
 		row: ["row written on the object's SQLite (one INSERT of many)", (m.rowsx21 - m.rowsx1) / 20],
 		d1Row: ["row written in D1 (one INSERT of many)", (m.d1rowsx21 - m.d1rowsx1) / 20],
-		queueMessage: ["queue message from an object (send, consumer's share)", m.queue - m.writeWarm],
-		ackCall: ["consumer's call back to the message's object", m.queueAck - m.queue],
+		queueMessage: ["queue message from an object (send, consumer's share)", (m.queuex6 - m.queue) / 5],
+		ackCall: ["consumer's call back to the message's object", (m.queueAckx6 - m.queuex6) / 6],
+		// As priced before 2026-11-27's afternoon (single differences), beside the new ones in the log, so the change shows.
+		firstCallOne: ["first call of a request less the request alone", m.callx1 - m.request],
 	};
 }
 
+/** The kinds of request the fixture is measured by, in the order a plain run measures them (writeWoken apart). */
+const KINDS = {
+	request: () => "/health",
+	d1x1: () => "/d1?n=1",
+	d1x5: () => "/d1?n=5",
+	d1batchx1: () => "/d1batch?n=1",
+	d1batchx21: () => "/d1batch?n=21",
+	callx1: () => "/rpc?n=1&name=warm",
+	callx5: () => "/rpc?n=5&name=warm",
+	objectsx6: () => "/objects?n=6",
+	newObject: (fresh) => `/rpc?n=1&name=${fresh()}`,
+	writeWarm: () => "/write?name=warm",
+	writeNew: (fresh) => `/write?name=${fresh()}`,
+	statementsx1: () => "/statements?n=1&name=warm",
+	statementsx21: () => "/statements?n=21&name=warm",
+	rowsx1: () => "/rows?n=1&name=warm",
+	rowsx21: () => "/rows?n=21&name=warm",
+	d1rowsx1: () => "/d1rows?n=1",
+	d1rowsx21: () => "/d1rows?n=21",
+	waitsx11: () => "/turns?n=11&name=warm&commit=0",
+	turnsx11: () => "/turns?n=11&name=warm",
+	queue: () => "/queue?name=warm",
+	queuex6: () => "/queue?n=6&name=warm",
+	queueAck: () => "/queue?name=warm&ack=1",
+	queueAckx6: () => "/queue?n=6&name=warm&ack=1",
+};
+/** Kinds whose CPU includes the fixture's queue consumer: read once it has taken every message. */
+const DRAINED = new Set(["queue", "queuex6", "queueAck", "queueAckx6"]);
+
 /**
- * Measures the platform's parts under `wrangler dev` on the fixture in
- * bench/floors/ (its own service, started and stopped here). Answers the
- * parts (ms of workerd CPU) with their labels, the raw medians, and each round's
- * own prices (`rounds`: the spread of a floor between rounds).
+ * Starts the fixture in bench/floors/ (its own `wrangler dev`) and answers
+ * how to measure it one kind at a time: `measure(kind)` is workerd CPU ms per
+ * request of `requests` requests, `connections` at a time; `prepareWoken()`
+ * writes to `requests` new objects and answers the measure of writing to them
+ * again once workerd has evicted them. Used whole by measureFloors, and kind by
+ * kind between a scenario's bursts by bench/floor-ratio.mjs.
  */
-export async function measureFloors({
+export async function startFloors({
 	requests = Number(process.env.BENCH_FLOOR_REQUESTS || 400),
 	/** Requests in flight at once, as the bench's 16 connections (BENCH_FLOOR_CONNECTIONS=1: one after another). */
 	connections = Number(process.env.BENCH_FLOOR_CONNECTIONS || 16),
-	rounds = Number(process.env.BENCH_FLOOR_ROUNDS || 3),
 	persistBase = process.env.BENCH_PERSIST_BASE || undefined,
-	log = (...args) => console.log(`[floors ${new Date().toISOString().slice(11, 19)}]`, ...args),
 } = {}) {
 	const service = await startService({ name: "floors", args: ["--config", "bench/floors/wrangler.toml"], persistBase });
 	const workerdCpu = () => service.cpuByProcess().workerd ?? 0;
@@ -131,6 +164,7 @@ export async function measureFloors({
 		await res.arrayBuffer();
 	};
 	let unique = 0;
+	const fresh = () => `new-${++unique}`;
 	/** The fixture's queue counts: messages sent, and consumed by its consumer. */
 	const queued = async () => (await fetch(`${service.base}/queued`)).json();
 	/**
@@ -138,7 +172,21 @@ export async function measureFloors({
 	 * With `drain`, the CPU is read once the queue consumer has taken every message sent (the batch's second to
 	 * fill, then every half second: each look is a request, 1 in `requests`, left in).
 	 */
-	async function measure(path, { drain = false } = {}) {
+	/** Waits until the fixture's consumer has taken every message sent (looks every half second); answers the CPU then. */
+	async function drained() {
+		for (let looks = 0; ; looks++) {
+			const cpu = workerdCpu();
+			const q = await queued();
+			if (q.consumed >= q.sent) return cpu;
+			if (looks > 60) throw new Error(`the floors' queue consumer did not take its messages: ${JSON.stringify(q)}`);
+			await sleep(500);
+		}
+	}
+	async function measure(path, { drain = false, warm = true } = {}) {
+		// One request first, unmeasured: an object of the kind idle for 10 s (a round between bursts of the service)
+		// would otherwise be woken inside the measure; its messages, if any, consumed before the measure starts.
+		if (warm) await get(path(-1));
+		if (warm && drain) await sleep(1200).then(drained);
 		await sleep(300); // let the previous kind's background work end
 		const before = workerdCpu();
 		let next = 0;
@@ -147,83 +195,85 @@ export async function measureFloors({
 		};
 		await Promise.all(Array.from({ length: connections }, connection));
 		let after = workerdCpu();
-		if (drain) {
-			await sleep(1200);
-			for (let looks = 0; ; looks++) {
-				after = workerdCpu();
-				const q = await queued();
-				if (q.consumed >= q.sent) break;
-				if (looks > 60) throw new Error(`the floors' queue consumer did not take its messages: ${JSON.stringify(q)}`);
-				await sleep(500);
-			}
-		}
+		if (drain) after = await sleep(1200).then(drained);
 		return ((after - before) * 1000) / requests;
 	}
-	const kinds = {
-		request: () => measure(() => "/health"),
-		d1x1: () => measure(() => "/d1?n=1"),
-		d1x5: () => measure(() => "/d1?n=5"),
-		d1batchx1: () => measure(() => "/d1batch?n=1"),
-		d1batchx21: () => measure(() => "/d1batch?n=21"),
-		callx1: () => measure(() => "/rpc?n=1&name=warm"),
-		callx5: () => measure(() => "/rpc?n=5&name=warm"),
-		newObject: () => measure(() => `/rpc?n=1&name=new-${++unique}`),
-		writeWarm: () => measure(() => "/write?name=warm"),
-		writeNew: () => measure(() => `/write?name=new-${++unique}`),
-		statementsx1: () => measure(() => "/statements?n=1&name=warm"),
-		statementsx21: () => measure(() => "/statements?n=21&name=warm"),
-		rowsx1: () => measure(() => "/rows?n=1&name=warm"),
-		rowsx21: () => measure(() => "/rows?n=21&name=warm"),
-		d1rowsx1: () => measure(() => "/d1rows?n=1"),
-		d1rowsx21: () => measure(() => "/d1rows?n=21"),
-		turnsx1: () => measure(() => "/turns?n=1&name=warm"),
-		turnsx2: () => measure(() => "/turns?n=2&name=warm"),
-		queue: () => measure(() => "/queue?name=warm", { drain: true }),
-		queueAck: () => measure(() => "/queue?name=warm&ack=1", { drain: true }),
-		async writeWoken() {
+	return {
+		kinds: Object.keys(KINDS),
+		measure: (kind) => measure(() => KINDS[kind](fresh), { drain: DRAINED.has(kind) }),
+		async prepareWoken() {
 			const names = Array.from({ length: requests }, () => `woken-${++unique}`);
 			for (const name of names) await get(`/write?name=${name}`);
-			await sleep(EVICTED_AFTER_MS);
-			return measure((i) => `/write?name=${names[i]}`);
+			const written = Date.now();
+			return async () => {
+				await sleep(written + EVICTED_AFTER_MS - Date.now());
+				return measure((i) => `/write?name=${names[i]}`, { warm: false });
+			};
 		},
+		/** The isolate, the warm object and its schema, D1. */
+		async warmUp() {
+			for (const path of [
+				"/health",
+				"/d1?n=5",
+				"/write?name=warm",
+				"/statements?n=21&name=warm",
+				"/rows?n=21&name=warm",
+				"/d1rows?n=21",
+				"/objects?n=6",
+				"/turns?n=11&name=warm",
+				"/queue?n=6&name=warm&ack=1",
+			]) {
+				for (let i = 0; i < 20; i++) await get(path);
+			}
+		},
+		stop: () => service.stop(),
 	};
+}
+
+/**
+ * The parts priced from kinds measured in rounds (`samples`: each kind's ms per request, one per round): each part
+ * is priced within each round, from kinds measured a few seconds apart, and the part's price is the median of its
+ * rounds: a machine that drifts between rounds (another process, a CPU's clock) moves both sides of a round's
+ * difference alike, where a difference of medians taken from different rounds did not cancel it (the same
+ * conversion's floor read 16.37 and 20.57 ms in two quiet runs of 2026-11-27 with three rounds). Answers the parts
+ * with their labels, the raw medians (`m`), and each round's own prices (`rounds`).
+ */
+export function priceRounds(samples) {
+	const rounds = Math.min(...Object.values(samples).map((v) => v.length));
+	const m = Object.fromEntries(Object.entries(samples).map(([k, v]) => [k, median(v)]));
+	const byRound = Array.from({ length: rounds }, (_, r) => priced(Object.fromEntries(Object.entries(samples).map(([k, v]) => [k, v[r]]))));
+	const parts = Object.fromEntries(
+		Object.entries(priced(m)).map(([k, [label]]) => [k, [label, median(byRound.map((round) => round[k][1]))]]),
+	);
+	const msOf = (ps) => Object.fromEntries(Object.entries(ps).map(([k, [, v]]) => [k, v]));
+	return { m, parts, ms: msOf(parts), rounds: byRound.map(msOf) };
+}
+
+/**
+ * Measures the platform's parts under `wrangler dev` on the fixture in
+ * bench/floors/ (its own service, started and stopped here), every kind in
+ * turn, `rounds` times, and prices them (priceRounds).
+ */
+export async function measureFloors({
+	rounds = Number(process.env.BENCH_FLOOR_ROUNDS || 3),
+	log = (...args) => console.log(`[floors ${new Date().toISOString().slice(11, 19)}]`, ...args),
+	...options
+} = {}) {
+	const floors = await startFloors(options);
 	try {
-		const samples = Object.fromEntries(Object.keys(kinds).map((k) => [k, []]));
-		// Warm-up: the isolate, the warm object and its schema, D1.
-		for (const path of [
-			"/health",
-			"/d1?n=5",
-			"/write?name=warm",
-			"/statements?n=21&name=warm",
-			"/rows?n=21&name=warm",
-			"/d1rows?n=21",
-			"/turns?n=2&name=warm",
-			"/queue?name=warm&ack=1",
-		]) {
-			for (let i = 0; i < 20; i++) await get(path);
-		}
+		const samples = Object.fromEntries([...floors.kinds, "writeWoken"].map((k) => [k, []]));
+		await floors.warmUp();
 		for (let r = 0; r < rounds; r++) {
-			for (const [kind, run] of Object.entries(kinds)) samples[kind].push(await run());
+			for (const kind of floors.kinds) samples[kind].push(await floors.measure(kind));
+			samples.writeWoken.push(await (await floors.prepareWoken())());
 			log(
 				`round ${r + 1} of ${rounds}:`,
 				JSON.stringify(Object.fromEntries(Object.entries(samples).map(([k, v]) => [k, round(v.at(-1))]))),
 			);
 		}
-		const m = Object.fromEntries(Object.entries(samples).map(([k, v]) => [k, median(v)]));
-		// Each part is priced within each round, from kinds measured a few seconds apart, and the part's price is the
-		// median of its rounds: a machine that drifts between rounds (another process, a CPU's clock) moves both sides
-		// of a round's difference alike, where a difference of medians taken from different rounds did not cancel it
-		// (the same conversion's floor read 16.37 and 20.57 ms in two quiet runs of 2026-11-27 with three rounds).
-		const byRound = Array.from({ length: rounds }, (_, r) =>
-			priced(Object.fromEntries(Object.entries(samples).map(([k, v]) => [k, v[r]]))),
-		);
-		const parts = Object.fromEntries(
-			Object.entries(priced(m)).map(([k, [label]]) => [k, [label, median(byRound.map((round) => round[k][1]))]]),
-		);
-		const msOf = (ps) => Object.fromEntries(Object.entries(ps).map(([k, [, v]]) => [k, v]));
-		return { m, parts, ms: msOf(parts), rounds: byRound.map(msOf) };
+		return priceRounds(samples);
 	} finally {
-		await service.stop();
+		await floors.stop();
 	}
 }
 

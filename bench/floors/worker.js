@@ -58,10 +58,13 @@ export class Floor extends DurableObject {
 		return n;
 	}
 
-	/** One outbox row, then one queue message naming it: a ledger's flush through the projection queue. */
-	async writeAndSend(name, ack) {
+	/**
+	 * One outbox row, then `messages` queue messages naming it, each its own send: a ledger's flushes through the
+	 * projection queue (1 and 6 give the price of one more message, sent and consumed).
+	 */
+	async writeAndSend(name, ack, messages = 1) {
 		const id = this.write();
-		await this.env.Q.sendBatch([{ body: { name, id, ack }, contentType: "json" }]);
+		for (let i = 0; i < messages; i++) await this.env.Q.sendBatch([{ body: { name, id, ack }, contentType: "json" }]);
 		return id;
 	}
 
@@ -70,12 +73,25 @@ export class Floor extends DurableObject {
 		return id;
 	}
 
-	/** A write, then (`again`) a second write after an await: a flush's delete after its D1 batch. */
-	async writeTurns(again) {
+	/**
+	 * A write, then `turns - 1` awaits, each followed (`commit`) by a write transaction in its own turn, as a flush's
+	 * delete after its D1 batch: with and without the transactions, the difference over 10 is the price of one
+	 * transaction committed in a later turn, the awaits' own cost taken out. The later ones touch the row, the last
+	 * deletes it.
+	 */
+	async writeTurns(turns, commit) {
 		const id = this.write();
-		await scheduler.wait(1);
-		if (again) this.ctx.storage.transactionSync(() => this.ctx.storage.sql.exec("DELETE FROM outbox WHERE ref = ?", id));
-		return 1;
+		const sql = this.ctx.storage.sql;
+		for (let turn = 2; turn <= turns; turn++) {
+			await scheduler.wait(1);
+			if (!commit) continue;
+			this.ctx.storage.transactionSync(() =>
+				turn < turns
+					? sql.exec("UPDATE outbox SET next_attempt_at = ? WHERE ref = ?", turn, id)
+					: sql.exec("DELETE FROM outbox WHERE ref = ?", id),
+			);
+		}
+		return turns;
 	}
 }
 
@@ -123,6 +139,11 @@ export default {
 				for (let i = 0; i < n; i++) await stub.noop();
 				return new Response("ok");
 			}
+			case "/objects":
+				// One call to each of `n` warm objects (`warm`, `warm-1`, ...): 1 and 6 give the price of a call to one
+				// more object, as a conversion calls the friend's ledger and that ledger the referrer's.
+				for (let i = 0; i < n; i++) await env.FLOOR.getByName(i === 0 ? "warm" : `warm-${i}`).noop();
+				return new Response("ok");
 			case "/write":
 				await env.FLOOR.getByName(name).write();
 				return new Response("ok");
@@ -130,11 +151,11 @@ export default {
 				await env.FLOOR.getByName(name).statements(n);
 				return new Response("ok");
 			case "/turns":
-				await env.FLOOR.getByName(name).writeTurns(n > 1);
+				await env.FLOOR.getByName(name).writeTurns(n, url.searchParams.get("commit") !== "0");
 				return new Response("ok");
 			case "/queue":
-				await env.FLOOR.getByName(name).writeAndSend(name, url.searchParams.get("ack") === "1");
-				queued.sent++;
+				await env.FLOOR.getByName(name).writeAndSend(name, url.searchParams.get("ack") === "1", n);
+				queued.sent += n;
 				return new Response("ok");
 			case "/queued":
 				return Response.json(queued);
