@@ -10,52 +10,39 @@
 // conversions between the fixture's kinds (a burst, a few kinds, a burst, ...), so
 // a round's conversions and the floor priced from that round's kinds share the
 // same minute of the machine; the ratio is taken per round, and the median of the
-// rounds is the measure. The kinds' order is shuffled per round (a fixed seed), so
-// no kind always follows a burst or the woken objects' wait.
+// rounds is the measure. The kinds' order changes from round to round (roundOrder),
+// so no kind always follows a burst.
 //
 // The counts of parts (D1 round trips, calls, transactions, statements, rows...)
 // are the service's own, counted over all the rounds (bench/run.mjs), as for
 // every other conversion scenario: only their prices and the CPU are per round.
 
-/** A small seeded generator (mulberry32), so a round's order is the same in every run. */
-function seeded(seed) {
-	let a = seed >>> 0;
-	return () => {
-		a = (a + 0x6d2b79f5) >>> 0;
-		let t = a;
-		t = Math.imul(t ^ (t >>> 15), t | 1);
-		t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-		return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-	};
-}
-
-/** `list` in an order drawn from `random` (Fisher-Yates). */
-export function shuffled(list, random) {
-	const out = [...list];
-	for (let i = out.length - 1; i > 0; i--) {
-		const j = Math.floor(random() * (i + 1));
-		[out[i], out[j]] = [out[j], out[i]];
-	}
-	return out;
+/**
+ * The kinds' order in round `r`: turned by a different number of places each round and reversed every other one,
+ * so no kind always comes right after a burst, or right before the next.
+ */
+export function roundOrder(list, r) {
+	const shift = (r * 7) % list.length;
+	const turned = [...list.slice(shift), ...list.slice(0, shift)];
+	return r % 2 === 1 ? turned.reverse() : turned;
 }
 
 /**
  * Runs `rounds` rounds. Each round: the woken kind's objects written; then, every `group` kinds of the fixture
- * (floors.mjs startFloors, in a shuffled order), one `burst()` of the scenario (it answers the requests it made);
+ * (floors.mjs startFloors, in roundOrder), one `burst()` of the scenario (it answers the requests it made);
  * a last burst; the service let go quiet (`quiet()`, so the round's background work is in its own CPU); the woken
  * kind measured. `serviceCpuMs()` reads the service's workerd CPU. The service's objects never wait 10 s between
  * bursts (workerd would evict them and the scenario would become another), so `group` kinds must take less.
  * Answers each kind's samples (one per round) and each round's service CPU per request and requests.
  */
-export async function interleaveRounds({ floors, rounds, group = 4, burst, quiet, serviceCpuMs, log, seed = 33 }) {
-	const random = seeded(seed);
+export async function interleaveRounds({ floors, rounds, group = 4, burst, quiet, serviceCpuMs, log }) {
 	const samples = Object.fromEntries([...floors.kinds, "writeWoken"].map((k) => [k, []]));
 	const perRound = [];
 	for (let r = 0; r < rounds; r++) {
 		const cpuBefore = serviceCpuMs();
 		let requests = 0;
 		const measureWoken = await floors.prepareWoken();
-		for (const [i, kind] of shuffled(floors.kinds, random).entries()) {
+		for (const [i, kind] of roundOrder(floors.kinds, r).entries()) {
 			if (i % group === 0) requests += await burst();
 			samples[kind].push(await floors.measure(kind));
 		}
