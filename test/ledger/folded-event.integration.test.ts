@@ -1,18 +1,17 @@
-import { createExecutionContext, createMessageBatch, getQueueResult, runInDurableObject } from "cloudflare:test";
+import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { ProjectionMessage } from "../../src/db/projection-batch";
 import { customIdToken } from "../../src/domain/ids";
-import { withBindings } from "../../src/instrument/d1-metrics";
 import { grantRewards } from "../../src/ledger/grant";
 import { InFlight } from "../../src/ledger/in-flight";
-import { flushOutboxOnce, queueProjection, queueWebhook } from "../../src/ledger/outbox";
+import { queueProjection, queueWebhook } from "../../src/ledger/outbox";
 import { ledgerFor } from "../../src/ledger/stub";
 import type { ConversionAnnouncement } from "../../src/ledger/types";
 import { webhookEvent } from "../../src/outbox/events";
-import { projectionQueue } from "../../src/outbox/projection-consumer";
 import { hookUrl, received, uniqueKey } from "../outbox/support";
 import { admin, createApp } from "../support/api";
+import { capturedFlushPass, consumeProjection } from "../support/projection";
 import { until } from "../support/until";
 import { freshLedger, grantOf, hookedAppId } from "./support";
 
@@ -61,36 +60,6 @@ const outboxWrites = (stub: Stub) =>
 			.toArray()
 			.map((w) => `${w.op} ${w.kind}${w.ref.startsWith("webhook:evt_conversion_") ? " conversion" : ""}${w.event ? " +event" : ""}`),
 	);
-
-/** A queued flush pass, its messages captured, with the ledger's in-memory holds `held` (as its FlushSchedule keeps them). */
-function sendPass(stub: Stub, appid: string, userkey: string, held?: InFlight): Promise<ProjectionMessage[]> {
-	const sent: ProjectionMessage[] = [];
-	const queue = { sendBatch: async (messages: { body: ProjectionMessage }[]) => void sent.push(...messages.map((m) => m.body)) };
-	return runInDurableObject(stub, async (_l, state) => {
-		await flushOutboxOnce({
-			queued: true,
-			sql: state.storage.sql,
-			transactionSync: (fn) => state.storage.transactionSync(fn),
-			env: withBindings(env, { PROJECTION: queue as unknown as Queue }),
-			appid,
-			userkey,
-			assignCoupon: () => undefined,
-			inFlight: held,
-		});
-		return sent;
-	});
-}
-
-/** The consumer on `messages` as one batch (it writes D1, enqueues the webhook events and acknowledges to the real ledgers). */
-async function consume(messages: ProjectionMessage[]) {
-	const batch = createMessageBatch(
-		"referral-projection",
-		messages.map((body, i) => ({ id: `fold-${i}-${crypto.randomUUID()}`, timestamp: new Date(), attempts: 1, body })),
-	);
-	const ctx = createExecutionContext();
-	await projectionQueue(batch, env, ctx);
-	return getQueueResult(batch, ctx);
-}
 
 const recordedIn = (messages: ProjectionMessage[]) => messages.flatMap((m) => m.rewards.flatMap((r) => (r.event ? [r.event.eventid] : [])));
 
@@ -197,9 +166,9 @@ describe("conversion.recorded folded into the projection entry", { timeout: 60_0
 		const announcement = announcementOf(ledger.appid, "alone-1");
 		await grantQuietly(ledger.stub, ledger.appid, ledger.userkey, announcement, grantOf({ webhooks: false, rewardemail: false }));
 		expect(await outboxWrites(ledger.stub)).toEqual(["INSERT projection +event"]);
-		const messages = await sendPass(ledger.stub, ledger.appid, ledger.userkey);
+		const messages = await capturedFlushPass(ledger.stub, ledger.appid, ledger.userkey);
 		expect(recordedIn(messages)).toEqual([announcement.eventid]);
-		await consume(messages);
+		await consumeProjection(messages);
 		expect((await storedEvents(announcement.eventid)).results).toHaveLength(1);
 		expect((await entries(ledger.stub)).filter((e) => carried(e))).toEqual([]);
 	});
@@ -210,15 +179,15 @@ describe("conversion.recorded folded into the projection entry", { timeout: 60_0
 			const held = new InFlight();
 			const announcement = announcementOf(ledger.appid, `race-${order.replace(" ", "-")}`);
 			await grantQuietly(ledger.stub, ledger.appid, ledger.userkey, announcement, grantOf({ webhooks: false, rewardemail: false }));
-			const first = await sendPass(ledger.stub, ledger.appid, ledger.userkey, held);
+			const first = await capturedFlushPass(ledger.stub, ledger.appid, ledger.userkey, held);
 			expect(recordedIn(first)).toEqual([announcement.eventid]);
 			// A change committed before the acknowledgement: the projection goes again at once, the event does not.
 			const v2 = await changeReward(ledger.stub, `changed ${order}`);
-			const second = await sendPass(ledger.stub, ledger.appid, ledger.userkey, held);
+			const second = await capturedFlushPass(ledger.stub, ledger.appid, ledger.userkey, held);
 			expect(second.flatMap((m) => m.rewards.map((r) => r.row.version))).toEqual([v2]);
 			expect(recordedIn(second)).toEqual([]);
-			await consume(order === "older first" ? first : second);
-			await consume(order === "older first" ? second : first);
+			await consumeProjection(order === "older first" ? first : second);
+			await consumeProjection(order === "older first" ? second : first);
 			expect((await storedEvents(announcement.eventid)).results).toHaveLength(1);
 			// The newest version is projected, and what is left in the outbox no longer carries the event.
 			const row = await env.DB.prepare("SELECT version FROM rewards WHERE rewarddtlid = ?").bind(`${ledger.userkey}-${SEQ}`).first();
@@ -231,13 +200,13 @@ describe("conversion.recorded folded into the projection entry", { timeout: 60_0
 		const ledger = await settledLedger();
 		const announcement = announcementOf(ledger.appid, "lost-1");
 		await grantQuietly(ledger.stub, ledger.appid, ledger.userkey, announcement, grantOf({ webhooks: false, rewardemail: false }));
-		const lost = await sendPass(ledger.stub, ledger.appid, ledger.userkey, new InFlight());
+		const lost = await capturedFlushPass(ledger.stub, ledger.appid, ledger.userkey, new InFlight());
 		expect(recordedIn(lost)).toEqual([announcement.eventid]);
 		await changeReward(ledger.stub, "after the lost send");
 		// The ledger was evicted (its holds forgotten) or the hold ended: the event goes with the next send.
-		const again = await sendPass(ledger.stub, ledger.appid, ledger.userkey, new InFlight());
+		const again = await capturedFlushPass(ledger.stub, ledger.appid, ledger.userkey, new InFlight());
 		expect(recordedIn(again)).toEqual([announcement.eventid]);
-		await consume(again);
+		await consumeProjection(again);
 		expect((await storedEvents(announcement.eventid)).results).toHaveLength(1);
 		expect(await entries(ledger.stub)).toEqual([]);
 	});
@@ -246,7 +215,7 @@ describe("conversion.recorded folded into the projection entry", { timeout: 60_0
 		const ledger = await settledLedger();
 		const held = new InFlight();
 		await grantQuietly(ledger.stub, ledger.appid, ledger.userkey, undefined, grantOf({ webhooks: false, rewardemail: false }));
-		const before = await sendPass(ledger.stub, ledger.appid, ledger.userkey, held);
+		const before = await capturedFlushPass(ledger.stub, ledger.appid, ledger.userkey, held);
 		expect(recordedIn(before)).toEqual([]);
 		// An event that joins an entry already in flight without it (queueProjection's upsert keeps the first event).
 		const event = webhookEvent(
@@ -260,12 +229,12 @@ describe("conversion.recorded folded into the projection entry", { timeout: 60_0
 			const { version } = sql.exec<{ version: number }>("SELECT version FROM rewards WHERE seq = ?", SEQ).one();
 			queueProjection(sql, SEQ, version, Date.now(), event);
 		});
-		await consume(before);
+		await consumeProjection(before);
 		const [left] = await entries(ledger.stub);
 		expect(carried(left)).toBe(event.eventid);
-		const next = await sendPass(ledger.stub, ledger.appid, ledger.userkey, new InFlight());
+		const next = await capturedFlushPass(ledger.stub, ledger.appid, ledger.userkey, new InFlight());
 		expect(recordedIn(next)).toEqual([event.eventid]);
-		await consume(next);
+		await consumeProjection(next);
 		expect((await storedEvents(event.eventid)).results).toHaveLength(1);
 		expect(await entries(ledger.stub)).toEqual([]);
 	});
@@ -288,9 +257,9 @@ describe("conversion.recorded folded into the projection entry", { timeout: 60_0
 		await env.DB.prepare("UPDATE conversion_events SET grants_pending = 1 WHERE appid = ? AND customid = ?").bind(app.appid, "old-1").run();
 		const event = webhookEvent(app.appid, "conversion.recorded", { customid: "old-1", legacy: true, rewards: [] }, eventid);
 		await runInDurableObject(friendLedger, (_l, state) => queueWebhook(state.storage.sql, event, Date.now()));
-		const messages = await sendPass(friendLedger, app.appid, friend.userkey);
+		const messages = await capturedFlushPass(friendLedger, app.appid, friend.userkey);
 		expect(messages.flatMap((m) => m.webhooks.map((w) => w.event.eventid))).toEqual([eventid]);
-		await consume(messages);
+		await consumeProjection(messages);
 		expect(await pendingGrants(app.appid, "old-1")).toBeNull();
 		expect(await entries(friendLedger)).toEqual([]);
 		await until(
@@ -318,7 +287,7 @@ describe("conversion.recorded folded into the projection entry", { timeout: 60_0
 		// Ann's reward of Bob's conversion, announced from her ledger (only the referrer rewarded), naming Bob.
 		const announcement = announcementOf(app.appid, `erase-${n}`, { userkey: bob.userkey, extrainfo: `gift for ${bobEmail}` });
 		await grantQuietly(annLedger, app.appid, ann.userkey, announcement, grantOf({ webhooks: false, rewardemail: false }));
-		const inFlight = await sendPass(annLedger, app.appid, ann.userkey);
+		const inFlight = await capturedFlushPass(annLedger, app.appid, ann.userkey);
 		expect(JSON.stringify(recordedIn(inFlight))).toContain(announcement.eventid);
 		expect(JSON.stringify(inFlight)).toContain(bobEmail);
 		// D1 refuses the event unless it names Bob: the erasure's own flush (redacted) fails, the stale copy would pass.
@@ -331,7 +300,7 @@ describe("conversion.recorded folded into the projection entry", { timeout: 60_0
 			expect((await admin("DELETE", `/apps/${app.appid}/users/${bob.userkey}`)).status).toBe(200);
 			const [entry] = (await entries(annLedger)).filter((e) => carried(e));
 			expect(entry?.payload).not.toContain(bobEmail);
-			await consume(inFlight);
+			await consumeProjection(inFlight);
 			expect((await storedEvents(announcement.eventid)).results).toEqual([]);
 			// Held back: the projection went, the entry stays with its (redacted) event.
 			expect(carried((await entries(annLedger)).find((e) => carried(e)))).toBe(announcement.eventid);

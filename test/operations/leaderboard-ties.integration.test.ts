@@ -6,6 +6,7 @@ import { bucketOf, type LeaderboardPeriod } from "../../src/domain/leaderboard";
 import { mulberry32 } from "../ledger/support";
 import { admin, createApp } from "../support/api";
 import { expectBoardCountersAgree } from "../support/board-counters";
+import { projectedRow } from "../support/projection";
 
 /**
  * Issue 34: a user's rank sums maintained counters of the ties ahead of it
@@ -32,28 +33,8 @@ interface Reward {
 	row: ProjectedRow;
 }
 
-function rewardRow(seq: number, campaignid: number, friend: string, createdAt: string): ProjectedRow {
-	return {
-		seq,
-		campaignid,
-		eventname: "Purchase",
-		usertype: "Referrer",
-		amount: 500,
-		reversed: 0,
-		rewardunit: "USD",
-		rewardtype: "Credit",
-		status: "Approved",
-		redeemed: 0,
-		comment: null,
-		friend_userkey: friend,
-		created_at: createdAt,
-		updated_at: createdAt,
-		version: 1,
-		fraudsignals: "[]",
-		payoutid: null,
-		payout_state: null,
-	};
-}
+const rewardRow = (seq: number, campaignid: number, friend: string, createdAt: string): ProjectedRow =>
+	projectedRow(seq, { campaignid, rewardtype: "Credit", friend_userkey: friend, created_at: createdAt, updated_at: createdAt });
 
 /** Writes the rewards as the projection consumer does, a few ledgers' messages per D1 batch. */
 async function project(app: App, rewards: Reward[]) {

@@ -8,6 +8,7 @@ import { bucketsOf } from "../../src/domain/leaderboard";
 import { mulberry32 } from "../ledger/support";
 import { createApp } from "../support/api";
 import { expectBoardCountersAgree } from "../support/board-counters";
+import { projectedRow } from "../support/projection";
 
 /**
  * Issue 33, rows written: the projection batch sums the leaderboard counter
@@ -43,28 +44,8 @@ interface Side {
 
 const referrerKey = (side: Side, i: number) => `${side.prefix}r${String(i).padStart(2, "0")}`;
 
-function reward(seq: number, friend: string, createdAt: string, amount: number, campaignid: number): ProjectedRow {
-	return {
-		seq,
-		campaignid,
-		eventname: "Purchase",
-		usertype: "Referrer",
-		amount,
-		reversed: 0,
-		rewardunit: "USD",
-		rewardtype: "InstoreCredits",
-		status: "Approved",
-		redeemed: 0,
-		comment: null,
-		friend_userkey: friend,
-		created_at: createdAt,
-		updated_at: createdAt,
-		version: 1,
-		fraudsignals: "[]",
-		payoutid: null,
-		payout_state: null,
-	};
-}
+const reward = (seq: number, friend: string, createdAt: string, amount: number, campaignid: number): ProjectedRow =>
+	projectedRow(seq, { campaignid, amount, friend_userkey: friend, created_at: createdAt, updated_at: createdAt });
 
 /** What a ledger sends of one reward at one version: its fields over `reward`'s defaults. */
 type Version = Partial<ProjectedRow> & { created_at: string; amount: number; version: number };

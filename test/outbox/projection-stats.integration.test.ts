@@ -2,6 +2,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { type ProjectedRow, type ProjectionMessage, writeProjectionBatch } from "../../src/db/projection-batch";
 import { newAppId, newUserKey } from "../../src/domain/ids";
+import { projectedRow } from "../support/projection";
 
 /**
  * Issue 33, rows written: the projection queue's batch counts the stats of
@@ -15,29 +16,14 @@ import { newAppId, newUserKey } from "../../src/domain/ids";
 
 const SLOT = "2026-11-27T00:0";
 
-function row(seq: number, overrides: Partial<ProjectedRow> = {}): ProjectedRow {
-	return {
-		seq,
-		campaignid: 1,
-		eventname: "Purchase",
+const row = (seq: number, overrides: Partial<ProjectedRow> = {}): ProjectedRow =>
+	projectedRow(seq, {
 		usertype: "Friend",
 		amount: 250,
-		reversed: 0,
-		rewardunit: "USD",
-		rewardtype: "InstoreCredits",
-		status: "Approved",
-		redeemed: 0,
-		comment: null,
-		friend_userkey: "friend",
 		created_at: `${SLOT}1:00.000Z`,
 		updated_at: `${SLOT}1:00.000Z`,
-		version: 1,
-		fraudsignals: "[]",
-		payoutid: null,
-		payout_state: null,
 		...overrides,
-	};
-}
+	});
 
 const message = (appid: string, userkey: string, rows: ProjectedRow[]): ProjectionMessage => ({
 	projection: 1,

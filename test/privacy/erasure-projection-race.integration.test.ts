@@ -1,14 +1,12 @@
-import { createExecutionContext, createMessageBatch, getQueueResult, runInDurableObject } from "cloudflare:test";
+import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import type { ProjectionMessage } from "../../src/db/projection-batch";
-import { withBindings } from "../../src/instrument/d1-metrics";
-import { flushOutboxOnce, queueProjection, queueWebhook } from "../../src/ledger/outbox";
+import { queueProjection, queueWebhook } from "../../src/ledger/outbox";
 import { ledgerFor } from "../../src/ledger/stub";
 import { webhookEvent } from "../../src/outbox/events";
-import { projectionQueue } from "../../src/outbox/projection-consumer";
 import { hookUrl, uniqueKey } from "../outbox/support";
 import { admin, createApp } from "../support/api";
+import { capturedFlushPass, consumeProjection } from "../support/projection";
 import { until } from "../support/until";
 
 /**
@@ -24,34 +22,6 @@ type Ledger = ReturnType<typeof ledgerFor>;
 
 const pending = (ledger: Ledger) =>
 	runInDurableObject(ledger, (_l, state) => state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM outbox").one().n);
-
-/** A queued flush pass of `ledger`, its messages captured instead of sent. */
-function capturedPass(ledger: Ledger, appid: string, userkey: string): Promise<ProjectionMessage[]> {
-	const sent: ProjectionMessage[] = [];
-	const queue = { sendBatch: async (messages: { body: ProjectionMessage }[]) => void sent.push(...messages.map((m) => m.body)) };
-	return runInDurableObject(ledger, async (_l, state) => {
-		await flushOutboxOnce({
-			queued: true,
-			sql: state.storage.sql,
-			transactionSync: (fn) => state.storage.transactionSync(fn),
-			env: withBindings(env, { PROJECTION: queue as unknown as Queue }),
-			appid,
-			userkey,
-			assignCoupon: () => undefined,
-		});
-		return sent;
-	});
-}
-
-async function consume(messages: ProjectionMessage[]) {
-	const batch = createMessageBatch(
-		"referral-projection",
-		messages.map((body, i) => ({ id: `race-${i}-${crypto.randomUUID()}`, timestamp: new Date(), attempts: 1, body })),
-	);
-	const ctx = createExecutionContext();
-	await projectionQueue(batch, env, ctx);
-	return getQueueResult(batch, ctx);
-}
 
 async function scanD1(needles: string[]): Promise<string[]> {
 	const tables = await env.DB.prepare(
@@ -94,7 +64,7 @@ async function messageNamingBob() {
 		const version = sql.exec<{ v: number }>("UPDATE rewards SET version = version + 1 WHERE seq = 1 RETURNING version AS v").one().v;
 		queueProjection(sql, 1, version, Date.now());
 	});
-	const inFlight = await capturedPass(annLedger, app.appid, ann.userkey);
+	const inFlight = await capturedFlushPass(annLedger, app.appid, ann.userkey);
 	expect(inFlight.flatMap((m) => m.webhooks)).toHaveLength(1);
 	expect(JSON.stringify(inFlight)).toContain(bobTraces[0]);
 	return { app, ann, bob, bobTraces, annLedger, eventid: event.eventid, inFlight };
@@ -109,7 +79,7 @@ describe("erasure racing the projection queue", { timeout: 60_000 }, () => {
 		expect((await admin("DELETE", `/apps/${app.appid}/users/${bob.userkey}`)).status).toBe(200);
 		expect(await scanD1(bobTraces)).toEqual([]);
 
-		const result = await consume(inFlight);
+		const result = await consumeProjection(inFlight);
 		expect(result.explicitAcks).toHaveLength(inFlight.length);
 		expect(await scanD1(bobTraces)).toEqual([]);
 		expect((await storedPayload(eventid))?.payload).toContain('"friendemail":""');
@@ -127,7 +97,7 @@ describe("erasure racing the projection queue", { timeout: 60_000 }, () => {
 			expect((await admin("DELETE", `/apps/${app.appid}/users/${bob.userkey}`)).status).toBe(200);
 			expect(await storedPayload(eventid)).toBeNull();
 
-			const result = await consume(inFlight);
+			const result = await consumeProjection(inFlight);
 			// Written: the reward row; held back: the event that may name Bob (its entry stays in Ann's ledger).
 			expect(await scanD1(bobTraces)).toEqual([]);
 			expect(await storedPayload(eventid)).toBeNull();
