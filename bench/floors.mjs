@@ -2,7 +2,7 @@
 // in workerd CPU per request, with nothing of the service around it (the
 // fixture in bench/floors/): an HTTP request, a D1 round trip, a Durable
 // Object call, a new object, the ledger's schema, a waking object, a write
-// transaction, a SQL statement, a row written (in D1 and in an object). Each is the difference between two kinds of
+// transaction, a SQL statement, a row written (in D1 and in an object), a rate limiter call. Each is the difference between two kinds of
 // request that differ in that one thing, measured over BENCH_FLOOR_REQUESTS
 // requests sent BENCH_FLOOR_CONNECTIONS at a time (16, as the bench's load:
 // one after another each part costs more, the process waking for each), in
@@ -46,6 +46,8 @@ export function countedShape(d1AllIn, parts, rowsWritten) {
 		created,
 		woken: Math.max(0, parts.ledgerStarts - created),
 		messages: parts.projectionMessages,
+		// Every authenticated operation asks the app's rate limiter once (src/http/rate-limits.ts).
+		limiters: parts.limiterCalls ?? 0,
 	};
 }
 
@@ -68,7 +70,8 @@ export function conversionFloor(ms, c) {
 		c.woken * p("woken") +
 		c.messages * p("queueMessage") +
 		(c.d1Rows ?? 0) * p("d1Row") +
-		(c.rows ?? 0) * p("row")
+		(c.rows ?? 0) * p("row") +
+		(c.limiters ?? 0) * p("limiter")
 	);
 }
 
@@ -107,6 +110,7 @@ function priced(m) {
 		row: ["row written on the object's SQLite (one INSERT of many)", (m.rowsx21 - m.rowsx1) / 20],
 		d1Row: ["row written in D1 (one INSERT of many)", (m.d1rowsx21 - m.d1rowsx1) / 20],
 		queueMessage: ["queue message from an object (send, consumer's share)", (m.queuex6 - m.queue) / 5],
+		limiter: ["rate limiter call (the Rate Limiting binding)", (m.limitx6 - m.limitx1) / 5],
 		ackCall: ["consumer's call back to the message's object", (m.queueAckx6 - m.queuex6) / 6],
 		// As priced before 2026-11-27's afternoon (single differences), beside the new ones in the log, so the change shows.
 		firstCallOne: ["first call of a request less the request alone", m.callx1 - m.request],
@@ -120,6 +124,8 @@ const KINDS = {
 	d1x5: () => "/d1?n=5",
 	d1batchx1: () => "/d1batch?n=1",
 	d1batchx21: () => "/d1batch?n=21",
+	limitx1: () => "/limit?n=1",
+	limitx6: () => "/limit?n=6",
 	callx1: () => "/rpc?n=1&name=warm",
 	callx5: () => "/rpc?n=5&name=warm",
 	objectsx6: () => "/objects?n=6",
@@ -215,6 +221,7 @@ export async function startFloors({
 			for (const path of [
 				"/health",
 				"/d1?n=5",
+				"/limit?n=6",
 				"/write?name=warm",
 				"/statements?n=21&name=warm",
 				"/rows?n=21&name=warm",

@@ -116,6 +116,10 @@ export default {
 		switch (url.pathname) {
 			case "/health":
 				return new Response("ok");
+			case "/limit":
+				// `n` calls of the Rate Limiting binding (1 and 6 give the price of one), as limitApp makes one per operation.
+				for (let i = 0; i < n; i++) await env.LIMITER.limit({ key: `app:${i}` });
+				return new Response("ok");
 			case "/d1":
 				for (let i = 0; i < n; i++) await env.DB.prepare("SELECT ? AS x").bind(i).first();
 				return new Response("ok");

@@ -1,4 +1,4 @@
-import { countingProjectionQueue, type PlatformPart, platformParts } from "./platform-parts";
+import { countingLimiter, countingProjectionQueue, type PlatformPart, platformParts } from "./platform-parts";
 
 /**
  * Opt-in instrumentation for the bench (bench/README.md). With the var
@@ -172,6 +172,7 @@ export function instrumentEnv(env: Env, source: D1Source): Env {
 			DB: countingD1(env.DB, totals[source], (sql, rows) => countRowsBySql(source, sql, rows)),
 			USER_LEDGER: countingLedgers(env.USER_LEDGER, totals[source]),
 			PROJECTION: countingProjectionQueue(env.PROJECTION),
+			...countingLimiters(env),
 		});
 		bySource.set(source, counted);
 	}
@@ -179,6 +180,16 @@ export function instrumentEnv(env: Env, source: D1Source): Env {
 }
 
 const instrumented = new WeakMap<Env, Map<D1Source, Env>>();
+
+/** The Rate Limiting bindings of wrangler.toml, each call a platform part (bench/floors.mjs prices one). */
+const LIMITERS = ["FAILED_AUTH_LIMITER", "FAILED_AUTH_IP_LIMITER", "APP_RATE_LIMITER", "ADMIN_AUTH_LIMITER", "CLICK_LIMITER"] as const;
+
+/** The env's rate limiters, counting; one that is missing (a test's env) stays missing. */
+function countingLimiters(env: Env): Partial<Env> {
+	const out: Partial<Env> = {};
+	for (const name of LIMITERS) if (env[name]) out[name] = countingLimiter(env[name]);
+	return out;
+}
 
 /** `env` with some bindings replaced: an object that inherits the rest, so nothing is copied. */
 export function withBindings(env: Env, replaced: Partial<Env>): Env {

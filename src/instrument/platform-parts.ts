@@ -2,7 +2,8 @@
  * The bench's count of the platform parts a request's work is made of
  * (bench/floors.mjs prices each part; bench/README.md, "Floors"): ledgers
  * started and created, their write transactions and SQL statements, Durable
- * Object calls, queue messages sent and the consumer batches that took them.
+ * Object calls, queue messages sent and the consumer batches that took them,
+ * and rate limiter calls.
  * Read through `GET /__metrics/d1` with the D1 counts, and like them only
  * with the `D1_QUERY_COUNT` flag (src/instrument/d1-metrics.ts): the
  * counters here are plain integers, whose increments cost nothing
@@ -23,6 +24,8 @@ const parts = {
 	/** Batches the projection queue's consumer was invoked with, and their messages. */
 	projectionBatches: 0,
 	projectionBatchMessages: 0,
+	/** `limit` calls on the Workers Rate Limiting bindings (every authenticated operation makes one). */
+	limiterCalls: 0,
 };
 
 export type PlatformPart = keyof typeof parts;
@@ -61,4 +64,14 @@ export function countingProjectionQueue<T>(queue: Queue<T>): Queue<T> {
 			return value.bind(target);
 		},
 	});
+}
+
+/** Wraps a Rate Limiting binding so that its `limit` calls are counted. */
+export function countingLimiter(limiter: RateLimit): RateLimit {
+	return {
+		limit: (options) => {
+			countPart("limiterCalls");
+			return limiter.limit(options);
+		},
+	};
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { countingProjectionQueue, platformParts } from "../../src/instrument/platform-parts";
+import { countingLimiter, countingProjectionQueue, platformParts } from "../../src/instrument/platform-parts";
 import { freshLedger, grantOf } from "../ledger/support";
 
 /**
@@ -44,5 +44,22 @@ describe("platform parts", () => {
 		expect(after.projectionSends - before.projectionSends).toBe(2);
 		expect(after.projectionMessages - before.projectionMessages).toBe(3);
 		expect(sent).toEqual([[1, 2], [3]]);
+	});
+
+	it("counts each rate limiter call once, and answers what the limiter answers", async () => {
+		const keys: string[] = [];
+		const limiter: RateLimit = {
+			limit: async ({ key }) => {
+				keys.push(key);
+				return { success: key !== "over" };
+			},
+		};
+		const counted = countingLimiter(limiter);
+		const before = platformParts();
+		expect(await counted.limit({ key: "app:1" })).toEqual({ success: true });
+		expect(await counted.limit({ key: "over" })).toEqual({ success: false });
+		const after = platformParts();
+		expect(after.limiterCalls - before.limiterCalls).toBe(2);
+		expect(keys).toEqual(["app:1", "over"]);
 	});
 });
