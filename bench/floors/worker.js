@@ -151,6 +151,11 @@ export default {
 			case "/write":
 				await env.FLOOR.getByName(name).write();
 				return new Response("ok");
+			case "/writes":
+				// One write to each of `n` objects named `name-1`, `name-2`, ... (new names: 1 and 6 new objects give the
+				// price of one more new ledger, created with its schema and written).
+				for (let i = 1; i <= n; i++) await env.FLOOR.getByName(`${name}-${i}`).write();
+				return new Response("ok");
 			case "/statements":
 				await env.FLOOR.getByName(name).statements(n);
 				return new Response("ok");
