@@ -66,7 +66,8 @@ export function conversionFloor(ms, c) {
 		c.ackCalls * p("ackCall") +
 		c.transactions * p("turn") +
 		c.statements * p("statement") +
-		c.created * (p("newObject") + p("schema")) +
+		// Clamped together: the schema is priced less the object's creation, so a creation measured below zero is in it.
+		c.created * Math.max(0, (ms.newObject ?? 0) + (ms.schema ?? 0)) +
 		c.woken * p("woken") +
 		c.messages * p("queueMessage") +
 		(c.d1Rows ?? 0) * p("d1Row") +
