@@ -115,7 +115,7 @@ function priced(m) {
 		queueMessage: ["queue message from an object (send, consumer's share)", (m.queuex6 - m.queue) / 5],
 		limiter: ["rate limiter call (the Rate Limiting binding)", (m.limitx6 - m.limitx1) / 5],
 		ackCall: ["consumer's call back to the message's object", (m.queueAckx6 - m.queuex6) / 6],
-		// As priced before 2026-11-27's afternoon (single differences), beside the new ones in the log, so the change shows.
+		// As priced before 07:00 UTC on 2026-11-27 (a single difference), beside the new price in the log, so the change shows.
 		firstCallOne: ["first call of a request less the request alone", m.callx1 - m.request],
 	};
 }

@@ -1,4 +1,6 @@
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { instrumentEnv } from "../../src/instrument/d1-metrics";
 import { countingLimiter, countingProjectionQueue, platformParts } from "../../src/instrument/platform-parts";
 import { freshLedger, grantOf } from "../ledger/support";
 
@@ -61,5 +63,17 @@ describe("platform parts", () => {
 		const after = platformParts();
 		expect(after.limiterCalls - before.limiterCalls).toBe(2);
 		expect(keys).toEqual(["app:1", "over"]);
+	});
+
+	it("counts the calls of the env's real rate limiters once the bench's flag is on, and none without it", async () => {
+		// Defined, not assigned: the test runner's env would take an assignment through its setter and be flagged for good.
+		const flagged: Env = Object.create(env, { D1_QUERY_COUNT: { value: "1" } });
+		const before = platformParts();
+		await instrumentEnv(flagged, "worker").APP_RATE_LIMITER.limit({ key: `app:parts-${crypto.randomUUID()}` });
+		await instrumentEnv(flagged, "worker").CLICK_LIMITER.limit({ key: `click:parts-${crypto.randomUUID()}` });
+		const counted = platformParts();
+		expect(counted.limiterCalls - before.limiterCalls).toBe(2);
+		await instrumentEnv(env, "worker").APP_RATE_LIMITER.limit({ key: `app:parts-${crypto.randomUUID()}` });
+		expect(platformParts().limiterCalls - counted.limiterCalls).toBe(0);
 	});
 });
