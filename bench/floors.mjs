@@ -2,8 +2,9 @@
 // in workerd CPU per request, with nothing of the service around it (the
 // fixture in bench/floors/): an HTTP request, a D1 round trip, a Durable
 // Object call, a new object, the ledger's schema, a waking object, a write
-// transaction, a SQL statement, a row written (in D1 and in an object), a rate limiter call. Each is the difference between two kinds of
-// request that differ in that one thing, measured over BENCH_FLOOR_REQUESTS
+// transaction, a SQL statement, a row written (in D1 and in an object), a
+// rate limiter call, an object's alarm written. Each is the difference
+// between two kinds of request that differ in that one thing, measured over BENCH_FLOOR_REQUESTS
 // requests sent BENCH_FLOOR_CONNECTIONS at a time (16, as the bench's load:
 // one after another each part costs more, the process waking for each), in
 // BENCH_FLOOR_ROUNDS rounds (each part priced within each round, the median of
@@ -48,6 +49,8 @@ export function countedShape(d1AllIn, parts, rowsWritten) {
 		messages: parts.projectionMessages,
 		// Every authenticated operation asks the app's rate limiter once (src/http/rate-limits.ts).
 		limiters: parts.limiterCalls ?? 0,
+		// A ledger's flush backstop set after a write, and deleted once the flush was acknowledged (flush-schedule.ts).
+		alarms: parts.ledgerAlarms ?? 0,
 	};
 }
 
@@ -72,7 +75,8 @@ export function conversionFloor(ms, c) {
 		c.messages * p("queueMessage") +
 		(c.d1Rows ?? 0) * p("d1Row") +
 		(c.rows ?? 0) * p("row") +
-		(c.limiters ?? 0) * p("limiter")
+		(c.limiters ?? 0) * p("limiter") +
+		(c.alarms ?? 0) * p("alarm")
 	);
 }
 
@@ -115,6 +119,7 @@ function priced(m) {
 		queueMessage: ["queue message from an object (send, consumer's share)", (m.queuex6 - m.queue) / 5],
 		limiter: ["rate limiter call (the Rate Limiting binding)", (m.limitx6 - m.limitx1) / 5],
 		ackCall: ["consumer's call back to the message's object", (m.queueAckx6 - m.queuex6) / 6],
+		alarm: ["an object's alarm set or deleted (a storage write)", (m.alarmsx11 - m.waitsx11) / 10],
 		// As priced before 07:00 UTC on 2026-11-27 (a single difference), beside the new price in the log, so the change shows.
 		firstCallOne: ["first call of a request less the request alone", m.callx1 - m.request],
 	};
@@ -144,6 +149,7 @@ const KINDS = {
 	d1rowsx41: () => "/d1rows?n=41",
 	waitsx11: () => "/turns?n=11&name=warm&commit=0",
 	turnsx11: () => "/turns?n=11&name=warm",
+	alarmsx11: () => "/alarms?n=11&name=warm",
 	queue: () => "/queue?name=warm",
 	queuex6: () => "/queue?n=6&name=warm",
 	queueAck: () => "/queue?name=warm&ack=1",

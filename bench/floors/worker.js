@@ -73,6 +73,24 @@ export class Floor extends DurableObject {
 		return id;
 	}
 
+	/** An alarm set by `alarmTurns` is never due (an hour ahead); were it to go off, it does nothing. */
+	async alarm() {}
+
+	/**
+	 * A write, then `turns - 1` awaits, each followed by a write of the object's alarm, set and deleted in turn, as
+	 * a ledger sets its flush's backstop and deletes it once the flush was acknowledged: against `writeTurns` without
+	 * commits, the difference over 10 is the price of one alarm write.
+	 */
+	async alarmTurns(turns) {
+		const id = this.write();
+		for (let turn = 2; turn <= turns; turn++) {
+			await scheduler.wait(1);
+			if (turn % 2 === 0) await this.ctx.storage.setAlarm(Date.now() + 3_600_000);
+			else await this.ctx.storage.deleteAlarm();
+		}
+		return id;
+	}
+
 	/**
 	 * A write, then `turns - 1` awaits, each followed (`commit`) by a write transaction in its own turn, as a flush's
 	 * delete after its D1 batch: with and without the transactions, the difference over 10 is the price of one
@@ -161,6 +179,9 @@ export default {
 				return new Response("ok");
 			case "/turns":
 				await env.FLOOR.getByName(name).writeTurns(n, url.searchParams.get("commit") !== "0");
+				return new Response("ok");
+			case "/alarms":
+				await env.FLOOR.getByName(name).alarmTurns(n);
 				return new Response("ok");
 			case "/queue":
 				await env.FLOOR.getByName(name).writeAndSend(name, url.searchParams.get("ack") === "1", n);

@@ -8,7 +8,8 @@ import { countPart } from "./platform-parts";
  * whose `sql.exec` cursors report their `rowsWritten`, read once the
  * synchronous transaction that ran them is over (a cursor that is never
  * iterated has run its statement already: exec runs it). It also counts the
- * ledgers' statements and synchronous transactions (platform-parts.ts).
+ * ledgers' statements, synchronous transactions and alarm writes
+ * (platform-parts.ts).
  */
 export function countingStorage(storage: DurableObjectStorage, env: Env): DurableObjectStorage {
 	if (!metricsEnabled(env)) return storage;
@@ -39,6 +40,12 @@ export function countingStorage(storage: DurableObjectStorage, env: Env): Durabl
 				return <T>(fn: () => T): T => {
 					countPart("ledgerTransactions");
 					return target.transactionSync(fn);
+				};
+			}
+			if (prop === "setAlarm" || prop === "deleteAlarm") {
+				return (...args: unknown[]) => {
+					countPart("ledgerAlarms");
+					return Reflect.apply(Reflect.get(target, prop), target, args);
 				};
 			}
 			const value = Reflect.get(target, prop);

@@ -2,8 +2,8 @@
  * The bench's count of the platform parts a request's work is made of
  * (bench/floors.mjs prices each part; bench/README.md, "Floors"): ledgers
  * started and created, their write transactions and SQL statements, Durable
- * Object calls, queue messages sent and the consumer batches that took them,
- * and rate limiter calls.
+ * Object calls, their alarms set and deleted, queue messages sent and the
+ * consumer batches that took them, and rate limiter calls.
  * Read through `GET /__metrics/d1` with the D1 counts, and like them only
  * with the `D1_QUERY_COUNT` flag (src/instrument/d1-metrics.ts): the
  * counters here are plain integers, whose increments cost nothing
@@ -18,6 +18,8 @@ const parts = {
 	ledgerTransactions: 0,
 	/** `sql.exec` calls of the ledgers (a script is one). */
 	ledgerStatements: 0,
+	/** `setAlarm` and `deleteAlarm` calls of the ledgers (each a write of the object's stored alarm). */
+	ledgerAlarms: 0,
 	/** `send`/`sendBatch` calls on the projection queue, and the messages in them. */
 	projectionSends: 0,
 	projectionMessages: 0,

@@ -76,13 +76,9 @@ export class UserLedger extends DurableObject<Env> {
 		if (!identity) throw new Error(`UserLedger must be created by name (appid:userkey), got ${ctx.id.name ?? "an unnamed id"}`);
 		this.identity = identity;
 		// The tables are created by the first write (writer.ts), so reads of a made-up id store nothing.
-		this.writer = new LedgerWriter(
-			countingStorage(ctx.storage, env),
-			identity,
-			(flushNow) => this.schedule.afterWrite(flushNow),
-			LEDGER_MIGRATIONS,
-		);
-		this.schedule = new FlushSchedule(ctx, this.env, this.writer);
+		const storage = countingStorage(ctx.storage, env);
+		this.writer = new LedgerWriter(storage, identity, (flushNow) => this.schedule.afterWrite(flushNow), LEDGER_MIGRATIONS);
+		this.schedule = new FlushSchedule(ctx, this.env, this.writer, storage);
 		if (this.writer.hasSchema()) this.schedule.rearmAfterRestart();
 	}
 

@@ -16,7 +16,8 @@ import { freshLedger } from "../ledger/support";
 describe("ledger rows counted", () => {
 	it("counts every statement of each synchronous stretch once, cursors read or not", async () => {
 		const { stub } = freshLedger();
-		const flagged: Env = Object.assign(Object.create(env), { D1_QUERY_COUNT: "1" });
+		// Defined on a child of the test env: an assignment would go through to the runner's env and flag the rest of the file.
+		const flagged: Env = Object.create(env, { D1_QUERY_COUNT: { value: "1" } });
 		const insert = "INSERT INTO rows_counted_t (x) VALUES (?)";
 		const update = "UPDATE rows_counted_t SET x = x + 1 WHERE x > ?";
 		const result = await runInDurableObject(stub, async (_ledger, state) => {
@@ -48,5 +49,23 @@ describe("ledger rows counted", () => {
 		const bySql = d1Totals().rowsBySql;
 		expect(bySql[sqlKey("ledgers", insert)]?.rows).toBeGreaterThanOrEqual(4);
 		expect(bySql[sqlKey("ledgers", update)]?.rows).toBeGreaterThanOrEqual(2);
+	});
+
+	it("counts the alarm's writes (set and delete) with the flag, and none without it", async () => {
+		const { stub } = freshLedger();
+		const flagged: Env = Object.create(env, { D1_QUERY_COUNT: { value: "1" } });
+		const counts = await runInDurableObject(stub, async (_ledger, state) => {
+			const alarms = () => platformParts().ledgerAlarms;
+			const start = alarms();
+			const storage = countingStorage(state.storage, flagged);
+			await storage.setAlarm(Date.now() + 60_000);
+			await storage.deleteAlarm();
+			const counted = alarms() - start;
+			const plain = countingStorage(state.storage, env);
+			await plain.setAlarm(Date.now() + 60_000);
+			await plain.deleteAlarm();
+			return { counted, uncounted: alarms() - start - counted, stored: await state.storage.getAlarm() };
+		});
+		expect(counts).toEqual({ counted: 2, uncounted: 0, stored: null });
 	});
 });

@@ -210,6 +210,52 @@ describe("projection queue", { timeout: 60_000 }, () => {
 		expect(await entries(ledger.stub)).toEqual([]);
 	});
 
+	it("a write's backstop alarm covers the hold of the flush after it: no second alarm; going off early, it re-arms for the hold's end", async () => {
+		const ledger = await settledLedger(await hookedAppId());
+		await changeComment(ledger.stub, "one alarm");
+		const captured = capturingQueue();
+		const result = await runInDurableObject(ledger.stub, async (_l, state) => {
+			// The object's storage, its alarm writes recorded (issue 33: a setAlarm is a storage write, about 0.17 ms).
+			const set: number[] = [];
+			const storage = new Proxy(state.storage, {
+				get(target, prop) {
+					if (prop === "setAlarm")
+						return (at: number) => {
+							set.push(at);
+							return target.setAlarm(at);
+						};
+					const value = Reflect.get(target, prop);
+					return typeof value === "function" ? value.bind(target) : value;
+				},
+			});
+			const writer = new LedgerWriter(storage, { appid: ledger.appid, userkey: ledger.userkey }, () => undefined, LEDGER_MIGRATIONS);
+			const schedule = new FlushSchedule(state, withBindings(env, { PROJECTION: captured.queue }), writer, storage);
+			// As after a write: the backstop, then the flush (here at once, and again when the coalesced one starts).
+			const start = Date.now();
+			schedule.afterWrite(true);
+			await schedule.flush();
+			await new Promise((resolve) => setTimeout(resolve, 60));
+			// The entry is held until its send's time plus IN_FLIGHT_MS: after the start, before now.
+			const afterFlush = { set: [...set], stored: await state.storage.getAlarm(), holdEnds: [start + IN_FLIGHT_MS, Date.now() + IN_FLIGHT_MS] };
+			// No acknowledgement: the backstop goes off a little before the hold ends, sends nothing and arms itself again.
+			await schedule.alarm();
+			return { afterFlush, sentAfterAlarm: captured.sent.length, set, stored: await state.storage.getAlarm() };
+		});
+		expect(captured.sent).toHaveLength(1);
+		expect(result.afterFlush.set).toHaveLength(1);
+		expect(result.afterFlush.stored).toBe(result.afterFlush.set[0]);
+		// The backstop (the write's time plus 30 s) is at most the hold's end, and within the slack of it.
+		const [earliestEnd = 0, latestEnd = 0] = result.afterFlush.holdEnds;
+		expect(result.afterFlush.stored).toBeGreaterThanOrEqual(earliestEnd - 5_000);
+		expect(result.afterFlush.stored).toBeLessThanOrEqual(latestEnd);
+		expect(result.sentAfterAlarm).toBe(1);
+		expect(result.set).toHaveLength(2);
+		expect(result.stored).toBe(result.set[1]);
+		expect(result.set[1]).toBeGreaterThanOrEqual(earliestEnd);
+		await consume(captured.sent);
+		expect(await entries(ledger.stub)).toEqual([]);
+	});
+
 	it("the queue refuses the send: the entry stays, postponed with its error, and D1 is untouched", async () => {
 		const ledger = await settledLedger(await hookedAppId());
 		await changeComment(ledger.stub, "never sent");
