@@ -236,7 +236,11 @@ describe("projection queue", { timeout: 60_000 }, () => {
 			await schedule.flush();
 			await new Promise((resolve) => setTimeout(resolve, 60));
 			// The entry is held until its send's time plus IN_FLIGHT_MS: after the start, before now.
-			const afterFlush = { set: [...set], stored: await state.storage.getAlarm(), holdEnds: [start + IN_FLIGHT_MS, Date.now() + IN_FLIGHT_MS] };
+			const afterFlush = {
+				set: [...set],
+				stored: await state.storage.getAlarm(),
+				holdEnds: [start + IN_FLIGHT_MS, Date.now() + IN_FLIGHT_MS],
+			};
 			// No acknowledgement: the backstop goes off a little before the hold ends, sends nothing and arms itself again.
 			await schedule.alarm();
 			return { afterFlush, sentAfterAlarm: captured.sent.length, set, stored: await state.storage.getAlarm() };
