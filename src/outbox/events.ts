@@ -43,9 +43,19 @@ export interface CarriedEvent {
 	createdAt: string;
 }
 
+/**
+ * The longest event id the service makes, with room: a refund's
+ * `evt_reversal_<appid>_test_<customid token>_<16 hex>`, whose customid token
+ * (domain/ids.ts, customIdToken) is the base64url of up to 100 characters of
+ * 4 UTF-8 bytes each, 535 characters: some 600 in all. The bound was 200, and
+ * the consumer dropped the conversion webhooks of such customids as invalid
+ * (test/operations/customid).
+ */
+export const MAX_EVENTID = 1_000;
+
 /** Validates a queue message body before the consumer trusts it. */
 export const outboxMessageSchema = z.object({
-	eventid: z.string().min(1).max(200),
+	eventid: z.string().min(1).max(MAX_EVENTID),
 	event: z
 		.object({
 			appid: z.string().min(1),

@@ -2,6 +2,8 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { customIdToken } from "../../src/domain/ids";
 import { ledgerFor } from "../../src/ledger/stub";
+import { MAX_EVENTID } from "../../src/outbox/events";
+import { hookUrl, uniqueKey, waitForReceived } from "../outbox/support";
 import { createApp, withWebhook } from "../support/api";
 
 /**
@@ -9,10 +11,10 @@ import { createApp, withWebhook } from "../support/api";
  * printable characters, compared exactly; integers keep their old meaning,
  * so a number and its digits as text are one event.
  */
-async function referral() {
+async function referral(hooks = withWebhook()) {
 	const app = await createApp(
 		{ rewardrules: [{ rewardusertype: "Referrer", eventname: "Transaction", reward: 5, rewardunit: "USD" }] },
-		withWebhook(),
+		hooks,
 	);
 	const referrer = (await app.api("register", { email: "ref@x.com" })).body;
 	const friend = (await app.api("register", { email: "friend@x.com", referrercode: referrer.referralcode })).body;
@@ -85,6 +87,29 @@ describe("customid", () => {
 			`evt_conversion_${appid}_${customIdToken("ordre n°7 ✓")}`,
 		]);
 		for (const { eventid } of ids.results) expect(eventid).toMatch(/^[\x21-\x7e]+$/);
+	});
+
+	it("delivers the webhooks of the longest customid: 100 emoji make an event id of some 570 characters", async () => {
+		const key = uniqueKey("long-customid");
+		const { appid, order, api, referrer } = await referral({ webhookurl: hookUrl(key) });
+		const customid = "😀".repeat(100);
+		expect((await order(customid)).status).toBe(200);
+		expect((await api("reverseconversionevent", { customid })).body).toMatchObject({ success: true });
+		await ledgerFor(env, appid, referrer.userkey).flush();
+		// Every event of it reaches the endpoint (the consumer once dropped a message whose event id passed 200 characters).
+		const received = await waitForReceived(key, 7, 20_000);
+		expect(received.map((r) => JSON.parse(r.body).type).sort()).toEqual([
+			"conversion.recorded",
+			"conversion.reversed",
+			"referral.attributed",
+			"reward.created",
+			"reward.reversed",
+			"user.registered",
+			"user.registered",
+		]);
+		const ids = received.map((r) => r.headers["webhook-id"] ?? "");
+		expect(Math.max(...ids.map((id) => id.length))).toBeGreaterThan(500);
+		expect(Math.max(...ids.map((id) => id.length))).toBeLessThanOrEqual(MAX_EVENTID);
 	});
 
 	it("reverses an event named by a text customid", async () => {
