@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { admin, campaignBody, createApp, request } from "../support/api";
+import { admin, campaignBody, createApp, listedApps, request } from "../support/api";
 
 describe("admin API", () => {
 	it("is 401 without the admin token or with a wrong one", async () => {
@@ -27,8 +27,7 @@ describe("admin API", () => {
 
 	it("lists, reads and updates apps without ever showing the private key", async () => {
 		const { appid, privatekey } = await createApp();
-		const list = await admin("GET", "/apps");
-		expect(list.body.apps.some((a: { appid: string }) => a.appid === appid)).toBe(true);
+		expect((await listedApps()).some((a) => a.appid === appid)).toBe(true);
 		const read = await admin("GET", `/apps/${appid}`);
 		expect(read.status).toBe(200);
 		expect(JSON.stringify(read.body)).not.toContain(privatekey);

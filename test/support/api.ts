@@ -29,6 +29,25 @@ export async function admin<T = Record<string, any>>(method: string, path: strin
 	);
 }
 
+/**
+ * Every app `GET /admin/v1/apps` lists, page after page (200 a page): the
+ * apps a test made need not be on the first page of a database other tests
+ * wrote to as well (a test never assumes it has the database to itself).
+ */
+export async function listedApps(): Promise<{ appid: string; name: string }[]> {
+	const apps: { appid: string; name: string }[] = [];
+	let cursor: string | null = null;
+	do {
+		const page: JsonResponse<{ apps: { appid: string; name: string }[]; nextcursor: string | null }> = await admin(
+			"GET",
+			`/apps?limit=200${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`,
+		);
+		apps.push(...page.body.apps);
+		cursor = page.body.nextcursor;
+	} while (cursor !== null);
+	return apps;
+}
+
 export interface Credentials {
 	appid: string;
 	apikey: string;
