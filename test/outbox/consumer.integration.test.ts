@@ -1,6 +1,7 @@
 import { env } from "cloudflare:workers";
 import { Webhook } from "standardwebhooks";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { withBindings } from "../../src/instrument/d1-metrics";
 import { enqueueOutboxEvents, outboxMessage } from "../../src/outbox/events";
 import { sweepOutbox } from "../../src/outbox/sweep";
 import { admin } from "../support/api";
@@ -273,6 +274,16 @@ describe("message bodies and missing rows", () => {
 	});
 });
 
+/**
+ * This test's own recorder of the email binding, in an env handed to the consumer: every send still goes to
+ * the real (simulated) binding. Not a spy on the shared env's binding, which other test files also use.
+ */
+function recordedEmail() {
+	const real = env.EMAIL;
+	const send = vi.fn((message: EmailMessage | Parameters<SendEmail["send"]>[0]) => real.send(message as never));
+	return { send, runEnv: withBindings(env, { EMAIL: { send } as unknown as SendEmail }) };
+}
+
 describe("email delivery", () => {
 	it("sends through the send_email binding from the app's sender and logs the attempt", async () => {
 		const app = await createOutboxApp({ emailsender: "rewards@shop.example.com" });
@@ -283,10 +294,9 @@ describe("email delivery", () => {
 			text: "Join: https://x.test/r/ABCD2345",
 			html: '<p>Join: <a href="https://x.test/r/ABCD2345">link</a></p>',
 		});
-		// This file's env, spied, handed to the consumer itself.
-		const send = vi.spyOn(env.EMAIL, "send");
+		const { send, runEnv } = recordedEmail();
 
-		const { result, ids } = await runBatch([{ body: { eventid: event.eventid } }], env);
+		const { result, ids } = await runBatch([{ body: { eventid: event.eventid } }], runEnv);
 
 		expect(result.explicitAcks).toEqual([ids[0]]);
 		expect(send).toHaveBeenCalledTimes(1);
@@ -306,10 +316,10 @@ describe("email delivery", () => {
 	it("uses DEFAULT_EMAIL_SENDER when the app has none, and sends a duplicate only once", async () => {
 		const app = await createOutboxApp();
 		const event = await recordEmail(app.appid, { to: "a@example.org", subject: "Reminder", text: "t", html: "<p>t</p>" });
-		const send = vi.spyOn(env.EMAIL, "send");
+		const { send, runEnv } = recordedEmail();
 
-		await runBatch([{ body: { eventid: event.eventid } }], env);
-		await runBatch([{ body: { eventid: event.eventid } }], env);
+		await runBatch([{ body: { eventid: event.eventid } }], runEnv);
+		await runBatch([{ body: { eventid: event.eventid } }], runEnv);
 
 		expect(send).toHaveBeenCalledTimes(1);
 		expect(send.mock.calls[0]![0]).toMatchObject({ from: env.DEFAULT_EMAIL_SENDER, to: "a@example.org", subject: "Reminder" });
@@ -325,9 +335,9 @@ describe("email delivery", () => {
 			payload: { to: "not-an-address", subject: "x", text: "x", html: "x" },
 			createdAt: new Date().toISOString(),
 		});
-		const send = vi.spyOn(env.EMAIL, "send");
+		const { send, runEnv } = recordedEmail();
 
-		const { result, ids } = await runBatch([{ body: { eventid: event.eventid } }], env);
+		const { result, ids } = await runBatch([{ body: { eventid: event.eventid } }], runEnv);
 
 		expect(result.explicitAcks).toEqual([ids[0]]);
 		expect(send).not.toHaveBeenCalled();
