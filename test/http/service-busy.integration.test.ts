@@ -51,25 +51,34 @@ async function fixture() {
 	return { app, referrer, friend, purchase };
 }
 
+let tables: Promise<{ name: string; byapp: number }[]> | undefined;
+
+/**
+ * The D1 tables state() counts, read once per file, and whether each holds apps' rows (has an appid column): a table of
+ * apps' rows counts this app's only, since a test never assumes it has the database to itself and the background work
+ * of earlier files (ledgers' flushes, the projection's consumer) may still write their own apps' rows. Left out: the
+ * key a failed keyed call held is let go (or expires), not state a client sees; delivery attempts, and the local
+ * mailbox in development (dev_mail), are the queue consumer's record of earlier emails, written whenever it runs.
+ */
+function countedTables() {
+	tables ??= env.DB.prepare(
+		`SELECT name, EXISTS (SELECT 1 FROM pragma_table_info(m.name) WHERE name = 'appid') AS byapp FROM sqlite_master AS m
+		 WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%' AND name NOT LIKE 'd1_%'
+		 AND name NOT IN ('idempotency_keys', 'delivery_attempts', 'dev_mail')`,
+	)
+		.all<{ name: string; byapp: number }>()
+		.then((r) => r.results);
+	return tables;
+}
+
 /** Row counts of every D1 table (the app's rows of those that hold apps'), the app's users (timestamps aside) and both ledgers' rewards, after their flushes. */
 async function state(): Promise<string> {
 	const { app, referrer, friend } = fx;
 	for (const userkey of [referrer.userkey, friend.userkey]) await ledgerFor(env, app.appid, userkey).flush();
-	const tables = await env.DB.prepare(
-		"SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%' AND name NOT LIKE 'd1_%'",
-	).all<{ name: string }>();
 	const counts: Record<string, number> = {};
-	for (const { name } of tables.results) {
-		// The key a failed keyed call held is let go (or expires): not state a client sees. Delivery
-		// attempts, and the local mailbox in development (dev_mail), are the queue consumer's record of
-		// earlier emails, written whenever it runs.
-		if (name === "idempotency_keys" || name === "delivery_attempts" || name === "dev_mail") continue;
-		// A table of apps' rows counts this app's only: a test never assumes it has the database to itself, and the background
-		// work of earlier files (ledgers' flushes, the projection's consumer) may still write their own apps' rows.
-		const byApp = await env.DB.prepare("SELECT 1 FROM pragma_table_info(?) WHERE name = 'appid'").bind(name).first();
-		const where = byApp ? " WHERE appid = ?" : "";
-		const count = env.DB.prepare(`SELECT COUNT(*) AS n FROM "${name}"${where}`);
-		counts[name] = (await (byApp ? count.bind(app.appid) : count).first<{ n: number }>())?.n ?? 0;
+	for (const { name, byapp } of await countedTables()) {
+		const count = env.DB.prepare(`SELECT COUNT(*) AS n FROM "${name}"${byapp ? " WHERE appid = ?" : ""}`);
+		counts[name] = (await (byapp ? count.bind(app.appid) : count).first<{ n: number }>())?.n ?? 0;
 	}
 	const users = await env.DB.prepare("SELECT * FROM users WHERE appid = ? ORDER BY userid").bind(app.appid).all();
 	const undated = users.results.map((row) => Object.fromEntries(Object.entries(row).filter(([k]) => !k.endsWith("_at"))));

@@ -43,11 +43,12 @@ describe("completion of recorded conversions", () => {
 		expect(await pendingMark(app.appid, "9001")).toEqual({ grants_pending: 1 });
 		expect(await ledgerFor(env, app.appid, app.referrer).listRewards()).toHaveLength(0);
 		// Not before the delay: the request's own grants may still be under way.
-		expect((await completeRecordedConversions(env)).completed).toBe(0);
+		await completeRecordedConversions(env);
+		expect(await pendingMark(app.appid, "9001")).toEqual({ grants_pending: 1 });
+		expect(await ledgerFor(env, app.appid, app.referrer).listRewards()).toHaveLength(0);
 
-		const report = await passAfterDelay();
-		expect(report.completed).toBeGreaterThanOrEqual(1);
-		expect(report.failed).toBe(0);
+		// The pass takes every app's events (the test files share D1): this event's own outcome is what is checked.
+		expect((await passAfterDelay()).completed).toBeGreaterThanOrEqual(1);
 		expect(await ledgerFor(env, app.appid, app.referrer).listRewards()).toHaveLength(1);
 		expect(await ledgerFor(env, app.appid, app.friend).listRewards()).toHaveLength(1);
 		// The announcing ledger's flush confirms the grants; later passes leave the event alone.

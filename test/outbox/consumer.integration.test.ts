@@ -1,7 +1,6 @@
 import { env } from "cloudflare:workers";
 import { Webhook } from "standardwebhooks";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { withBindings } from "../../src/instrument/d1-metrics";
 import { enqueueOutboxEvents, outboxMessage } from "../../src/outbox/events";
 import { sweepOutbox } from "../../src/outbox/sweep";
 import { admin } from "../support/api";
@@ -13,6 +12,7 @@ import {
 	received,
 	recordEmail,
 	recordEvent,
+	recordedEmail,
 	recordingDb,
 	recordWebhook,
 	runBatch,
@@ -278,12 +278,6 @@ describe("message bodies and missing rows", () => {
  * This test's own recorder of the email binding, in an env handed to the consumer: every send still goes to
  * the real (simulated) binding. Not a spy on the shared env's binding, which other test files also use.
  */
-function recordedEmail() {
-	const real = env.EMAIL;
-	const send = vi.fn((message: EmailMessage | Parameters<SendEmail["send"]>[0]) => real.send(message as never));
-	return { send, runEnv: withBindings(env, { EMAIL: { send } as unknown as SendEmail }) };
-}
-
 describe("email delivery", () => {
 	it("sends through the send_email binding from the app's sender and logs the attempt", async () => {
 		const app = await createOutboxApp({ emailsender: "rewards@shop.example.com" });

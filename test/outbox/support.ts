@@ -3,6 +3,7 @@ import { env } from "cloudflare:workers";
 import { vi } from "vitest";
 import { insertOutboxEvent } from "../../src/db/outbox-events";
 import type { EmailPayload, OutboxEvent, WebhookType } from "../../src/domain/outbox-event";
+import { withBindings } from "../../src/instrument/d1-metrics";
 import { queue } from "../../src/outbox/consumer";
 import { outboxMessageSchema, webhookEvent } from "../../src/outbox/events";
 import { admin, type Credentials } from "../support/api";
@@ -236,4 +237,15 @@ export function faultyDb(fails: (sql: string) => boolean, db: D1Database = env.D
 			return typeof value === "function" ? value.bind(target) : value;
 		},
 	});
+}
+
+/**
+ * The email binding, recorded: a spy on a binding of the test's own that hands each message to the real (simulated)
+ * one, in an env to pass to runBatch. Not a spy on the shared env's binding, which other files' work can reach.
+ */
+export function recordedEmail() {
+	const real = env.EMAIL;
+	const email: SendEmail = { send: (message: EmailMessage & EmailMessageBuilder) => real.send(message) };
+	const send = vi.spyOn(email, "send");
+	return { send, runEnv: withBindings(env, { EMAIL: email }) };
 }
