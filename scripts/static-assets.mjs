@@ -8,6 +8,8 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+// A file added here needs its path among wrangler.toml's run_worker_first exclusions
+// (`!/...`): every other path goes to the Worker without the asset layer being asked.
 const files = [
 	// Scalar's API reference for /docs (src/openapi/routes.ts).
 	["node_modules/@scalar/api-reference/dist/browser/standalone.js", "public/docs/scalar.js"],

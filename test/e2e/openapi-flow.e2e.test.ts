@@ -36,6 +36,29 @@ afterAll(async () => {
 const waitFor = <T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 20_000) =>
 	waitUntil(what, probe, { timeoutMs, context: () => service.logs().slice(-3000) });
 
+describe("static assets and the Worker (wrangler.toml's run_worker_first)", () => {
+	it("serves the asset folders' files from the assets, and every other path from the Worker without asking them first", async () => {
+		for (const [path, cache] of [
+			["/docs/scalar.js", "public, max-age=86400"],
+			["/dashboard/static/webauthn.js", "public, max-age=300"],
+		] as const) {
+			const res = await fetch(`${service.base}${path}`);
+			expect(res.status, path).toBe(200);
+			// public/_headers applies to assets only: the header shows the asset layer answered.
+			expect(res.headers.get("cache-control"), path).toBe(cache);
+			expect(res.headers.get("content-type"), path).toMatch(/javascript/);
+			await res.arrayBuffer();
+		}
+		// A path of the docs folder the Worker serves, and paths no asset has: the Worker's own answers.
+		const init = await fetch(`${service.base}/docs/init.js`);
+		expect(init.status).toBe(200);
+		expect(await init.text()).toContain("Scalar");
+		const missing = await fetch(`${service.base}/no/such/page`);
+		expect(missing.status).toBe(404);
+		expect(await missing.json()).toMatchObject({ success: false });
+	});
+});
+
 describe("the served OpenAPI document", () => {
 	it("is valid OpenAPI 3.1 for an independent validator (@apidevtools/swagger-parser)", async () => {
 		const api = (await SwaggerParser.validate(structuredClone(doc))) as any;
