@@ -15,12 +15,27 @@ export function grantsConfirmed(db: D1Database, appid: string, customid: string)
 		.bind(appid, customid);
 }
 
+/**
+ * Counts one more failed completion pass for event `customid` (migration 0039): an event that keeps failing sinks
+ * behind events that never failed, so the pass's bounded take is not spent on it alone.
+ */
+export function grantsFailed(db: D1Database, appid: string, customid: string): D1PreparedStatement {
+	return db
+		.prepare(
+			"UPDATE conversion_events SET grants_pending = grants_pending + 1 WHERE appid = ? AND customid = ? AND grants_pending IS NOT NULL",
+		)
+		.bind(appid, customid);
+}
+
 type PendingRow = Omit<EventInput, "campaignid"> & { campaignid: number };
 
 /**
- * Events recorded before `cutoff` whose grants were never confirmed, oldest
- * first, at most `limit` (a range of the partial index of events in flight,
- * which holds only these), with what recording them again needs.
+ * Events recorded before `cutoff` whose grants were never confirmed, those
+ * that failed in the fewest passes first and then the oldest, at most `limit`
+ * (the partial index of events in flight, which holds only these, read in its
+ * order; the events it skips are those recorded since `cutoff`, a minute's
+ * worth at most, whose own requests are still confirming them), with what
+ * recording them again needs.
  */
 export async function eventsAwaitingGrants(db: D1Database, cutoff: string, limit: number): Promise<PendingRow[]> {
 	const result = await db
@@ -28,7 +43,7 @@ export async function eventsAwaitingGrants(db: D1Database, cutoff: string, limit
 			`SELECT e.appid, u.userkey, e.customid, e.eventname, e.transactionvalue, e.extrainfo, e.campaignid, e.growthhack,
 			        e.productid, e.category
 			 FROM conversion_events e JOIN users u ON u.userid = e.userid
-			 WHERE e.grants_pending IS NOT NULL AND e.created_at < ? ORDER BY e.created_at LIMIT ?`,
+			 WHERE e.grants_pending IS NOT NULL AND e.created_at < ? ORDER BY e.grants_pending, e.created_at LIMIT ?`,
 		)
 		.bind(cutoff, limit)
 		.all();

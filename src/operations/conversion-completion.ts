@@ -1,4 +1,4 @@
-import { eventsAwaitingGrants, grantsConfirmed } from "../db/event-grants";
+import { eventsAwaitingGrants, grantsConfirmed, grantsFailed } from "../db/event-grants";
 import { ApiError } from "../http/errors";
 import { grantConversion } from "./conversion-grants";
 import { recordConversion } from "./conversion-work";
@@ -36,18 +36,21 @@ export async function completeRecordedConversions(env: Env, nowMs = Date.now()):
 			await grantConversion(env, event.appid, conversion);
 		}),
 	);
+	const marks: D1PreparedStatement[] = [];
 	for (const [i, outcome] of outcomes.entries()) {
 		const event = pending[i]!;
 		if (outcome.status === "fulfilled") {
 			report.completed++;
 		} else if (outcome.reason instanceof ApiError && outcome.reason.status < 500) {
-			await grantsConfirmed(env.DB, event.appid, event.customid).run();
+			marks.push(grantsConfirmed(env.DB, event.appid, event.customid));
 			report.refused++;
 		} else {
-			// Left marked: the next pass tries again.
+			// Left marked, one failure more: the next pass tries it again after the events that failed less.
 			console.error("conversion completion failed", { appid: event.appid, customid: event.customid, error: String(outcome.reason) });
+			marks.push(grantsFailed(env.DB, event.appid, event.customid));
 			report.failed++;
 		}
 	}
+	if (marks.length > 0) await env.DB.batch(marks);
 	return report;
 }

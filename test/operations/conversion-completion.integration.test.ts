@@ -1,5 +1,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { eventsAwaitingGrants } from "../../src/db/event-grants";
+import { withBindings } from "../../src/instrument/d1-metrics";
 import { ledgerFor } from "../../src/ledger/stub";
 import { COMPLETION_DELAY_MS, completeRecordedConversions } from "../../src/operations/conversion-completion";
 import { recordConversion } from "../../src/operations/conversion-work";
@@ -15,7 +17,7 @@ async function referral() {
 	const app = await createApp();
 	const referrer = (await app.api("register", { email: "ref@x.com" })).body;
 	const friend = (await app.api("register", { email: "fr@x.com", referrercode: referrer.referralcode })).body;
-	return { ...app, referrer: referrer.userkey as string, friend: friend.userkey as string };
+	return { ...app, referrer: referrer.userkey as string, referralcode: referrer.referralcode as string, friend: friend.userkey as string };
 }
 
 const diedAfterRecording = (appid: string, userkey: string, customid: string) =>
@@ -71,5 +73,42 @@ describe("completion of recorded conversions", () => {
 		expect(report.refused).toBeGreaterThanOrEqual(1);
 		expect(await pendingMark(other.appid, "9003")).toEqual({ grants_pending: null });
 		expect(await ledgerFor(env, other.appid, other.referrer).listRewards()).toHaveLength(0);
+	});
+
+	it("counts each pass an event failed in, and takes events that never failed before those that keep failing", async () => {
+		const app = await referral();
+		const second = (await app.api("register", { email: "fr2@x.com", referrercode: app.referralcode })).body;
+		// Every ledger of this app throws (a plain error, as a ledger down would): its events fail in the pass.
+		const ledgersDown = withBindings(env, {
+			USER_LEDGER: new Proxy(env.USER_LEDGER, {
+				get(target, prop) {
+					if (prop === "getByName")
+						return (name: string) => {
+							if (name.includes(app.appid)) throw new Error("ledger unavailable");
+							return target.getByName(name);
+						};
+					const value = Reflect.get(target, prop);
+					return typeof value === "function" ? value.bind(target) : value;
+				},
+			}),
+		});
+		await diedAfterRecording(app.appid, app.friend, "9101");
+		// The pass takes at most 50 events and the test files share D1: passes until this event's has failed once.
+		for (let pass = 0; pass < 20 && (await pendingMark(app.appid, "9101"))?.grants_pending === 1; pass++) {
+			await completeRecordedConversions(ledgersDown, Date.now() + COMPLETION_DELAY_MS + 1_000);
+		}
+		expect(await pendingMark(app.appid, "9101")).toEqual({ grants_pending: 2 });
+		expect(await ledgerFor(env, app.appid, app.referrer).listRewards()).toHaveLength(0);
+
+		// A newer event that never failed comes first, though the failed one is older.
+		await diedAfterRecording(app.appid, second.userkey, "9102");
+		const cutoff = new Date(Date.now() + 1_000).toISOString();
+		const order = (await eventsAwaitingGrants(env.DB, cutoff, 100_000)).filter((e) => e.appid === app.appid).map((e) => e.customid);
+		expect(order).toEqual(["9102", "9101"]);
+
+		// Once the ledgers answer, both are granted (the referrer's two rewards, one per friend).
+		for (let pass = 0; pass < 20 && (await ledgerFor(env, app.appid, app.referrer).listRewards()).length < 2; pass++)
+			await passAfterDelay();
+		expect(await ledgerFor(env, app.appid, app.referrer).listRewards()).toHaveLength(2);
 	});
 });

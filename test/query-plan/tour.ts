@@ -1,5 +1,6 @@
 import { createExecutionContext, createMessageBatch, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
+import { grantsFailed } from "../../src/db/event-grants";
 import { releaseKey } from "../../src/db/idempotency-replies";
 import { markNotEnqueued } from "../../src/db/outbox-events";
 import { withBindings } from "../../src/instrument/d1-metrics";
@@ -281,6 +282,8 @@ async function rarePaths(tour: Awaited<ReturnType<typeof operations>>) {
 	const { app, referrer, friend } = tour;
 	await releaseKey(env.DB, app.appid, "plan-redeem-1", "no-such-token");
 	await markNotEnqueued(env.DB, "evt_none");
+	// An event whose completion pass failed (conversion-completion.ts), counted.
+	await grantsFailed(env.DB, app.appid, "no-such-event").run();
 	const ledger = ledgerFor(env, app.appid, referrer.userkey);
 	await ledger.listClawbacks();
 	await ledger.rewardsForFriends([friend.userkey], 1);
