@@ -15,6 +15,19 @@ export function grantsConfirmed(db: D1Database, appid: string, customid: string)
 		.bind(appid, customid);
 }
 
+/** What a completion pass learned of an event: its grants can never run (refused), or they failed this time. */
+export interface PassOutcome {
+	appid: string;
+	customid: string;
+	refused: boolean;
+}
+
+/** Marks a completion pass's refused events confirmed and counts one more failure for the others, in one batch. */
+export async function markPassOutcomes(db: D1Database, outcomes: PassOutcome[]): Promise<void> {
+	if (outcomes.length === 0) return;
+	await db.batch(outcomes.map((o) => (o.refused ? grantsConfirmed : grantsFailed)(db, o.appid, o.customid)));
+}
+
 /**
  * Counts one more failed completion pass for event `customid` (migration 0039): an event that keeps failing sinks
  * behind events that never failed, so the pass's bounded take is not spent on it alone.

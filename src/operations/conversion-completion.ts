@@ -1,4 +1,4 @@
-import { eventsAwaitingGrants, grantsConfirmed, grantsFailed } from "../db/event-grants";
+import { eventsAwaitingGrants, markPassOutcomes, type PassOutcome } from "../db/event-grants";
 import { ApiError } from "../http/errors";
 import { grantConversion } from "./conversion-grants";
 import { recordConversion } from "./conversion-work";
@@ -36,21 +36,21 @@ export async function completeRecordedConversions(env: Env, nowMs = Date.now()):
 			await grantConversion(env, event.appid, conversion);
 		}),
 	);
-	const marks: D1PreparedStatement[] = [];
+	const marks: PassOutcome[] = [];
 	for (const [i, outcome] of outcomes.entries()) {
 		const event = pending[i]!;
 		if (outcome.status === "fulfilled") {
 			report.completed++;
 		} else if (outcome.reason instanceof ApiError && outcome.reason.status < 500) {
-			marks.push(grantsConfirmed(env.DB, event.appid, event.customid));
+			marks.push({ appid: event.appid, customid: event.customid, refused: true });
 			report.refused++;
 		} else {
 			// Left marked, one failure more: the next pass tries it again after the events that failed less.
 			console.error("conversion completion failed", { appid: event.appid, customid: event.customid, error: String(outcome.reason) });
-			marks.push(grantsFailed(env.DB, event.appid, event.customid));
+			marks.push({ appid: event.appid, customid: event.customid, refused: false });
 			report.failed++;
 		}
 	}
-	if (marks.length > 0) await env.DB.batch(marks);
+	await markPassOutcomes(env.DB, marks);
 	return report;
 }
