@@ -37,7 +37,7 @@ const waitFor = <T>(what: string, probe: () => Promise<T | undefined>, timeoutMs
 	waitUntil(what, probe, { timeoutMs, context: () => service.logs().slice(-3000) });
 
 describe("static assets and the Worker (wrangler.toml's run_worker_first)", () => {
-	it("serves the asset folders' files from the assets, and every other path from the Worker without asking them first", async () => {
+	it("serves the two asset files from the assets, and every other path from the Worker without asking them first", async () => {
 		for (const [path, cache] of [
 			["/docs/scalar.js", "public, max-age=86400"],
 			["/dashboard/static/webauthn.js", "public, max-age=300"],
@@ -49,10 +49,15 @@ describe("static assets and the Worker (wrangler.toml's run_worker_first)", () =
 			expect(res.headers.get("content-type"), path).toMatch(/javascript/);
 			await res.arrayBuffer();
 		}
-		// A path of the docs folder the Worker serves, and paths no asset has: the Worker's own answers.
+		// Files of the same folders the Worker serves, and a path no asset has: the Worker's own answers.
 		const init = await fetch(`${service.base}/docs/init.js`);
 		expect(init.status).toBe(200);
 		expect(await init.text()).toContain("Scalar");
+		for (const path of ["/dashboard/static/passkeys.js", "/dashboard/static/app.js"]) {
+			const res = await fetch(`${service.base}${path}`);
+			expect(res.status, path).toBe(200);
+			await res.arrayBuffer();
+		}
 		const missing = await fetch(`${service.base}/no/such/page`);
 		expect(missing.status).toBe(404);
 		expect(await missing.json()).toMatchObject({ success: false });
