@@ -9,13 +9,32 @@ import puppeteer, { type Browser, type Page } from "puppeteer-core";
  * puppeteer-core.
  */
 export async function launchBrowser(): Promise<Browser> {
-	return puppeteer.launch({
+	const browser = await puppeteer.launch({
 		executablePath: await chromium.executablePath(),
 		args: chromium.args,
 		headless: true,
 		defaultViewport: { width: 1280, height: 800 },
 	});
+	const broken: string[] = [];
+	brokenByBrowser.set(browser, broken);
+	browser.on("targetcreated", async (target) => {
+		const page = await target.page();
+		page?.on("response", (res) => {
+			if (["script", "stylesheet"].includes(res.request().resourceType()) && res.status() >= 400)
+				broken.push(`${res.status()} ${res.url()}`);
+		});
+	});
+	return browser;
 }
+
+const brokenByBrowser = new WeakMap<Browser, string[]>();
+
+/**
+ * The scripts and stylesheets the browser's pages asked for and did not get (status 400 or more), so far. A page
+ * that works without its script (progressive enhancement) would not show the loss otherwise: a wrong
+ * run_worker_first rule once sent the dashboard's own scripts to the asset layer, answered 404.
+ */
+export const brokenAssets = (browser: Browser): string[] => [...(brokenByBrowser.get(browser) ?? [])];
 
 const AXE = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
 

@@ -2,7 +2,7 @@ import { mkdirSync } from "node:fs";
 import type { Browser, Page } from "puppeteer-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startService } from "../../scripts/dev-service.mjs";
-import { launchBrowser, seriousAxeViolations } from "./browser";
+import { brokenAssets, launchBrowser, seriousAxeViolations } from "./browser";
 
 // The dashboard in a real browser (Chromium from @sparticuz/chromium) against
 // `wrangler dev`: the whole review flow, CSRF and sign-in checks, axe-core on
@@ -304,5 +304,9 @@ describe("dashboard in a browser", () => {
 			}
 		}
 		expect(problems).toEqual([]);
+	});
+
+	it("got every script and stylesheet its pages asked for", () => {
+		expect(brokenAssets(browser)).toEqual([]);
 	});
 });
