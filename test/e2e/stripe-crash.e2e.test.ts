@@ -126,6 +126,8 @@ describe("a crash during a burst of Stripe events", () => {
 				held: HELD,
 				settledAfterRestartMs: Date.now() - restartedAt,
 				viewSettledMs,
+				viewSettled,
+				statuses,
 			}),
 		);
 	});
