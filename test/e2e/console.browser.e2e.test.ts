@@ -1,7 +1,7 @@
 import type { Browser, Cookie, Page } from "puppeteer-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startService } from "../../scripts/dev-service.mjs";
-import { launchBrowser, seriousAxeViolations } from "./browser";
+import { brokenAssets, launchBrowser, seriousAxeViolations } from "./browser";
 import { INVITATION_LINK, linkFromMailbox } from "./mailbox";
 import { serviceClient } from "./service-client";
 import { waitFor } from "./wait";
@@ -367,5 +367,10 @@ describe("the console tells the truth, in a browser", () => {
 		expect(Math.max(...ticks)).toBeGreaterThanOrEqual(busiest);
 		expect(Math.max(...ticks)).toBeLessThan(2 * busiest);
 		expect(await seriousAxeViolations(page)).toEqual([]);
+	});
+
+	// A page that works without its script would not show the loss otherwise (test/e2e/browser.ts).
+	it("got every script and stylesheet its pages asked for", () => {
+		expect(brokenAssets(browser)).toEqual([]);
 	});
 });

@@ -1,7 +1,7 @@
 import type { Browser, Page } from "puppeteer-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startService } from "../../scripts/dev-service.mjs";
-import { launchBrowser, seriousAxeViolations } from "./browser";
+import { brokenAssets, launchBrowser, seriousAxeViolations } from "./browser";
 import { serviceClient } from "./service-client";
 import { waitFor } from "./wait";
 
@@ -145,5 +145,10 @@ describe("a campaign's emails in a browser", () => {
 		expect(mail.html).toContain(`<img src="${logo}" alt="Brand shop"`);
 		expect(mail.html).toContain("#0a7d32");
 		expect(mail.html).toContain("&lt;b&gt;not bold&lt;/b&gt;");
+	});
+
+	// A page that works without its script would not show the loss otherwise (test/e2e/browser.ts).
+	it("got every script and stylesheet its pages asked for", () => {
+		expect(brokenAssets(browser)).toEqual([]);
 	});
 });

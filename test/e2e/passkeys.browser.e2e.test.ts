@@ -1,7 +1,7 @@
 import type { Browser, CDPSession, Page } from "puppeteer-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startService } from "../../scripts/dev-service.mjs";
-import { launchBrowser, seriousAxeViolations } from "./browser";
+import { brokenAssets, launchBrowser, seriousAxeViolations } from "./browser";
 import { INVITATION_LINK, linkFromMailbox } from "./mailbox";
 import { serviceClient } from "./service-client";
 
@@ -136,5 +136,10 @@ describe("passkeys in a browser", () => {
 		await addPasskey(page, "Phone");
 		await page.goto(`${base}/dashboard/apps/${appid}`, { waitUntil: "domcontentloaded" });
 		expect(path(page)).toBe(`/dashboard/apps/${appid}`);
+	});
+
+	// A page that works without its script would not show the loss otherwise (test/e2e/browser.ts).
+	it("got every script and stylesheet its pages asked for", () => {
+		expect(brokenAssets(browser)).toEqual([]);
 	});
 });

@@ -4,7 +4,7 @@ import type { AddressInfo } from "node:net";
 import type { Browser, Page } from "puppeteer-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startService } from "../../scripts/dev-service.mjs";
-import { launchBrowser, seriousAxeViolations } from "./browser";
+import { brokenAssets, launchBrowser, seriousAxeViolations } from "./browser";
 
 // The hosted referral page, widget.js and /docs in a real Chromium against `wrangler dev`.
 
@@ -281,5 +281,12 @@ describe("/docs", () => {
 		expect(violations).toEqual([]);
 		await page.screenshot({ path: new URL("docs-1280.png", SHOTS).pathname });
 		await page.close();
+	});
+});
+
+describe("every page above", () => {
+	// A page that works without its script would not show the loss otherwise (test/e2e/browser.ts).
+	it("got every script and stylesheet it asked for", () => {
+		expect(brokenAssets(browser)).toEqual([]);
 	});
 });

@@ -1,7 +1,7 @@
 import type { Browser, Page } from "puppeteer-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startService } from "../../scripts/dev-service.mjs";
-import { launchBrowser, seriousAxeViolations } from "./browser";
+import { brokenAssets, launchBrowser, seriousAxeViolations } from "./browser";
 import { INVITATION_LINK, linkFromMailbox, RESET_LINK } from "./mailbox";
 import { serviceClient } from "./service-client";
 
@@ -106,5 +106,10 @@ describe("people who can't be impersonated", () => {
 		expect(old.status).toBe(303);
 		expect(old.headers.get("location")).toBe("/dashboard/login");
 		expect(await page.content()).toContain("Bank of B");
+	});
+
+	// A page that works without its script would not show the loss otherwise (test/e2e/browser.ts).
+	it("got every script and stylesheet its pages asked for", () => {
+		expect(brokenAssets(browser)).toEqual([]);
 	});
 });

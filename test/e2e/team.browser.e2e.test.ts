@@ -1,7 +1,7 @@
 import type { Browser, Page } from "puppeteer-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startService } from "../../scripts/dev-service.mjs";
-import { launchBrowser, seriousAxeViolations } from "./browser";
+import { brokenAssets, launchBrowser, seriousAxeViolations } from "./browser";
 import { INVITATION_LINK, linkFromMailbox } from "./mailbox";
 import { serviceClient } from "./service-client";
 import { waitFor } from "./wait";
@@ -155,5 +155,10 @@ describe("team members in a browser", () => {
 		// The reward's own page says who changed it.
 		await go(ownerPage, `/dashboard/apps/${appid}/rewards/${rewardId}`);
 		expect(await ownerPage.content()).toContain("rita.reviewer@example.com");
+	});
+
+	// A page that works without its script would not show the loss otherwise (test/e2e/browser.ts).
+	it("got every script and stylesheet its pages asked for", () => {
+		expect(brokenAssets(browser)).toEqual([]);
 	});
 });
