@@ -53,8 +53,8 @@ export async function stopAllServices() {
  * A local state directory with the D1 migrations applied, made once per set of migrations and copied for each
  * service: `wrangler d1 migrations apply --local` takes about 33 s for the 35 migrations on this 2-core machine
  * (17:30 UTC, 2026-11-27), which every e2e file paid, against milliseconds for the copy. Kept in the temp dir
- * under a hash of the migrations and the lockfile (wrangler's version decides the state's layout), so a changed
- * migration makes a new one. Made in a directory of its own and renamed into place: a process that loses the
+ * under a hash of the migrations, the lockfile and wrangler.toml, so a changed migration, wrangler or database id
+ * makes a new one. Made in a directory of its own and renamed into place: a process that loses the
  * race to another keeps the other's.
  * @param {NodeJS.ProcessEnv} env
  */
@@ -62,7 +62,8 @@ function migratedState(env) {
 	const hash = createHash("sha256");
 	const migrations = join(ROOT, "migrations");
 	for (const file of readdirSync(migrations).sort()) hash.update(file).update(readFileSync(join(migrations, file)));
-	hash.update(readFileSync(join(ROOT, "package-lock.json")));
+	// The lockfile: wrangler's version decides the state's layout; wrangler.toml: the database's id names its file.
+	for (const file of ["package-lock.json", "wrangler.toml"]) hash.update(readFileSync(join(ROOT, file)));
 	const template = join(tmpdir(), `referral-migrated-${hash.digest("hex").slice(0, 16)}`);
 	if (existsSync(template)) return template;
 	const making = mkdtempSync(`${template}-making-`);
