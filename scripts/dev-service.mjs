@@ -1,6 +1,6 @@
 // Starts the Worker under `wrangler dev` for the end-to-end tests and the bench:
-// a free local port, fresh local state in a temp --persist-to dir (D1 migrated
-// first), vars passed with --var. Also reads the CPU time of the process group
+// a free local port, fresh local state in a temp --persist-to dir (a copy of
+// one D1 state migrated once, migratedState), vars passed with --var. Also reads the CPU time of the process group
 // it started (npx, wrangler, workerd), so the bench can wait for background
 // work (outbox flushes, the queue consumer) to drain between scenarios.
 // `kill()` ends it abruptly (SIGKILL) and keeps its state, and `persistTo`
