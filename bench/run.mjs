@@ -14,12 +14,16 @@ import { runGrowth } from "./growth.mjs";
 const env = process.env;
 const num = (name, fallback) => (env[name] === undefined || env[name] === "" ? fallback : Number(env[name]));
 
-// BENCH_QUICK=1: 3 s per scenario and a 2,000-friend big user (under 4 minutes); explicit settings still win.
+// BENCH_QUICK=1: 3 s per scenario (8 s for the rows compared by req/s: comparedDuration) and a 2,000-friend big
+// user; explicit settings still win.
 const quick = env.BENCH_QUICK === "1";
 const cfg = {
 	url: env.BENCH_URL || null,
 	quick,
 	duration: num("BENCH_DURATION", quick ? 3 : 8),
+	// The rows whose req/s a target compares with another row's (the baseline, the conversions) run this long even
+	// when quick: 3-second rows of one quick run moved by a third between runs (bench/README.md, 2026-11-27 14:00).
+	comparedDuration: num("BENCH_COMPARED_DURATION", num("BENCH_DURATION", 8)),
 	connections: num("BENCH_CONNECTIONS", 16),
 	referrers: num("BENCH_REFERRERS", 50),
 	spreadFriends: num("BENCH_SPREAD_FRIENDS", 500),
@@ -382,7 +386,7 @@ async function sampleCounts(makeRequest) {
  * `refusal(status, body)` says whether a non-2xx answer is an expected refusal
  * rather than an error.
  */
-async function load(makeRequest, refusal) {
+async function load(makeRequest, refusal, duration) {
 	const first = makeRequest();
 	const latencies = [];
 	const statuses = {};
@@ -409,7 +413,7 @@ async function load(makeRequest, refusal) {
 	const instance = autocannon({
 		url: base,
 		connections: cfg.connections,
-		duration: cfg.duration,
+		duration,
 		requests: [request],
 		timeout: 30,
 	});
@@ -497,6 +501,9 @@ let floorInterleaved = null;
 /** The growing-database mode's result (bench/growth.mjs), or null when it did not run. */
 let growth = null;
 
+/** The rows a target compares by req/s with another row (the baseline's two runs included): cfg.comparedDuration. */
+const COMPARED = new Set(["campaignterms", "campaignterms-end", "conversion", "conversion-steady", "conversion-hot", "conversion-rules"]);
+
 async function scenario(id, title, makeRequest, options = {}) {
 	if (cfg.only && !cfg.only.has(id)) return;
 	await quiesce("the previous step");
@@ -505,8 +512,9 @@ async function scenario(id, title, makeRequest, options = {}) {
 	const totalsBefore = await d1Totals();
 	const cpuAllInBefore = serviceCpuByProcess();
 	const counts = await sampleCounts(makeRequest);
-	log(`${title}: ${cfg.connections} connections for ${cfg.duration} s`);
-	const result = await load(makeRequest, options.refusal);
+	const duration = COMPARED.has(id) ? cfg.comparedDuration : cfg.duration;
+	log(`${title}: ${cfg.connections} connections for ${duration} s`);
+	const result = await load(makeRequest, options.refusal, duration);
 	const quietAfterS = await quiesce(title);
 	const totalsAfter = await d1Totals();
 	const cpuAllInAfter = serviceCpuByProcess();
