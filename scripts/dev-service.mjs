@@ -49,13 +49,19 @@ export async function stopAllServices() {
 	for (const start of starts) await (await start.catch(() => null))?.stop();
 }
 
+/** Whether a local state directory holds a D1 database file (wrangler keeps them under v3/d1/, beside its metadata.sqlite). */
+function holdsD1(dir) {
+	const d1 = join(dir, "v3", "d1");
+	return existsSync(d1) && readdirSync(d1, { recursive: true }).some((f) => /(^|\/)[0-9a-f]{64}\.sqlite$/.test(String(f)));
+}
+
 /**
  * A local state directory with the D1 migrations applied, made once per set of migrations and copied for each
  * service: `wrangler d1 migrations apply --local` takes about 33 s for the 35 migrations on this 2-core machine
  * (17:30 UTC, 2026-11-27), which every e2e file paid, against milliseconds for the copy. Kept in the temp dir
  * under a hash of the migrations, the lockfile and wrangler.toml, so a changed migration, wrangler or database id
  * makes a new one. Made in a directory of its own and renamed into place: a process that loses the
- * race to another keeps the other's.
+ * race to another keeps the other's. A state found without its D1 file (holdsD1) is made again.
  * @param {NodeJS.ProcessEnv} env
  */
 function migratedState(env) {
@@ -65,7 +71,18 @@ function migratedState(env) {
 	// The lockfile: wrangler's version decides the state's layout; wrangler.toml: the database's id names its file.
 	for (const file of ["package-lock.json", "wrangler.toml"]) hash.update(readFileSync(join(ROOT, file)));
 	const template = join(tmpdir(), `referral-migrated-${hash.digest("hex").slice(0, 16)}`);
-	if (existsSync(template)) return template;
+	if (existsSync(template)) {
+		if (holdsD1(template)) return template;
+		// Only ever named by a whole rename below, so a state without its D1 file lost it since (a temp cleaner):
+		// moved out of the name first (a move is whole, so a process racing here sees it or not), removed, made again.
+		const broken = mkdtempSync(`${template}-broken-`);
+		try {
+			renameSync(template, broken);
+		} catch {
+			// another process moved it first
+		}
+		rmSync(broken, { recursive: true, force: true });
+	}
 	const making = mkdtempSync(`${template}-making-`);
 	const migrate = spawnSync("npx", ["wrangler", "d1", "migrations", "apply", "DB", "--local", "--persist-to", making], {
 		cwd: ROOT,
