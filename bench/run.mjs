@@ -61,7 +61,7 @@ const cfg = {
 	// First rewards per burst, and the fixture's kinds between two bursts (a few seconds: under workerd's 10 s eviction).
 	floorBurst: num("BENCH_FLOOR_BURST", 48),
 	floorGroup: num("BENCH_FLOOR_GROUP", 4),
-	// conversion-steady's and conversion-hot's req/s against the baseline's in alternating runs (bench/rate-rounds.mjs):
+	// conversion-steady's and conversion-hot's req/s against the baseline's in runs side by side (bench/rate-rounds.mjs):
 	// rounds (0: none) of a run of each, seconds per run.
 	rateRounds: num("BENCH_RATE_ROUNDS", 5),
 	rateSeconds: num("BENCH_RATE_SECONDS", 3),
@@ -510,7 +510,7 @@ let growth = null;
 const COMPARED = new Set(["campaignterms", "campaignterms-end", "conversion", "conversion-steady", "conversion-hot", "conversion-rules"]);
 
 /**
- * The req/s of scenario `id` (run just before) against the baseline's, in alternating runs round by round
+ * The req/s of scenario `id` (run just before) against the baseline's, in runs side by side round by round
  * (bench/rate-rounds.mjs), kept on its row as `rateRounds`: the measure of its 0.25x target.
  */
 async function compareRates(id, makeRequest, baselineRequest) {
@@ -1047,13 +1047,13 @@ for (const t of PATH_TARGETS) {
 	for (const id of t.ids) {
 		const r = byId[id];
 		if (!r) continue;
-		// Measured in alternating runs with the baseline where it was (compareRates); the row's ratio beside it.
+		// Measured in runs side by side with the baseline where it was (compareRates); the row's ratio beside it.
 		if (r.rateRounds) {
 			const rounds = r.rateRounds.perRound.map((p) => `${Math.round(p.ratio * 100)}%`).join(", ");
 			target(
 				`${id} >= ${t.ratio * 100}% of baseline req/s`,
 				r.rateRounds.ratio >= t.ratio,
-				`${Math.round(r.rateRounds.ratio * 100)}%, the median of runs alternating with the baseline (${rounds}); its row ${pct(r)}`,
+				`${Math.round(r.rateRounds.ratio * 100)}%, the median of runs side by side with the baseline (${rounds}); its row ${pct(r)}`,
 			);
 		} else target(`${id} >= ${t.ratio * 100}% of baseline req/s`, r.ratio >= t.ratio, pct(r));
 		if (r.d1AllIn && t.allIn !== undefined)
@@ -1216,7 +1216,7 @@ writeFileSync(
 				id: r.id,
 				reqPerSec: round(r.rps, 1),
 				ratio: round(r.ratio, 3),
-				...(r.rateRounds ? { ratioAlternating: round(r.rateRounds.ratio, 3) } : {}),
+				...(r.rateRounds ? { ratioSideBySide: round(r.rateRounds.ratio, 3) } : {}),
 				p50: round(r.p50, 2),
 				p99: round(r.p99, 2),
 				errors: r.errors,
