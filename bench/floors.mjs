@@ -16,12 +16,12 @@
 // See bench/README.md ("Floors").
 import { pathToFileURL } from "node:url";
 import { startService } from "../scripts/dev-service.mjs";
+import { median } from "./stats.mjs";
 
 /** workerd evicts a Durable Object after 10 s without a request (see run.mjs); a second more. */
 const EVICTED_AFTER_MS = 11_000;
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, Math.max(0, ms)));
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)];
 const round = (n) => Math.round(n * 100) / 100;
 
 /**

@@ -5,14 +5,11 @@
 // then the same paths are measured in the large app and again in the small
 // app. A scan that is not bounded by the app slows every tenant, so the small
 // app after the seeding matters as much as the large app. See bench/README.md.
+import { median } from "./stats.mjs";
 
 const CHUNK = 1000;
 const GROWTH = "SaaS_Referrals";
 const CHROME = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36";
-const median = (xs) => {
-	const s = [...xs].sort((a, b) => a - b);
-	return s.length ? s[Math.floor((s.length - 1) / 2)] : null;
-};
 const round = (n, digits = 2) => (Number.isFinite(n) ? Math.round(n * 10 ** digits) / 10 ** digits : null);
 
 /**

@@ -12,7 +12,7 @@
 // quiet period before the scenario too would let workerd evict the scenario's warm ledgers (10 s idle), which a
 // first version that alternated the order did (a round's steady scenario at 0.19x, 2026-11-27 20:19 UTC).
 
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)];
+import { median } from "./stats.mjs";
 
 /**
  * `rounds` rounds, each `quiet()`, then a run of the baseline and one of the scenario (`run(which)` answers its
