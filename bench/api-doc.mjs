@@ -10,7 +10,7 @@ export const END = "<!-- bench:latency:end -->";
 /** What a bench row measures, as a reader of docs/api.md names it. */
 function operationOf(row) {
 	const first = row.title.split(" ")[0];
-	return /^[a-z]+$/.test(first) ? `\`${first}\`` : row.title.replace(/ \(.*$/, "");
+	return `\`${/^[a-z]+$/.test(first) ? first : row.title.replace(/ \(.*$/, "")}\``;
 }
 
 const fmt = (n) => (typeof n === "number" && Number.isFinite(n) ? String(Math.round(n * 100) / 100) : "-");
