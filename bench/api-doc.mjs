@@ -22,7 +22,8 @@ export function existingRows(doc) {
 	if (at < 0 || end < at) return new Map();
 	const rows = new Map();
 	for (const line of doc.slice(at, end).split("\n")) {
-		const id = /^\| [^|]+ \| `([\w-]+)` \|/.exec(line)?.[1];
+		// Biome aligns the table's columns after a run (bench/run.mjs), so cells may be padded.
+		const id = /^\|[^|]+\|\s*`([\w-]+)`\s*\|/.exec(line)?.[1];
 		if (id) rows.set(id, line);
 	}
 	return rows;
