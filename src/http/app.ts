@@ -4,6 +4,7 @@ import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { z } from "zod";
 import { adminRoutes } from "../admin/routes";
 import { dashboardRoutes } from "../dashboard/routes";
+import { publicOrigin } from "../domain/public-origin";
 import { d1Totals, metricsEnabled } from "../instrument/d1-metrics";
 import { stripeWebhookRoutes } from "../integrations/stripe/webhook";
 import { openApiRoutes } from "../openapi/routes";
@@ -65,7 +66,8 @@ app.all("/saas/v1_0/:operation", async (c) => {
 			const { message, fields, errors } = describeZodError(parsed.error, body);
 			throw new ApiError(400, "validation_failed", message, { fields, errors });
 		}
-		const ctx = { env: c.env, app: tenant, origin: new URL(c.req.url).origin, waitUntil, idempotency };
+		// Links in answers on the deployment's public origin (issue 47); a deployment without PUBLIC_ORIGIN answers on the request's.
+		const ctx = { env: c.env, app: tenant, origin: publicOrigin(c.env) ?? new URL(c.req.url).origin, waitUntil, idempotency };
 		const { message = "Success", ...fields } = await operation.handle(ctx, parsed.data as never);
 		const warnings = unknownFieldWarnings(operation.schema, body);
 		return { status: 200, body: { success: true, message, ...fields, ...(warnings.length > 0 ? { warnings } : {}) } };
