@@ -240,7 +240,7 @@ describe("issue 47: resets never lock anyone out, and their links are the deploy
 		expect(new URL(link).origin).toBe("http://service.test");
 	});
 
-	it("a deployment without PUBLIC_ORIGIN sends no reset link and refuses an invitation with 503 public_origin_unset", async () => {
+	it("a deployment without PUBLIC_ORIGIN refuses an invitation with 503 public_origin_unset and adds no member", async () => {
 		const app = await createApp();
 		const who = email();
 		const unset = { ...env, PUBLIC_ORIGIN: "" } as unknown as Env;
