@@ -33,7 +33,7 @@ export async function operatorBoard(db: D1Database, appid: string, raw: { campai
 	const bucket = bucketOf(period, app.timezone, Date.now());
 	const board = await readBoard(db, { appid, campaignid, bucket: bucket.key, limit, userkey: null });
 	if (!board.campaignFound) throw campaignNotFound();
-	const ranked = rankBoard(board.rows);
+	const ranked = rankBoard(board.rows, board.nameStyle);
 	return {
 		campaignid,
 		period,

@@ -34,7 +34,7 @@ export const getleaderboard = defineOperation({
 			userkey: input.userkey ?? null,
 		});
 		if (!board.campaignFound) throw campaignNotFound();
-		const leaderboard = rankBoard(board.rows);
+		const leaderboard = rankBoard(board.rows, board.nameStyle);
 		if (input.userkey === undefined) return { leaderboard };
 		if (!board.standing) throw userNotFound();
 		if (board.standing.erased) throw userErased();
