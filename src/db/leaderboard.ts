@@ -157,6 +157,7 @@ export interface BoardStanding {
 }
 
 export interface BoardQuery {
+	/** Whose counters: the app's own appid, a test twin's for its test board. */
 	appid: string;
 	campaignid: number;
 	bucket: string;
@@ -176,12 +177,13 @@ const ORDER = "c.friends DESC, c.reached_at, c.userkey";
  */
 export async function readBoard(
 	db: D1Database,
-	q: BoardQuery,
+	q: BoardQuery & { campaignAppid: string },
 ): Promise<{ campaignFound: boolean; nameStyle: LeaderboardNameStyle; rows: BoardRow[]; standing: BoardStanding | null }> {
 	// The campaign's name style rides on its existence check: no extra round trip.
 	const campaign = db
 		.prepare("SELECT 1 AS found, leaderboardnames FROM campaigns WHERE campaignid = ? AND appid = ?")
-		.bind(q.campaignid, q.appid);
+		// A test twin's campaigns are its live app's (App.campaignAppid, docs/test-mode.md); its counters are its own.
+		.bind(q.campaignid, q.campaignAppid);
 	const top = db
 		.prepare(
 			`SELECT c.userkey, u.name, u.email, c.friends, c.earned FROM leaderboard_counts c

@@ -28,6 +28,7 @@ export const getleaderboard = defineOperation({
 		const bucket = bucketOf(input.period, app.timezone, Date.now());
 		const board = await readBoard(env.DB, {
 			appid: app.appid,
+			campaignAppid: app.campaignAppid,
 			campaignid,
 			bucket: bucket.key,
 			limit: input.limit,
