@@ -153,3 +153,30 @@ describe("issue 47: a board that is safe to publish", () => {
 		await expectBoardCountersAgree(app.appid);
 	});
 });
+
+describe("migration leaderboard_names_trust (0040): the all-time counters recounted under the new rule", () => {
+	const MIGRATION =
+		Object.values(
+			import.meta.glob<string>("../../migrations/*_leaderboard_names_trust.sql", { query: "?raw", import: "default", eager: true }),
+		)[0] ?? "";
+
+	it("takes the friends of Suspicious rewards counted before the rule off the all-time board, levels moved with them", async () => {
+		const app = await program();
+		const ref = await referrer(app, "Old Rule");
+		await friends(app, ref, 2);
+		// A counter as the old rule left it: a reward Suspicious in the projection, its friend still counted.
+		const [first] = await ledgerFor(env, app.appid, ref.userkey).listRewards();
+		await env.DB.prepare("UPDATE rewards SET rewardstatus = 'Suspicious' WHERE rewarddtlid = ?").bind(first?.rewarddtlid).run();
+		const counter = () =>
+			env.DB.prepare("SELECT friends, earned FROM leaderboard_counts WHERE appid = ? AND userkey = ? AND bucket = 'all'")
+				.bind(app.appid, ref.userkey)
+				.first();
+		expect(await counter()).toEqual({ friends: 2, earned: 10 });
+		const recount = MIGRATION.slice(MIGRATION.indexOf("UPDATE leaderboard_counts"));
+		expect(recount).toMatch(/^UPDATE leaderboard_counts SET/);
+		await env.DB.prepare(recount).run();
+		expect(await counter()).toEqual({ friends: 1, earned: 5 });
+		expect((await board(app)).map((e) => [e.displayname, e.friendsconverted, e.earned])).toEqual([["Old R.", 1, 5]]);
+		await expectBoardCountersAgree(app.appid);
+	});
+});
