@@ -14,7 +14,7 @@ import { sharePageRoutes } from "../sharepage/routes";
 import { authenticate } from "./auth";
 import { d1Metrics, TOTALS_PATH } from "./d1-metrics";
 import { devMailRoutes } from "./dev-mail";
-import { ApiError, errorBody } from "./errors";
+import { ApiError, badRequest, errorBody } from "./errors";
 import { describeZodError } from "./fields";
 import { homeRoutes } from "./home";
 import { idempotencyKeyOf, once, REPLAYED_HEADER, requestFingerprint } from "./idempotency-key";
@@ -53,6 +53,12 @@ app.all("/saas/v1_0/:operation", async (c) => {
 	const body = normalizeFields(await readJsonObject(c.req.raw));
 	const ip = clientIp(c.req.raw);
 	const tenant = await authenticate(c.env.DB, body, (apikey) => countFailedAuth(c.env, apikey, ip));
+	// The key pair decides the mode (docs/test-mode.md): a `?mode=` saying otherwise is refused, never ignored (issue 47).
+	const mode = c.req.query("mode");
+	if (mode !== undefined && mode !== (tenant.livemode ? "live" : "test"))
+		throw badRequest("mode: the key pair decides the mode; send the test keys (ak_test_...) for test mode, with no mode.", {
+			fields: ["mode"],
+		});
 	await limitApp(c.env, tenant.appid);
 	// Work after the answer (enqueues the outbox sweep would otherwise redo): a failure is logged, never an unhandled rejection.
 	const waitUntil = (p: Promise<unknown>) =>

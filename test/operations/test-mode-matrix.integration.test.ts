@@ -2,7 +2,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { ledgerFor } from "../../src/ledger/stub";
 import { operations } from "../../src/operations";
-import { admin, client, createApp } from "../support/api";
+import { admin, client, createApp, request } from "../support/api";
 import { fetchPage, signIn } from "../support/dashboard";
 
 /**
@@ -213,5 +213,34 @@ describe("test mode: ?mode=test where it does not apply", () => {
 		expect((await admin("GET", `/apps/${app.appid}`)).body.name).toBe("Test app");
 		// mode=live is the default everywhere.
 		expect((await admin("GET", "/apps?mode=live&limit=1")).status).toBe(200);
+	});
+
+	it("is 400 naming mode on a public operation whose key pair says the other mode; the matching mode is accepted", async () => {
+		const app = await createApp();
+		const { testapikey, testprivatekey } = app as unknown as { testapikey: string; testprivatekey: string };
+		const post = (query: string, keys: { apikey: string; privatekey: string }, body: Record<string, unknown>) =>
+			request(`/saas/v1_0/register${query}`, {
+				method: "POST",
+				headers: { "content-type": "application/json" },
+				body: JSON.stringify({ ...keys, ...body }),
+			});
+		const live = { apikey: app.apikey, privatekey: app.privatekey };
+		const test = { apikey: testapikey, privatekey: testprivatekey };
+		for (const [query, keys] of [
+			["?mode=test", live],
+			["?mode=live", test],
+			["?mode=sandbox", live],
+		] as const) {
+			const res = await post(query, keys, { email: "mode-query@example.com" });
+			expect(res.status, query).toBe(400);
+			expect(await res.json()).toMatchObject({ errorcode: "validation_failed", fields: ["mode"] });
+		}
+		// Nothing was registered by the refused calls, on either side.
+		const registered = await env.DB.prepare("SELECT COUNT(*) AS n FROM users WHERE appid IN (?, ?) AND email = ?")
+			.bind(app.appid, `${app.appid}_test`, "mode-query@example.com")
+			.first<{ n: number }>();
+		expect(registered?.n).toBe(0);
+		expect((await post("?mode=test", test, { email: "mode-query@example.com" })).status).toBe(200);
+		expect((await post("?mode=live", live, { email: "mode-query@example.com" })).status).toBe(200);
 	});
 });
