@@ -11,7 +11,8 @@ import type { PasswordRecord } from "./members";
  * Inserts the reset unless the person already has `cap` resets made in the
  * last `ttlMs` (a reset's `expires_at` is its making time + ttlMs, so those are
  * the ones still unexpired): true when inserted. One statement, so concurrent
- * requests cannot pass the cap together. Uses the index on personid.
+ * requests cannot pass the cap together. The count is a range of
+ * password_resets_person_expiry (migration 0041): at most `cap` entries.
  */
 export async function insertPasswordReset(
 	db: D1Database,
