@@ -8,9 +8,9 @@ import type { PasswordRecord } from "./members";
  */
 
 /**
- * Inserts the reset unless the person already has `cap` resets made in the
- * last `ttlMs` (a reset's `expires_at` is its making time + ttlMs, so those are
- * the ones still unexpired): true when inserted. One statement, so concurrent
+ * Inserts the reset unless the person already has `cap` resets still
+ * unexpired at `now` (a reset's `expires_at` is its making time + its 1 hour,
+ * so those are the ones made in the last hour): true when inserted. One statement, so concurrent
  * requests cannot pass the cap together. The count is a range of
  * password_resets_person_expiry (migration 0041): at most `cap` entries.
  */

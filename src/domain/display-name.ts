@@ -5,8 +5,10 @@
  * a 200-character name whole, a right-to-left override kept, and
  * `John Doe <john.doe@corp.com>` became `John <.`):
  *
- * - a word holding `@` (or a link's `://`, `www.`) is dropped whole: anything
- *   that looks like an email is never shown, nor any part of it;
+ * - an `@` and the words at either side of it (also spaced out:
+ *   `john.doe @ corp.com`), and a word holding a link's `://` or `www.`, are
+ *   dropped whole: anything that looks like an email is never shown, nor any
+ *   part of it;
  * - control, format (bidi overrides and isolates, zero-width characters),
  *   private-use and unassigned code points are removed;
  * - a word counts only when it holds a letter, with the punctuation around it
@@ -35,10 +37,12 @@ const EDGE_PUNCTUATION = /^[^\p{L}\p{N}]+|[^\p{L}\p{N}\p{M}]+$/gu;
 const LETTER = /\p{L}/u;
 /** An email (an at sign, also the full-width one) or a link: never shown, nor any part of it. */
 const LINK_LIKE = /[@＠]|:\/\/|^www\./iu;
+/** An at sign with the words at either side, also spaced out (`john.doe @ corp.com`): the whole address goes. */
+const SPACED_EMAIL = /\S*\s*[@＠]\s*\S*/gu;
 
 /** The words of a name that may be shown: no email-like word, no hidden characters, each holding a letter. */
 export function nameWords(name: string | null): string[] {
-	const text = (name ?? "").slice(0, READ_MAX).replace(SPACES, " ").replace(HIDDEN, "");
+	const text = (name ?? "").slice(0, READ_MAX).replace(SPACES, " ").replace(HIDDEN, "").replace(SPACED_EMAIL, " ");
 	return text
 		.split(" ")
 		.filter((word) => !LINK_LIKE.test(word))

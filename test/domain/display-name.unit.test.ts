@@ -10,6 +10,8 @@ describe("display names on a public board", () => {
 		expect(displayName("<john.doe@corp.com> John Doe")).toBe("John D.");
 		expect(displayName("John john.doe＠corp.com")).toBe("John");
 		expect(displayName("Ann mailto:ann@x.io")).toBe("Ann");
+		expect(displayName("john.doe @ corp.com")).toBe("A referrer");
+		expect(displayName("Ann Lee john.doe ＠ corp.com")).toBe("Ann L.");
 		expect(displayName("Ann https://evil.example/x")).toBe("Ann");
 		for (const style of ["firstinitial", "initials", "numbered"] as const)
 			expect(displayName("john.doe@corp.com Doe", style, 4)).not.toMatch(/@|corp|john/i);
