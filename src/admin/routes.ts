@@ -29,7 +29,7 @@ import { createAppSchema, testKeysSchema, updateAppSchema } from "./schemas";
 import { statsRoutes } from "./stats";
 import { applyStripeSettings, checkStripeSettings, stripeRoutes, stripeView } from "./stripe";
 import { testDataRoutes } from "./test-data";
-import { testModeSwitch } from "./test-mode";
+import { refuseModeOutsideApps, testModeSwitch } from "./test-mode";
 import { createTokenSchema, registerTokenRoutes, tokenRoutes } from "./tokens";
 import { userRoutes } from "./users";
 import { requireAllowedWebhookUrl } from "./webhook-policy";
@@ -90,6 +90,7 @@ function onTwinRoutes(): Hono<{ Bindings: Env }> {
 	return twinRoutes;
 }
 const onTwin = testModeSwitch((c) => (request) => onTwinRoutes().fetch(request, c.env, c.executionCtx));
+adminRoutes.use("*", refuseModeOutsideApps);
 adminRoutes.use("/apps/:appid", onTwin);
 adminRoutes.use("/apps/:appid/*", onTwin);
 

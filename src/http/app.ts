@@ -4,6 +4,7 @@ import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { z } from "zod";
 import { adminRoutes } from "../admin/routes";
 import { dashboardRoutes } from "../dashboard/routes";
+import { publicOrigin } from "../domain/public-origin";
 import { d1Totals, metricsEnabled } from "../instrument/d1-metrics";
 import { stripeWebhookRoutes } from "../integrations/stripe/webhook";
 import { openApiRoutes } from "../openapi/routes";
@@ -13,7 +14,7 @@ import { sharePageRoutes } from "../sharepage/routes";
 import { authenticate } from "./auth";
 import { d1Metrics, TOTALS_PATH } from "./d1-metrics";
 import { devMailRoutes } from "./dev-mail";
-import { ApiError, errorBody } from "./errors";
+import { ApiError, badRequest, errorBody } from "./errors";
 import { describeZodError } from "./fields";
 import { homeRoutes } from "./home";
 import { idempotencyKeyOf, once, REPLAYED_HEADER, requestFingerprint } from "./idempotency-key";
@@ -55,6 +56,12 @@ app.all("/saas/v1_0/:operation", async (c) => {
 	const body = normalizeFields(await readJsonObject(c.req.raw));
 	const ip = clientIp(c.req.raw);
 	const tenant = await authenticate(c.env.DB, body, (apikey) => countFailedAuth(c.env, apikey, ip));
+	// The key pair decides the mode (docs/test-mode.md): a `?mode=` saying otherwise is refused, never ignored (issue 47).
+	const mode = c.req.query("mode");
+	if (mode !== undefined && mode !== (tenant.livemode ? "live" : "test"))
+		throw badRequest("mode: the key pair decides the mode; send the test keys (ak_test_...) for test mode, with no mode.", {
+			fields: ["mode"],
+		});
 	await limitApp(c.env, tenant.appid);
 	// Work after the answer (enqueues the outbox sweep would otherwise redo): a failure is logged, never an unhandled rejection.
 	const waitUntil = (p: Promise<unknown>) =>
@@ -68,7 +75,8 @@ app.all("/saas/v1_0/:operation", async (c) => {
 			const { message, fields, errors } = describeZodError(parsed.error, body);
 			throw new ApiError(400, "validation_failed", message, { fields, errors });
 		}
-		const ctx = { env: c.env, app: tenant, origin: new URL(c.req.url).origin, waitUntil, idempotency };
+		// Links in answers on the deployment's public origin (issue 47); a deployment without PUBLIC_ORIGIN answers on the request's.
+		const ctx = { env: c.env, app: tenant, origin: publicOrigin(c.env) ?? new URL(c.req.url).origin, waitUntil, idempotency };
 		const { message = "Success", ...fields } = await operation.handle(ctx, parsed.data as never);
 		const warnings = unknownFieldWarnings(operation.schema, body);
 		return { status: 200, body: { success: true, message, ...fields, ...(warnings.length > 0 ? { warnings } : {}) } };

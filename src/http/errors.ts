@@ -19,6 +19,7 @@ export type ErrorCode =
 	| "invalid_credentials"
 	| "unauthorized"
 	| "admin_token_insecure"
+	| "public_origin_unset"
 	| "app_not_found"
 	| "campaign_not_found"
 	| "user_not_found"
