@@ -23,18 +23,6 @@ const text = (form: FormValues, name: string): string => {
 	return typeof first === "string" ? normalizeNewlines(first) : "";
 };
 
-/**
- * An admin API error about the campaign sent, in the form's words: the API
- * numbers `rewardrules` and `socialactions` from 0 among the rows sent, the
- * form labels its rows from 1 among all rows (blank and removed ones too).
- */
-export function formErrorText(message: string, rows: { rules: number[]; actions: number[] }): string {
-	return message
-		.replace(/rewardrules\.(\d+)\.?/g, (_m, i: string) => `Rule ${(rows.rules[Number(i)] ?? Number(i)) + 1} `)
-		.replace(/socialactions\.(\d+)\.?/g, (_m, i: string) => `Social action ${(rows.actions[Number(i)] ?? Number(i)) + 1} `)
-		.replace(/ +:/g, ":");
-}
-
 export const CAMPAIGN_TEXT_FIELDS = [
 	"campaignname",
 	"offertitle",

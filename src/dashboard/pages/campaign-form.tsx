@@ -129,7 +129,10 @@ export function CampaignForm(props: BuilderProps) {
 					<input type="checkbox" name="autoapprove" checked={typed.autoapprove} /> Approve rewards automatically after the hold (Suspicious
 					ones wait for a person)
 				</label>
-				<details>
+				<details
+					id="fraud-settings"
+					open={[...problems.keys()].some((k) => ["velocitythreshold", "currency", "growthhack"].includes(k)) || undefined}
+				>
 					<summary>Fraud signals, currency and growth hack</summary>
 					<FraudFields signals={typed.suspicioussignals} velocity={t.velocitythreshold} problems={problems} />
 					<div class="two">

@@ -51,7 +51,7 @@ export function RuleRow({ rule, i, problems }: { rule: TypedRule; i: number; pro
 			<legend>{isNew ? `New reward (row ${i + 1})` : `Reward ${i + 1}`}</legend>
 			{!isNew && <input type="hidden" name={`${p}ruleid`} value={rule.ruleid} />}
 			<p class="sentence" id={`${p}sentence`}>
-				{sentence ?? (isNew ? "Empty: fill in an event to add this reward." : "")}
+				{sentence ?? (isNew ? "Empty: name an event to add this reward." : "")}
 			</p>
 			<div class="row words">
 				<Choice
@@ -59,8 +59,8 @@ export function RuleRow({ rule, i, problems }: { rule: TypedRule; i: number; pro
 					name={`${p}rewardusertype`}
 					value={rule.rewardusertype}
 					options={[
-						["Referrer", "The referrer (who shared)"],
-						["Friend", "The friend (who joined)"],
+						["Referrer", "The referrer"],
+						["Friend", "The friend"],
 					]}
 					problems={problems}
 				/>
@@ -79,7 +79,7 @@ export function RuleRow({ rule, i, problems }: { rule: TypedRule; i: number; pro
 					value={rule.eventname}
 					problems={problems}
 					attrs={{ list: "events" }}
-					hint={isNew ? "Signup, or the event your app sends; empty adds none" : "Signup, or the event your app sends"}
+					hint="e.g. Signup or Transaction"
 				/>
 			</div>
 			<details open={tiersOpen || undefined} id={`${p}tiers`}>
