@@ -171,7 +171,7 @@ async function archiveRoute(c: Context<{ Bindings: Env }>, archive: boolean) {
 const REFERENCE_WORDS = {
 	default: "it is the app's default campaign (new users without a referrer join it): make another campaign the default first",
 	users: "users have joined it",
-	conversions: "conversions were recorded against it",
+	conversions: "conversions against it are still being granted",
 	rewards: "it has granted rewards",
 } as const;
 

@@ -62,8 +62,10 @@ export type DeleteOutcome =
 /**
  * Deletes the campaign with its rules, social actions, coupon pool and
  * emails, in one batch, only while nothing references it: not the default,
- * no user in it, no conversion recorded against it, no reward granted by it
- * (one seek each: migration 0040). Every delete repeats the guard, so a
+ * no user in it, no reward granted by it (one seek each: migration 0040),
+ * no conversion against it still waiting for its rewards (the few events
+ * of conversion_events_grants_pending). An event that earned nothing keeps
+ * no campaign (docs/operators.md). Every delete repeats the guard, so a
  * user joining between the check and the write leaves everything in place.
  */
 export async function deleteUnreferencedCampaign(
@@ -74,7 +76,7 @@ export async function deleteUnreferencedCampaign(
 ): Promise<DeleteOutcome> {
 	const unreferenced = `NOT EXISTS (SELECT 1 FROM apps WHERE default_campaignid = ?1 AND (appid = ?2 OR live_appid = ?2))
 		AND NOT EXISTS (SELECT 1 FROM users WHERE campaignid = ?1)
-		AND NOT EXISTS (SELECT 1 FROM conversion_events WHERE campaignid = ?1)
+		AND NOT EXISTS (SELECT 1 FROM conversion_events WHERE grants_pending IS NOT NULL AND campaignid = ?1)
 		AND NOT EXISTS (SELECT 1 FROM rewards WHERE campaignid = ?1)
 		AND EXISTS (SELECT 1 FROM campaigns WHERE campaignid = ?1 AND appid = ?2)`;
 	const [refs] = await db.batch([
@@ -83,7 +85,7 @@ export async function deleteUnreferencedCampaign(
 				`SELECT EXISTS (SELECT 1 FROM campaigns WHERE campaignid = ?1 AND appid = ?2) AS found,
 				   EXISTS (SELECT 1 FROM apps WHERE default_campaignid = ?1 AND (appid = ?2 OR live_appid = ?2)) AS isdefault,
 				   EXISTS (SELECT 1 FROM users WHERE campaignid = ?1) AS users,
-				   EXISTS (SELECT 1 FROM conversion_events WHERE campaignid = ?1) AS conversions,
+				   EXISTS (SELECT 1 FROM conversion_events WHERE grants_pending IS NOT NULL AND campaignid = ?1) AS conversions,
 				   EXISTS (SELECT 1 FROM rewards WHERE campaignid = ?1) AS rewards`,
 			)
 			.bind(campaignid, appid),

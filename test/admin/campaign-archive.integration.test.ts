@@ -1,5 +1,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { ledgerFor } from "../../src/ledger/stub";
+import { recordConversion } from "../../src/operations/conversion-work";
 import { admin, campaignBody, createApp } from "../support/api";
 
 /**
@@ -124,13 +126,31 @@ describe("deleting a campaign", () => {
 		expect((await admin("DELETE", `/apps/${app.appid}/campaigns/${spare}`)).status).toBe(404);
 	});
 
-	it("refuses while a conversion names it though its user is in another campaign", async () => {
+	it("refuses while a conversion that names it is being granted, and once it granted rewards, though its user is in another campaign", async () => {
 		const app = await appWithTwoCampaigns();
 		const third = (await admin<{ campaignid: number }>("POST", `/apps/${app.appid}/campaigns`, campaignBody({ campaignname: "Named" })))
 			.body.campaignid;
-		const res = await app.api("registerconversionevent", { ...signup("named-third", app.friend), campaignid: third });
+		// Recorded, its grants not confirmed yet (a call that died after recording): the event still holds the campaign.
+		await recordConversion(env.DB, {
+			appid: app.appid,
+			userkey: app.friend,
+			customid: "named-pending",
+			eventname: "Signup",
+			transactionvalue: null,
+			extrainfo: null,
+			campaignid: third,
+			growthhack: "SaaS_Referrals",
+			productid: null,
+			category: null,
+		});
+		const pending = await admin("DELETE", `/apps/${app.appid}/campaigns/${third}`);
+		expect(pending.body).toMatchObject({ errorcode: "campaign_in_use", referencedby: "conversions" });
+		// Completed (the repeat grants what was decided), its rewards reach the reports and hold the campaign from then on.
+		const res = await app.api("registerconversionevent", { ...signup("named-pending", app.friend), campaignid: third });
 		expect(res.status).toBe(200);
+		await ledgerFor(env, app.appid, app.friend).flush();
 		const refused = await admin("DELETE", `/apps/${app.appid}/campaigns/${third}`);
-		expect(refused.body).toMatchObject({ errorcode: "campaign_in_use", referencedby: "conversions" });
+		expect(refused.body).toMatchObject({ errorcode: "campaign_in_use", referencedby: "rewards" });
+		expect((await admin("GET", `/apps/${app.appid}/campaigns/${third}`)).status).toBe(200);
 	});
 });
