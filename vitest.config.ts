@@ -1,7 +1,11 @@
+import { execFileSync } from "node:child_process";
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
 
 export default defineConfig(async () => {
+	// The static assets as `wrangler dev` would copy them (wrangler.toml [build]; the plugin runs no build): the
+	// served docs/api.md, target of every error answer's docs link, is the checkout's.
+	execFileSync(process.execPath, ["scripts/static-assets.mjs"]);
 	const migrations = await readD1Migrations("./migrations");
 	return {
 		plugins: [

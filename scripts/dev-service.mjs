@@ -64,7 +64,7 @@ function holdsD1(dir) {
  * race to another keeps the other's. A state found without its D1 file (holdsD1) is made again.
  * @param {NodeJS.ProcessEnv} env
  */
-function migratedState(env) {
+export function migratedState(env) {
 	const hash = createHash("sha256");
 	const migrations = join(ROOT, "migrations");
 	for (const file of readdirSync(migrations).sort()) hash.update(file).update(readFileSync(join(migrations, file)));

@@ -59,6 +59,9 @@ export const testStripeSettingsSchema = z
 	})
 	.nullable();
 
+/** `POST /apps/{appid}/testkeys`: `rotate: true` replaces an existing test pair (without it, 409 testkeys_exist). */
+export const testKeysSchema = z.object({ rotate: z.boolean().default(false) });
+
 export const updateAppSchema = createAppSchema.partial().extend({
 	stripe: stripeSettingsSchema.optional(),
 	teststripe: testStripeSettingsSchema.optional(),

@@ -19,6 +19,7 @@ import { homeRoutes } from "./home";
 import { idempotencyKeyOf, once, REPLAYED_HEADER, requestFingerprint } from "./idempotency-key";
 import { readJsonObject } from "./json-body";
 import { clientIp, countFailedAuth, limitApp } from "./rate-limits";
+import { requestIdOf, requestIds } from "./request-id";
 import { normalizeFields } from "./request-text";
 import { routedPath } from "./router";
 import { securityHeaders } from "./security-headers";
@@ -27,6 +28,8 @@ import { refuseBadText } from "./text-hygiene";
 
 export const app = new Hono<{ Bindings: Env }>({ router: new RegExpRouter(), getPath: routedPath });
 
+// First: a Request-Id on every response, and on every JSON error answer its requestid, docs link and log line (request-id.ts).
+app.use(requestIds);
 // Bench instrumentation, off unless the var D1_QUERY_COUNT is set (see d1-metrics.ts).
 app.use(d1Metrics);
 // nosniff on every response, a Referrer-Policy on every HTML page (security-headers.ts).
@@ -75,7 +78,8 @@ app.all("/saas/v1_0/:operation", async (c) => {
 		return c.json(answer.body);
 	}
 	const fingerprint = await requestFingerprint(name, body);
-	const answer = await once({ db: c.env.DB, appid: tenant.appid, key, operation: name, fingerprint, waitUntil }, () =>
+	const reference = { requestid: requestIdOf(c.req.raw), origin: new URL(c.req.url).origin };
+	const answer = await once({ db: c.env.DB, appid: tenant.appid, key, operation: name, fingerprint, waitUntil, ...reference }, () =>
 		run({ key, fingerprint }),
 	);
 	return c.body(answer.body, answer.status as ContentfulStatusCode, {
@@ -113,7 +117,14 @@ app.notFound((c) => c.json(errorBody("not_found", `No route for ${c.req.method} 
 app.onError((err, c) => {
 	const busy = busyError(err);
 	if (busy) {
-		console.error(JSON.stringify({ msg: "D1 unavailable: answered 503 service_busy", path: c.req.path, error: String(err) }));
+		console.error(
+			JSON.stringify({
+				msg: "D1 unavailable: answered 503 service_busy",
+				requestid: requestIdOf(c.req.raw),
+				path: c.req.path,
+				error: String(err),
+			}),
+		);
 		err = busy;
 	}
 	if (err instanceof ApiError) {
@@ -124,6 +135,8 @@ app.onError((err, c) => {
 		const { message, fields, errors } = describeZodError(err);
 		return c.json(errorBody("validation_failed", message, { fields, errors }), 400);
 	}
-	console.error("unhandled error", err);
+	console.error(
+		JSON.stringify({ msg: "unhandled error", requestid: requestIdOf(c.req.raw), error: String(err), stack: (err as Error).stack }),
+	);
 	return c.json(errorBody("internal_error", "Internal error."), 500);
 });

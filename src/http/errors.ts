@@ -60,6 +60,7 @@ export type ErrorCode =
 	| "service_busy"
 	| "invalid_event"
 	| "unknown_variable"
+	| "testkeys_exist"
 	| "internal_error";
 
 /** An expected failure: becomes the JSON error envelope with its status. */

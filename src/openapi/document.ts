@@ -74,6 +74,11 @@ const errorEnvelope = {
 			},
 		},
 		statuscode: { type: "integer", description: "Legacy status of some operations" },
+		requestid: {
+			type: "string",
+			description: "This request's id (also the Request-Id header): quote it to the operator, who finds it in the log line of this answer",
+		},
+		docs: { type: "string", format: "uri", description: "The code's entry in docs/api.md (`<origin>/docs/api.md#<errorcode>`)" },
 	},
 	required: ["success", "message", "errorcode"],
 	additionalProperties: true,

@@ -60,6 +60,7 @@ export const ERROR_CODES = [
 	"service_busy",
 	"invalid_event",
 	"unknown_variable",
+	"testkeys_exist",
 	"internal_error",
 ] as const satisfies readonly ErrorCode[];
 
