@@ -59,9 +59,7 @@ const campaign = z.looseObject({
 	campaignid: z.number(),
 	appid: z.string(),
 	campaignname: z.string(),
-	archived: z
-		.boolean()
-		.describe("Archived: records no new conversion (409 campaign_archived), hidden from the console's pickers; restorable"),
+	archived: z.boolean().describe("Archived: no new conversion (409 campaign_archived), out of the console's pickers; restorable"),
 	archivedat: z.string().nullable().describe("When it was archived; null while active"),
 });
 const page = { limit: z.number().int().min(1).max(200).default(50), cursor: z.string().optional() };
