@@ -208,6 +208,8 @@ function ArchiveForms({ base, campaign, csrf }: { base: string; campaign: Values
 	);
 }
 
+const PAID_AS: Record<string, string> = { InstoreCredits: "In-app credit", Coupon: "Coupon code", Stripe: "Stripe balance" };
+
 function CampaignTable({
 	appid,
 	campaigns,
@@ -234,7 +236,7 @@ function CampaignTable({
 					</td>
 					<td class="num">{k.campaignid}</td>
 					<td class="num">{k.rewardrules.length}</td>
-					<td>{k.distribution}</td>
+					<td>{PAID_AS[k.distribution] ?? k.distribution}</td>
 					<td class="num">{k.holddays}</td>
 					<td>{k.autoapprove ? "yes" : "no"}</td>
 					<td class="num">{k.couponsavailable}</td>
