@@ -45,4 +45,16 @@ dl.props{display:grid;grid-template-columns:max-content 1fr;gap:4px 14px}dl.prop
 .pager{display:flex;gap:12px;margin:8px 0}
 .muted{color:var(--muted)}
 .login{max-width:420px;margin:10vh auto}
+.builder-layout{display:grid;grid-template-columns:1fr;gap:16px}
+@media(min-width:1100px){.builder-layout{grid-template-columns:minmax(0,700px) minmax(0,1fr)}.builder-layout .preview{position:sticky;top:8px;align-self:start;max-height:100vh;overflow:auto}}
+.builder-section{display:grid;gap:10px;border-top:1px solid var(--line);padding-top:4px}
+nav.sections{display:flex;flex-wrap:wrap;gap:6px 14px}
+.sentence{font-weight:600;margin:0}
+.field-error{color:var(--bad);font-weight:600;margin:4px 0 0}
+.invalid input,.invalid select,.invalid textarea{border:2px solid var(--bad)}
+.builder .hint{display:block;font-size:.85rem;color:var(--muted)}
+.flash.warn{background:#fff8c5;color:#3b2300}.summary h2,.flash.warn h2{margin-top:0;font-size:1.05rem}
+label.inline{display:inline;font-weight:400}
+.preview-page,.preview-widget{height:520px;border:1px solid var(--line);border-radius:8px;background:#fff}
+.preview-page{width:100%}.preview-widget{width:340px;max-width:100%}
 `;

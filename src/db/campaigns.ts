@@ -76,6 +76,8 @@ export interface Campaign {
 	leaderboardnames: LeaderboardNameStyle;
 	/** Whether it sends the reward-earned email (docs/messages.md); set by its own route, so absent from the fields a campaign is made with. */
 	rewardemail?: RewardEmailMode;
+	/** When it was archived (issue 48, db/campaign-archive.ts): it records no new conversion; null while active. */
+	archivedAt: string | null;
 	createdAt: string;
 	updatedAt: string;
 }
@@ -86,8 +88,13 @@ export interface CampaignWithDetails extends Campaign {
 }
 
 export interface CampaignRow
-	extends Omit<Campaign, "autoapprove" | "suspicioussignals" | "showleaderboard" | "leaderboardnames" | "createdAt" | "updatedAt"> {
+	extends Omit<
+		Campaign,
+		"autoapprove" | "suspicioussignals" | "showleaderboard" | "leaderboardnames" | "archivedAt" | "createdAt" | "updatedAt"
+	> {
 	autoapprove: number;
+	/** Absent from rows read before migration 0043 ran (a test database built without it). */
+	archived_at?: string | null;
 	showleaderboard: number;
 	leaderboardnames: string;
 	suspicioussignals: string | null;
@@ -116,11 +123,13 @@ export const toCampaign = ({
 	suspicioussignals,
 	showleaderboard,
 	leaderboardnames,
+	archived_at,
 	created_at,
 	updated_at,
 	...rest
 }: CampaignRow): Campaign => ({
 	...rest,
+	archivedAt: archived_at ?? null,
 	autoapprove: autoapprove === 1,
 	showleaderboard: showleaderboard === 1,
 	leaderboardnames: nameStyleOf(leaderboardnames),
@@ -145,7 +154,7 @@ export function campaignFoundLookup(db: Pick<D1Database, "prepare">, appid: stri
 }
 
 /** Fields an admin sets on a campaign (all but identity and timestamps). */
-export type CampaignFields = Omit<Campaign, "campaignid" | "appid" | "createdAt" | "updatedAt">;
+export type CampaignFields = Omit<Campaign, "campaignid" | "appid" | "archivedAt" | "createdAt" | "updatedAt">;
 export type RuleFields = Omit<RewardRule, "ruleid" | "campaignid">;
 export type SocialActionFields = Omit<SocialAction, "campaignsocialactionid">;
 

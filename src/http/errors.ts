@@ -52,6 +52,8 @@ export type ErrorCode =
 	| "refund_exceeds_transaction"
 	| "refundid_reused"
 	| "customid_conflict"
+	| "campaign_archived"
+	| "campaign_in_use"
 	| "forbidden"
 	| "member_exists"
 	| "not_wallet_distribution"
@@ -123,6 +125,14 @@ export function refuseErased(user: { erasedAt: string | null }): void {
 }
 
 export const campaignNotFound = () => new ApiError(404, "campaign_not_found", "No campaign with that id in this app.", { statuscode: 0 });
+/** An archived campaign records no new conversion (issue 48; docs/api.md): restore it first. */
+export const campaignArchived = (campaign: { campaignid: number; campaignname: string }) =>
+	new ApiError(
+		409,
+		"campaign_archived",
+		`Campaign ${campaign.campaignid} (${campaign.campaignname}) is archived: it records no new conversion and grants nothing; nothing was stored. Restore it in the console or with POST /admin/v1/apps/{appid}/campaigns/${campaign.campaignid}/restore.`,
+		{ fields: ["campaignid"], campaignid: campaign.campaignid },
+	);
 export const rewardNotFound = () =>
 	new ApiError(404, "reward_not_found", "No reward with that rewarddtlid in this app.", { statuscode: 11 });
 

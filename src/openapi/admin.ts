@@ -55,7 +55,13 @@ const app = z.looseObject({
 	updatedat: z.string(),
 });
 
-const campaign = z.looseObject({ campaignid: z.number(), appid: z.string(), campaignname: z.string() });
+const campaign = z.looseObject({
+	campaignid: z.number(),
+	appid: z.string(),
+	campaignname: z.string(),
+	archived: z.boolean().describe("Archived: no new conversion (409 campaign_archived), out of the console's pickers; restorable"),
+	archivedat: z.string().nullable().describe("When it was archived; null while active"),
+});
 const page = { limit: z.number().int().min(1).max(200).default(50), cursor: z.string().optional() };
 const nextcursor = z.string().nullable().describe("Cursor of the next page; null on the last page");
 const adminUser = z.looseObject({ userkey: z.string(), email: z.string().nullable(), referralcode: z.string() });
@@ -137,8 +143,8 @@ export const adminApi: AdminRoute[] = [
 	{
 		method: "get",
 		path: "/apps/{appid}/campaigns",
-		summary: "List an app's campaigns",
-		query: page,
+		summary: "List an app's campaigns (archived=true: archived ones only; archived=false: active ones only; absent: both)",
+		query: { ...page, archived: z.enum(["true", "false"]).optional() },
 		status: 200,
 		response: z.object({ campaigns: z.array(campaign), nextcursor }),
 	},
@@ -154,6 +160,29 @@ export const adminApi: AdminRoute[] = [
 		path: "/apps/{appid}/campaigns/{campaignid}",
 		summary: "Change a campaign (only the fields sent)",
 		body: updateCampaignSchema,
+		status: 200,
+		response: campaign,
+	},
+	{
+		method: "delete",
+		path: "/apps/{appid}/campaigns/{campaignid}",
+		summary:
+			"Delete a campaign nothing references, with its rules, social actions, coupon pool and emails (manager). Referenced (the default, users in it, conversions, rewards): 409 campaign_in_use with referencedby, nothing deleted; archive it instead",
+		status: 200,
+		response: z.object({ campaignid: z.number(), deleted: z.literal(true) }),
+	},
+	{
+		method: "post",
+		path: "/apps/{appid}/campaigns/{campaignid}/archive",
+		summary:
+			"Archive a campaign (manager): it records no new conversion (409 campaign_archived) and grants nothing new; its rewards and history stay; hidden from the console's pickers. The default campaign: 409 campaign_in_use. Repeating it changes nothing",
+		status: 200,
+		response: campaign,
+	},
+	{
+		method: "post",
+		path: "/apps/{appid}/campaigns/{campaignid}/restore",
+		summary: "Restore an archived campaign (manager): it records conversions again. Repeating it changes nothing",
 		status: 200,
 		response: campaign,
 	},

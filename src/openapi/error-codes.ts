@@ -52,6 +52,8 @@ export const ERROR_CODES = [
 	"refund_exceeds_transaction",
 	"refundid_reused",
 	"customid_conflict",
+	"campaign_archived",
+	"campaign_in_use",
 	"forbidden",
 	"member_exists",
 	"not_wallet_distribution",

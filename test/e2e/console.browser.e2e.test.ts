@@ -211,19 +211,20 @@ describe("the console tells the truth, in a browser", () => {
 		expect([stored.name, stored.webhookurl ?? null, stored.timezone]).toEqual(["Console shop", null, "UTC"]);
 	});
 
-	it("a campaign form error names the rule as the form labels it (row 3 is 'Rule 3', not rewardrules.2)", async () => {
+	it("a campaign form error sits on the field of the row it was typed in (row 3 stays row 3)", async () => {
 		await as("manager");
 		expect(await go(path(`/campaigns/${app.defaultCampaign}`))).toBe(200);
-		// Rule 1 is the campaign's; row 2 left empty; row 3 gets a negative reward.
+		// Reward 1 is the campaign's; row 2 left empty; row 3 gets a negative reward.
 		expect(await fieldValue("#f-r1_eventname")).toBe("");
 		await page.type("#f-r2_eventname", "Refund");
 		await page.type("#f-r2_reward", "-5");
-		await submit(`form[action='${path(`/campaigns/${app.defaultCampaign}`)}'] button[type=submit]`);
+		await submit(`form[action='${path(`/campaigns/${app.defaultCampaign}`)}'] button[name=save]`);
 		const alert = await text("[role=alert]");
-		expect(alert).toContain("Rule 3 reward");
-		expect(alert).not.toMatch(/rewardrules|Rule 2 reward/);
+		expect(alert).toContain("The reward is an amount of 0 or more");
+		expect(alert).not.toMatch(/rewardrules/);
+		expect(await page.$eval("#f-r2_reward", (e) => e.getAttribute("aria-invalid"))).toBe("true");
 		const legend = await page.$eval("#f-r2_reward", (input) => input.closest("fieldset")?.querySelector("legend")?.textContent ?? "");
-		expect(legend).toMatch(/^Rule 3\b/);
+		expect(legend).toMatch(/row 3\b/);
 		expect(await fieldValue("#f-r2_reward")).toBe("-5");
 		expect(await fieldValue("#f-r2_eventname")).toBe("Refund");
 		expect(await fieldValue("#f-r1_eventname")).toBe("");

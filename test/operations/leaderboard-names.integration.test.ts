@@ -119,6 +119,8 @@ describe("issue 47: a board that is safe to publish", () => {
 			r0_reward: "5",
 			r0_rewardunit: "USD",
 			leaderboardnames: "numbered",
+			// No share button: the builder asks first (issue 48), confirmed here.
+			confirm: "noshare",
 		});
 		if (saved.status !== 303) throw new Error(await saved.text());
 		expect(saved.status).toBe(303);

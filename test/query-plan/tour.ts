@@ -177,6 +177,14 @@ async function adminRoutes(tour: Awaited<ReturnType<typeof operations>>) {
 		}),
 		"patch campaign",
 	);
+	// Archive, restore and delete (issue 48): a spare campaign archived, listed by the filter, restored; refused
+	// a delete while referenced (the default), deleted when nothing references it.
+	const spare = ok(await admin("POST", `/apps/${appid}/campaigns`, { ...couponCampaign(), campaignname: "Spare" }), "spare campaign").body;
+	ok(await admin("POST", `/apps/${appid}/campaigns/${spare.campaignid}/archive`), "archive campaign");
+	ok(await admin("GET", `/apps/${appid}/campaigns?archived=true`), "list archived campaigns");
+	ok(await admin("POST", `/apps/${appid}/campaigns/${spare.campaignid}/restore`), "restore campaign");
+	await admin("DELETE", `/apps/${appid}/campaigns/${campaignid}`);
+	ok(await admin("DELETE", `/apps/${appid}/campaigns/${spare.campaignid}`), "delete campaign");
 	const coupons = ok(await admin("POST", `/apps/${appid}/campaigns`, { ...couponCampaign() }), "coupon campaign").body;
 	ok(
 		await admin("POST", `/apps/${appid}/campaigns/${coupons.campaignid}/coupons`, { coupons: [{ coupon: "C-1" }, { coupon: "C-2" }] }),

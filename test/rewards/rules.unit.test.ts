@@ -35,6 +35,7 @@ const campaign = (over: Partial<Campaign> = {}): Campaign => ({
 	campaignid: 3,
 	appid: "app_x",
 	campaignname: "Spring",
+	archivedAt: null,
 	offertitle: "",
 	offerdescription: "",
 	campaignbgcolor: "#ffffff",

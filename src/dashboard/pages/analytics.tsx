@@ -98,7 +98,7 @@ export function registerAnalytics(dash: Dash) {
 		const qs = statsQuery(c);
 		const [res, campaigns] = await Promise.all([
 			c.var.api("GET", `/apps/${appid}/stats?${qs}`),
-			c.var.api<{ campaigns: { campaignid: number; campaignname: string }[] }>("GET", `/apps/${appid}/campaigns`),
+			c.var.api<{ campaigns: { campaignid: number; campaignname: string; archived?: boolean }[] }>("GET", `/apps/${appid}/campaigns`),
 		]);
 		const stats: Values | null = res.ok ? res.body : null;
 		const days: Values[] = stats?.days ?? [];
@@ -130,7 +130,10 @@ export function registerAnalytics(dash: Dash) {
 						value={c.req.query("campaignid") ?? ""}
 						options={[
 							["", "All campaigns"],
-							...(campaigns.ok ? campaigns.body.campaigns : []).map((k): [string, string] => [String(k.campaignid), k.campaignname]),
+							// Archived campaigns leave the picker (issue 48); their rows still name them.
+							...(campaigns.ok ? campaigns.body.campaigns : [])
+								.filter((k) => !k.archived || String(k.campaignid) === c.req.query("campaignid"))
+								.map((k): [string, string] => [String(k.campaignid), k.campaignname]),
 						]}
 					/>
 					<Field label="From" name="from" type="date" value={stats?.from ?? c.req.query("from")} />

@@ -112,7 +112,7 @@ export function registerReview(dash: Dash) {
 		if (c.req.query("cursor")) qs.set("cursor", c.req.query("cursor") ?? "");
 		const [list, campaigns] = await Promise.all([
 			c.var.api("GET", `/apps/${appid}/rewards?${qs}`),
-			c.var.api<{ campaigns: { campaignid: number; campaignname: string }[] }>("GET", `/apps/${appid}/campaigns`),
+			c.var.api<{ campaigns: { campaignid: number; campaignname: string; archived?: boolean }[] }>("GET", `/apps/${appid}/campaigns`),
 		]);
 		const rewards = list.ok ? list.body.rewards : [];
 		const reviewer = mayAct(await roleIn(c, appid), "reviewer");
@@ -136,7 +136,10 @@ export function registerReview(dash: Dash) {
 						value={filters.campaignid}
 						options={[
 							["", "All campaigns"],
-							...must(campaigns).campaigns.map((k): [string, string] => [String(k.campaignid), k.campaignname]),
+							// Archived campaigns leave the picker (issue 48); their rewards still show their names.
+							...must(campaigns)
+								.campaigns.filter((k) => !k.archived || String(k.campaignid) === filters.campaignid)
+								.map((k): [string, string] => [String(k.campaignid), k.campaignname]),
 						]}
 					/>
 					<Field label="From" name="from" type="date" value={filters.from} />
