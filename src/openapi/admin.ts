@@ -13,6 +13,19 @@ import type { AdminRoute } from "./admin-route";
  * fails when a route of adminRoutes has no entry.
  */
 
+/** Stripe events that paid nothing for a reason the operator acts on (docs/stripe.md "What the operator sees"). */
+const stripeCases = z
+	.array(
+		z.object({
+			eventid: z.string(),
+			kind: z.string().describe("unlinked_email, dispute_opened, dispute_lost, dispute_won, ..."),
+			customer: z.string().nullable(),
+			userkey: z.string().nullable().describe("The user the case names (e.g. whose email the payment carried)"),
+			detail: z.string().nullable(),
+			at: z.string(),
+		}),
+	)
+	.describe("The 20 most recent cases, newest first");
 const app = z.looseObject({
 	appid: z.string(),
 	name: z.string(),
@@ -32,6 +45,7 @@ const app = z.looseObject({
 			secretkeylast4: z.string().optional(),
 			eventname: z.string().optional(),
 			webhookurl: z.string().describe("The address to paste into Stripe's dashboard as the webhook endpoint"),
+			cases: stripeCases.optional(),
 		})
 		.optional()
 		.describe("The app's Stripe connection, never its secrets (docs/stripe.md); on the single app's view"),
@@ -41,6 +55,7 @@ const app = z.looseObject({
 			secretkeylast4: z.string().optional(),
 			eventname: z.string().optional(),
 			webhookurl: z.string().describe("The address to paste into Stripe's test-mode dashboard as the webhook endpoint"),
+			cases: stripeCases.optional(),
 		})
 		.optional()
 		.describe("The test mode's Stripe connection (an sk_test_ key), paying only test rewards (docs/test-mode.md)"),

@@ -56,6 +56,8 @@ export const GROWING_TABLES: Record<Engine, readonly string[]> = {
 		"stripe_event_counts",
 		"stripe_inbox",
 		"stripe_promotion_codes",
+		"stripe_customer_claims",
+		"stripe_cases",
 		"leaderboard_counts",
 		"leaderboard_levels",
 		"leaderboard_ties",

@@ -96,7 +96,7 @@ export async function stripeTour(request: (path: string, init?: RequestInit) => 
 	await sweepStripeInbox(env, Date.now() + 3_600_000);
 	await ledger.flush();
 	// Promotion codes at checkout (issue 34): a referrer's code read from Stripe once and kept; a new customer becomes a
-	// referred user, and a customer whose email is a user without a customer id is linked to it and attributed.
+	// referred user (claimed once), and a customer whose email is a user's is linked to nobody: a case (issue 47).
 	const promo = `promo_plan_${crypto.randomUUID().slice(0, 8)}`;
 	const promotion = JSON.stringify({ id: promo, object: "promotion_code", code: referrer.referralcode.toLowerCase() });
 	await fetch(`${env.WEBHOOK_RECEIVER_URL}/__mode/promotion_codes/${promo}`, {
@@ -127,6 +127,7 @@ export async function stripeTour(request: (path: string, init?: RequestInit) => 
 		discounts: [{ id: "di_plan", object: "discount", promotion_code: promo }],
 	});
 	await runStripeEvent(env, { appid: app.appid, eventid: "evt_plan_promo_2", type: "invoice.paid", object: invoice }, waitUntil);
+	await admin("GET", `/apps/${app.appid}`);
 	await app.api("updateuser", { userkey: friend.userkey, paymentcustomerid: "cus_plan_fr2" });
 	await admin("PATCH", `/apps/${app.appid}`, { stripe: null });
 }

@@ -1,6 +1,6 @@
 import { type App, findApp } from "../../db/apps";
 import { getCampaign } from "../../db/campaigns";
-import { countStripeEvent, findStripeLink, raiseRefunded, saveStripeLink, userOfCustomer } from "../../db/stripe";
+import { countStripeEvent, findStripeLink, raiseRefunded, saveStripeLink } from "../../db/stripe";
 import { finishInboxEvent, inboxEventDone, releaseWaitingRefunds, waitForPayment } from "../../db/stripe-inbox";
 import { minorToUnits } from "../../domain/currency";
 import { appKeyAudit } from "../../ledger/audit";
@@ -9,8 +9,8 @@ import { reverseConversion } from "../../operations/reversal-work";
 import type { WorkContext } from "../../operations/work";
 import { stripeConnection } from "./connection";
 import { paymentOf, type StripeEventMessage, type StripeObject, stripeCustomId } from "./events";
+import { identifyPayer } from "./identity";
 import type { Settle } from "./payouts";
-import { attributeByPromotionCode } from "./promotion";
 
 /**
  * Stripe events into conversions and refunds (docs/stripe.md), from the
@@ -37,13 +37,14 @@ export async function runStripeEvent(env: Env, work: StripeEventMessage, waitUnt
 	if (work.type === "charge.refunded") return refund(ctx, work, finish);
 	const payment = paymentOf(work.type, work.object);
 	if (!payment) return finish("not_paid");
-	const customer = work.object.customer;
-	const known = customer ? await userOfCustomer(env.DB, app.appid, customer) : null;
-	// A referrer's promotion code attributes the payer before the conversion is recorded (promotion.ts).
-	const user = customer ? await attributeByPromotionCode(ctx, connection, work, customer, known) : null;
-	if (!user || user.erased_at) return finish("unknown_customer");
+	// Who paid, from what the product set (identity.ts); a referrer's promotion code attributes before the conversion.
+	const identity = await identifyPayer(ctx, connection, work);
+	if (identity.kind === "retry") return "retry";
+	if (identity.kind === "none") return finish(identity.outcome);
+	const user = identity.payer;
 	const currency = (work.object.currency ?? "").toLowerCase();
-	const campaign = await getCampaign(env.DB, app.appid, user.campaignid);
+	// A test twin reads its live app's campaigns (docs/test-mode.md): `campaignAppid`, never its own appid.
+	const campaign = await getCampaign(env.DB, app.campaignAppid, user.campaignid);
 	// No conversion across currencies without a rate: a payment in another currency than the campaign's earns nothing.
 	if (!campaign || campaign.currency.toLowerCase() !== currency) return finish("currency_mismatch");
 	const customid = await stripeCustomId(app.appid, payment.externalid);

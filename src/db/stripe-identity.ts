@@ -1,0 +1,64 @@
+import { z } from "zod";
+
+/**
+ * How a Stripe event finds its user (migration 0040, docs/stripe.md "How an
+ * event finds its user"): the claim of a new customer by the event that
+ * creates its user, and the cases shown to the operator.
+ */
+
+const claimRow = z.object({ eventid: z.string() });
+
+/**
+ * Claims the customer for the event `eventid` (the first claim stays): true
+ * when this event holds the claim, so it creates the customer's user; false
+ * when another event does (this one is retried and then finds the user).
+ */
+export async function claimCustomer(db: D1Database, appid: string, customer: string, eventid: string, now: number): Promise<boolean> {
+	const [, row] = await db.batch([
+		db
+			.prepare(
+				`INSERT INTO stripe_customer_claims (appid, customer, eventid, claimed_at) VALUES (?, ?, ?, ?)
+				 ON CONFLICT (appid, customer) DO NOTHING`,
+			)
+			.bind(appid, customer, eventid, now),
+		db.prepare("SELECT eventid FROM stripe_customer_claims WHERE appid = ? AND customer = ?").bind(appid, customer),
+	]);
+	return claimRow.parse(row?.results[0]).eventid === eventid;
+}
+
+export interface StripeCase {
+	eventid: string;
+	kind: string;
+	customer: string | null;
+	userkey: string | null;
+	detail: string | null;
+	at: number;
+}
+const caseRow = z.object({
+	eventid: z.string(),
+	kind: z.string(),
+	customer: z.string().nullable(),
+	userkey: z.string().nullable(),
+	detail: z.string().nullable(),
+	at: z.number(),
+});
+
+/** Records a case once per event and kind (a redelivery keeps the first). */
+export async function recordStripeCase(db: D1Database, appid: string, c: StripeCase): Promise<void> {
+	await db
+		.prepare(
+			`INSERT INTO stripe_cases (appid, eventid, kind, customer, userkey, detail, at) VALUES (?, ?, ?, ?, ?, ?, ?)
+			 ON CONFLICT (appid, eventid, kind) DO NOTHING`,
+		)
+		.bind(appid, c.eventid, c.kind, c.customer, c.userkey, c.detail, c.at)
+		.run();
+}
+
+/** The app's most recent cases, newest first (bounded, on `stripe_cases_recent`). */
+export async function recentStripeCases(db: D1Database, appid: string, limit = 20): Promise<StripeCase[]> {
+	const result = await db
+		.prepare("SELECT eventid, kind, customer, userkey, detail, at FROM stripe_cases WHERE appid = ? ORDER BY at DESC LIMIT ?")
+		.bind(appid, limit)
+		.all();
+	return result.results.map((r) => caseRow.parse(r));
+}
