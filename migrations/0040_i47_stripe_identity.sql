@@ -28,3 +28,16 @@ CREATE TABLE stripe_cases (
 	PRIMARY KEY (appid, eventid, kind)
 ) WITHOUT ROWID;
 CREATE INDEX stripe_cases_recent ON stripe_cases(appid, at);
+
+-- Chargebacks (docs/stripe.md "Disputes"): each Stripe dispute of an app and
+-- where it stands. `open` holds the conversion's rewards; `won` and `lost`
+-- are final (a closed dispute never opens again), so a close that arrives
+-- before its open, duplicates and concurrent deliveries converge.
+CREATE TABLE stripe_disputes (
+	appid TEXT NOT NULL,
+	dispute TEXT NOT NULL,
+	customid TEXT NOT NULL,
+	state TEXT NOT NULL,
+	updated_at INTEGER NOT NULL,
+	PRIMARY KEY (appid, dispute)
+) WITHOUT ROWID;

@@ -44,6 +44,8 @@ const APP_TABLES = [
 	   (SELECT appid, promotion_code FROM stripe_promotion_codes WHERE appid = ?1 ORDER BY promotion_code LIMIT ${ROUND})`,
 	`DELETE FROM stripe_customer_claims WHERE (appid, customer) IN
 	   (SELECT appid, customer FROM stripe_customer_claims WHERE appid = ?1 ORDER BY customer LIMIT ${ROUND})`,
+	`DELETE FROM stripe_disputes WHERE (appid, dispute) IN
+	   (SELECT appid, dispute FROM stripe_disputes WHERE appid = ?1 ORDER BY dispute LIMIT ${ROUND})`,
 	`DELETE FROM stripe_cases WHERE (appid, eventid, kind) IN
 	   (SELECT appid, eventid, kind FROM stripe_cases WHERE appid = ?1 ORDER BY eventid LIMIT ${ROUND})`,
 	"DELETE FROM webhook_breakers WHERE appid = ?1",
