@@ -157,9 +157,8 @@ describe("test mode reaches Stripe", { timeout: 180_000 }, () => {
 			outcomes.push(await step(side, chargeRefunded(paid, 4000), "refunded"));
 			await settles(side, cus("rita"), -600);
 			// checkout.session.completed of the friend: another conversion.
-			outcomes.push(
-				await step(side, event(side, "checkout.session.completed", checkout(`cs_${side}_m_fred`, cus("fred"), 5000)), "converted"),
-			);
+			const fredCheckout = checkout(`cs_${side}_m_fred`, cus("fred"), 5000, { payment_intent: `pi_${side}_m_fred` });
+			outcomes.push(await step(side, event(side, "checkout.session.completed", fredCheckout), "converted"));
 			await settles(side, cus("rita"), -1100);
 			// A new customer with the referrer's promotion code: a new user, referred, and the referrer earns.
 			const promoted = checkout(`cs_${side}_m_nina`, cus("nina"), 2000, { discounts: [{ coupon: "co_m", promotion_code: promo }] });
@@ -173,6 +172,28 @@ describe("test mode reaches Stripe", { timeout: 180_000 }, () => {
 			// A type the service does not handle: counted by type.
 			outcomes.push(await step(side, event(side, "customer.created", { id: cus("other") }), "ignored:customer.created"));
 			await settles(side, cus("rita"), -1300);
+			// charge.dispute.created, then .closed lost, on the invoice: reversed as a full refund, what was paid taken back.
+			const dispute = (id: string, charge: string | null, intent: string, amount: number, status: string) => ({
+				id,
+				object: "dispute",
+				amount,
+				currency: "usd",
+				charge,
+				payment_intent: intent,
+				reason: "fraudulent",
+				status,
+			});
+			const lost = dispute(`dp_${side}_m_lost`, paid.charge, paid.intent, 10_000, "needs_response");
+			outcomes.push(await step(side, event(side, "charge.dispute.created", lost), "dispute_opened"));
+			const lostClose = { ...event(side, "charge.dispute.closed", { ...lost, status: "lost" }), id: `evt_${side}_lost` };
+			outcomes.push(await step(side, lostClose, "dispute_lost"));
+			await settles(side, cus("rita"), -700);
+			// A dispute of the checkout's payment, won: nothing taken back.
+			const won = dispute(`dp_${side}_m_won`, null, `pi_${side}_m_fred`, 5000, "needs_response");
+			outcomes.push(await step(side, event(side, "charge.dispute.created", won), "dispute_opened"));
+			const wonClose = { ...event(side, "charge.dispute.closed", { ...won, status: "won" }), id: `evt_${side}_won` };
+			outcomes.push(await step(side, wonClose, "dispute_won"));
+			await settles(side, cus("rita"), -700);
 			return outcomes;
 		};
 		const live = await run("live");
@@ -189,6 +210,19 @@ describe("test mode reaches Stripe", { timeout: 180_000 }, () => {
 			expect(fakes[side].calls.filter((c) => c.authorization !== `Bearer ${KEYS[side]}`)).toEqual([]);
 			expect(fakes[side].calls.filter((c) => c.path.includes(`cus_${other}_`))).toEqual([]);
 			expect(fakes[side].created.map((t) => t.customer).filter((c) => !c.startsWith(`cus_${side}_`))).toEqual([]);
+		}
+		// The cases each side shows are its own.
+		const view = (await admin("GET", `/apps/${appid}`)).body;
+		for (const side of ["live", "test"] as const) {
+			const cases = (side === "live" ? view.stripe : view.teststripe).cases as { eventid: string; kind: string }[];
+			expect(cases.map((c) => c.kind).sort()).toEqual([
+				"dispute_lost",
+				"dispute_opened",
+				"dispute_opened",
+				"dispute_won",
+				"unlinked_email",
+			]);
+			expect(cases.every((c) => c.eventid.startsWith(`evt_${side}_`))).toBe(true);
 		}
 		// Each side's users stay its own.
 		expect((await api("live")("register", { email: "rita.test@example.com" })).body.hasreferrer).toBe(false);
