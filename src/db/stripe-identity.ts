@@ -9,18 +9,29 @@ import { z } from "zod";
 const claimRow = z.object({ eventid: z.string() });
 
 /**
- * Claims the customer for the event `eventid` (the first claim stays): true
- * when this event holds the claim, so it creates the customer's user; false
- * when another event does (this one is retried and then finds the user).
+ * A claim older than this was done long ago (creating a user takes a
+ * moment), or its event crashed and was retried meanwhile: another event may
+ * take it over. The customer is unknown again only when its user is gone
+ * (erased, or the product gave it another customer id), and a new payment
+ * then makes a new user instead of being retried for ever.
+ */
+export const CLAIM_STALE_MS = 10 * 60_000;
+
+/**
+ * Claims the customer for the event `eventid` (the first claim stays, unless
+ * it is stale): true when this event holds the claim, so it creates the
+ * customer's user; false when another event does (this one is retried and
+ * then finds the user).
  */
 export async function claimCustomer(db: D1Database, appid: string, customer: string, eventid: string, now: number): Promise<boolean> {
 	const [, row] = await db.batch([
 		db
 			.prepare(
-				`INSERT INTO stripe_customer_claims (appid, customer, eventid, claimed_at) VALUES (?, ?, ?, ?)
-				 ON CONFLICT (appid, customer) DO NOTHING`,
+				`INSERT INTO stripe_customer_claims (appid, customer, eventid, claimed_at) VALUES (?1, ?2, ?3, ?4)
+				 ON CONFLICT (appid, customer) DO UPDATE SET eventid = excluded.eventid, claimed_at = excluded.claimed_at
+				 WHERE stripe_customer_claims.claimed_at < ?5`,
 			)
-			.bind(appid, customer, eventid, now),
+			.bind(appid, customer, eventid, now, now - CLAIM_STALE_MS),
 		db.prepare("SELECT eventid FROM stripe_customer_claims WHERE appid = ? AND customer = ?").bind(appid, customer),
 	]);
 	return claimRow.parse(row?.results[0]).eventid === eventid;

@@ -245,4 +245,17 @@ describe("identity from the product, never from a typed email (issue 47)", () =>
 		expect(answers.filter((a) => a === "retry").length).toBeLessThanOrEqual(1);
 		expect(await counts()).toMatchObject({ "promotion_code:attributed": 1 });
 	});
+
+	it("a customer whose user is gone (its claim long done) becomes a new user again, never retried for ever", async () => {
+		const { app, register, run } = await connectedApp();
+		const referrer = await register(`ref.${uid()}@example.com`);
+		const promo = await promotionCode(referrer.referralcode);
+		const customer = `cus_${uid()}`;
+		// An earlier event claimed the customer an hour ago and made a user, since erased (its customer id cleared).
+		await env.DB.prepare("INSERT INTO stripe_customer_claims (appid, customer, eventid, claimed_at) VALUES (?, ?, ?, ?)")
+			.bind(app.appid, customer, "evt_long_ago", Date.now() - 3_600_000)
+			.run();
+		expect(await run("checkout.session.completed", { ...checkout(customer, "", promo), customer_details: null })).toBe("ack");
+		expect(await usersOfCustomer(app.appid, customer)).toEqual([{ email: null, referrer_userid: expect.any(Number) }]);
+	});
 });
