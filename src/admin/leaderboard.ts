@@ -31,9 +31,9 @@ export async function operatorBoard(db: D1Database, appid: string, raw: { campai
 	const campaignid = campaignFilter(raw.campaignid) ?? app.defaultCampaignId;
 	if (campaignid === null) throw campaignNotFound();
 	const bucket = bucketOf(period, app.timezone, Date.now());
-	const board = await readBoard(db, { appid, campaignid, bucket: bucket.key, limit, userkey: null });
+	const board = await readBoard(db, { appid, campaignAppid: app.campaignAppid, campaignid, bucket: bucket.key, limit, userkey: null });
 	if (!board.campaignFound) throw campaignNotFound();
-	const ranked = rankBoard(board.rows);
+	const ranked = rankBoard(board.rows, board.nameStyle);
 	return {
 		campaignid,
 		period,

@@ -4,12 +4,13 @@ import { ROLES } from "../db/admin-tokens";
 import { deleteMember, findMember, insertMember, listMembers, type Member, updateMemberRole } from "../db/members";
 import { sha256Hex } from "../domain/crypto";
 import { randomString } from "../domain/ids";
+import { PUBLIC_ORIGIN_UNSET, publicOrigin } from "../domain/public-origin";
 import { ApiError } from "../http/errors";
 import { invitationEmail } from "../outbox/emails";
 import { emailEvent, sendOutboxEvents } from "../outbox/events";
 import { body } from "./body";
 import { requireApp, requireAppId } from "./guard";
-import { auditEntry, signedInPersonOf } from "./principal";
+import { auditEntry } from "./principal";
 
 /**
  * Members of an app (docs/operators.md): an owner adds a person by email with
@@ -67,8 +68,9 @@ memberRoutes.post("/apps/:appid/members", async (c) => {
 	});
 	const app = await requireApp(c.env.DB, appid);
 	const expiresAt = Date.now() + INVITATION_TTL_MS;
-	// The dashboard's own origin when it asks (its in-process request has none of its own).
-	const origin = signedInPersonOf(c.req.raw)?.origin ?? new URL(c.req.url).origin;
+	// The deployment's public origin, never the request's Host (issue 47): the link goes to someone else's inbox.
+	const origin = publicOrigin(c.env);
+	if (!origin) throw new ApiError(503, "public_origin_unset", PUBLIC_ORIGIN_UNSET);
 	const url = `${origin}/dashboard/invitations/${token}`;
 	const mail = emailEvent(
 		appid,

@@ -25,11 +25,11 @@ import { auditEntry, authOf, clientIpHash, diff, isSettled, settle, signedInPers
 import { privacyRoutes } from "./privacy";
 import { rewardRoutes } from "./rewards";
 import { authorizeMember, authorizeToken } from "./rights";
-import { createAppSchema, updateAppSchema } from "./schemas";
+import { createAppSchema, testKeysSchema, updateAppSchema } from "./schemas";
 import { statsRoutes } from "./stats";
 import { applyStripeSettings, checkStripeSettings, stripeRoutes, stripeView } from "./stripe";
 import { testDataRoutes } from "./test-data";
-import { testModeSwitch } from "./test-mode";
+import { refuseModeOutsideApps, testModeSwitch } from "./test-mode";
 import { createTokenSchema, registerTokenRoutes, tokenRoutes } from "./tokens";
 import { userRoutes } from "./users";
 import { requireAllowedWebhookUrl } from "./webhook-policy";
@@ -90,6 +90,7 @@ function onTwinRoutes(): Hono<{ Bindings: Env }> {
 	return twinRoutes;
 }
 const onTwin = testModeSwitch((c) => (request) => onTwinRoutes().fetch(request, c.env, c.executionCtx));
+adminRoutes.use("*", refuseModeOutsideApps);
 adminRoutes.use("/apps/:appid", onTwin);
 adminRoutes.use("/apps/:appid/*", onTwin);
 
@@ -229,12 +230,26 @@ adminRoutes.post("/apps/:appid/rotate-privatekey", async (c) => {
 	return c.json({ appid, privatekey });
 });
 
-/** Creates the app's test key pair, or rotates it (the old test keys stop working); answered once. */
+/**
+ * Creates the app's test key pair, or rotates it (the old test keys stop
+ * working); answered once. An app that has test keys keeps them unless the
+ * body says `{"rotate": true}`: a second call made by following the docs
+ * must not silently break wherever the current pair is configured (issue 51).
+ */
 adminRoutes.post("/apps/:appid/testkeys", async (c) => {
 	const appid = c.req.param("appid");
+	const { rotate } = (await c.req.raw.clone().text()).trim() === "" ? { rotate: false } : await body(c.req.raw, testKeysSchema);
+	const before = await findTestApp(c.env.DB, appid);
+	if (before && !rotate) {
+		throw new ApiError(
+			409,
+			"testkeys_exist",
+			`The app has test keys already (${before.apikey}). A new pair stops that one working wherever it is configured; nothing was changed. Send {"rotate": true} to replace it.`,
+			{ testapikey: before.apikey },
+		);
+	}
 	const testapikey = newTestApiKey();
 	const testprivatekey = newTestPrivateKey();
-	const before = await findTestApp(c.env.DB, appid);
 	const audit = auditEntry(c, appid, {
 		action: "app.rotate_testkeys",
 		targetType: "app",

@@ -5,6 +5,7 @@ import { recordAudit } from "../db/audit";
 import { deleteStripeConfig, findStripeConfig, saveStripeConfig, stripeEventCounts } from "../db/stripe";
 import { recentStripeCases } from "../db/stripe-identity";
 import { findUser } from "../db/users";
+import { publicOrigin } from "../domain/public-origin";
 import { seal } from "../domain/secret-box";
 import { webhookUrlPolicy, webhookUrlProblem } from "../domain/webhook-url";
 import { ApiError, userNotFound } from "../http/errors";
@@ -22,7 +23,8 @@ import type { stripeSettingsSchema } from "./schemas";
 export type StripeSettings = z.output<typeof stripeSettingsSchema>;
 
 type AdminContext = Context<{ Bindings: Env }>;
-const origin = (c: AdminContext) => signedInPersonOf(c.req.raw)?.origin ?? new URL(c.req.url).origin;
+// The deployment's public origin when set (issue 47); else the dashboard's or the request's own, shown to the operator only.
+const origin = (c: AdminContext) => publicOrigin(c.env) ?? signedInPersonOf(c.req.raw)?.origin ?? new URL(c.req.url).origin;
 
 /** The app view's `stripe`: never a secret. */
 export async function stripeView(c: AdminContext, appid: string) {

@@ -11,7 +11,7 @@ import { authOf, isSettled, settle } from "./principal";
  * data. Without it (or `mode=live`) nothing changes. A twin's own appid is not
  * an app of the admin API: it is reached only this way.
  */
-const DATA_ROUTES = /^\/apps\/[^/]+\/(users|rewards|stats|deliveries|webhook-breaker)(\/|$|:)/;
+const DATA_ROUTES = /^\/apps\/[^/]+\/(users|rewards|stats|deliveries|webhook-breaker|leaderboard)(\/|$|:)/;
 /** A campaign and its coupons: shared by both modes, each mode with its own pool; the route reads `mode` itself (poolMode). */
 const POOL_ROUTES = /^\/apps\/[^/]+\/campaigns\/[^/]+(\/coupons)?$/;
 
@@ -63,3 +63,15 @@ export function testModeSwitch(dispatch: (c: Context) => AdminDispatch) {
 }
 
 const isTestDispatch = new WeakSet<Request>();
+
+/**
+ * `?mode=test` on an admin route outside an app (`GET /apps`, `POST /apps`, the audit of every app): no test side,
+ * so 400 naming `mode` rather than silently ignored (issue 47). Routes of an app are testModeSwitch's.
+ */
+export async function refuseModeOutsideApps(c: Context, next: Next) {
+	const path = c.req.path.replace(/^\/admin\/v1(?=\/)/, "");
+	const mode = c.req.query("mode");
+	if (mode !== undefined && mode !== "live" && !/^\/apps\/[^/]+/.test(path))
+		throw badRequest("mode: this route has no test side; only the routes of an app's data take mode=test.", { fields: ["mode"] });
+	await next();
+}

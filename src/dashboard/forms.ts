@@ -171,6 +171,7 @@ export function campaignFromForm(form: FormValues): {
 	body.holddays = text(form, "holddays") || "0";
 	body.autoapprove = text(form, "autoapprove") === "on";
 	body.showleaderboard = text(form, "showleaderboard") === "on";
+	if (form.leaderboardnames !== undefined) body.leaderboardnames = text(form, "leaderboardnames");
 	// Unticked checkboxes send nothing: the hidden `fraudsettings` tells "none ticked" from a form without the section.
 	if (text(form, "fraudsettings") === "1") {
 		const ticked = all(form, "suspicioussignals");

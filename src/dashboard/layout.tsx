@@ -89,6 +89,22 @@ export function Page(props: PageProps) {
 	);
 }
 
+/**
+ * What an error page adds under its message (issue 51): the request id to
+ * quote to an operator, who finds it in the log line of the answer
+ * (http/request-id.ts), and the link to the code's entry in docs/api.md.
+ */
+export function ErrorReference(props: { requestid: string; errorcode: string; docs: string }) {
+	return (
+		<p class="hint">
+			Request id <code>{props.requestid}</code> (quote it when you report this) ·{" "}
+			<a href={props.docs}>
+				what <code>{props.errorcode}</code> means
+			</a>
+		</p>
+	);
+}
+
 export const Csrf = ({ token }: { token: string }) => <input type="hidden" name="_csrf" value={token} />;
 
 /** A field's label, with its hint in parentheses. */

@@ -1,7 +1,7 @@
 import { z } from "zod";
 
 /**
- * Stripe disputes (migration 0040, docs/stripe.md "Disputes"): where each
+ * Stripe disputes (migration 0042, docs/stripe.md "Disputes"): where each
  * stands. The state only moves forward, `open` to `won` or `lost`, and a
  * closed dispute stays as it closed: so however its events arrive (a close
  * before its open, twice, at once), every reader converges on the same state.

@@ -1,7 +1,7 @@
 import { z } from "zod";
 
 /**
- * How a Stripe event finds its user (migration 0040, docs/stripe.md "How an
+ * How a Stripe event finds its user (migration 0042, docs/stripe.md "How an
  * event finds its user"): the claim of a new customer by the event that
  * creates its user, and the cases shown to the operator.
  */

@@ -19,6 +19,7 @@ export type ErrorCode =
 	| "invalid_credentials"
 	| "unauthorized"
 	| "admin_token_insecure"
+	| "public_origin_unset"
 	| "app_not_found"
 	| "campaign_not_found"
 	| "user_not_found"
@@ -58,6 +59,7 @@ export type ErrorCode =
 	| "service_busy"
 	| "invalid_event"
 	| "unknown_variable"
+	| "testkeys_exist"
 	| "internal_error";
 
 /** An expected failure: becomes the JSON error envelope with its status. */

@@ -1,7 +1,14 @@
 import { z } from "zod";
 import { importSchema } from "../admin/import";
 import { rewardEmailSettings, templateSchema } from "../admin/messages";
-import { addCouponsSchema, createAppSchema, createCampaignSchema, updateAppSchema, updateCampaignSchema } from "../admin/schemas";
+import {
+	addCouponsSchema,
+	createAppSchema,
+	createCampaignSchema,
+	testKeysSchema,
+	updateAppSchema,
+	updateCampaignSchema,
+} from "../admin/schemas";
 import { statusChangesSchema } from "../operations/schemas";
 import { LANGS, MESSAGE_KINDS, REWARD_EMAIL_MODES } from "../outbox/templates";
 import { accessApi } from "./admin-access";
@@ -117,7 +124,9 @@ export const adminApi: AdminRoute[] = [
 	{
 		method: "post",
 		path: "/apps/{appid}/testkeys",
-		summary: "Create or rotate the app's test key pair (the old test keys stop working); answers it once",
+		summary:
+			'Create the app\'s test key pair, or with {"rotate": true} replace it (the old test keys stop working); answers it once. An app that has test keys and no rotate: 409 testkeys_exist, nothing changed',
+		body: testKeysSchema,
 		status: 200,
 		response: z.object({ appid: z.string(), testapikey: z.string(), testprivatekey: z.string() }),
 	},

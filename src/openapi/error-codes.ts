@@ -19,6 +19,7 @@ export const ERROR_CODES = [
 	"invalid_credentials",
 	"unauthorized",
 	"admin_token_insecure",
+	"public_origin_unset",
 	"app_not_found",
 	"campaign_not_found",
 	"user_not_found",
@@ -58,6 +59,7 @@ export const ERROR_CODES = [
 	"service_busy",
 	"invalid_event",
 	"unknown_variable",
+	"testkeys_exist",
 	"internal_error",
 ] as const satisfies readonly ErrorCode[];
 

@@ -242,7 +242,7 @@ async function adminRoutes(tour: Awaited<ReturnType<typeof operations>>) {
 	await dashboardSession();
 	ok(await admin("POST", `/apps/${appid}/rotate-privatekey`), "rotate key");
 	ok(await admin("POST", `/apps/${appid}/rotate-webhooksecret`), "rotate secret");
-	ok(await admin("POST", `/apps/${appid}/testkeys`), "rotate test keys");
+	ok(await admin("POST", `/apps/${appid}/testkeys`, { rotate: true }), "rotate test keys");
 }
 
 function couponCampaign() {

@@ -52,6 +52,7 @@ const campaign = (over: Partial<Campaign> = {}): Campaign => ({
 	suspicioussignals: null,
 	velocitythreshold: 20,
 	showleaderboard: false,
+	leaderboardnames: "firstinitial",
 	createdAt: NOW.toISOString(),
 	updatedAt: NOW.toISOString(),
 	...over,

@@ -19,6 +19,13 @@ const REWARD_TYPES: [string, string][] = [
 	["3", "3 – both"],
 ];
 /** The campaign's fields; `submit` null (a role below manager) shows them without a way to save. */
+/** How the public board names referrers (domain/display-name.ts); emails and hidden characters are never shown in any. */
+const NAME_STYLES: [string, string][] = [
+	["firstinitial", "First name and initial (Ann L.)"],
+	["initials", "Initials (A. L.)"],
+	["numbered", "Referrer #n (by rank)"],
+];
+
 function CampaignForm({ action, campaign, csrf, submit }: { action: string; campaign: Values; csrf: string; submit: string | null }) {
 	const rules = withBlankRules(campaign.rewardrules);
 	const actions = withBlankActions(campaign.socialactions);
@@ -75,6 +82,12 @@ function CampaignForm({ action, campaign, csrf, submit }: { action: string; camp
 				<input type="checkbox" name="showleaderboard" checked={campaign.showleaderboard === true} /> Show each user's rank among this
 				month's referrers on the share page
 			</label>
+			<Select
+				label="Names on the leaderboard"
+				name="leaderboardnames"
+				value={typeof campaign.leaderboardnames === "string" ? campaign.leaderboardnames : "firstinitial"}
+				options={NAME_STYLES}
+			/>
 			<h2>Reward rules</h2>
 			<p class="muted">Edit a rule in place, tick Retire to end it, or fill in as many of the new rows as you need.</p>
 			{rules.map((rule, i) => (
