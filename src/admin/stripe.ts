@@ -3,6 +3,7 @@ import { Hono } from "hono";
 import type { z } from "zod";
 import { recordAudit } from "../db/audit";
 import { deleteStripeConfig, findStripeConfig, saveStripeConfig, stripeEventCounts } from "../db/stripe";
+import { recentStripeCases } from "../db/stripe-identity";
 import { findUser } from "../db/users";
 import { publicOrigin } from "../domain/public-origin";
 import { seal } from "../domain/secret-box";
@@ -36,6 +37,8 @@ export async function stripeView(c: AdminContext, appid: string) {
 		apiurl: row.apiurl,
 		webhookurl: stripeWebhookUrl(origin(c), appid),
 		events: await stripeEventCounts(c.env.DB, appid),
+		// What paid nothing for a reason the operator acts on (docs/stripe.md "What the operator sees").
+		cases: (await recentStripeCases(c.env.DB, appid)).map((k) => ({ ...k, at: new Date(k.at).toISOString() })),
 	};
 }
 

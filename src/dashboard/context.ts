@@ -44,6 +44,14 @@ export interface AppInfo {
 	/** Members sign in with a passkey (docs/operators.md "Passkeys"). */
 	requirepasskeys: boolean;
 	/** The Stripe connection, never its secrets (docs/stripe.md). */
-	stripe?: { connected: boolean; secretkeylast4?: string; eventname?: string; webhookurl: string; events?: Record<string, number> };
+	stripe?: {
+		connected: boolean;
+		secretkeylast4?: string;
+		eventname?: string;
+		webhookurl: string;
+		events?: Record<string, number>;
+		/** Stripe events that paid nothing for a reason the operator acts on, newest first (docs/stripe.md). */
+		cases?: { eventid: string; kind: string; customer: string | null; userkey: string | null; detail: string | null; at: string }[];
+	};
 	createdat: string;
 }

@@ -8,6 +8,7 @@ import { auditRedemption, type LedgerAudit } from "./audit";
 import { listClawbacks } from "./clawbacks";
 import { redactComments } from "./comment-redaction";
 import { grantWithReferrer, type ReferrerSide } from "./conversion-grant";
+import { applyDisputePhase, type DisputeRequest } from "./dispute-holds";
 import { FlushSchedule } from "./flush-schedule";
 import { grantRewards } from "./grant";
 import { rewardRowById } from "./mutations";
@@ -212,6 +213,14 @@ export class UserLedger extends DurableObject<Env> {
 		// Nothing was ever prepared in a ledger without tables, and no prepare of rewards can succeed there.
 		if (!this.writer.hasSchema()) return { ok: true, state: "aborted" };
 		return abortTransaction(this.writer, txid);
+	}
+
+	/** A Stripe dispute's hold, restore or release of one conversion's rewards in this ledger (dispute-holds.ts). */
+	disputePhase(appid: string, userkey: string, request: DisputeRequest): LedgerResult<{ rewards: LedgerReward[] }> {
+		this.checkIdentity(appid, userkey);
+		// A ledger without tables has no reward of the event: nothing to hold.
+		if (!this.writer.hasSchema()) return { ok: true, rewards: [] };
+		return this.writer.attempt((tx) => applyDisputePhase(tx, request));
 	}
 
 	// ---- redemption ----------------------------------------------------------------------------

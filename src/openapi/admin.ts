@@ -12,6 +12,7 @@ import {
 import { statusChangesSchema } from "../operations/schemas";
 import { LANGS, MESSAGE_KINDS, REWARD_EMAIL_MODES } from "../outbox/templates";
 import { accessApi } from "./admin-access";
+import { stripeConnection } from "./admin-stripe";
 import type { AdminRoute } from "./admin-route";
 
 /**
@@ -33,24 +34,12 @@ const app = z.looseObject({
 	webhooksecret: z.string().nullable().describe("null unless the caller is an owner or the superuser"),
 	defaultcampaignid: z.number().nullable(),
 	requirepasskeys: z.boolean().describe("Members sign in to the dashboard with a passkey (docs/operators.md, Passkeys)"),
-	stripe: z
-		.looseObject({
-			connected: z.boolean(),
-			secretkeylast4: z.string().optional(),
-			eventname: z.string().optional(),
-			webhookurl: z.string().describe("The address to paste into Stripe's dashboard as the webhook endpoint"),
-		})
-		.optional()
-		.describe("The app's Stripe connection, never its secrets (docs/stripe.md); on the single app's view"),
-	teststripe: z
-		.looseObject({
-			connected: z.boolean(),
-			secretkeylast4: z.string().optional(),
-			eventname: z.string().optional(),
-			webhookurl: z.string().describe("The address to paste into Stripe's test-mode dashboard as the webhook endpoint"),
-		})
-		.optional()
-		.describe("The test mode's Stripe connection (an sk_test_ key), paying only test rewards (docs/test-mode.md)"),
+	stripe: stripeConnection("The address to paste into Stripe's dashboard as the webhook endpoint").describe(
+		"The app's Stripe connection, never its secrets (docs/stripe.md); on the single app's view",
+	),
+	teststripe: stripeConnection("The address to paste into Stripe's test-mode dashboard as the webhook endpoint").describe(
+		"The test mode's Stripe connection (an sk_test_ key), paying only test rewards (docs/test-mode.md)",
+	),
 	createdat: z.string(),
 	updatedat: z.string(),
 });

@@ -362,6 +362,7 @@ async function oldLedger() {
 			"clawbacks",
 			"milestone_events",
 			"payouts",
+			"dispute_holds",
 		])
 			sql.exec(`DROP TABLE ${name}`);
 		runStep(sql, LEDGER_MIGRATIONS[0] ?? []);
