@@ -1,5 +1,6 @@
 /** @jsxImportSource hono/jsx */
 import type { Child } from "hono/jsx";
+import { currencyExponent } from "../domain/currency";
 
 /** Shared page frame and small components of the dashboard. */
 
@@ -145,6 +146,17 @@ export function Select(props: { label: string; name: string; value?: string | nu
 			</select>
 		</div>
 	);
+}
+
+/**
+ * An amount in a reward unit, as people read money (issue 48): a currency with its own decimals (10.00 USD,
+ * 500 JPY, 1.500 KWD), any other unit (points) with two decimals dropped when they are zero.
+ */
+export function money(amount: number | string, unit: string): string {
+	const n = Number(amount);
+	if (!Number.isFinite(n)) return `${amount} ${unit}`;
+	const digits = /^[A-Za-z]{3}$/.test(unit) ? currencyExponent(unit) : Number.isInteger(n) ? 0 : 2;
+	return `${n.toFixed(digits)} ${unit}`;
 }
 
 export const Status = ({ value }: { value: string }) => <span class={`status ${value}`}>{value}</span>;

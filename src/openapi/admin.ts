@@ -301,15 +301,51 @@ export const adminApi: AdminRoute[] = [
 		summary: "Rewards across the app, newest first (from the D1 projection), with friend, referrer and fraud signals",
 		query: {
 			...page,
-			status: z.string().optional(),
-			campaignid: z.number().int().optional(),
+			status: z
+				.string()
+				.optional()
+				.describe(
+					"Comma-separated statuses among Approved, UnderReview, Suspicious, Rejected, Rewarded (the review queue: Suspicious, the rewards a person must decide; UnderReview, those that approve themselves after their hold); absent: every status",
+				),
+			campaignid: z.number().int().optional().describe("only this campaign's rewards"),
 			userkey: z.string().optional(),
 			rewarddtlid: z.string().optional().describe("one reward by its id"),
-			from: z.string().optional(),
-			to: z.string().optional(),
+			from: z.string().optional().describe("created on or after this day (YYYY-MM-DD) or ISO date-time"),
+			to: z.string().optional().describe("created on or before this day (the whole day counts) or before this ISO date-time"),
 		},
 		status: 200,
 		response: z.looseObject({ rewards: z.array(adminReward), nextcursor }),
+	},
+	{
+		method: "get",
+		path: "/apps/{appid}/rewards/{rewarddtlid}",
+		summary:
+			"One reward with its order id (customid), the event it was granted for and, for a Stripe conversion, the payment (docs/operators.md, Review queue)",
+		status: 200,
+		response: z.looseObject({
+			reward: adminReward.extend({ customid: z.string().nullable().describe("the order id of the event; null when its ledger has none") }),
+			event: z
+				.looseObject({
+					customid: z.string(),
+					userkey: z.string(),
+					eventname: z.string(),
+					transactionvalue: z.number().nullable(),
+					createdat: z.string(),
+				})
+				.nullable(),
+			payment: z
+				.looseObject({
+					invoice: z.string().nullable(),
+					paymentintent: z.string().nullable(),
+					charge: z.string().nullable(),
+					checkoutsession: z.string().nullable(),
+					currency: z.string(),
+					amount: z.number().describe("in whole units of the currency"),
+					refunded: z.number(),
+				})
+				.nullable()
+				.describe("the Stripe payment the conversion came from (docs/stripe.md); null for other conversions"),
+		}),
 	},
 	{
 		method: "post",

@@ -250,7 +250,7 @@ describe("the console tells the truth, in a browser", () => {
 			},
 			{ ...WAIT, timeoutMs: 15_000 },
 		);
-		expect(facts.Amount).toContain("10 USD");
+		expect(facts.Amount).toContain("10.00 USD");
 		expect(facts.Owner).toContain("ann@example.com");
 		expect(facts.Event).toContain("Purchase");
 		expect(facts.Friend).toContain("carl@example.com");
