@@ -166,9 +166,13 @@ adminRoutes.get("/apps/:appid", async (c) => {
 	const view = appView(await requireApp(c.env.DB, c.req.param("appid")));
 	// The webhook secret signs what the app trusts: only an owner (or the superuser) reads it.
 	const { role } = authOf(c);
-	const stripe = await stripeView(c, view.appid);
-	const teststripe = await stripeView(c, testAppid(view.appid));
-	const shown = { ...view, stripe, teststripe };
+	const [stripe, teststripe, twin] = await Promise.all([
+		stripeView(c, view.appid),
+		stripeView(c, testAppid(view.appid)),
+		findTestApp(c.env.DB, view.appid),
+	]);
+	// The test apikey is public like the live one (docs/test-mode.md); null: the app has no test keys yet.
+	const shown = { ...view, testapikey: twin?.apikey ?? null, stripe, teststripe };
 	return c.json(role === undefined || role === "owner" ? shown : { ...shown, webhooksecret: null });
 });
 

@@ -5,6 +5,7 @@ import { addCouponsSchema, createAppSchema, createCampaignSchema, updateAppSchem
 import { statusChangesSchema } from "../operations/schemas";
 import { LANGS, MESSAGE_KINDS, REWARD_EMAIL_MODES } from "../outbox/templates";
 import { accessApi } from "./admin-access";
+import { adminReward, rewardDetail } from "./admin-reward";
 import type { AdminRoute } from "./admin-route";
 
 /**
@@ -26,6 +27,11 @@ const app = z.looseObject({
 	webhooksecret: z.string().nullable().describe("null unless the caller is an owner or the superuser"),
 	defaultcampaignid: z.number().nullable(),
 	requirepasskeys: z.boolean().describe("Members sign in to the dashboard with a passkey (docs/operators.md, Passkeys)"),
+	testapikey: z
+		.string()
+		.nullable()
+		.optional()
+		.describe("The test pair's apikey (docs/test-mode.md); null until the app has test keys; on the single app's view"),
 	stripe: z
 		.looseObject({
 			connected: z.boolean(),
@@ -52,7 +58,6 @@ const campaign = z.looseObject({ campaignid: z.number(), appid: z.string(), camp
 const page = { limit: z.number().int().min(1).max(200).default(50), cursor: z.string().optional() };
 const nextcursor = z.string().nullable().describe("Cursor of the next page; null on the last page");
 const adminUser = z.looseObject({ userkey: z.string(), email: z.string().nullable(), referralcode: z.string() });
-const adminReward = z.looseObject({ rewarddtlid: z.string(), userkey: z.string(), rewardstatus: z.string() });
 const messageView = z.object({
 	kind: z.enum(MESSAGE_KINDS),
 	language: z.enum(LANGS),
@@ -322,30 +327,7 @@ export const adminApi: AdminRoute[] = [
 		summary:
 			"One reward with its order id (customid), the event it was granted for and, for a Stripe conversion, the payment (docs/operators.md, Review queue)",
 		status: 200,
-		response: z.looseObject({
-			reward: adminReward.extend({ customid: z.string().nullable().describe("the order id of the event; null when its ledger has none") }),
-			event: z
-				.looseObject({
-					customid: z.string(),
-					userkey: z.string(),
-					eventname: z.string(),
-					transactionvalue: z.number().nullable(),
-					createdat: z.string(),
-				})
-				.nullable(),
-			payment: z
-				.looseObject({
-					invoice: z.string().nullable(),
-					paymentintent: z.string().nullable(),
-					charge: z.string().nullable(),
-					checkoutsession: z.string().nullable(),
-					currency: z.string(),
-					amount: z.number().describe("in whole units of the currency"),
-					refunded: z.number(),
-				})
-				.nullable()
-				.describe("the Stripe payment the conversion came from (docs/stripe.md); null for other conversions"),
-		}),
+		response: rewardDetail,
 	},
 	{
 		method: "post",

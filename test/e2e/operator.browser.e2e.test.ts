@@ -182,6 +182,64 @@ describe("the console a growth marketer runs alone (issue 48)", () => {
 		expect(await text("body")).toContain(people.annCode);
 	});
 
+	it("test mode never lies: one switch per page, each page shows its test side or says it has none, test keys shown once and rotated with a warning", async () => {
+		// An app made in the console: its test keys are shown once, with the private key.
+		expect(await go("/dashboard")).toBe(200);
+		await page.type("#f-name", "Console-made shop");
+		await page.type("#f-landingurl", "https://made.example.com/");
+		await submit("form[action='/dashboard/apps'] button[type=submit]");
+		const made = { appid: new URL(page.url()).pathname.split("/")[3] ?? "", apikey: "", testapikey: "", testprivatekey: "" };
+		const shown = await props("section[aria-labelledby=secrets] dl");
+		made.apikey = shown.apikey ?? "";
+		made.testapikey = await text("[data-testid=testapikey]");
+		made.testprivatekey = await text("[data-testid=testprivatekey]");
+		expect(made.testapikey).toMatch(/\S{10}/);
+		expect(made.testprivatekey).toMatch(/\S{10}/);
+		await checked("app-created");
+		const rules = [{ rewardusertype: "Referrer", eventname: "Signup", reward: 5, rewardunit: "USD" }];
+		expect((await client.admin("POST", `/apps/${made.appid}/campaigns`, { campaignname: "Welcome", rewardrules: rules })).status).toBe(201);
+		const testUser = await client.api("register", { apikey: made.testapikey, privatekey: made.testprivatekey, email: "tess@example.com" });
+		expect(testUser.status).toBe(200);
+
+		// One switch on the app's page (it was drawn twice), and the page says it has no test side.
+		const home = `/dashboard/apps/${made.appid}`;
+		expect(await go(home)).toBe(200);
+		expect(await page.$$eval("form.mode-switch", (fs) => fs.length)).toBe(1);
+		expect(await text("[data-testid=app-testapikey]")).toBe(made.testapikey);
+		await go(`${home}/users`);
+		await submit("form.mode-switch button");
+		expect(new URL(page.url()).pathname).toBe(`${home}/users`); // back where the switch was pressed
+		expect(await text("form.mode-switch button")).toBe("Test data: on");
+		const statements: Record<string, string> = {};
+		for (const section of ["", "/users", "/review", "/deliveries", "/analytics", "/leaderboard", "/campaigns", "/audit", "/team"]) {
+			expect(await go(`${home}${section}`), section).toBe(200);
+			expect(await page.$$eval("form.mode-switch", (fs) => fs.length), section).toBe(1);
+			statements[section || "/"] = await text("[data-testid=test-mode-statement]");
+			await checked(section === "/users" ? "test-mode" : undefined);
+		}
+		for (const section of ["/users", "/review", "/deliveries", "/analytics", "/leaderboard"])
+			expect(statements[section], section).toMatch(/shows what the app's test keys made/);
+		for (const section of ["/", "/campaigns", "/audit", "/team"]) expect(statements[section], section).toMatch(/has no test side/);
+		await go(`${home}/users`);
+		expect(await text("main table")).toContain("tess@example.com");
+
+		// Rotating the test keys says what it breaks, shows the new pair once, and the old pair stops working.
+		await go(home);
+		expect(await text("#h-rotate-testkeys")).toMatch(/stops working/);
+		page.once("dialog", (dialog) => dialog.accept());
+		await submit("form[action$='/rotate-testkeys'] button[type=submit]");
+		const rotated = { apikey: await text("[data-testid=testapikey]"), privatekey: await text("[data-testid=testprivatekey]") };
+		expect(rotated.apikey).not.toBe(made.testapikey);
+		await checked();
+		const old = await client.api("register", { apikey: made.testapikey, privatekey: made.testprivatekey, email: "old@example.com" });
+		expect(old.status).toBe(401);
+		const fresh = await client.api("register", { ...rotated, email: "new@example.com" });
+		expect(fresh.status).toBe(200);
+		await go(home);
+		await submit("form.mode-switch button");
+		expect(await page.$("[data-testid=test-mode-statement]")).toBeNull();
+	});
+
 	// A page that works without its script would not show the loss otherwise (test/e2e/browser.ts).
 	it("got every script and stylesheet its pages asked for", () => {
 		expect(brokenAssets(browser)).toEqual([]);

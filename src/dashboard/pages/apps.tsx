@@ -6,6 +6,7 @@ import { must } from "../api";
 import { type AppInfo, back, type Dash, type DashContext, field, flash } from "../context";
 import { Csrf, dateTime, Field, Page, Table } from "../layout";
 import { putSecrets, takeSecrets } from "../secret-flash";
+import { Secrets, TestKeys } from "./app-keys";
 import { StripeSection } from "./stripe";
 
 /** Apps: list, create, settings, keys (the private key shown once), rotations. */
@@ -43,32 +44,6 @@ function TimeZoneField({ value }: { value: string }) {
 				))}
 			</datalist>
 		</div>
-	);
-}
-
-function Secrets(props: { title: string; appid: string; apikey?: string; privatekey?: string; webhooksecret?: string }) {
-	return (
-		<section aria-labelledby="secrets">
-			<h2 id="secrets">{props.title}</h2>
-			<p>Copy the private key now: it is shown only this once and is stored only as a hash.</p>
-			<dl class="props">
-				<dt>appid</dt>
-				<dd class="mono">{props.appid}</dd>
-				{props.apikey && <dt>apikey</dt>}
-				{props.apikey && <dd class="mono">{props.apikey}</dd>}
-				{props.privatekey && <dt>privatekey</dt>}
-				{props.privatekey && (
-					<dd class="secret" data-testid="privatekey">
-						{props.privatekey}
-					</dd>
-				)}
-				{props.webhooksecret && <dt>webhook secret</dt>}
-				{props.webhooksecret && <dd class="secret">{props.webhooksecret}</dd>}
-			</dl>
-			<p>
-				<a href={`/dashboard/apps/${props.appid}`}>Continue to the app</a>
-			</p>
-		</section>
 	);
 }
 
@@ -232,6 +207,7 @@ export function registerApps(dash: Dash) {
 					<dt>Default campaign</dt>
 					<dd>{app.defaultcampaignid ?? "none yet"}</dd>
 				</dl>
+				<TestKeys app={app} csrf={csrf} owner={owner} />
 				{owner && <OwnerSections app={app} csrf={csrf} />}
 			</Page>,
 			status,
@@ -283,17 +259,27 @@ export function registerApps(dash: Dash) {
 			});
 		}
 		const created = secrets.kind === "created";
+		const title = created ? "App created" : secrets.kind === "testkeys" ? "Test keys rotated" : "Private key rotated";
+		const heading = created ? "Its keys" : secrets.kind === "testkeys" ? "The new test keys" : "The new private key";
 		return c.html(
-			<Page
-				title={created ? "App created" : "Private key rotated"}
-				appid={created ? undefined : appid}
-				tab="overview"
-				csrf={c.var.session.csrf}
-				{...flash(c)}
-			>
-				<Secrets title={created ? "Its keys" : "The new private key"} {...secrets} />
+			<Page title={title} appid={created ? undefined : appid} tab="overview" csrf={c.var.session.csrf} {...flash(c)}>
+				<Secrets title={heading} {...secrets} />
 			</Page>,
 		);
+	});
+
+	dash.post("/apps/:appid/rotate-testkeys", async (c) => {
+		const appid = c.req.param("appid");
+		const res = await c.var.api("POST", `/apps/${encodeURIComponent(appid)}/testkeys`);
+		if (!res.ok) return back(c, `/dashboard/apps/${appid}`, { error: res.error });
+		// Post/redirect/get, as the private key's rotation: the new pair is shown once.
+		await putSecrets(c, c.var.session.id, {
+			kind: "testkeys",
+			appid,
+			testapikey: res.body.testapikey,
+			testprivatekey: res.body.testprivatekey,
+		});
+		return back(c, `/dashboard/apps/${appid}/keys`, { ok: "Test keys rotated. The old test keys no longer work." });
 	});
 
 	dash.post("/apps/:appid/rotate-webhooksecret", async (c) => {
