@@ -48,14 +48,17 @@ export function Page(props: PageProps) {
 				<header class="top">
 					<a href="/dashboard">Referral dashboard</a>
 					{props.appid && <span>{props.appname ?? props.appid}</span>}
-					{props.csrf && <a href="/dashboard/account">Account</a>}
+					{/* The person's side, at the right end as people expect: the "Test data" switch (test-mode.ts), Account, Sign out. */}
 					{props.csrf && (
-						<form method="post" action="/dashboard/logout">
-							<input type="hidden" name="_csrf" value={props.csrf} />
-							<button type="submit" class="secondary">
-								Sign out
-							</button>
-						</form>
+						<div class="who">
+							<a href="/dashboard/account">Account</a>
+							<form method="post" action="/dashboard/logout">
+								<input type="hidden" name="_csrf" value={props.csrf} />
+								<button type="submit" class="secondary">
+									Sign out
+								</button>
+							</form>
+						</div>
 					)}
 				</header>
 				{props.appid && (
@@ -165,7 +168,7 @@ export const Status = ({ value }: { value: string }) => <span class={`status ${v
 export function Table(props: { caption: string; head: string[]; numeric?: number[]; children?: Child; empty?: boolean }) {
 	return (
 		// Focusable: a table wider than a phone scrolls sideways, and the keyboard must reach it too (axe: scrollable-region-focusable).
-		<div class="table-wrap" tabindex={0} role="region" aria-label={props.caption}>
+		<section class="table-wrap" tabindex={0} aria-label={props.caption}>
 			<table>
 				<caption class="skip">{props.caption}</caption>
 				<thead>
@@ -188,7 +191,7 @@ export function Table(props: { caption: string; head: string[]; numeric?: number
 					)}
 				</tbody>
 			</table>
-		</div>
+		</section>
 	);
 }
 

@@ -52,9 +52,9 @@ export function testModeChrome() {
 		const on = isTestMode(c);
 		const url = new URL(c.req.url);
 		const form = switchForm(decodeURIComponent(appid), c.var.session.csrf, on, `${url.pathname}${url.search}`);
-		const rewriter = new HTMLRewriter().on("header.top", {
+		const rewriter = new HTMLRewriter().on("header.top .who", {
 			element: (e) => {
-				e.append(form, { html: true });
+				e.prepend(form, { html: true });
 			},
 		});
 		if (on) {

@@ -240,6 +240,57 @@ describe("the console a growth marketer runs alone (issue 48)", () => {
 		expect(await page.$("[data-testid=test-mode-statement]")).toBeNull();
 	});
 
+	it("no form loses input: create app, invite and settings come back as typed, each mistake in words next to its field", async () => {
+		const marked = (selector: string) =>
+			page.$eval(selector, (input) => {
+				const describedBy = input.getAttribute("aria-describedby") ?? "";
+				return { invalid: input.getAttribute("aria-invalid"), says: document.getElementById(describedBy)?.textContent?.trim() ?? "" };
+			});
+		// Create app: a landing URL the browser takes and the service refuses.
+		expect(await go("/dashboard")).toBe(200);
+		await page.type("#f-name", "Typed shop");
+		await page.type("#f-landingurl", "ftp://typed.example.com/");
+		await page.type("#f-emailsender", "hello@typed.example.com");
+		await submit("form[action='/dashboard/apps'] button[type=submit]");
+		expect(new URL(page.url()).pathname).toBe("/dashboard/apps");
+		expect(await fieldValue("#f-name")).toBe("Typed shop");
+		expect(await fieldValue("#f-landingurl")).toBe("ftp://typed.example.com/");
+		expect(await fieldValue("#f-emailsender")).toBe("hello@typed.example.com");
+		expect(await marked("#f-landingurl")).toEqual({ invalid: "true", says: "Landing URL must be an http(s) URL." });
+		expect(await page.$eval("#f-name", (e) => e.getAttribute("aria-invalid"))).toBeNull();
+		const summary = await text("[role=alert]");
+		expect(summary).toMatch(/^The app was not created/);
+		expect(summary).not.toMatch(/Invalid request|landingurl/);
+		await checked("form-kept");
+		const { apps } = (await client.admin("GET", "/apps")).body;
+		expect(apps.map((a: { name: string }) => a.name)).not.toContain("Typed shop");
+
+		// Invite: an address the browser takes (no dot in the domain) and the service refuses.
+		expect(await go(path("/team"))).toBe(200);
+		await page.type("#f-email", "teammate@localhost");
+		await page.select("#f-invite-role", "manager");
+		await submit("form[aria-labelledby=invite] button[type=submit]");
+		expect(await fieldValue("#f-email")).toBe("teammate@localhost");
+		expect(await fieldValue("#f-invite-role")).toBe("manager");
+		const invite = await marked("#f-email");
+		expect(invite.invalid).toBe("true");
+		expect(invite.says).toMatch(/^Email must be an email address/);
+		expect(await text("[role=alert]")).toMatch(/^No invitation was sent/);
+		await checked();
+
+		// Settings: a time zone typo, marked at the field.
+		expect(await go(path())).toBe(200);
+		await page.$eval("#f-timezone", (e) => {
+			(e as HTMLInputElement).value = "";
+		});
+		await page.type("#f-timezone", "Europe/Pariss");
+		await submit("form[aria-labelledby=settings] button[type=submit]");
+		expect(await fieldValue("#f-timezone")).toBe("Europe/Pariss");
+		expect((await marked("#f-timezone")).says).toMatch(/^Time zone must be an IANA time zone name/);
+		expect(await text("[role=alert]")).toMatch(/^The settings were not saved/);
+		await checked();
+	});
+
 	// A page that works without its script would not show the loss otherwise (test/e2e/browser.ts).
 	it("got every script and stylesheet its pages asked for", () => {
 		expect(brokenAssets(browser)).toEqual([]);

@@ -1,4 +1,5 @@
 /** @jsxImportSource hono/jsx */
+
 import {
 	isLang,
 	LANGS,
@@ -10,6 +11,7 @@ import {
 } from "../../outbox/templates";
 import { must } from "../api";
 import { back, type Dash, type DashContext, field } from "../context";
+import { formErrors, plainError } from "../form-errors";
 import { Csrf, Field, Page, Select, TextArea } from "../layout";
 import { mayAct, READ_ONLY_NOTE, roleIn } from "../role";
 import { loadApp } from "./apps";
@@ -243,7 +245,12 @@ export function registerMessages(dash: Dash) {
 			subject: state.subject,
 			body: state.body,
 		});
-		return render(c, { ...state, preview: res.ok ? res.body : null, previewError: res.ok ? null : res.error }, {}, res.ok ? 200 : 400);
+		return render(
+			c,
+			{ ...state, preview: res.ok ? res.body : null, previewError: res.ok ? null : plainError(res.error) },
+			{},
+			res.ok ? 200 : 400,
+		);
 	});
 
 	dash.post("/apps/:appid/campaigns/:campaignid/messages", async (c) => {
@@ -251,8 +258,9 @@ export function registerMessages(dash: Dash) {
 		const res = await c.var.api("PUT", apiPath(c, state.kind, state.lang), { subject: state.subject, body: state.body });
 		const here = `${pathOf(c.req.param("appid"), c.req.param("campaignid"))}?kind=${state.kind}&lang=${state.lang}`;
 		if (res.ok) return back(c, here, { ok: "Email saved: the next one sent uses it." });
-		// Shown again as typed, with the reason: nothing was saved.
-		return render(c, { ...state, previewError: res.error }, { error: res.error }, 400);
+		// Shown again as typed, with the reason in the operator's words (issue 48): nothing was saved.
+		const refused = formErrors(res, { subject: "Subject", body: "Body" }, "The email was not saved");
+		return render(c, { ...state, previewError: plainError(res.error) }, { error: refused.summary }, 400);
 	});
 
 	dash.post("/apps/:appid/campaigns/:campaignid/messages/settings", async (c) => {
