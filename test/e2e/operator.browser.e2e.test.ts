@@ -291,6 +291,60 @@ describe("the console a growth marketer runs alone (issue 48)", () => {
 		await checked();
 	});
 
+	it("analytics at a glance: the chart covers the range with quiet days flat, rates without a base read '—', money has two decimals, Sign out sits at the right end", async () => {
+		await waitFor(
+			"today's sign-ups on the analytics page",
+			async () => {
+				await go(path("/analytics"));
+				return (await page.$("[data-testid=total-signups]")) && (await text("[data-testid=total-signups]")) === "3" ? true : undefined;
+			},
+			WAIT,
+		);
+		const from = await fieldValue("#f-from");
+		const to = await fieldValue("#f-to");
+		const rangeDays = (Date.parse(to) - Date.parse(from)) / 86_400_000 + 1;
+		expect(rangeDays).toBeGreaterThan(7);
+
+		// One point per day of the range, from its first day to its last; every day before today (all quiet) on the zero line.
+		const chart = await page.$eval("main svg.chart", (svg) => {
+			const line = svg.querySelector("polyline")?.getAttribute("points") ?? "";
+			const ys = line.split(" ").map((p) => Number(p.split(",")[1]));
+			const labels = [...svg.querySelectorAll("text")].map((t) => t.textContent?.trim() ?? "");
+			return { points: ys.length, quiet: ys.slice(0, -1), labels };
+		});
+		expect(chart.points).toBe(rangeDays);
+		expect(new Set(chart.quiet).size).toBe(1);
+		expect(chart.labels).toContain(from);
+		expect(chart.labels).toContain(to);
+
+		// Ann's friends typed her code: 2 referred sign-ups, 0 clicks. No rate has a base to stand on.
+		const all = await page.$$eval("main tr[data-funnel=all] td", (tds) => tds.map((td) => td.textContent?.trim() ?? ""));
+		expect(all.slice(1)).toEqual(["0", "2", "—", "2", "100%", "—"]);
+
+		// Every amount with its currency's two decimals.
+		const amounts = (await text("main")).match(/\d+(?:\.\d+)? USD/g) ?? [];
+		expect(amounts.length).toBeGreaterThan(0);
+		expect(amounts.filter((a) => !/^\d+\.\d{2} USD$/.test(a))).toEqual([]);
+		const earned = await page.$$eval("main td[data-unit=USD]", (tds) => tds.map((td) => td.textContent?.trim() ?? ""));
+		expect(earned.every((v) => /^\d+\.\d{2}$/.test(v))).toBe(true);
+
+		// The header: the brand at the left; Account, the Test data switch and Sign out together at the right end.
+		const header = await page.$eval("header.top", (h) => {
+			const box = (e: Element | null) => e?.getBoundingClientRect() ?? { left: 0, right: 0 };
+			const signOut = box(h.querySelector("form[action='/dashboard/logout'] button"));
+			return {
+				right: box(h).right,
+				signOut: signOut.right,
+				brand: box(h.querySelector("a")).left,
+				account: box(h.querySelector("a[href='/dashboard/account']")).left,
+			};
+		});
+		expect(header.right - header.signOut).toBeLessThan(40);
+		expect(header.account).toBeGreaterThan(header.right / 2);
+		expect(header.brand).toBeLessThan(40);
+		await checked("analytics");
+	});
+
 	// A page that works without its script would not show the loss otherwise (test/e2e/browser.ts).
 	it("got every script and stylesheet its pages asked for", () => {
 		expect(brokenAssets(browser)).toEqual([]);
