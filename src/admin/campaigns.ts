@@ -9,12 +9,12 @@ import { badRequest, campaignNotFound } from "../http/errors";
 import { body } from "./body";
 import { requireApp } from "./guard";
 import { pageOf } from "./paging";
-import { auditEntry, diff } from "./principal";
+import { type AdminEnv, auditEntry, diff } from "./principal";
 import { addCouponsSchema, createCampaignSchema, updateCampaignSchema } from "./schemas";
 import { poolIsLive } from "./test-mode";
 
 /** Campaigns and their coupon pools (admin API, under /admin/v1); every change with its audit entry. */
-export const campaignRoutes = new Hono<{ Bindings: Env }>();
+export const campaignRoutes = new Hono<AdminEnv>();
 
 function requireCampaignId(raw: string): number {
 	if (!/^\d{1,15}$/.test(raw)) throw campaignNotFound();

@@ -19,7 +19,7 @@ import {
 } from "../outbox/templates";
 import { body } from "./body";
 import { requireApp } from "./guard";
-import { auditEntry, diff } from "./principal";
+import { type AdminEnv, auditEntry, diff } from "./principal";
 
 /**
  * A campaign's editable emails (issue 34, docs/messages.md), under
@@ -29,7 +29,7 @@ import { auditEntry, diff } from "./principal";
  * unknown variable is refused (400 `unknown_variable` naming the field) and
  * nothing is saved.
  */
-export const messageRoutes = new Hono<{ Bindings: Env }>();
+export const messageRoutes = new Hono<AdminEnv>();
 
 const BASE = "/apps/:appid/campaigns/:campaignid/messages";
 

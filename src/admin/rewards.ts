@@ -12,10 +12,10 @@ import { changeRewardStatuses } from "../operations/status-change";
 import { valueOrThrow } from "../operations/work";
 import { requireAppId } from "./guard";
 import { page, pageRequest } from "./paging";
-import { authOf } from "./principal";
+import { type AdminEnv, authOf } from "./principal";
 
 /** Admin reads of the rewards projection and the status change (under /admin/v1). */
-export const rewardRoutes = new Hono<{ Bindings: Env }>();
+export const rewardRoutes = new Hono<AdminEnv>();
 
 const STATUSES = ["Approved", "UnderReview", "Suspicious", "Rejected", "Rewarded"] as const;
 const rewardCursor = z.tuple([z.string().min(1).max(40), z.string().min(1).max(200)]);

@@ -1,4 +1,3 @@
-import type { Context } from "hono";
 import { Hono } from "hono";
 import type { z } from "zod";
 import { recordAudit } from "../db/audit";
@@ -9,7 +8,7 @@ import { webhookUrlPolicy, webhookUrlProblem } from "../domain/webhook-url";
 import { ApiError, userNotFound } from "../http/errors";
 import { stripeWebhookUrl } from "../integrations/stripe/connection";
 import { ledgerFor } from "../ledger/stub";
-import { auditEntry, signedInPersonOf } from "./principal";
+import { type AdminContext, type AdminEnv, auditEntry, callerOrigin } from "./principal";
 import type { stripeSettingsSchema } from "./schemas";
 
 /**
@@ -20,8 +19,7 @@ import type { stripeSettingsSchema } from "./schemas";
 
 export type StripeSettings = z.output<typeof stripeSettingsSchema>;
 
-type AdminContext = Context<{ Bindings: Env }>;
-const origin = (c: AdminContext) => signedInPersonOf(c.req.raw)?.origin ?? new URL(c.req.url).origin;
+const origin = (c: AdminContext) => callerOrigin(c);
 
 /** The app view's `stripe`: never a secret. */
 export async function stripeView(c: AdminContext, appid: string) {
@@ -83,7 +81,7 @@ export async function applyStripeSettings(c: AdminContext, appid: string, settin
 	);
 }
 
-export const stripeRoutes = new Hono<{ Bindings: Env }>();
+export const stripeRoutes = new Hono<AdminEnv>();
 
 /** Pays again the user's approved Stripe rewards still unpaid (after Stripe refused, or a customer id was fixed in Stripe). */
 stripeRoutes.post("/apps/:appid/users/:userkey/payouts/retry", async (c) => {

@@ -7,10 +7,10 @@ import { ledgerFor } from "../ledger/stub";
 import { SHARE_PAGE_TTL_SECONDS, signSharePageUrl } from "../sharepage/signature";
 import { requireAppId } from "./guard";
 import { page, pageRequest } from "./paging";
-import { signedInPersonOf } from "./principal";
+import { type AdminEnv, callerOrigin } from "./principal";
 
 /** Admin reads of an app's users (under /admin/v1, behind the admin token). */
-export const userRoutes = new Hono<{ Bindings: Env }>();
+export const userRoutes = new Hono<AdminEnv>();
 
 const userCursor = z.tuple([z.number().int().positive()]);
 
@@ -59,7 +59,7 @@ userRoutes.get("/apps/:appid/users/:userkey", async (c) => {
 	]);
 	// The user's hosted share page as getsharepage signs it (valid an hour), on the share origin, else the caller's.
 	const exp = Math.floor(Date.now() / 1000) + SHARE_PAGE_TTL_SECONDS;
-	const base = c.env.SHARE_BASE_URL || (signedInPersonOf(c.req.raw)?.origin ?? new URL(c.req.url).origin);
+	const base = c.env.SHARE_BASE_URL || callerOrigin(c);
 	const sharepageurl = app ? await signSharePageUrl(base, app.privatekeyHash, appid, row.userkey, exp) : null;
 	return c.json({
 		user: userView(row),
