@@ -345,6 +345,48 @@ describe("the console a growth marketer runs alone (issue 48)", () => {
 		await checked("analytics");
 	});
 
+	it("emails as sent: the editor says this app sends no reward email and why; the preview leaves out the share line the real email leaves out", async () => {
+		const editor = path(`/campaigns/${app.other}/messages?kind=reward&lang=en`);
+		expect(await go(editor)).toBe(200);
+		expect(await text("[data-testid=sending-state]")).toMatch(
+			/sends no reward email now: sending is "When the app has an email sender" and the app has none/,
+		);
+		await checked();
+
+		expect((await client.admin("PATCH", `/apps/${app.appid}`, { emailsender: "shop@example.com" })).status).toBe(200);
+		expect(await go(editor)).toBe(200);
+		const state = await text("[data-testid=sending-state]");
+		expect(state).toContain("This app sends this email when a reward is earned, from shop@example.com");
+		expect(state).toContain("no SHARE_BASE_URL"); // wrangler dev's: the line is left out
+		const preview = (await page.$eval("[data-testid=preview-text]", (e) => e.textContent ?? "")).trim();
+		expect(preview).toMatch(/^Hi Ann,/);
+		expect(preview).not.toMatch(/Share your link/);
+		await checked("emails");
+
+		// The real one: Dave buys with Ann's code in the Spring campaign (no hold); Ann's email has no share line either.
+		const dave = await api("register", { email: "dave@example.com", name: "Dave", referrercode: people.annCode });
+		const converted = await api("registerconversionevent", {
+			userkey: dave.userkey,
+			eventname: "Purchase",
+			customid: "order-spring-1",
+			campaignid: app.other,
+			growthhack: "SaaS_Referrals",
+		});
+		expect(converted.errorcode).toBeUndefined();
+		const sent = await waitFor(
+			"Ann's reward email",
+			async () => {
+				const { mail } = (await (await fetch(`${service.base}/dev/mail`)).json()) as { mail: { to: string; text: string }[] };
+				return mail.find((m) => m.to === "ann@example.com" && /You earned/.test(m.text));
+			},
+			WAIT,
+		);
+		expect(sent.text).not.toMatch(/Share your link/);
+		// Line for line the same email, the sample's names and amounts aside.
+		const shape = (t: string) => t.trim().split("\n").map((line) => line.replace(/[^\s]+/g, "w").length > 0);
+		expect(shape(sent.text), `${sent.text}\n---\n${preview}`).toEqual(shape(preview));
+	});
+
 	// A page that works without its script would not show the loss otherwise (test/e2e/browser.ts).
 	it("got every script and stylesheet its pages asked for", () => {
 		expect(brokenAssets(browser)).toEqual([]);

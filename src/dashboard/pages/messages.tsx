@@ -1,5 +1,6 @@
 /** @jsxImportSource hono/jsx */
 
+import { sendsRewardEmail } from "../../domain/messages";
 import {
 	isLang,
 	LANGS,
@@ -68,6 +69,37 @@ const kindOf = (v: string | undefined): MessageKind => MESSAGE_KINDS.find((k) =>
 const langOf = (v: string | undefined): Lang => (v && isLang(v) ? v : "en");
 
 /** Whether the campaign sends the reward-earned email (docs/messages.md), with the reward editor. */
+/**
+ * Whether this app sends the reward email now, and why not (issue 48): "auto", the default, sends nothing for an
+ * app without an email sender (docs/messages.md), which the editor says instead of letting a text be polished for
+ * an email nobody gets; and, without SHARE_BASE_URL, that the email carries no share link (its line is left out).
+ */
+function SendingState(props: { mode: RewardEmailMode; sender: string | null; appid: string; shareBase: string }) {
+	const sends = sendsRewardEmail(props.mode, props.sender);
+	const settings = <a href={`/dashboard/apps/${props.appid}#settings`}>the app's settings</a>;
+	return (
+		<div data-testid="sending-state">
+			{sends ? (
+				<p>
+					This app sends this email when a reward is earned, from <strong>{props.sender?.trim() || "the service's default sender"}</strong>.
+				</p>
+			) : props.mode === "off" ? (
+				<p class="flash error">This app sends no reward email: sending is set to "Never" below.</p>
+			) : (
+				<p class="flash error">
+					This app sends no reward email now: sending is "When the app has an email sender" and the app has none. Set an email sender in{" "}
+					{settings}, or choose "Always" below (sent from the service's default sender).
+				</p>
+			)}
+			{sends && !props.shareBase && (
+				<p class="hint">
+					The service has no SHARE_BASE_URL, so this email carries no share link: its line is left out, as the preview shows.
+				</p>
+			)}
+		</div>
+	);
+}
+
 function Sending(props: { base: string; csrf: string; manager: boolean; mode: RewardEmailMode }) {
 	return (
 		<form class="grid" method="post" action={`${props.base}/settings`} aria-labelledby="sending">
@@ -203,7 +235,10 @@ async function render(
 			</p>
 			<Editor base={base} csrf={c.var.session.csrf} manager={mayAct(role, "manager")} state={full} variables={current.variables} />
 			{state.kind === "reward" && (
-				<Sending base={base} csrf={c.var.session.csrf} manager={mayAct(role, "manager")} mode={must(stored).rewardemail} />
+				<>
+					<SendingState mode={must(stored).rewardemail} sender={app.emailsender} appid={appid} shareBase={c.env.SHARE_BASE_URL} />
+					<Sending base={base} csrf={c.var.session.csrf} manager={mayAct(role, "manager")} mode={must(stored).rewardemail} />
+				</>
 			)}
 		</Page>,
 		status,
