@@ -33,7 +33,7 @@ button.secondary{background:#fff;color:var(--accent)}button.danger{background:va
 table{border-collapse:collapse;width:100%;font-size:.92rem}
 th,td{text-align:left;padding:7px 9px;border-bottom:1px solid var(--line);vertical-align:top}
 th{background:var(--panel);white-space:nowrap}
-td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
+td.num,th.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 code,.mono{font-family:ui-monospace,monospace;font-size:.88em;word-break:break-all}
 .status{display:inline-block;padding:1px 8px;border-radius:999px;font-size:.82rem;font-weight:600;background:#eaeef2}
 .status.Approved,.status.delivered{background:#dafbe1;color:var(--ok)}.status.Suspicious,.status.failed,.status.dead_lettered,.status.Rejected{background:#ffebe9;color:var(--bad)}.status.UnderReview,.status.retrying,.status.pending{background:#fff8c5;color:var(--warn)}

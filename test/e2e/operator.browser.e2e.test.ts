@@ -361,6 +361,7 @@ describe("the console a growth marketer runs alone (issue 48)", () => {
 		const preview = (await page.$eval("[data-testid=preview-text]", (e) => e.textContent ?? "")).trim();
 		expect(preview).toMatch(/^Hi Ann,/);
 		expect(preview).not.toMatch(/Share your link/);
+		await page.$eval("[data-testid=sending-state]", (e) => e.scrollIntoView({ block: "center" }));
 		await checked("emails");
 
 		// The real one: Dave buys with Ann's code in the Spring campaign (no hold); Ann's email has no share line either.
