@@ -1,4 +1,4 @@
-import { type Context, Hono } from "hono";
+import { Hono } from "hono";
 import { updateApp } from "../db/apps";
 import { deleteUnreferencedCampaign, setCampaignArchived } from "../db/campaign-archive";
 import { listCampaignsWithDetails } from "../db/campaign-list";
@@ -10,12 +10,12 @@ import { ApiError, badRequest, campaignArchived, campaignNotFound } from "../htt
 import { body } from "./body";
 import { requireApp } from "./guard";
 import { pageOf } from "./paging";
-import { auditEntry, diff } from "./principal";
+import { type AdminContext, type AdminEnv, auditEntry, diff } from "./principal";
 import { addCouponsSchema, createCampaignSchema, updateCampaignSchema } from "./schemas";
 import { poolIsLive } from "./test-mode";
 
 /** Campaigns and their coupon pools (admin API, under /admin/v1); every change with its audit entry. */
-export const campaignRoutes = new Hono<{ Bindings: Env }>();
+export const campaignRoutes = new Hono<AdminEnv>();
 
 function requireCampaignId(raw: string): number {
 	if (!/^\d{1,15}$/.test(raw)) throw campaignNotFound();
@@ -149,7 +149,7 @@ const isDefault = (campaignid: number) =>
 campaignRoutes.post("/apps/:appid/campaigns/:campaignid/archive", (c) => archiveRoute(c, true));
 campaignRoutes.post("/apps/:appid/campaigns/:campaignid/restore", (c) => archiveRoute(c, false));
 
-async function archiveRoute(c: Context<{ Bindings: Env }>, archive: boolean) {
+async function archiveRoute(c: AdminContext, archive: boolean) {
 	const appid = c.req.param("appid") ?? "";
 	const campaignid = requireCampaignId(c.req.param("campaignid") ?? "");
 	const now = nowIso();

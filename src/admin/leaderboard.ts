@@ -3,6 +3,7 @@ import { findApp } from "../db/apps";
 import { readBoard } from "../db/leaderboard";
 import { bucketOf, type LeaderboardPeriod, rankBoard } from "../domain/leaderboard";
 import { ApiError, badRequest, campaignNotFound } from "../http/errors";
+import type { AdminEnv } from "./principal";
 import { campaignFilter } from "./rewards";
 
 /**
@@ -10,7 +11,7 @@ import { campaignFilter } from "./rewards";
  * it, as users and their emails): the same counters and ranks, each line with
  * the referrer's email (docs/rewards.md, "Leaderboards").
  */
-export const leaderboardRoutes = new Hono<{ Bindings: Env }>();
+export const leaderboardRoutes = new Hono<AdminEnv>();
 
 const PERIODS: readonly LeaderboardPeriod[] = ["all", "month", "week"];
 

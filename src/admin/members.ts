@@ -10,7 +10,7 @@ import { invitationEmail } from "../outbox/emails";
 import { emailEvent, sendOutboxEvents } from "../outbox/events";
 import { body } from "./body";
 import { requireApp, requireAppId } from "./guard";
-import { auditEntry } from "./principal";
+import { type AdminEnv, auditEntry } from "./principal";
 
 /**
  * Members of an app (docs/operators.md): an owner adds a person by email with
@@ -19,7 +19,7 @@ import { auditEntry } from "./principal";
  * it is accepted. The answers are the same whether or not the person exists
  * or belongs to other apps. Who may call these is in rights.ts (owner).
  */
-export const memberRoutes = new Hono<{ Bindings: Env }>();
+export const memberRoutes = new Hono<AdminEnv>();
 
 export const INVITATION_TTL_MS = 7 * 24 * 60 * 60 * 1000;
 const ALNUM = "0123456789abcdefghijklmnopqrstuvwxyz";

@@ -50,6 +50,7 @@ export const RIGHTS: Readonly<Record<string, Needed>> = {
 	"GET /apps/:appid/users/:userkey/export": "owner",
 	"DELETE /apps/:appid/users/:userkey": "owner",
 	"GET /apps/:appid/rewards": "viewer",
+	"GET /apps/:appid/rewards/:rewarddtlid": "viewer",
 	"POST /apps/:appid/rewards/status": "reviewer",
 	"GET /apps/:appid/stats": "viewer",
 	"GET /apps/:appid/leaderboard": "viewer",

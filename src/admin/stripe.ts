@@ -1,4 +1,3 @@
-import type { Context } from "hono";
 import { Hono } from "hono";
 import type { z } from "zod";
 import { recordAudit } from "../db/audit";
@@ -11,7 +10,7 @@ import { webhookUrlPolicy, webhookUrlProblem } from "../domain/webhook-url";
 import { ApiError, userNotFound } from "../http/errors";
 import { stripeWebhookUrl } from "../integrations/stripe/connection";
 import { ledgerFor } from "../ledger/stub";
-import { auditEntry, signedInPersonOf } from "./principal";
+import { type AdminContext, type AdminEnv, auditEntry, callerOrigin } from "./principal";
 import type { stripeSettingsSchema } from "./schemas";
 
 /**
@@ -22,9 +21,8 @@ import type { stripeSettingsSchema } from "./schemas";
 
 export type StripeSettings = z.output<typeof stripeSettingsSchema>;
 
-type AdminContext = Context<{ Bindings: Env }>;
 // The deployment's public origin when set (issue 47); else the dashboard's or the request's own, shown to the operator only.
-const origin = (c: AdminContext) => publicOrigin(c.env) ?? signedInPersonOf(c.req.raw)?.origin ?? new URL(c.req.url).origin;
+const origin = (c: AdminContext) => publicOrigin(c.env) ?? callerOrigin(c);
 
 /** The app view's `stripe`: never a secret. */
 export async function stripeView(c: AdminContext, appid: string) {
@@ -88,7 +86,7 @@ export async function applyStripeSettings(c: AdminContext, appid: string, settin
 	);
 }
 
-export const stripeRoutes = new Hono<{ Bindings: Env }>();
+export const stripeRoutes = new Hono<AdminEnv>();
 
 /** Pays again the user's approved Stripe rewards still unpaid (after Stripe refused, or a customer id was fixed in Stripe). */
 stripeRoutes.post("/apps/:appid/users/:userkey/payouts/retry", async (c) => {

@@ -1,7 +1,7 @@
 import type { Context, Next } from "hono";
 import { findTestApp } from "../db/apps";
 import { ApiError, badRequest } from "../http/errors";
-import { authOf, isSettled, settle } from "./principal";
+import { type AdminContext, authOf, handingOff } from "./principal";
 
 /**
  * `?mode=test` on the admin routes of an app's data (docs/test-mode.md): the
@@ -30,12 +30,12 @@ export function withTestMode(path: string): string {
 	return `${path}${path.includes("?") ? "&" : "?"}mode=test`;
 }
 
-export type AdminDispatch = (request: Request) => Response | Promise<Response>;
+export type AdminDispatch = (request: Request, env: Env, ctx: AdminContext["executionCtx"]) => Response | Promise<Response>;
 
-export function testModeSwitch(dispatch: (c: Context) => AdminDispatch) {
-	return async (c: Context<{ Bindings: Env }>, next: Next) => {
+export function testModeSwitch(dispatch: AdminDispatch) {
+	return async (c: AdminContext, next: Next) => {
 		const appid = c.req.param("appid") ?? "";
-		if (isTestDispatch.has(c.req.raw)) return next();
+		if (c.var.twin) return next();
 		if (appid.endsWith("_test")) throw new ApiError(404, "app_not_found", "No app with that appid.");
 		const mode = c.req.query("mode");
 		if (mode === undefined || mode === "live") return next();
@@ -55,14 +55,11 @@ export function testModeSwitch(dispatch: (c: Context) => AdminDispatch) {
 		const url = new URL(c.req.url);
 		url.pathname = path.replace(`/apps/${appid}`, `/apps/${twin.appid}`);
 		url.searchParams.delete("mode");
-		const inner = new Request(url, c.req.raw);
-		if (isSettled(c.req.raw)) settle(inner, authOf(c));
-		isTestDispatch.add(inner);
-		return dispatch(c)(inner);
+		// Authenticated here, on the live app's path: handed to the twin's routes with the dashboard's person, if any.
+		const env = handingOff(c.env, { auth: authOf(c), person: c.var.person });
+		return dispatch(new Request(url, c.req.raw), env, c.executionCtx);
 	};
 }
-
-const isTestDispatch = new WeakSet<Request>();
 
 /**
  * `?mode=test` on an admin route outside an app (`GET /apps`, `POST /apps`, the audit of every app): no test side,

@@ -43,6 +43,8 @@ export interface AppInfo {
 	timezone: string;
 	/** Members sign in with a passkey (docs/operators.md "Passkeys"). */
 	requirepasskeys: boolean;
+	/** The test pair's apikey (docs/test-mode.md); null until the app has test keys. */
+	testapikey?: string | null;
 	/** The Stripe connection, never its secrets (docs/stripe.md). */
 	stripe?: {
 		connected: boolean;

@@ -145,8 +145,8 @@ dashboardRoutes.use("*", async (c, next) => {
 	await next();
 });
 
+// Once: Hono's "/apps/:appid/*" also matches the app's own page, which a second registration drew the switch on twice.
 dashboardRoutes.use("/apps/:appid/*", testModeChrome());
-dashboardRoutes.use("/apps/:appid", testModeChrome());
 registerTestModeSwitch(dashboardRoutes);
 
 dashboardRoutes.post("/logout", async (c) => {

@@ -110,6 +110,12 @@ export class UserLedger extends DurableObject<Env> {
 		return row ? toLedgerReward(this.identity.userkey, row) : null;
 	}
 
+	/** The order id (`customid`) of the event reward `rewarddtlid` was granted for, or null: the admin's reward page. */
+	rewardOrderId(rewarddtlid: string): string | null {
+		if (!this.writer.hasSchema()) return null;
+		return rewardRowById(this.writer.sql, this.identity.userkey, rewarddtlid)?.customid ?? null;
+	}
+
 	/** One reward for its user (checkrewardstatus): refused once the user is erased, else the reward or reward_not_found. */
 	findReward(rewarddtlid: string): LedgerResult<{ reward: LedgerReward }> {
 		if (!this.writer.hasSchema()) return { ok: false, error: { code: "reward_not_found", rewarddtlid, message: "no such reward" } };

@@ -12,7 +12,8 @@ import {
 import { statusChangesSchema } from "../operations/schemas";
 import { LANGS, MESSAGE_KINDS, REWARD_EMAIL_MODES } from "../outbox/templates";
 import { accessApi } from "./admin-access";
-import { stripeConnection } from "./admin-stripe";
+import { app } from "./admin-app";
+import { adminReward, rewardDetail } from "./admin-reward";
 import type { AdminRoute } from "./admin-route";
 
 /**
@@ -20,29 +21,6 @@ import type { AdminRoute } from "./admin-route";
  * schema, so each route is described here; test/openapi/document.integration.test.ts
  * fails when a route of adminRoutes has no entry.
  */
-
-const app = z.looseObject({
-	appid: z.string(),
-	name: z.string(),
-	apikey: z.string(),
-	landingurl: z.string().nullable(),
-	webhookurl: z.string().nullable(),
-	emailsender: z.string().nullable(),
-	frameorigin: z.string().nullable().describe("Origin allowed to frame the referral page; null: the landing URL's origin"),
-	logourl: z.string().nullable().describe("The app's logo (https) on its share page, widget and emails (docs/messages.md)"),
-	accentcolor: z.string().nullable().describe("The app's accent colour (#rrggbb) on its share page, widget and emails"),
-	webhooksecret: z.string().nullable().describe("null unless the caller is an owner or the superuser"),
-	defaultcampaignid: z.number().nullable(),
-	requirepasskeys: z.boolean().describe("Members sign in to the dashboard with a passkey (docs/operators.md, Passkeys)"),
-	stripe: stripeConnection("The address to paste into Stripe's dashboard as the webhook endpoint").describe(
-		"The app's Stripe connection, never its secrets (docs/stripe.md); on the single app's view",
-	),
-	teststripe: stripeConnection("The address to paste into Stripe's test-mode dashboard as the webhook endpoint").describe(
-		"The test mode's Stripe connection (an sk_test_ key), paying only test rewards (docs/test-mode.md)",
-	),
-	createdat: z.string(),
-	updatedat: z.string(),
-});
 
 const campaign = z.looseObject({
 	campaignid: z.number(),
@@ -54,7 +32,6 @@ const campaign = z.looseObject({
 const page = { limit: z.number().int().min(1).max(200).default(50), cursor: z.string().optional() };
 const nextcursor = z.string().nullable().describe("Cursor of the next page; null on the last page");
 const adminUser = z.looseObject({ userkey: z.string(), email: z.string().nullable(), referralcode: z.string() });
-const adminReward = z.looseObject({ rewarddtlid: z.string(), userkey: z.string(), rewardstatus: z.string() });
 const messageView = z.object({
 	kind: z.enum(MESSAGE_KINDS),
 	language: z.enum(LANGS),
@@ -328,15 +305,28 @@ export const adminApi: AdminRoute[] = [
 		summary: "Rewards across the app, newest first (from the D1 projection), with friend, referrer and fraud signals",
 		query: {
 			...page,
-			status: z.string().optional(),
-			campaignid: z.number().int().optional(),
+			status: z
+				.string()
+				.optional()
+				.describe(
+					"Comma-separated statuses among Approved, UnderReview, Suspicious, Rejected, Rewarded (the review queue: Suspicious, the rewards a person must decide; UnderReview, those that approve themselves after their hold); absent: every status",
+				),
+			campaignid: z.number().int().optional().describe("only this campaign's rewards"),
 			userkey: z.string().optional(),
 			rewarddtlid: z.string().optional().describe("one reward by its id"),
-			from: z.string().optional(),
-			to: z.string().optional(),
+			from: z.string().optional().describe("created on or after this day (YYYY-MM-DD) or ISO date-time"),
+			to: z.string().optional().describe("created on or before this day (the whole day counts) or before this ISO date-time"),
 		},
 		status: 200,
 		response: z.looseObject({ rewards: z.array(adminReward), nextcursor }),
+	},
+	{
+		method: "get",
+		path: "/apps/{appid}/rewards/{rewarddtlid}",
+		summary:
+			"One reward with its order id (customid), the event it was granted for and, for a Stripe conversion, the payment (docs/operators.md, Review queue)",
+		status: 200,
+		response: rewardDetail,
 	},
 	{
 		method: "post",

@@ -172,7 +172,7 @@ describe("app settings and keys", { timeout: 30_000 }, () => {
 		const bad = await session.post(`/dashboard/apps/${app.appid}`, { ...settings, timezone: "Mars/Olympus_Mons" });
 		expect(bad.status).toBe(400);
 		const badHtml = await bad.text();
-		expect(badHtml).toMatch(/role="alert"[^>]*>[^<]*timezone/);
+		expect(badHtml).toMatch(/role="alert"[^>]*>[^<]*Time zone must be an IANA time zone name/);
 		expect(badHtml).toContain('name="timezone" value="Mars/Olympus_Mons"');
 		expect((await admin("GET", `/apps/${app.appid}`)).body.timezone).toBe("Asia/Kolkata");
 		expect((await admin("PATCH", `/apps/${app.appid}`, { timezone: "Nowhere/Else" })).status).toBe(400);

@@ -129,7 +129,8 @@ describe("the console tells the truth", { timeout: 60_000 }, () => {
 		expect(html).toContain('value="Typed new name"');
 		expect(html).toContain('value="https://typed.example.com/landing"');
 		expect(html).toContain('value="not a url at all"');
-		expect(html).toMatch(/role="alert"[^>]*>[^<]*webhookurl/);
+		expect(html).toMatch(/role="alert"[^>]*>[^<]*Webhook URL must be an http\(s\) URL/);
+		expect(html).toMatch(/id="f-webhookurl"[^>]*aria-invalid="true"/);
 		// Nothing was saved.
 		expect((await admin("GET", `/apps/${app.appid}`)).body.name).toBe("Test app");
 	});
@@ -145,7 +146,7 @@ describe("the console tells the truth", { timeout: 60_000 }, () => {
 		const id = rewards[0].rewarddtlid;
 		const html = await (await session.get(`/dashboard/apps/${app.appid}/rewards/${id}`)).text();
 		const facts = /<dl class="props" data-testid="reward">([\s\S]*?)<\/dl>/.exec(html)?.[1] ?? "";
-		expect(facts).toContain(`${rewards[0].reward} ${rewards[0].rewardunit}`);
+		expect(facts).toContain(`${Number(rewards[0].reward).toFixed(2)} ${rewards[0].rewardunit}`);
 		expect(facts).toContain(rewards[0].rewardstatus);
 		expect(facts).toContain("owner-of-reward@x.com");
 		expect(facts).toContain("friend-of-reward@x.com");

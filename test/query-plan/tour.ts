@@ -220,6 +220,7 @@ async function adminRoutes(tour: Awaited<ReturnType<typeof operations>>) {
 	const listed = ok(await admin("GET", `/apps/${appid}/rewards`), "rewards").body;
 	ok(await admin("GET", `/apps/${appid}/rewards?status=Approved&userkey=${referrer.userkey}`), "rewards filtered");
 	const reward = listed.rewards[0];
+	ok(await admin("GET", `/apps/${appid}/rewards/${reward.rewarddtlid}`), "one reward with its event and payment");
 	ok(
 		await admin("POST", `/apps/${appid}/rewards/status`, { changes: [{ rewarddtlid: reward.rewarddtlid, rewardstatus: "Approved" }] }),
 		"rewards status",
