@@ -18,6 +18,7 @@ import { deliveryRoutes } from "./deliveries";
 import { requireApp } from "./guard";
 import { importRoutes } from "./import";
 import { leaderboardRoutes } from "./leaderboard";
+import { dropReplacedLogo, logoRoutes } from "./logos";
 import { memberRoutes } from "./members";
 import { messageRoutes } from "./messages";
 import { pageOf } from "./paging";
@@ -217,6 +218,8 @@ adminRoutes.patch("/apps/:appid", async (c) => {
 	}
 	if (stripe !== undefined) await applyStripeSettings(c, appid, stripe);
 	if (teststripe !== undefined) await applyStripeSettings(c, testAppid(appid), teststripe);
+	// A logo URL set over an uploaded logo: the uploaded file goes (logos.ts).
+	if (fields.logourl !== undefined) await dropReplacedLogo(c.env, before, fields.logourl);
 	forgetCachedApp(appid);
 	forgetCachedApp(testAppid(appid));
 	const stripeViews = { stripe: await stripeView(c, appid), teststripe: await stripeView(c, testAppid(appid)) };
@@ -307,3 +310,4 @@ adminRoutes.route("/", memberRoutes);
 adminRoutes.route("/", auditRoutes);
 adminRoutes.route("/", stripeRoutes);
 adminRoutes.route("/", testDataRoutes);
+adminRoutes.route("/", logoRoutes);
