@@ -39,8 +39,12 @@ export interface Harness {
 
 const VARS = { STRIPE_REDRIVE_AFTER_MS: "3000", STRIPE_INBOX_RESEND_AFTER_MS: "3000" };
 
-export async function startHarness(name: string, campaign: Record<string, unknown> = {}): Promise<Harness> {
-	const options = { name, vars: VARS, args: ["--test-scheduled"] };
+export async function startHarness(
+	name: string,
+	campaign: Record<string, unknown> = {},
+	vars: Record<string, string> = {},
+): Promise<Harness> {
+	const options = { name, vars: { ...VARS, ...vars }, args: ["--test-scheduled"] };
 	let [service, fake] = await Promise.all([startService(options), startFakeStripe()]);
 	const client = serviceClient(() => service);
 	const created = await client.admin("POST", "/apps", { name, landingurl: "https://shop.example.com/", webhookurl: `${fake.url}/hooks` });

@@ -4,6 +4,7 @@ import { hundredthsToMinor } from "../../domain/currency";
 import type { PayoutMessage } from "../../ledger/payouts";
 import { ledgerFor } from "../../ledger/stub";
 import { refusedByStripe, stripeConnection } from "./connection";
+import { lookUpPayout } from "./payout-resolver";
 
 /**
  * Sends one payout record of a reward's ledger to Stripe (docs/stripe.md):
@@ -14,7 +15,9 @@ import { refusedByStripe, stripeConnection } from "./connection";
  * same Idempotency-Key always goes out with the same amount, and Stripe's
  * answer is written back to it. What may pass later (network, timeout, 5xx,
  * 429, 409 in progress) is retried with the same key; a 4xx is recorded
- * with Stripe's error code and request id.
+ * with Stripe's error code and request id. A payout whose outcome is unknown
+ * (ledger/payout-resolution.ts) is looked up in the customer's balance
+ * transactions instead of sent (payout-resolver.ts).
  */
 export type Settle = "ack" | "retry";
 
@@ -34,6 +37,16 @@ export async function runPayout(env: Env, work: PayoutMessage["payout"]): Promis
 	const { claim } = claimed;
 	if ("settled" in claim) return "ack";
 	if ("later" in claim || !connection) return "retry";
+	if ("resolve" in claim) {
+		try {
+			const outcome = await lookUpPayout(connection.stripe, claim.resolve);
+			const resolved = await ledger.resolvePayout(seq, work.n, outcome);
+			return resolved.ok ? "ack" : "retry";
+		} catch (error) {
+			log("stripe: unknown payout not looked up, tried again", { appid, key: claim.resolve.key, error: String(error) });
+			return "retry";
+		}
+	}
 	const order = claim.send;
 	const currency = order.rewardunit.toLowerCase();
 	const minor = hundredthsToMinor(order.amount, currency);
@@ -44,13 +57,25 @@ export async function runPayout(env: Env, work: PayoutMessage["payout"]): Promis
 				amount: -minor,
 				currency,
 				description: order.description,
-				metadata: { rewarddtlid: order.rewarddtlid, kind: order.amount > 0 ? "reward" : "clawback", payout: String(work.n) },
+				// `payoutid` names the payout, so an unknown outcome can be looked up (payout-resolver.ts).
+				metadata: {
+					rewarddtlid: order.rewarddtlid,
+					kind: order.amount > 0 ? "reward" : "clawback",
+					payout: String(work.n),
+					payoutid: order.key,
+				},
 			},
 			{ idempotencyKey: order.key },
 		);
 		const paid = await ledger.payoutPaid(seq, work.n, transaction.id, transaction.lastResponse?.requestId ?? null);
 		return paid.ok ? "ack" : "retry";
 	} catch (error) {
+		if (error instanceof Stripe.errors.StripeIdempotencyError && refusedByStripe(error)) {
+			// The key was first used with other parameters (a send from before a change of what is sent): what that first
+			// request did is unknown, so it is looked up rather than recorded as refused.
+			const unknown = await ledger.payoutUnknown(seq, work.n);
+			return unknown.ok ? "ack" : "retry";
+		}
 		if (refusedByStripe(error)) {
 			const code = error.code ?? error.type ?? `http_${error.statusCode}`;
 			const refused = await ledger.payoutRefused(seq, work.n, { code, requestId: error.requestId ?? null });
