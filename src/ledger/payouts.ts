@@ -37,10 +37,13 @@ import type { TxContext } from "./transaction-types";
  *   - mutations.ts insertReward: a reward granted Approved;
  *   - status-changes.ts applyStatusChanges, approveEndedHolds: a status change;
  *   - reversal.ts reverseReward: a refund's reversal;
- *   - payout-outcome.ts payoutPaid: a payout landed (later payouts may leave);
  *   - payout-outcome.ts retryDuePayouts, redrivePayouts (force: an operator's
  *     retry, a new paymentcustomerid; legacy `pending` rewards);
  *   - payout-resolution.ts resolvePayout: Stripe's record of an unknown payout.
+ *
+ * Stripe's answers book nothing: a paid record lets the reward's next due
+ * record leave (queueDuePayouts); a failed one cancels the due records
+ * behind it (payout-outcome.ts failPayout).
  *
  * A `failed` record books nothing and stops reconciling until an operator's
  * retry (or a new paymentcustomerid) asks again; an `unknown` one stops

@@ -1,7 +1,7 @@
 import Stripe from "stripe";
 import { expect } from "vitest";
 import { startService } from "../../scripts/dev-service.mjs";
-import { type FakeStripe, startFakeStripe } from "./fake-stripe";
+import { type FakeStripe, type StripeLimit, startFakeStripe } from "./fake-stripe";
 import { serviceClient } from "./service-client";
 import { waitFor } from "./wait";
 
@@ -42,10 +42,10 @@ const VARS = { STRIPE_REDRIVE_AFTER_MS: "3000", STRIPE_INBOX_RESEND_AFTER_MS: "3
 export async function startHarness(
 	name: string,
 	campaign: Record<string, unknown> = {},
-	vars: Record<string, string> = {},
+	settings: { vars?: Record<string, string>; limit?: StripeLimit } = {},
 ): Promise<Harness> {
-	const options = { name, vars: { ...VARS, ...vars }, args: ["--test-scheduled"] };
-	let [service, fake] = await Promise.all([startService(options), startFakeStripe()]);
+	const options = { name, vars: { ...VARS, ...settings.vars }, args: ["--test-scheduled"] };
+	let [service, fake] = await Promise.all([startService(options), startFakeStripe(undefined, settings.limit)]);
 	const client = serviceClient(() => service);
 	const created = await client.admin("POST", "/apps", { name, landingurl: "https://shop.example.com/", webhookurl: `${fake.url}/hooks` });
 	expect(created.status).toBe(201);

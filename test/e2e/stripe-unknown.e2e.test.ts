@@ -15,7 +15,7 @@ const HOLD_MS = 2_500;
 let h: Harness;
 
 beforeAll(async () => {
-	h = await startHarness("stripe-unknown", {}, VARS);
+	h = await startHarness("stripe-unknown", {}, { vars: VARS });
 }, 300_000);
 
 afterAll(async () => {

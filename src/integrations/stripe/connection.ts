@@ -14,6 +14,8 @@ export interface StripeConnection {
 	eventname: string;
 	/** False for a test key (sk_test_/rk_test_): its events say livemode false, and its payouts move no real money. */
 	livemode: boolean;
+	/** Names the Stripe account for its rate governor (pace.ts): a digest of the secret key, the same for apps sharing one. */
+	account: string;
 }
 
 /** A client for `secretKey`: no retries of its own, so a failure goes back to the queue, which retries under the same key. */
@@ -46,7 +48,14 @@ export async function stripeConnection(env: Env, appid: string): Promise<StripeC
 		webhookSecret,
 		eventname: row.eventname,
 		livemode: !/^(sk|rk)_test_/.test(secretKey),
+		account: await accountOf(secretKey),
 	};
+}
+
+/** A digest of the secret key (never the key itself): one name per Stripe account the service calls with it. */
+async function accountOf(secretKey: string): Promise<string> {
+	const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(`stripe-account:${secretKey}`)));
+	return [...digest.slice(0, 16)].map((b) => b.toString(16).padStart(2, "0")).join("");
 }
 
 /** The address to paste into Stripe's dashboard as the webhook endpoint. */

@@ -1,12 +1,12 @@
-import type Stripe from "stripe";
+import Stripe from "stripe";
 import type { PayoutLookup, PayoutOutcome } from "../../ledger/payout-resolution";
-import { refusedByStripe } from "./connection";
+import { verdictOf } from "./pace";
 
 /**
  * Looks an unknown payout up in Stripe (ledger/payout-resolution.ts,
  * docs/stripe.md "Unknown outcomes"): the customer's balance transactions,
  * newest first (`customers.listBalanceTransactions`), a page of 100 at a
- * time and at most LOOKUP_PAGES pages. The one whose metadata names the
+ * time and at most LOOKUP_PAGES pages, each paced by the account's governor. The one whose metadata names the
  * payout (`payoutid`, its key; or, for a transaction created before that
  * field, `rewarddtlid` and `payout` n) is what Stripe applied. Reaching a
  * transaction created before the payout first left (less SKEW_MS for
@@ -23,10 +23,11 @@ const matches = (t: Stripe.CustomerBalanceTransaction, lookup: PayoutLookup) =>
 	t.metadata?.payoutid === lookup.key || (t.metadata?.rewarddtlid === lookup.rewarddtlid && t.metadata?.payout === String(lookup.n));
 
 /** What Stripe's record says about `lookup`; throws what may pass (network, 5xx, 429) so the queue tries again. */
-export async function lookUpPayout(stripe: Stripe, lookup: PayoutLookup): Promise<PayoutOutcome> {
+export async function lookUpPayout(stripe: Stripe, lookup: PayoutLookup, pace: () => Promise<void>): Promise<PayoutOutcome> {
 	let startingAfter: string | undefined;
 	try {
 		for (let page = 0; page < LOOKUP_PAGES; page++) {
+			await pace();
 			const list = await stripe.customers.listBalanceTransactions(lookup.customer, {
 				limit: PAGE,
 				...(startingAfter ? { starting_after: startingAfter } : {}),
@@ -40,7 +41,8 @@ export async function lookUpPayout(stripe: Stripe, lookup: PayoutLookup): Promis
 		}
 	} catch (error) {
 		// A customer Stripe no longer knows (deleted): its record cannot be read, the operator decides.
-		if (refusedByStripe(error)) return { undecided: `Stripe answered ${error.code ?? error.type} to the lookup` };
+		if (verdictOf(error) === "refused" && error instanceof Stripe.errors.StripeError)
+			return { undecided: `Stripe answered ${error.code ?? error.type} to the lookup` };
 		throw error;
 	}
 	return { undecided: `not among the customer's newest ${LOOKUP_PAGES * PAGE} balance transactions` };
