@@ -67,6 +67,13 @@ export interface StripeChaos {
 	rateLimit?: number;
 	/** Chance that a new key is refused for good (402 `balance_insufficient` or 404 `resource_missing`), remembered under it. */
 	refuse?: number;
+	/**
+	 * Chance that a new key is never answered: applied or not (half each), every attempt of it held `hangMs`
+	 * (past the client's timeout: a real client timeout) and then cut, so its outcome stays unknown to the service
+	 * until it looks it up in the customer's balance transactions (issue 47).
+	 */
+	hang?: number;
+	hangMs?: number;
 }
 
 export interface FakeStripe {
@@ -120,7 +127,12 @@ const body = (req: IncomingMessage) =>
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-export async function startFakeStripe(chaos?: StripeChaos): Promise<FakeStripe> {
+/** Stripe's per-account rate limit: more than `perSecond` API requests in any 1 s window are answered 429 `rate_limit`. */
+export interface StripeLimit {
+	perSecond: number;
+}
+
+export async function startFakeStripe(chaos?: StripeChaos, limit?: StripeLimit): Promise<FakeStripe> {
 	const random = seededRandom(chaos?.seed ?? 1);
 	const calls: StripeCall[] = [];
 	const created: FakeStripe["created"] = [];
@@ -139,6 +151,7 @@ export async function startFakeStripe(chaos?: StripeChaos): Promise<FakeStripe> 
 		string,
 		{ id: string; discounts: Pick<Stripe.Discount, "id" | "object" | "promotion_code">[] } & Record<string, unknown>
 	>();
+	const window: number[] = [];
 	const silences = new Map<string, { applied: boolean; holdMs: number; key: string | null }>();
 	let next = 1;
 	let requests = 0;
@@ -207,6 +220,14 @@ export async function startFakeStripe(chaos?: StripeChaos): Promise<FakeStripe> 
 			at: Date.now(),
 		};
 		calls.push(call);
+		if (limit) {
+			// A sliding 1 s window of the requests Stripe took (answered 429 ones do not count), before anything else runs.
+			while (window.length > 0 && (window[0] ?? 0) <= call.at - 1000) window.shift();
+			if (window.length >= limit.perSecond) {
+				return refuse(429, { type: "invalid_request_error", code: "rate_limit", message: "Too many requests hit the API too quickly." });
+			}
+			window.push(call.at);
+		}
 		const listing = /^\/v1\/customers\/([^/]+)\/balance_transactions$/.exec(path);
 		if (req.method === "GET" && listing) {
 			const who = decodeURIComponent(listing[1] ?? "");
@@ -269,7 +290,7 @@ export async function startFakeStripe(chaos?: StripeChaos): Promise<FakeStripe> 
 				{ "stripe-should-retry": "true" },
 			);
 		}
-		const silent = silences.get(customer);
+		const silent = silences.get(customer) ?? (tracked ? silences.get(`key:${tracked}`) : undefined);
 		if (silent && tracked && req.method === "POST" && (silent.key === null || silent.key === tracked)) {
 			// Never answered: applied the first time when asked, then held past the client's timeout and cut.
 			if (silent.key === null) {
@@ -289,6 +310,18 @@ export async function startFakeStripe(chaos?: StripeChaos): Promise<FakeStripe> 
 			const late = chaos ? chaos.fail5xx + chaos.late : 0;
 			const limited = chaos ? late + (chaos.rateLimit ?? 0) : 0;
 			const refused = chaos ? limited + (chaos.refuse ?? 0) : 0;
+			const hung = chaos ? refused + (chaos.hang ?? 0) : 0;
+			if (chaos && tracked && draw >= refused && draw < hung && !answered.has(tracked)) {
+				// From now on every attempt of this key hangs (silences, above); this one too.
+				silences.set(`key:${tracked}`, { applied: random() < 0.5, holdMs: chaos.hangMs ?? 2_500, key: tracked });
+				const silent = silences.get(`key:${tracked}`);
+				if (silent?.applied) record(customer, form, key);
+				inFlight.delete(tracked);
+				call.status = -1;
+				await sleep(silent?.holdMs ?? 0);
+				res.destroy();
+				return;
+			}
 			if (chaos && draw < chaos.fail5xx) return refuse(500, { type: "api_error", message: "Injected server error." });
 			const cut = chaos !== undefined && draw < late;
 			if (chaos && draw >= late && draw < limited) {
