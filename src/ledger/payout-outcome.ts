@@ -178,7 +178,7 @@ export function retryDuePayouts(tx: TxContext): { queued: number } {
 	let queued = 0;
 	for (const row of rows) {
 		if (row.payout_state === "unknown") {
-			requeueUnknown(tx, row.seq, Number.POSITIVE_INFINITY);
+			requeueUnknown(tx, row.seq, 0);
 			continue;
 		}
 		// Failed as `unknown_outcome` before issue 47: looked up in Stripe, never booked over.
