@@ -1,7 +1,11 @@
+import { execFileSync } from "node:child_process";
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
 
 export default defineConfig(async () => {
+	// The static assets as `wrangler dev` would copy them (wrangler.toml [build]; the plugin runs no build): the
+	// served docs/api.md, target of every error answer's docs link, is the checkout's.
+	execFileSync(process.execPath, ["scripts/static-assets.mjs"]);
 	const migrations = await readD1Migrations("./migrations");
 	return {
 		plugins: [
@@ -13,6 +17,8 @@ export default defineConfig(async () => {
 						ADMIN_TOKEN: "test-admin-token",
 						// Local, not deployed: the short test token is served (src/http/admin-token.ts; tests of the refusal unset it).
 						ENVIRONMENT: "development",
+						// The deployment's public origin: the tests' requests go to http://service.test (test/support), so links in emails do too.
+						PUBLIC_ORIGIN: "http://service.test",
 						// The test receiver listens on 127.0.0.1 (see .dev.vars.example; never set in wrangler.toml).
 						ALLOW_LOOPBACK_WEBHOOKS: "1",
 						IP_HASH_KEY: "test-ip-hash-key",

@@ -7,6 +7,7 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { cpus, totalmem } from "node:os";
 import autocannon from "autocannon";
 import { startService } from "../scripts/dev-service.mjs";
+import { existingRows, latencyTable, withLatencyTable } from "./api-doc.mjs";
 import { interleaveRounds } from "./floor-ratio.mjs";
 import { assumedShape, conversionFloor, countedShape, measureFloors, priceRounds, startFloors } from "./floors.mjs";
 import { runGrowth } from "./growth.mjs";
@@ -1274,3 +1275,22 @@ writeFileSync(
 	)}\n`,
 );
 log(`wrote ${cfg.out} and ${cfg.detailOut}`);
+
+// BENCH_API_DOC=1: the published latency table of docs/api.md, from this run (bench/api-doc.mjs).
+// BENCH_MACHINE_NOTE: a sentence on the machine's state, e.g. that it was shared while measuring.
+if (env.BENCH_API_DOC === "1") {
+	const docPath = new URL("../docs/api.md", import.meta.url);
+	const doc = readFileSync(docPath, "utf8");
+	const table = latencyTable(rows, {
+		machine,
+		connections: cfg.connections,
+		duration: cfg.duration,
+		when: new Date().toISOString(),
+		note: env.BENCH_MACHINE_NOTE,
+		previous: existingRows(doc),
+	});
+	writeFileSync(docPath, withLatencyTable(doc, table));
+	// Aligned as `npm run lint` wants the docs (Biome formats Markdown tables).
+	execFileSync("npx", ["biome", "format", "--write", "docs/api.md"], { cwd: new URL("..", import.meta.url).pathname, stdio: "ignore" });
+	log("wrote the latency table of docs/api.md");
+}

@@ -64,7 +64,7 @@ function holdsD1(dir) {
  * race to another keeps the other's. A state found without its D1 file (holdsD1) is made again.
  * @param {NodeJS.ProcessEnv} env
  */
-function migratedState(env) {
+export function migratedState(env) {
 	const hash = createHash("sha256");
 	const migrations = join(ROOT, "migrations");
 	for (const file of readdirSync(migrations).sort()) hash.update(file).update(readFileSync(join(migrations, file)));
@@ -132,6 +132,8 @@ async function start_(options) {
 		ALLOW_LOOPBACK_WEBHOOKS: "1",
 		IP_HASH_KEY: `${name}-ip-hash-key`,
 		SECRETS_KEY: `${name}-secrets-key`,
+		// Links in emails are built on it, never on a request's Host (src/domain/public-origin.ts).
+		PUBLIC_ORIGIN: `http://127.0.0.1:${port}`,
 		...options.vars,
 	};
 	const args = ["wrangler", "dev", "--ip", "127.0.0.1", "--port", String(port), "--persist-to", persist];

@@ -1,13 +1,18 @@
-// `npm run provision -- --env <staging|production> [--dry-run]`: creates with
-// wrangler what an environment of wrangler.toml needs and does not have yet
-// (its D1 database, its queues and their dead-letter queues), writes the new
+// `npm run provision -- --env <staging|production> [--dry-run] [--set-secrets]`:
+// checks that wrangler is signed in to an account (`wrangler whoami`), flags
+// example values left in the environment's section of wrangler.toml, creates
+// with wrangler what the environment needs and does not have yet (its D1
+// database, its queues and their dead-letter queues), writes the new
 // database's id into wrangler.toml, and prints the secrets still to set and
-// the deploy command. `--dry-run` prints the same plan and calls nothing: no
-// wrangler, no network (docs/deploy.md).
+// the deploy command. `--set-secrets` also sets them: each from the variable
+// of the same name in the environment (CI), else asked for at the terminal.
+// `--dry-run` prints the same plan and calls nothing: no wrangler, no
+// network (docs/deploy.md).
 import { spawnSync } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
+import { createInterface } from "node:readline/promises";
 
-const PLACEHOLDER_ID = "00000000-0000-4000-8000-000000000000";
+export const PLACEHOLDER_ID = "00000000-0000-4000-8000-000000000000";
 /** Secrets the Worker refuses to run without (README "Deploying", docs/deploy.md). */
 export const SECRETS = [
 	["ADMIN_TOKEN", "32+ random characters: the admin API and the dashboard answer 503 without it"],
@@ -35,6 +40,23 @@ export function environmentOf(toml, name) {
 		queues: queues.filter((q) => !dlqs.has(q)),
 		deadLetterQueues: [...dlqs],
 	};
+}
+
+/**
+ * The values of `[env.<name>]` that are still the repository's examples
+ * (an `example.com`/`.org`/`.net` address or host): `KEY = "value"` each.
+ * Deployed as they are, emails would go out from a sender nobody owns.
+ */
+export function exampleValuesOf(toml, name) {
+	const found = [];
+	let inside = false;
+	for (const line of toml.split("\n")) {
+		const header = /^\s*\[\[?([^\]]+)\]\]?\s*$/.exec(line);
+		if (header) inside = header[1] === `env.${name}` || header[1].startsWith(`env.${name}.`);
+		const value = /^\s*(\w+)\s*=\s*"([^"]*)"/.exec(line);
+		if (inside && value && /(^|[@./])example\.(com|org|net)\b/i.test(value[2])) found.push(`${value[1]} = "${value[2]}"`);
+	}
+	return found;
 }
 
 /** What to create, in order, and the commands that would do it. */
@@ -87,11 +109,28 @@ function main(argv) {
 	const toml = readFileSync(tomlPath, "utf8");
 	const resources = env ? environmentOf(toml, env) : null;
 	if (!env || !resources) {
-		console.error("usage: npm run provision -- --env <staging|production> [--dry-run]  (an [env.<name>] of wrangler.toml)");
+		console.error("usage: npm run provision -- --env <staging|production> [--dry-run] [--set-secrets]  (an [env.<name>] of wrangler.toml)");
 		return 2;
 	}
 	const plan = planOf(env, resources);
 	printPlan(env, plan, dryRun);
+	const examples = exampleValuesOf(toml, env);
+	if (examples.length > 0) {
+		console.log(`\nExample values left in [env.${env}] of wrangler.toml (set real ones before deploying; docs/deploy.md):`);
+		for (const example of examples) console.log(`  ${example}`);
+		console.log("");
+	}
+	if (dryRun) console.log("Account check: npx wrangler whoami (not called in a dry run)");
+	else {
+		// The account first: creating resources while signed out, or in another account, fails half way.
+		const who = wrangler(["whoami"]);
+		if (!who.ok || /not authenticated|not logged in/i.test(who.out)) {
+			console.error(`wrangler is not signed in: run \`npx wrangler login\` (or set CLOUDFLARE_API_TOKEN), then again.\n${who.out}`);
+			return 1;
+		}
+		// Its table names the account(s); with several, wrangler asks which (or CLOUDFLARE_ACCOUNT_ID says it).
+		console.log(`Account check: signed in.\n${who.out.trim()}`);
+	}
 	if (!dryRun) {
 		for (const step of plan.steps) {
 			const result = wrangler(step.command.slice(1));
@@ -120,11 +159,56 @@ function main(argv) {
 			}
 		}
 	}
-	console.log(`\nSecrets to set (each asks for its value; skip those already set: npx wrangler secret list --env ${env}):`);
+	if (argv.includes("--set-secrets")) return setSecrets(env, plan, dryRun).then((code) => (code === 0 ? finish(plan) : code));
+	console.log(`\nSecrets to set (each asks for its value; skip those already set: npx wrangler secret list --env ${env}),`);
+	console.log("or run again with --set-secrets (each from the variable of its name, else asked for):");
 	for (const secret of plan.secrets) console.log(`  ${secret.command.padEnd(52)} # ${secret.why}`);
+	return finish(plan);
+}
+
+function finish(plan) {
 	console.log(`\nThen: ${plan.deploy}   (applies the remote D1 migrations, then deploys)`);
 	console.log("Before a first production deploy, go through docs/deploy.md's checklist.");
 	return 0;
+}
+
+/**
+ * `--set-secrets`: each secret from the process environment (a CI job's
+ * secrets), else asked for at the terminal; piped to `wrangler secret put`
+ * so no value appears in a command line or a log. A dry run says where each
+ * would come from and sets nothing.
+ */
+async function setSecrets(env, plan, dryRun) {
+	console.log(`\nSecrets${dryRun ? " (dry run: none is set)" : ""}:`);
+	const ask = process.stdin.isTTY && !dryRun ? createInterface({ input: process.stdin, output: process.stdout }) : null;
+	try {
+		for (const secret of plan.secrets) {
+			const fromEnv = process.env[secret.name];
+			if (dryRun) {
+				console.log(`  ${secret.name.padEnd(12)} ${fromEnv ? `from $${secret.name}` : "would be asked for"}  # ${secret.why}`);
+				continue;
+			}
+			let value = fromEnv;
+			if (!value && ask) value = (await ask.question(`  ${secret.name} (${secret.why}; empty skips): `)).trim();
+			if (!value) {
+				console.log(`  ${secret.name}: skipped (no $${secret.name}, nothing typed); set it with ${secret.command}`);
+				continue;
+			}
+			if (value.length < 32) {
+				console.error(`  ${secret.name}: refused, under 32 characters (openssl rand -base64 32 makes one)`);
+				return 1;
+			}
+			const put = spawnSync("npx", ["wrangler", "secret", "put", secret.name, "--env", env], { input: value, encoding: "utf8" });
+			if (put.status !== 0) {
+				console.error(`  ${secret.name}: wrangler secret put failed\n${put.stdout ?? ""}${put.stderr ?? ""}`);
+				return 1;
+			}
+			console.log(`  ${secret.name}: set${fromEnv ? ` from $${secret.name}` : ""}`);
+		}
+		return 0;
+	} finally {
+		ask?.close();
+	}
 }
 
 /** Replaces the database_id of `[env.<env>]`'s D1 binding (and only that one). */
@@ -138,4 +222,4 @@ function writeDatabaseId(tomlPath, env, id) {
 	writeFileSync(tomlPath, toml.slice(0, at) + section + (end < 0 ? "" : toml.slice(end)));
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) process.exit(main(process.argv.slice(2)));
+if (import.meta.url === `file://${process.argv[1]}`) process.exitCode = await main(process.argv.slice(2));

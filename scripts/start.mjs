@@ -112,7 +112,7 @@ async function adminCall(method, path, body) {
 async function ensureDemo() {
 	if (existsSync(DEMO_FILE)) {
 		const demo = JSON.parse(readFileSync(DEMO_FILE, "utf8"));
-		if ((await adminCall("GET", `/apps/${demo.appid}`)).status === 200) return demo;
+		if ((await adminCall("GET", `/apps/${demo.appid}`)).status === 200) return withTestKeys(demo);
 	}
 	const app = await adminCall("POST", "/apps", DEMO_APP);
 	if (app.status !== 201) throw new Error(`demo app: ${JSON.stringify(app.body)}`);
@@ -124,6 +124,20 @@ async function ensureDemo() {
 	return demo;
 }
 
+/**
+ * A demo file from before test mode has no test pair: it is created (not
+ * rotated: the service refuses to replace a pair someone may use, 409
+ * testkeys_exist) and kept in the file beside the live pair.
+ */
+async function withTestKeys(demo) {
+	if (demo.testapikey && demo.testprivatekey) return demo;
+	const made = await adminCall("POST", `/apps/${demo.appid}/testkeys`);
+	if (made.status !== 200) return demo;
+	const kept = { ...demo, testapikey: made.body.testapikey, testprivatekey: made.body.testprivatekey };
+	writeFileSync(DEMO_FILE, `${JSON.stringify(kept, null, 2)}\n`);
+	return kept;
+}
+
 try {
 	await waitForHealth();
 	const demo = await ensureDemo();
@@ -131,14 +145,17 @@ try {
 Referral service ready on ${BASE}
 Dashboard: ${BASE}/dashboard  (sign in with the admin token below)
 Demo app:  appid=${demo.appid}  campaignid=${demo.campaignid}
-  apikey     = ${demo.apikey}
-  privatekey = ${demo.privatekey}
+  live keys:  apikey     = ${demo.apikey}
+              privatekey = ${demo.privatekey}
+  test keys:  apikey     = ${demo.testapikey ?? "(none: the app has a test pair this file lacks; see docs/test-mode.md to rotate it)"}
+              privatekey = ${demo.testprivatekey ?? ""}
+  (test keys: what they make is invisible to the live keys; docs/test-mode.md)
 Try:
   curl -s ${BASE}/saas/v1_0/getcampaigndata -H 'content-type: application/json' \\
     -d '{"apikey":"${demo.apikey}","privatekey":"${demo.privatekey}","campaignid":"${demo.campaignid}"}'
 Admin token (ADMIN_TOKEN in .dev.vars; for the dashboard and the admin API):
   ${adminToken}
-(keys are kept in ${DEMO_FILE})
+(both pairs are kept in ${DEMO_FILE}; rotating the test pair with {"rotate": true} means updating that file)
 `);
 	started = true;
 } catch (error) {

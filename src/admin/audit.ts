@@ -4,13 +4,14 @@ import { listAudit } from "../db/audit";
 import { badRequest } from "../http/errors";
 import { requireAppId } from "./guard";
 import { page, pageRequest } from "./paging";
+import type { AdminEnv } from "./principal";
 
 /**
  * The app's audit log (docs/operators.md), newest first, filtered by `action`
  * and `actor` (an email, a token's name, an apikey, "superuser"), or by
  * `targettype` with `targetid` (a reward's status history, say).
  */
-export const auditRoutes = new Hono<{ Bindings: Env }>();
+export const auditRoutes = new Hono<AdminEnv>();
 
 const filterText = (raw: string | undefined, name: string) => {
 	const value = raw?.trim() ?? "";

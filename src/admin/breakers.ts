@@ -3,13 +3,13 @@ import { findApp } from "../db/apps";
 import { readBreaker, resetBreaker } from "../db/breakers";
 import { ApiError } from "../http/errors";
 import { breakerView, stateFor } from "../outbox/breaker";
-import { auditEntry } from "./principal";
+import { type AdminEnv, auditEntry } from "./principal";
 
 /**
  * The circuit breaker of an app's webhook endpoint (admin API, under
  * /admin/v1; mounted on adminRoutes, so its bearer-token check applies).
  */
-export const breakerRoutes = new Hono<{ Bindings: Env }>();
+export const breakerRoutes = new Hono<AdminEnv>();
 
 /** The breaker as it applies to the app's current webhook URL (a state of an older URL is closed). */
 export async function webhookBreakerOf(db: D1Database, appid: string, webhookurl: string | null) {

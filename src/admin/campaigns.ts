@@ -1,20 +1,21 @@
 import { Hono } from "hono";
 import { updateApp } from "../db/apps";
+import { deleteUnreferencedCampaign, setCampaignArchived } from "../db/campaign-archive";
 import { listCampaignsWithDetails } from "../db/campaign-list";
 import { type Campaign, getCampaign, getCampaignWithDetails, insertCampaign, updateCampaign } from "../db/campaigns";
 import { addCoupons, countFreeCoupons } from "../db/coupons";
 import { nowIso } from "../domain/dates";
 import { forgetCachedApp } from "../http/auth";
-import { badRequest, campaignNotFound } from "../http/errors";
+import { ApiError, badRequest, campaignArchived, campaignNotFound } from "../http/errors";
 import { body } from "./body";
 import { requireApp } from "./guard";
 import { pageOf } from "./paging";
-import { auditEntry, diff } from "./principal";
+import { type AdminContext, type AdminEnv, auditEntry, diff } from "./principal";
 import { addCouponsSchema, createCampaignSchema, updateCampaignSchema } from "./schemas";
 import { poolIsLive } from "./test-mode";
 
 /** Campaigns and their coupon pools (admin API, under /admin/v1); every change with its audit entry. */
-export const campaignRoutes = new Hono<{ Bindings: Env }>();
+export const campaignRoutes = new Hono<AdminEnv>();
 
 function requireCampaignId(raw: string): number {
 	if (!/^\d{1,15}$/.test(raw)) throw campaignNotFound();
@@ -22,8 +23,15 @@ function requireCampaignId(raw: string): number {
 }
 
 function campaignView(campaign: Campaign) {
-	const { createdAt, updatedAt, autoapprove, ...rest } = campaign;
-	return { ...rest, autoapprove, createdat: createdAt, updatedat: updatedAt };
+	const { createdAt, updatedAt, autoapprove, archivedAt, ...rest } = campaign;
+	return { ...rest, autoapprove, archived: archivedAt !== null, archivedat: archivedAt, createdat: createdAt, updatedat: updatedAt };
+}
+
+/** `?archived=true|false` of the list: archived campaigns only, or active ones only; absent: both. */
+function archivedFilter(raw: string | undefined): boolean | null {
+	if (raw === undefined || raw === "") return null;
+	if (raw === "true" || raw === "false") return raw === "true";
+	throw badRequest("archived: must be true or false.", { fields: ["archived"] });
 }
 
 campaignRoutes.post("/apps/:appid/campaigns", async (c) => {
@@ -45,7 +53,9 @@ campaignRoutes.post("/apps/:appid/campaigns", async (c) => {
 campaignRoutes.get("/apps/:appid/campaigns", async (c) => {
 	const app = await requireApp(c.env.DB, c.req.param("appid"));
 	const { limit, cursor } = pageOf(c);
-	const campaigns = await listCampaignsWithDetails(c.env.DB, app.appid, limit, /^\d{1,15}$/.test(cursor ?? "") ? Number(cursor) : 0);
+	const archived = archivedFilter(c.req.query("archived"));
+	const after = /^\d{1,15}$/.test(cursor ?? "") ? Number(cursor) : 0;
+	const campaigns = await listCampaignsWithDetails(c.env.DB, app.appid, limit, after, archived);
 	return c.json({
 		campaigns: campaigns.map(campaignView),
 		nextcursor: campaigns.length === limit ? String(campaigns[campaigns.length - 1]!.campaignid) : null,
@@ -107,6 +117,8 @@ campaignRoutes.post("/apps/:appid/campaigns/:campaignid/default", async (c) => {
 	const appid = c.req.param("appid");
 	const campaignid = requireCampaignId(c.req.param("campaignid"));
 	const app = await requireApp(c.env.DB, appid);
+	const campaign = await getCampaign(c.env.DB, appid, campaignid);
+	if (campaign?.archivedAt) throw campaignArchived(campaign);
 	const audit = auditEntry(c, appid, {
 		action: "app.update",
 		targetType: "app",
@@ -117,4 +129,79 @@ campaignRoutes.post("/apps/:appid/campaigns/:campaignid/default", async (c) => {
 	if (!(await updateApp(c.env.DB, appid, { defaultCampaignId: campaignid }, audit))) throw campaignNotFound();
 	forgetCachedApp(appid);
 	return c.json({ appid, defaultcampaignid: campaignid });
+});
+
+/** The app's default campaign cannot be archived or deleted: register puts new users into it. */
+const isDefault = (campaignid: number) =>
+	new ApiError(
+		409,
+		"campaign_in_use",
+		`Campaign ${campaignid} is the app's default campaign (new users without a referrer join it): make another campaign the default first.`,
+		{ campaignid, referencedby: "default" },
+	);
+
+/**
+ * Archives a campaign (issue 48; docs/operators.md, "Building a campaign"):
+ * it records no new conversion (409 campaign_archived), keeps its rewards
+ * and history, and the console hides it from its pickers. Repeating it
+ * changes nothing and records nothing.
+ */
+campaignRoutes.post("/apps/:appid/campaigns/:campaignid/archive", (c) => archiveRoute(c, true));
+campaignRoutes.post("/apps/:appid/campaigns/:campaignid/restore", (c) => archiveRoute(c, false));
+
+async function archiveRoute(c: AdminContext, archive: boolean) {
+	const appid = c.req.param("appid") ?? "";
+	const campaignid = requireCampaignId(c.req.param("campaignid") ?? "");
+	const now = nowIso();
+	const audit = auditEntry(c, appid, {
+		action: archive ? "campaign.archive" : "campaign.restore",
+		targetType: "campaign",
+		targetId: String(campaignid),
+		changes: { archivedat: archive ? { before: null, after: now } : { before: "(archived)", after: null } },
+	});
+	const outcome = await setCampaignArchived(c.env.DB, appid, campaignid, archive, now, audit);
+	if (!outcome.ok && outcome.reason === "campaign_is_default") throw isDefault(campaignid);
+	if (!outcome.ok) throw campaignNotFound();
+	forgetCachedApp(appid);
+	const campaign = await getCampaignWithDetails(c.env.DB, appid, campaignid);
+	if (!campaign) throw campaignNotFound();
+	return c.json(campaignView(campaign));
+}
+
+const REFERENCE_WORDS = {
+	default: "it is the app's default campaign (new users without a referrer join it): make another campaign the default first",
+	users: "users have joined it",
+	conversions: "conversions against it are still being granted",
+	rewards: "it has granted rewards",
+} as const;
+
+/**
+ * Deletes a campaign that nothing references (no user in it, no conversion,
+ * no reward, not the default) with its rules, social actions, coupon pool
+ * and emails; otherwise 409 campaign_in_use naming what references it
+ * (archive it instead: its history stays).
+ */
+campaignRoutes.delete("/apps/:appid/campaigns/:campaignid", async (c) => {
+	const appid = c.req.param("appid");
+	const campaignid = requireCampaignId(c.req.param("campaignid"));
+	const before = await getCampaignWithDetails(c.env.DB, appid, campaignid);
+	if (!before) throw campaignNotFound();
+	const audit = auditEntry(c, appid, {
+		action: "campaign.delete",
+		targetType: "campaign",
+		targetId: String(campaignid),
+		changes: { campaignname: { before: before.campaignname, after: null } },
+	});
+	const outcome = await deleteUnreferencedCampaign(c.env.DB, appid, campaignid, audit);
+	if (!outcome.ok && outcome.reason === "referenced") {
+		throw new ApiError(
+			409,
+			"campaign_in_use",
+			`Campaign ${campaignid} cannot be deleted: ${REFERENCE_WORDS[outcome.by]}. Archive it instead: it then records nothing new and its history stays.`,
+			{ campaignid, referencedby: outcome.by },
+		);
+	}
+	if (!outcome.ok) throw campaignNotFound();
+	forgetCachedApp(appid);
+	return c.json({ campaignid, deleted: true });
 });

@@ -7,13 +7,13 @@ import { ApiError } from "../http/errors";
 import { getDelivery, listDeliveries } from "../outbox/deliveries";
 import { enqueueOutboxEvents } from "../outbox/events";
 import { webhookBreakerOf } from "./breakers";
-import { auditEntry } from "./principal";
+import { type AdminEnv, auditEntry } from "./principal";
 
 /**
  * Delivery log of an app's webhooks and emails (admin API, under /admin/v1;
  * mounted on adminRoutes, so its bearer-token check applies).
  */
-export const deliveryRoutes = new Hono<{ Bindings: Env }>();
+export const deliveryRoutes = new Hono<AdminEnv>();
 
 const limitSchema = z.coerce.number().int().min(1).max(200).default(50);
 

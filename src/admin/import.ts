@@ -8,7 +8,7 @@ import { optionalEmail, optionalId } from "../http/fields";
 import { readJsonObject } from "../http/json-body";
 import { COLON } from "../http/router";
 import { profileFields, profileOf } from "../operations/schemas";
-import { auditEntry } from "./principal";
+import { type AdminEnv, auditEntry } from "./principal";
 
 /**
  * Bulk import of users (admin API, under /admin/v1): up to 1,000 users per
@@ -16,7 +16,7 @@ import { auditEntry } from "./principal";
  * makes. For operators moving from another referral tool (users keep their
  * referral codes) and for seeding. See README.md "Importing users".
  */
-export const importRoutes = new Hono<{ Bindings: Env }>();
+export const importRoutes = new Hono<AdminEnv>();
 
 export const MAX_IMPORT_USERS = 1000;
 /** 1,000 users with full profiles do not fit the operations' 64 KB limit. */

@@ -3,6 +3,7 @@ import { findApp } from "../db/apps";
 import { readBoard } from "../db/leaderboard";
 import { bucketOf, type LeaderboardPeriod, rankBoard } from "../domain/leaderboard";
 import { ApiError, badRequest, campaignNotFound } from "../http/errors";
+import type { AdminEnv } from "./principal";
 import { campaignFilter } from "./rewards";
 
 /**
@@ -10,7 +11,7 @@ import { campaignFilter } from "./rewards";
  * it, as users and their emails): the same counters and ranks, each line with
  * the referrer's email (docs/rewards.md, "Leaderboards").
  */
-export const leaderboardRoutes = new Hono<{ Bindings: Env }>();
+export const leaderboardRoutes = new Hono<AdminEnv>();
 
 const PERIODS: readonly LeaderboardPeriod[] = ["all", "month", "week"];
 
@@ -31,9 +32,9 @@ export async function operatorBoard(db: D1Database, appid: string, raw: { campai
 	const campaignid = campaignFilter(raw.campaignid) ?? app.defaultCampaignId;
 	if (campaignid === null) throw campaignNotFound();
 	const bucket = bucketOf(period, app.timezone, Date.now());
-	const board = await readBoard(db, { appid, campaignid, bucket: bucket.key, limit, userkey: null });
+	const board = await readBoard(db, { appid, campaignAppid: app.campaignAppid, campaignid, bucket: bucket.key, limit, userkey: null });
 	if (!board.campaignFound) throw campaignNotFound();
-	const ranked = rankBoard(board.rows);
+	const ranked = rankBoard(board.rows, board.nameStyle);
 	return {
 		campaignid,
 		period,

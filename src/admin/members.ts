@@ -4,12 +4,13 @@ import { ROLES } from "../db/admin-tokens";
 import { deleteMember, findMember, insertMember, listMembers, type Member, updateMemberRole } from "../db/members";
 import { sha256Hex } from "../domain/crypto";
 import { randomString } from "../domain/ids";
+import { PUBLIC_ORIGIN_UNSET, publicOrigin } from "../domain/public-origin";
 import { ApiError } from "../http/errors";
 import { invitationEmail } from "../outbox/emails";
 import { emailEvent, sendOutboxEvents } from "../outbox/events";
 import { body } from "./body";
 import { requireApp, requireAppId } from "./guard";
-import { auditEntry, signedInPersonOf } from "./principal";
+import { type AdminEnv, auditEntry } from "./principal";
 
 /**
  * Members of an app (docs/operators.md): an owner adds a person by email with
@@ -18,7 +19,7 @@ import { auditEntry, signedInPersonOf } from "./principal";
  * it is accepted. The answers are the same whether or not the person exists
  * or belongs to other apps. Who may call these is in rights.ts (owner).
  */
-export const memberRoutes = new Hono<{ Bindings: Env }>();
+export const memberRoutes = new Hono<AdminEnv>();
 
 export const INVITATION_TTL_MS = 7 * 24 * 60 * 60 * 1000;
 const ALNUM = "0123456789abcdefghijklmnopqrstuvwxyz";
@@ -67,8 +68,9 @@ memberRoutes.post("/apps/:appid/members", async (c) => {
 	});
 	const app = await requireApp(c.env.DB, appid);
 	const expiresAt = Date.now() + INVITATION_TTL_MS;
-	// The dashboard's own origin when it asks (its in-process request has none of its own).
-	const origin = signedInPersonOf(c.req.raw)?.origin ?? new URL(c.req.url).origin;
+	// The deployment's public origin, never the request's Host (issue 47): the link goes to someone else's inbox.
+	const origin = publicOrigin(c.env);
+	if (!origin) throw new ApiError(503, "public_origin_unset", PUBLIC_ORIGIN_UNSET);
 	const url = `${origin}/dashboard/invitations/${token}`;
 	const mail = emailEvent(
 		appid,

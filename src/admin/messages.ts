@@ -2,6 +2,7 @@ import { Hono } from "hono";
 import { z } from "zod";
 import { getCampaignWithDetails } from "../db/campaigns";
 import { campaignMessages, campaignRewardEmail, deleteCampaignMessage, saveCampaignMessage, saveCampaignRewardEmail } from "../db/messages";
+import { shareUrl } from "../domain/share-url";
 import { ApiError, badRequest, campaignNotFound } from "../http/errors";
 import { previewMessage } from "../outbox/emails";
 import { DEFAULT_TEMPLATES } from "../outbox/template-defaults";
@@ -19,7 +20,7 @@ import {
 } from "../outbox/templates";
 import { body } from "./body";
 import { requireApp } from "./guard";
-import { auditEntry, diff } from "./principal";
+import { type AdminContext, type AdminEnv, auditEntry, callerOrigin, diff } from "./principal";
 
 /**
  * A campaign's editable emails (issue 34, docs/messages.md), under
@@ -29,7 +30,7 @@ import { auditEntry, diff } from "./principal";
  * unknown variable is refused (400 `unknown_variable` naming the field) and
  * nothing is saved.
  */
-export const messageRoutes = new Hono<{ Bindings: Env }>();
+export const messageRoutes = new Hono<AdminEnv>();
 
 const BASE = "/apps/:appid/campaigns/:campaignid/messages";
 
@@ -142,6 +143,18 @@ messageRoutes.delete(`${BASE}/:kind/:language`, async (c) => {
 	return c.json(view(kind, lang, undefined));
 });
 
+/**
+ * The sample's share link as the real email would carry it now (issue 48: the preview is what is sent): the reward
+ * email is sent by the ledger, with no request to take an origin from, so only SHARE_BASE_URL gives it a link
+ * (ledger/reward-emails.ts; without one its line is left out); outreach and reminders are sent from an API call,
+ * whose origin stands in when SHARE_BASE_URL is unset (operations/outreach.ts).
+ */
+function sampleShareLink(c: AdminContext, kind: MessageKind): string {
+	if (kind === "reward") return c.env.SHARE_BASE_URL ? shareUrl(SAMPLE_CODE, "", c.env.SHARE_BASE_URL, "") : "";
+	return shareUrl(SAMPLE_CODE, "", c.env.SHARE_BASE_URL, callerOrigin(c));
+}
+const SAMPLE_CODE = "ANN123";
+
 /** The email a text would make, with the campaign's offer, the app's brand and a sample recipient; nothing is saved. */
 messageRoutes.post(`${BASE}/:kind/:language/preview`, async (c) => {
 	const appid = c.req.param("appid");
@@ -150,5 +163,5 @@ messageRoutes.post(`${BASE}/:kind/:language/preview`, async (c) => {
 	refuseProblems(checkTemplate(kind, template));
 	const [app, campaign] = await Promise.all([requireApp(c.env.DB, appid), requireCampaign(c.env.DB, appid, c.req.param("campaignid"))]);
 	const brand = { name: app.name, logourl: app.logourl, accentcolor: app.accentcolor };
-	return c.json({ kind, language: lang, ...previewMessage(kind, template, campaign, brand, lang) });
+	return c.json({ kind, language: lang, ...previewMessage(kind, template, campaign, brand, lang, sampleShareLink(c, kind)) });
 });

@@ -1,6 +1,7 @@
 import type { Context } from "hono";
 import { z } from "zod";
 import { badRequest } from "../http/errors";
+import type { AdminContext } from "./principal";
 
 /**
  * Keyset paging of the admin lists: `limit` (1..200, default 50) and an
@@ -52,6 +53,6 @@ const pageQuery = z.object({
 	cursor: z.string().max(200).optional(),
 });
 
-export function pageOf(c: Context<{ Bindings: Env }>) {
+export function pageOf(c: AdminContext) {
 	return pageQuery.parse({ limit: c.req.query("limit") ?? undefined, cursor: c.req.query("cursor") || undefined });
 }

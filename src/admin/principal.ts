@@ -7,8 +7,9 @@ import { ipHash, ipNetwork } from "../domain/ip";
 /**
  * Who calls the admin API (docs/operators.md): the superuser (ADMIN_TOKEN),
  * an app-scoped token, or a member signed in to the dashboard. The auth
- * middleware (routes.ts) settles it once per request; handlers read it here
- * to answer by role and to name the actor of their audit entries.
+ * middleware (routes.ts) settles it once per request into the context
+ * variables; handlers read it here to answer by role and to name the actor
+ * of their audit entries.
  */
 
 /** A dashboard session's person (null: the superuser), handed to the in-process admin API by the dashboard (never by HTTP). */
@@ -27,30 +28,51 @@ export interface RequestAuth {
 	role?: Role;
 }
 
-const people = new WeakMap<Request, SignedInPerson>();
-const settled = new WeakMap<Request, RequestAuth>();
+/**
+ * What the admin API keeps per request, in Hono's typed context variables (as
+ * the dashboard keeps its session): the auth the middleware settled, and the
+ * dashboard's signed-in person on its in-process requests.
+ */
+export interface AdminVariables {
+	auth: RequestAuth | undefined;
+	person: SignedInPerson | undefined;
+	/** A ?mode=test request re-dispatched to the test twin's routes (test-mode.ts). */
+	twin: boolean | undefined;
+}
+export type AdminEnv = { Bindings: Env; Variables: AdminVariables };
+export type AdminContext = Context<AdminEnv>;
 
-/** Marks an in-process request of the dashboard as made by a signed-in person. */
-export function actingAs(request: Request, person: SignedInPerson): Request {
-	people.set(request, person);
-	return request;
+/** What an in-process caller hands to the admin routes it dispatches to (the dashboard; the test twin's re-dispatch). */
+export interface Handoff {
+	person?: SignedInPerson | undefined;
+	/** Auth settled on the live app's path before a ?mode=test re-dispatch: not checked again. */
+	auth?: RequestAuth | undefined;
 }
 
-export const signedInPersonOf = (request: Request) => people.get(request);
+/** Module-private: only code that imports this module's `handingOff` can make an env that carries a hand-off. */
+const HANDOFF = Symbol("admin hand-off");
+type HandoffBindings = Env & { readonly [HANDOFF]?: Handoff };
 
-export function settle(request: Request, auth: RequestAuth): void {
-	settled.set(request, auth);
+/**
+ * `env` carrying a hand-off for one in-process dispatch: a request from HTTP
+ * runs on the isolate's own env and can never carry one, so no HTTP client
+ * can claim to be the dashboard. Derived, not copied (as instrument/d1-metrics.ts
+ * withBindings), so the bindings stay the isolate's.
+ */
+export function handingOff(env: Env, handoff: Handoff): Env {
+	return Object.create(env, { [HANDOFF]: { value: handoff, enumerable: false } }) as Env;
 }
 
-/** The request was authenticated already (a test-mode request re-dispatched to its twin, admin/test-mode.ts). */
-export function isSettled(request: Request): boolean {
-	return settled.has(request);
-}
+/** The hand-off of this request's env (none for a request from HTTP). */
+export const handoffOf = (env: Env): Handoff => (env as HandoffBindings)[HANDOFF] ?? {};
 
 /** The settled auth of a request that passed the middleware (the superuser for one that did not need it). */
-export function authOf(c: Context): RequestAuth {
-	return settled.get(c.req.raw) ?? { actor: { type: "superuser", id: null, name: "superuser", iphash: null } };
+export function authOf(c: AdminContext): RequestAuth {
+	return c.var.auth ?? { actor: { type: "superuser", id: null, name: "superuser", iphash: null } };
 }
+
+/** The dashboard's origin on its in-process requests, else the request's own: for links the API gives out. */
+export const callerOrigin = (c: AdminContext) => c.var.person?.origin ?? new URL(c.req.url).origin;
 
 /** The HMAC of the client's network, as the fraud checks store it (domain/ip.ts); null without a key or an address. */
 export async function clientIpHash(env: { IP_HASH_KEY?: string }, ip: string): Promise<string | null> {
@@ -60,7 +82,7 @@ export async function clientIpHash(env: { IP_HASH_KEY?: string }, ip: string): P
 
 /** An audit entry of this request's actor, now. */
 export function auditEntry(
-	c: Context,
+	c: AdminContext,
 	appid: string,
 	what: { action: string; targetType: string; targetId: string | null; changes?: AuditChanges },
 ): AuditEntry {

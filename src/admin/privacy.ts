@@ -7,7 +7,7 @@ import { nowIso } from "../domain/dates";
 import { ApiError, userNotFound } from "../http/errors";
 import { ledgerFor } from "../ledger/stub";
 import { erasableValues } from "../privacy/redact";
-import { auditEntry, authOf } from "./principal";
+import { type AdminEnv, auditEntry, authOf } from "./principal";
 
 /**
  * Privacy operations on one person (admin API, under /admin/v1; mounted on
@@ -16,7 +16,7 @@ import { auditEntry, authOf } from "./principal";
  * what was held. "Who" is the request's authenticated actor (the member's
  * email, the token's name, or superuser): no header a client sends sets it.
  */
-export const privacyRoutes = new Hono<{ Bindings: Env }>();
+export const privacyRoutes = new Hono<AdminEnv>();
 
 async function requirePerson(db: D1Database, appid: string, userkey: string): Promise<PersonRecord> {
 	if (!(await findApp(db, appid))) throw new ApiError(404, "app_not_found", "No app with that appid.");

@@ -1,9 +1,10 @@
 import { Hono } from "hono";
 import { z } from "zod";
-import { listRewards, rewardPeople } from "../db/admin-rewards";
+import { listRewards, type ProjectedRewardRow, rewardOrigin, rewardPeople } from "../db/admin-rewards";
 import { newAuditEntryId } from "../db/audit";
+import { minorToUnits } from "../domain/currency";
 import { userkeyOfRewardId } from "../domain/ledger-ids";
-import { badRequest } from "../http/errors";
+import { ApiError, badRequest } from "../http/errors";
 import { readJsonObject } from "../http/json-body";
 import { ledgerFor } from "../ledger/stub";
 import { statusChangesSchema } from "../operations/schemas";
@@ -11,10 +12,10 @@ import { changeRewardStatuses } from "../operations/status-change";
 import { valueOrThrow } from "../operations/work";
 import { requireAppId } from "./guard";
 import { page, pageRequest } from "./paging";
-import { authOf } from "./principal";
+import { type AdminEnv, authOf } from "./principal";
 
 /** Admin reads of the rewards projection and the status change (under /admin/v1). */
-export const rewardRoutes = new Hono<{ Bindings: Env }>();
+export const rewardRoutes = new Hono<AdminEnv>();
 
 const STATUSES = ["Approved", "UnderReview", "Suspicious", "Rejected", "Rewarded"] as const;
 const rewardCursor = z.tuple([z.string().min(1).max(40), z.string().min(1).max(200)]);
@@ -44,6 +45,30 @@ function statusFilter(raw: string | undefined): string[] {
 	});
 }
 
+/** A reward of the projection as the admin API shows it. */
+function rewardView(row: ProjectedRewardRow) {
+	return {
+		rewarddtlid: row.rewarddtlid,
+		userkey: row.userkey,
+		campaignid: row.campaignid,
+		eventname: row.eventname,
+		usertype: row.usertype,
+		reward: row.reward,
+		rewardunit: row.rewardunit,
+		rewardtype: row.rewardtype,
+		rewardstatus: row.rewardstatus,
+		redeemed: row.redeemed,
+		comment: row.comment,
+		payoutid: row.payoutid,
+		payoutstate: row.payout_state,
+		frienduserkey: row.friend_userkey,
+		createdat: row.created_at,
+		updatedat: row.updated_at,
+		// Who referred whom, and why the reward was flagged: what a reviewer decides on (issue 24 item 4).
+		...rewardPeople(row),
+	};
+}
+
 /** Rewards across the app, newest first, filtered by status (comma-separated), campaign, user and creation date. */
 rewardRoutes.get("/apps/:appid/rewards", async (c) => {
 	const appid = c.req.param("appid");
@@ -62,27 +87,46 @@ rewardRoutes.get("/apps/:appid/rewards", async (c) => {
 	await requireAppId(c.env.DB, appid);
 	const { items, nextcursor } = page(await listRewards(c.env.DB, filter), limit, (r) => [r.created_at, r.rewarddtlid]);
 	return c.json({
-		rewards: items.map((row) => ({
-			rewarddtlid: row.rewarddtlid,
-			userkey: row.userkey,
-			campaignid: row.campaignid,
-			eventname: row.eventname,
-			usertype: row.usertype,
-			reward: row.reward,
-			rewardunit: row.rewardunit,
-			rewardtype: row.rewardtype,
-			rewardstatus: row.rewardstatus,
-			redeemed: row.redeemed,
-			comment: row.comment,
-			payoutid: row.payoutid,
-			payoutstate: row.payout_state,
-			frienduserkey: row.friend_userkey,
-			createdat: row.created_at,
-			updatedat: row.updated_at,
-			// Who referred whom, and why the reward was flagged: what a reviewer decides on (issue 24 item 4).
-			...rewardPeople(row),
-		})),
+		rewards: items.map(rewardView),
 		nextcursor,
+	});
+});
+
+/**
+ * One reward with what someone checking it needs (issue 48): its order id (`customid`, kept by its ledger), the
+ * event it was granted for, and that event's Stripe payment. Three reads: the projection, the ledger, then the
+ * event and payment in one D1 round trip.
+ */
+rewardRoutes.get("/apps/:appid/rewards/:rewarddtlid", async (c) => {
+	const appid = c.req.param("appid");
+	const rewarddtlid = c.req.param("rewarddtlid").slice(0, 200);
+	await requireAppId(c.env.DB, appid);
+	const filter = { appid, statuses: [], campaignid: null, userkey: null, rewarddtlid, from: null, to: null, after: null, limit: 1 };
+	const [row] = await listRewards(c.env.DB, filter);
+	if (!row)
+		throw new ApiError(404, "reward_not_found", "No reward with that rewarddtlid in this app (a new one shows once its ledger wrote it).");
+	const customid = await ledgerFor(c.env, appid, row.userkey).rewardOrderId(rewarddtlid);
+	const origin = customid ? await rewardOrigin(c.env.DB, appid, customid) : { event: null, payment: null };
+	const { event, payment } = origin;
+	return c.json({
+		reward: { ...rewardView(row), customid },
+		event: event && {
+			customid: event.customid,
+			userkey: event.userkey,
+			eventname: event.eventname,
+			transactionvalue: event.transactionvalue,
+			createdat: event.created_at,
+		},
+		payment: payment && {
+			invoice: payment.invoice,
+			paymentintent: payment.payment_intent,
+			charge: payment.charge,
+			checkoutsession: payment.checkout_session,
+			currency: payment.currency,
+			// Stripe's minor units as whole units of the currency (domain/currency.ts: JPY has none, KWD three).
+			amount: minorToUnits(payment.amount_minor, payment.currency),
+			refunded: minorToUnits(payment.refunded_minor, payment.currency),
+		},
 	});
 });
 

@@ -21,15 +21,15 @@ import { leaderboardRoutes } from "./leaderboard";
 import { memberRoutes } from "./members";
 import { messageRoutes } from "./messages";
 import { pageOf } from "./paging";
-import { auditEntry, authOf, clientIpHash, diff, isSettled, settle, signedInPersonOf } from "./principal";
+import { type AdminEnv, auditEntry, authOf, clientIpHash, diff, handoffOf } from "./principal";
 import { privacyRoutes } from "./privacy";
 import { rewardRoutes } from "./rewards";
 import { authorizeMember, authorizeToken } from "./rights";
-import { createAppSchema, updateAppSchema } from "./schemas";
+import { createAppSchema, testKeysSchema, updateAppSchema } from "./schemas";
 import { statsRoutes } from "./stats";
 import { applyStripeSettings, checkStripeSettings, stripeRoutes, stripeView } from "./stripe";
 import { testDataRoutes } from "./test-data";
-import { testModeSwitch } from "./test-mode";
+import { refuseModeOutsideApps, testModeSwitch } from "./test-mode";
 import { createTokenSchema, registerTokenRoutes, tokenRoutes } from "./tokens";
 import { userRoutes } from "./users";
 import { requireAllowedWebhookUrl } from "./webhook-policy";
@@ -39,20 +39,26 @@ import { requireAllowedWebhookUrl } from "./webhook-policy";
  * `Authorization: Bearer <ADMIN_TOKEN>` (the superuser) or an app-scoped
  * token with a role (tokens.ts, rights.ts).
  */
-export const adminRoutes = new Hono<{ Bindings: Env }>();
+export const adminRoutes = new Hono<AdminEnv>();
 
 adminRoutes.use("*", async (c, next) => {
 	// A deployment with a guessable token serves nothing; a client over its failed sign-ins is refused before the compare.
 	refuseInsecureAdminToken(c.env);
+	const handoff = handoffOf(c.env);
+	c.set("person", handoff.person);
 	// A ?mode=test request re-dispatched to the twin's path was authenticated on the live app's path (test-mode.ts).
-	if (isSettled(c.req.raw)) return next();
+	if (handoff.auth) {
+		c.set("auth", handoff.auth);
+		c.set("twin", true);
+		return next();
+	}
 	const path = c.req.path.replace(/^\/admin\/v1(?=\/)/, "");
 	// The dashboard's own in-process requests: it checked the session already (dashboard/session.ts).
-	const person = signedInPersonOf(c.req.raw);
+	const person = handoff.person;
 	if (person) {
 		const iphash = await clientIpHash(c.env, person.ip);
-		if (person.personid === null) settle(c.req.raw, { actor: { type: "superuser", id: null, name: "superuser", iphash } });
-		else settle(c.req.raw, await authorizeMember(c.env.DB, person.personid, c.req.method, path, iphash));
+		if (person.personid === null) c.set("auth", { actor: { type: "superuser", id: null, name: "superuser", iphash } });
+		else c.set("auth", await authorizeMember(c.env.DB, person.personid, c.req.method, path, iphash));
 		return next();
 	}
 	const ip = clientIp(c.req.raw);
@@ -60,7 +66,7 @@ adminRoutes.use("*", async (c, next) => {
 	const token = c.env.ADMIN_TOKEN;
 	const presented = c.req.header("authorization")?.match(/^Bearer\s+(.+)$/i)?.[1] ?? "";
 	if (token && constantTimeEqual(presented, token)) {
-		settle(c.req.raw, { actor: { type: "superuser", id: null, name: "superuser", iphash: await clientIpHash(c.env, ip) } });
+		c.set("auth", { actor: { type: "superuser", id: null, name: "superuser", iphash: await clientIpHash(c.env, ip) } });
 		return next();
 	}
 	// An app-scoped token (tokens.ts): found by its hash, then held to its app and its role's rights (rights.ts).
@@ -72,16 +78,16 @@ adminRoutes.use("*", async (c, next) => {
 	}
 	authorizeToken(scoped, c.req.method, path);
 	const actor = { type: "token" as const, id: scoped.tokenid, name: scoped.name, iphash: await clientIpHash(c.env, ip) };
-	settle(c.req.raw, { actor, role: scoped.role });
+	c.set("auth", { actor, role: scoped.role });
 	await next();
 });
 
 // ?mode=test: served by these same routes on the app's test twin (test-mode.ts); a twin's appid alone is a 404.
 // Hono copies routes when mounted, so the copy that serves the twin is made on first use, after every route exists.
-let twinRoutes: Hono<{ Bindings: Env }> | undefined;
-function onTwinRoutes(): Hono<{ Bindings: Env }> {
+let twinRoutes: Hono<AdminEnv> | undefined;
+function onTwinRoutes(): Hono<AdminEnv> {
 	if (!twinRoutes) {
-		twinRoutes = new Hono<{ Bindings: Env }>({ router: new RegExpRouter(), getPath: routedPath }).route("/", adminRoutes);
+		twinRoutes = new Hono<AdminEnv>({ router: new RegExpRouter(), getPath: routedPath }).route("/", adminRoutes);
 		// Errors go back to the caller's app, which answers them as for any admin request.
 		twinRoutes.onError((err) => {
 			throw err;
@@ -89,7 +95,8 @@ function onTwinRoutes(): Hono<{ Bindings: Env }> {
 	}
 	return twinRoutes;
 }
-const onTwin = testModeSwitch((c) => (request) => onTwinRoutes().fetch(request, c.env, c.executionCtx));
+const onTwin = testModeSwitch((request, env, ctx) => onTwinRoutes().fetch(request, env, ctx));
+adminRoutes.use("*", refuseModeOutsideApps);
 adminRoutes.use("/apps/:appid", onTwin);
 adminRoutes.use("/apps/:appid/*", onTwin);
 
@@ -166,9 +173,13 @@ adminRoutes.get("/apps/:appid", async (c) => {
 	const view = appView(await requireApp(c.env.DB, c.req.param("appid")));
 	// The webhook secret signs what the app trusts: only an owner (or the superuser) reads it.
 	const { role } = authOf(c);
-	const stripe = await stripeView(c, view.appid);
-	const teststripe = await stripeView(c, testAppid(view.appid));
-	const shown = { ...view, stripe, teststripe };
+	const [stripe, teststripe, twin] = await Promise.all([
+		stripeView(c, view.appid),
+		stripeView(c, testAppid(view.appid)),
+		findTestApp(c.env.DB, view.appid),
+	]);
+	// The test apikey is public like the live one (docs/test-mode.md); null: the app has no test keys yet.
+	const shown = { ...view, testapikey: twin?.apikey ?? null, stripe, teststripe };
 	return c.json(role === undefined || role === "owner" ? shown : { ...shown, webhooksecret: null });
 });
 
@@ -229,12 +240,26 @@ adminRoutes.post("/apps/:appid/rotate-privatekey", async (c) => {
 	return c.json({ appid, privatekey });
 });
 
-/** Creates the app's test key pair, or rotates it (the old test keys stop working); answered once. */
+/**
+ * Creates the app's test key pair, or rotates it (the old test keys stop
+ * working); answered once. An app that has test keys keeps them unless the
+ * body says `{"rotate": true}`: a second call made by following the docs
+ * must not silently break wherever the current pair is configured (issue 51).
+ */
 adminRoutes.post("/apps/:appid/testkeys", async (c) => {
 	const appid = c.req.param("appid");
+	const { rotate } = (await c.req.raw.clone().text()).trim() === "" ? { rotate: false } : await body(c.req.raw, testKeysSchema);
+	const before = await findTestApp(c.env.DB, appid);
+	if (before && !rotate) {
+		throw new ApiError(
+			409,
+			"testkeys_exist",
+			`The app has test keys already (${before.apikey}). A new pair stops that one working wherever it is configured; nothing was changed. Send {"rotate": true} to replace it.`,
+			{ testapikey: before.apikey },
+		);
+	}
 	const testapikey = newTestApiKey();
 	const testprivatekey = newTestPrivateKey();
-	const before = await findTestApp(c.env.DB, appid);
 	const audit = auditEntry(c, appid, {
 		action: "app.rotate_testkeys",
 		targetType: "app",

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { DEFAULT_NAME_STYLE, LEADERBOARD_NAME_STYLES } from "../domain/display-name";
 import { exactOrigin } from "../domain/frame-origin";
 import { isTimeZone } from "../domain/time-zone";
 import { normalizeUnit, UNIT_EXPECTED } from "../domain/units";
@@ -58,6 +59,9 @@ export const testStripeSettingsSchema = z
 		...stripeConnectionFields,
 	})
 	.nullable();
+
+/** `POST /apps/{appid}/testkeys`: `rotate: true` replaces an existing test pair (without it, 409 testkeys_exist). */
+export const testKeysSchema = z.object({ rotate: z.boolean().default(false) });
 
 export const updateAppSchema = createAppSchema.partial().extend({
 	stripe: stripeSettingsSchema.optional(),
@@ -234,6 +238,10 @@ const campaignFields = {
 	velocitythreshold: int.pipe(z.number().int().min(0).max(1_000_000)).default(DEFAULT_VELOCITY_THRESHOLD),
 	// The user's rank among this month's referrers on the share page (docs/rewards.md, "Leaderboards").
 	showleaderboard: z.boolean().default(false),
+	// How referrers are named on the public board (issue 47, docs/rewards.md "Leaderboards"): "First L.", initials, or "Referrer #n".
+	leaderboardnames: z
+		.enum(LEADERBOARD_NAME_STYLES, { error: `must be one of ${LEADERBOARD_NAME_STYLES.join(", ")}` })
+		.default(DEFAULT_NAME_STYLE),
 	rewardrules: z.array(rewardRuleSchema).max(50).default([]),
 	socialactions: z.array(socialActionSchema).max(50).default([]),
 };

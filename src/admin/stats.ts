@@ -4,10 +4,11 @@ import { readStats } from "../db/stats";
 import { shapeStats } from "../domain/stats";
 import { localDay } from "../domain/time-zone";
 import { ApiError, badRequest } from "../http/errors";
+import type { AdminEnv } from "./principal";
 import { campaignFilter } from "./rewards";
 
 /** The app's analytics per local day of its time zone, from the counters of migration 0014 (under /admin/v1). */
-export const statsRoutes = new Hono<{ Bindings: Env }>();
+export const statsRoutes = new Hono<AdminEnv>();
 
 const DAY = /^\d{4}-\d{2}-\d{2}$/;
 const MAX_DAYS = 731;

@@ -1,15 +1,16 @@
-import type { Context } from "hono";
 import { Hono } from "hono";
 import type { z } from "zod";
 import { recordAudit } from "../db/audit";
 import { deleteStripeConfig, findStripeConfig, saveStripeConfig, stripeEventCounts } from "../db/stripe";
+import { recentStripeCases } from "../db/stripe-identity";
 import { findUser } from "../db/users";
+import { publicOrigin } from "../domain/public-origin";
 import { seal } from "../domain/secret-box";
 import { webhookUrlPolicy, webhookUrlProblem } from "../domain/webhook-url";
 import { ApiError, userNotFound } from "../http/errors";
 import { stripeWebhookUrl } from "../integrations/stripe/connection";
 import { ledgerFor } from "../ledger/stub";
-import { auditEntry, signedInPersonOf } from "./principal";
+import { type AdminContext, type AdminEnv, auditEntry, callerOrigin } from "./principal";
 import type { stripeSettingsSchema } from "./schemas";
 
 /**
@@ -20,8 +21,8 @@ import type { stripeSettingsSchema } from "./schemas";
 
 export type StripeSettings = z.output<typeof stripeSettingsSchema>;
 
-type AdminContext = Context<{ Bindings: Env }>;
-const origin = (c: AdminContext) => signedInPersonOf(c.req.raw)?.origin ?? new URL(c.req.url).origin;
+// The deployment's public origin when set (issue 47); else the dashboard's or the request's own, shown to the operator only.
+const origin = (c: AdminContext) => publicOrigin(c.env) ?? callerOrigin(c);
 
 /** The app view's `stripe`: never a secret. */
 export async function stripeView(c: AdminContext, appid: string) {
@@ -34,6 +35,8 @@ export async function stripeView(c: AdminContext, appid: string) {
 		apiurl: row.apiurl,
 		webhookurl: stripeWebhookUrl(origin(c), appid),
 		events: await stripeEventCounts(c.env.DB, appid),
+		// What paid nothing for a reason the operator acts on (docs/stripe.md "What the operator sees").
+		cases: (await recentStripeCases(c.env.DB, appid)).map((k) => ({ ...k, at: new Date(k.at).toISOString() })),
 	};
 }
 
@@ -83,7 +86,7 @@ export async function applyStripeSettings(c: AdminContext, appid: string, settin
 	);
 }
 
-export const stripeRoutes = new Hono<{ Bindings: Env }>();
+export const stripeRoutes = new Hono<AdminEnv>();
 
 /** Pays again the user's approved Stripe rewards still unpaid (after Stripe refused, or a customer id was fixed in Stripe). */
 stripeRoutes.post("/apps/:appid/users/:userkey/payouts/retry", async (c) => {

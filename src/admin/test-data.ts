@@ -3,7 +3,7 @@ import { findTestApp } from "../db/apps";
 import { auditTestDataErased, deleteTestAppRows, deleteTestUsers, testUsersRound } from "../db/test-data";
 import { ledgerFor } from "../ledger/stub";
 import { requireApp } from "./guard";
-import { auditEntry } from "./principal";
+import { type AdminEnv, auditEntry } from "./principal";
 
 /**
  * DELETE /admin/v1/apps/{appid}/testdata: erases what the app's test keys
@@ -17,7 +17,7 @@ import { auditEntry } from "./principal";
  * answer with `done: false` asks the caller to call again. Each round can run
  * twice, so a call that dies half way is finished by the next.
  */
-export const testDataRoutes = new Hono<{ Bindings: Env }>();
+export const testDataRoutes = new Hono<AdminEnv>();
 
 const MAX_ROUNDS = 10;
 

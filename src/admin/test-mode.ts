@@ -1,7 +1,7 @@
 import type { Context, Next } from "hono";
 import { findTestApp } from "../db/apps";
 import { ApiError, badRequest } from "../http/errors";
-import { authOf, isSettled, settle } from "./principal";
+import { type AdminContext, authOf, handingOff } from "./principal";
 
 /**
  * `?mode=test` on the admin routes of an app's data (docs/test-mode.md): the
@@ -11,7 +11,7 @@ import { authOf, isSettled, settle } from "./principal";
  * data. Without it (or `mode=live`) nothing changes. A twin's own appid is not
  * an app of the admin API: it is reached only this way.
  */
-const DATA_ROUTES = /^\/apps\/[^/]+\/(users|rewards|stats|deliveries|webhook-breaker)(\/|$|:)/;
+const DATA_ROUTES = /^\/apps\/[^/]+\/(users|rewards|stats|deliveries|webhook-breaker|leaderboard)(\/|$|:)/;
 /** A campaign and its coupons: shared by both modes, each mode with its own pool; the route reads `mode` itself (poolMode). */
 const POOL_ROUTES = /^\/apps\/[^/]+\/campaigns\/[^/]+(\/coupons)?$/;
 
@@ -30,12 +30,12 @@ export function withTestMode(path: string): string {
 	return `${path}${path.includes("?") ? "&" : "?"}mode=test`;
 }
 
-export type AdminDispatch = (request: Request) => Response | Promise<Response>;
+export type AdminDispatch = (request: Request, env: Env, ctx: AdminContext["executionCtx"]) => Response | Promise<Response>;
 
-export function testModeSwitch(dispatch: (c: Context) => AdminDispatch) {
-	return async (c: Context<{ Bindings: Env }>, next: Next) => {
+export function testModeSwitch(dispatch: AdminDispatch) {
+	return async (c: AdminContext, next: Next) => {
 		const appid = c.req.param("appid") ?? "";
-		if (isTestDispatch.has(c.req.raw)) return next();
+		if (c.var.twin) return next();
 		if (appid.endsWith("_test")) throw new ApiError(404, "app_not_found", "No app with that appid.");
 		const mode = c.req.query("mode");
 		if (mode === undefined || mode === "live") return next();
@@ -55,11 +55,20 @@ export function testModeSwitch(dispatch: (c: Context) => AdminDispatch) {
 		const url = new URL(c.req.url);
 		url.pathname = path.replace(`/apps/${appid}`, `/apps/${twin.appid}`);
 		url.searchParams.delete("mode");
-		const inner = new Request(url, c.req.raw);
-		if (isSettled(c.req.raw)) settle(inner, authOf(c));
-		isTestDispatch.add(inner);
-		return dispatch(c)(inner);
+		// Authenticated here, on the live app's path: handed to the twin's routes with the dashboard's person, if any.
+		const env = handingOff(c.env, { auth: authOf(c), person: c.var.person });
+		return dispatch(new Request(url, c.req.raw), env, c.executionCtx);
 	};
 }
 
-const isTestDispatch = new WeakSet<Request>();
+/**
+ * `?mode=test` on an admin route outside an app (`GET /apps`, `POST /apps`, the audit of every app): no test side,
+ * so 400 naming `mode` rather than silently ignored (issue 47). Routes of an app are testModeSwitch's.
+ */
+export async function refuseModeOutsideApps(c: Context, next: Next) {
+	const path = c.req.path.replace(/^\/admin\/v1(?=\/)/, "");
+	const mode = c.req.query("mode");
+	if (mode !== undefined && mode !== "live" && !/^\/apps\/[^/]+/.test(path))
+		throw badRequest("mode: this route has no test side; only the routes of an app's data take mode=test.", { fields: ["mode"] });
+	await next();
+}

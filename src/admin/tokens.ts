@@ -5,14 +5,14 @@ import { sha256Hex } from "../domain/crypto";
 import { newAdminToken, newTokenId } from "../domain/ids";
 import { ApiError } from "../http/errors";
 import { requireAppId } from "./guard";
-import { auditEntry } from "./principal";
+import { type AdminEnv, auditEntry } from "./principal";
 
 /**
  * App-scoped admin tokens (docs/operators.md): `POST` shows the token once
  * (only its SHA-256 is stored), `GET` lists them without secrets, `DELETE`
  * revokes at once. Who may call these is in rights.ts (owner).
  */
-export const tokenRoutes = new Hono<{ Bindings: Env }>();
+export const tokenRoutes = new Hono<AdminEnv>();
 
 /** Names a reader of the audit log would take for a role or the superuser (any case): never a token's. */
 export const RESERVED_TOKEN_NAMES: readonly string[] = ["superuser", ...ROLES];

@@ -1,8 +1,8 @@
 /**
  * The analytics page at a glance (issue 32): which days of the range had any
- * activity, the quiet stretches between them (folded on the page), and the
- * span of days the chart shows, so a month with one busy day reads as one
- * busy day, not thirty rows of zeros under a flat line.
+ * activity and the quiet stretches between them (folded on the page), so a
+ * month with one busy day reads as one busy day, not thirty rows of zeros
+ * (the chart still draws the whole range: issue 48).
  */
 
 import type { DayStats } from "../domain/stats";
@@ -22,8 +22,6 @@ export interface Activity<D extends StatsDay> {
 	active: D[];
 	quiet: QuietRun[];
 	quietDays: number;
-	/** Indexes of the days the chart shows: the active span with one quiet day either side; null when nothing happened. */
-	chart: { start: number; end: number } | null;
 }
 
 const anyAmount = (amounts: Record<string, number>) => Object.values(amounts).some((v) => v !== 0);
@@ -40,13 +38,9 @@ export function isActive(d: StatsDay, requests = 0): boolean {
 export function activityOf<D extends StatsDay>(days: D[], requests: Map<string, number> = new Map()): Activity<D> {
 	const active: D[] = [];
 	const quiet: QuietRun[] = [];
-	let first = -1;
-	let last = -1;
 	days.forEach((d, i) => {
 		if (isActive(d, requests.get(d.day) ?? 0)) {
 			active.push(d);
-			if (first === -1) first = i;
-			last = i;
 			return;
 		}
 		const run = quiet.at(-1);
@@ -56,6 +50,5 @@ export function activityOf<D extends StatsDay>(days: D[], requests: Map<string, 
 			run.days++;
 		} else quiet.push({ from: d.day, to: d.day, days: 1 });
 	});
-	const chart = first === -1 ? null : { start: Math.max(0, first - 1), end: Math.min(days.length - 1, last + 1) };
-	return { active, quiet, quietDays: days.length - active.length, chart };
+	return { active, quiet, quietDays: days.length - active.length };
 }

@@ -2,7 +2,7 @@ import type { Context } from "hono";
 import { Hono } from "hono";
 import { RegExpRouter } from "hono/router/reg-exp-router";
 import { z } from "zod";
-import { actingAs } from "../admin/principal";
+import { type AdminEnv, handingOff } from "../admin/principal";
 import { adminRoutes } from "../admin/routes";
 import { ApiError, errorBody } from "../http/errors";
 import { describeZodError } from "../http/fields";
@@ -16,7 +16,7 @@ import { dashboardApiPath } from "./mode";
  * writes through it (in process, no network hop), so the browser and other
  * tools see the same validation and the same errors.
  */
-const admin = new Hono<{ Bindings: Env }>({ router: new RegExpRouter(), getPath: routedPath }).route("/admin/v1", adminRoutes);
+const admin = new Hono<AdminEnv>({ router: new RegExpRouter(), getPath: routedPath }).route("/admin/v1", adminRoutes);
 admin.onError((err, c) => {
 	// D1 busy or down: thrown on to the page's own handler, which answers the page itself with 503 (routes.tsx).
 	if (busyError(err)) throw err;
@@ -38,9 +38,9 @@ export type Api = <T = any>(method: string, path: string, body?: unknown) => Pro
 
 /**
  * The admin API as the signed-in person: the superuser, or a member held to
- * their role in each app (admin/rights.ts). The request is marked in
- * process (admin/principal.ts), so no secret travels and no HTTP client can
- * claim to be the dashboard.
+ * their role in each app (admin/rights.ts). The person is handed over in
+ * process (admin/principal.ts, handingOff), so no secret travels and no HTTP
+ * client can claim to be the dashboard.
  */
 export function apiFor(c: Context<any>, personid: string | null): Api {
 	const person = { personid, ip: clientIp(c.req.raw), origin: new URL(c.req.url).origin };
@@ -50,8 +50,8 @@ export function apiFor(c: Context<any>, personid: string | null): Api {
 			headers: { "content-type": "application/json" },
 			body: body === undefined ? undefined : JSON.stringify(body),
 		});
-		actingAs(request, person);
-		const res = await admin.fetch(request, c.env, c.executionCtx);
+		// The person travels with this dispatch only (admin/principal.ts), into the admin API's context variables.
+		const res = await admin.fetch(request, handingOff(c.env, { person }), c.executionCtx);
 		const json = (await res.json()) as any;
 		return { ok: res.ok, status: res.status, body: json, error: res.ok ? "" : String(json?.message ?? `HTTP ${res.status}`) };
 	};

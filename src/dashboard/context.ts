@@ -43,7 +43,17 @@ export interface AppInfo {
 	timezone: string;
 	/** Members sign in with a passkey (docs/operators.md "Passkeys"). */
 	requirepasskeys: boolean;
+	/** The test pair's apikey (docs/test-mode.md); null until the app has test keys. */
+	testapikey?: string | null;
 	/** The Stripe connection, never its secrets (docs/stripe.md). */
-	stripe?: { connected: boolean; secretkeylast4?: string; eventname?: string; webhookurl: string; events?: Record<string, number> };
+	stripe?: {
+		connected: boolean;
+		secretkeylast4?: string;
+		eventname?: string;
+		webhookurl: string;
+		events?: Record<string, number>;
+		/** Stripe events that paid nothing for a reason the operator acts on, newest first (docs/stripe.md). */
+		cases?: { eventid: string; kind: string; customer: string | null; userkey: string | null; detail: string | null; at: string }[];
+	};
 	createdat: string;
 }

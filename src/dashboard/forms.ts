@@ -6,8 +6,10 @@
  */
 
 import { DEFAULT_VELOCITY_THRESHOLD, FRAUD_SIGNALS } from "../fraud/signals";
+import { blankShare, rowsIn, shareIdentity, typedFromForm } from "./campaign-typed";
+import { type FormValues, listText, normalizeNewlines, productsText } from "./form-values";
 
-export type FormValues = Record<string, string | File | (string | File)[]>;
+export { type FormValues, listText, normalizeNewlines, productsText };
 
 /** Every string value of a repeated field (checkboxes of one name). */
 const all = (form: FormValues, name: string): string[] => {
@@ -15,26 +17,11 @@ const all = (form: FormValues, name: string): string[] => {
 	return (Array.isArray(value) ? value : [value]).filter((v): v is string => typeof v === "string");
 };
 
-/** A textarea's line breaks as LF: browsers send them as CR LF (HTML's form encoding), the API's own callers as LF. */
-export const normalizeNewlines = (value: string) => value.replace(/\r\n?/g, "\n");
-
 const text = (form: FormValues, name: string): string => {
 	const value = form[name];
 	const first = Array.isArray(value) ? value[0] : value;
 	return typeof first === "string" ? normalizeNewlines(first) : "";
 };
-
-/**
- * An admin API error about the campaign sent, in the form's words: the API
- * numbers `rewardrules` and `socialactions` from 0 among the rows sent, the
- * form labels its rows from 1 among all rows (blank and removed ones too).
- */
-export function formErrorText(message: string, rows: { rules: number[]; actions: number[] }): string {
-	return message
-		.replace(/rewardrules\.(\d+)\.?/g, (_m, i: string) => `Rule ${(rows.rules[Number(i)] ?? Number(i)) + 1} `)
-		.replace(/socialactions\.(\d+)\.?/g, (_m, i: string) => `Social action ${(rows.actions[Number(i)] ?? Number(i)) + 1} `)
-		.replace(/ +:/g, ":");
-}
 
 export const CAMPAIGN_TEXT_FIELDS = [
 	"campaignname",
@@ -62,15 +49,6 @@ const RULE_FIELDS = [
 	"recurringmonths",
 	"milestone",
 ] as const;
-const ACTION_FIELDS = [
-	"socialactionid",
-	"socialactionname",
-	"sharemessage",
-	"sharetitle",
-	"shareimageurl",
-	"displayorder",
-	"sharemessagetype",
-] as const;
 
 /** Groups numbered 0.. while their key field is present in the form. */
 function groups(form: FormValues, prefix: string, key: string): number[] {
@@ -79,34 +57,11 @@ function groups(form: FormValues, prefix: string, key: string): number[] {
 	return found;
 }
 
-/** A stored list-valued rule field as comma-separated text, or null when it is not a list of words (kept as set). */
-export function listText(value: unknown): string | null {
-	if (value === null || value === undefined || value === "") return "";
-	if (typeof value === "string" && !value.includes(",")) return value;
-	if (Array.isArray(value) && value.every((v) => typeof v === "string" && v.trim() !== "" && !v.includes(","))) return value.join(", ");
-	return null;
-}
-
 const words = (raw: string): string[] =>
 	raw
 		.split(",")
 		.map((w) => w.trim())
 		.filter((w) => w !== "");
-
-/**
- * A rule's product list as text: `include:SKU-1, exclude:SKU-2` (a bare
- * id is included); null when the stored value has another shape (kept as set).
- */
-export function productsText(value: unknown): string | null {
-	if (!Array.isArray(value)) return listText(value);
-	const parts: string[] = [];
-	for (const entry of value) {
-		const { type, productid } = (typeof entry === "object" && entry !== null ? entry : {}) as Record<string, unknown>;
-		if ((type !== "include" && type !== "exclude") || typeof productid !== "string" || productid.includes(",")) return null;
-		parts.push(`${type}:${productid}`);
-	}
-	return parts.join(", ");
-}
 
 /** The product list back from its text: `exclude:X` excludes, `include:X` or a bare `X` includes. */
 export function productsFromText(words: string[]): { type: string; productid: string }[] {
@@ -155,7 +110,7 @@ export function campaignFromForm(form: FormValues): {
 	body: Record<string, unknown>;
 	errors: string[];
 	/** The form row of each rule and social action sent, by position (for formErrorText). */
-	rows: { rules: number[]; actions: number[] };
+	rows: { rules: number[]; actions: number[]; tiers: number[][] };
 } {
 	const errors: string[] = [];
 	const body: Record<string, unknown> = {};
@@ -171,6 +126,7 @@ export function campaignFromForm(form: FormValues): {
 	body.holddays = text(form, "holddays") || "0";
 	body.autoapprove = text(form, "autoapprove") === "on";
 	body.showleaderboard = text(form, "showleaderboard") === "on";
+	if (form.leaderboardnames !== undefined) body.leaderboardnames = text(form, "leaderboardnames");
 	// Unticked checkboxes send nothing: the hidden `fraudsettings` tells "none ticked" from a form without the section.
 	if (text(form, "fraudsettings") === "1") {
 		const ticked = all(form, "suspicioussignals");
@@ -181,6 +137,7 @@ export function campaignFromForm(form: FormValues): {
 	const rules = groups(form, "r", "eventname").filter(
 		(i) => text(form, `r${i}_eventname`).trim() !== "" && text(form, `r${i}_remove`) !== "on",
 	);
+	const tiers: number[][] = [];
 	body.rewardrules = rules.map((i) => {
 		const rule: Record<string, unknown> = {};
 		for (const field of RULE_FIELDS) rule[field] = text(form, `r${i}_${field}`);
@@ -194,20 +151,29 @@ export function campaignFromForm(form: FormValues): {
 		const products = listValue(form, `r${i}_inclusionsandexclusions`, `Rule ${i + 1} inclusions and exclusions`, errors) ?? [];
 		// Typed words become entries; a kept structured value goes back as it was.
 		rule.inclusionsandexclusions = products.every((p) => typeof p === "string") ? productsFromText(products) : products;
-		rule.tiers = tiersFromText(text(form, `r${i}_tiers`), `Rule ${i + 1} tiers`, errors);
+		// Tiers as rows (from friend N: reward), blank rows skipped; the older `count=reward` text still read when sent.
+		const tierRows = rowsIn(form, `r${i}_t`, ["fromcount", "reward"])
+			.map((k) => ({ k, fromcount: text(form, `r${i}_t${k}_fromcount`).trim(), reward: text(form, `r${i}_t${k}_reward`).trim() }))
+			.filter((t) => t.fromcount !== "" || t.reward !== "");
+		tiers.push(tierRows.map((t) => t.k));
+		rule.tiers =
+			tierRows.length > 0
+				? tierRows.map(({ fromcount, reward }) => ({ fromcount, reward }))
+				: tiersFromText(text(form, `r${i}_tiers`), `Rule ${i + 1} tiers`, errors);
 		for (const numeric of ["recurringmonths", "milestone"]) if (rule[numeric] === "") rule[numeric] = "0";
 		return rule;
 	});
-	const actions = groups(form, "s", "socialactionname").filter(
-		(i) => text(form, `s${i}_socialactionname`).trim() !== "" && text(form, `s${i}_remove`) !== "on",
-	);
+	// Share buttons by network (campaign-typed.ts): a row without a network, or ticked for removal, adds none.
+	const shares = typedFromForm(form).shares;
+	const actions = shares.flatMap((share, i) => (share.network !== "" && !share.remove ? [i] : []));
 	body.socialactions = actions.map((i) => {
-		const action: Record<string, unknown> = {};
-		for (const field of ACTION_FIELDS) action[field] = text(form, `s${i}_${field}`);
+		const share = shares[i] ?? blankShare();
+		const action: Record<string, unknown> = { ...shareIdentity(share) };
+		for (const field of ["sharemessage", "sharetitle", "shareimageurl", "displayorder"] as const) action[field] = share[field];
 		for (const numeric of ["displayorder", "sharemessagetype"]) if (action[numeric] === "") action[numeric] = "0";
 		return action;
 	});
-	return { body, errors, rows: { rules, actions } };
+	return { body, errors, rows: { rules, actions, tiers } };
 }
 
 /**

@@ -1,5 +1,6 @@
 /** @jsxImportSource hono/jsx */
 import type { Child } from "hono/jsx";
+import { currencyExponent } from "../domain/currency";
 
 /** Shared page frame and small components of the dashboard. */
 
@@ -47,14 +48,17 @@ export function Page(props: PageProps) {
 				<header class="top">
 					<a href="/dashboard">Referral dashboard</a>
 					{props.appid && <span>{props.appname ?? props.appid}</span>}
-					{props.csrf && <a href="/dashboard/account">Account</a>}
+					{/* The person's side, at the right end as people expect: the "Test data" switch (test-mode.ts), Account, Sign out. */}
 					{props.csrf && (
-						<form method="post" action="/dashboard/logout">
-							<input type="hidden" name="_csrf" value={props.csrf} />
-							<button type="submit" class="secondary">
-								Sign out
-							</button>
-						</form>
+						<div class="who">
+							<a href="/dashboard/account">Account</a>
+							<form method="post" action="/dashboard/logout">
+								<input type="hidden" name="_csrf" value={props.csrf} />
+								<button type="submit" class="secondary">
+									Sign out
+								</button>
+							</form>
+						</div>
 					)}
 				</header>
 				{props.appid && (
@@ -86,6 +90,22 @@ export function Page(props: PageProps) {
 				))}
 			</body>
 		</html>
+	);
+}
+
+/**
+ * What an error page adds under its message (issue 51): the request id to
+ * quote to an operator, who finds it in the log line of the answer
+ * (http/request-id.ts), and the link to the code's entry in docs/api.md.
+ */
+export function ErrorReference(props: { requestid: string; errorcode: string; docs: string }) {
+	return (
+		<p class="hint">
+			Request id <code>{props.requestid}</code> (quote it when you report this) ·{" "}
+			<a href={props.docs}>
+				what <code>{props.errorcode}</code> means
+			</a>
+		</p>
 	);
 }
 
@@ -147,12 +167,24 @@ export function Select(props: { label: string; name: string; value?: string | nu
 	);
 }
 
+/**
+ * An amount in a reward unit, as people read money (issue 48): a currency with its own decimals (10.00 USD,
+ * 500 JPY, 1.500 KWD), any other unit (points) with two decimals dropped when they are zero.
+ */
+export function money(amount: number | string, unit: string): string {
+	const n = Number(amount);
+	if (!Number.isFinite(n)) return `${amount} ${unit}`;
+	const digits = /^[A-Za-z]{3}$/.test(unit) ? currencyExponent(unit) : Number.isInteger(n) ? 0 : 2;
+	return `${n.toFixed(digits)} ${unit}`;
+}
+
 export const Status = ({ value }: { value: string }) => <span class={`status ${value}`}>{value}</span>;
 
 /** A table that scrolls sideways on a phone instead of breaking the page. */
 export function Table(props: { caption: string; head: string[]; numeric?: number[]; children?: Child; empty?: boolean }) {
 	return (
-		<div class="table-wrap">
+		// Focusable: a table wider than a phone scrolls sideways, and the keyboard must reach it too (axe: scrollable-region-focusable).
+		<section class="table-wrap" tabindex={0} aria-label={props.caption}>
 			<table>
 				<caption class="skip">{props.caption}</caption>
 				<thead>
@@ -175,7 +207,7 @@ export function Table(props: { caption: string; head: string[]; numeric?: number
 					)}
 				</tbody>
 			</table>
-		</div>
+		</section>
 	);
 }
 

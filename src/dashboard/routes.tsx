@@ -1,14 +1,16 @@
 /** @jsxImportSource hono/jsx */
-import { Hono, type Next } from "hono";
+import { type Context, Hono, type Next } from "hono";
 import { roleAtLeast } from "../admin/rights";
 import { ROLES } from "../db/admin-tokens";
 import { constantTimeEqual } from "../domain/crypto";
 import { adminTokenRefused, INSECURE_MESSAGE } from "../http/admin-token";
+import type { ErrorCode } from "../http/errors";
 import { clientIp, RETRY_AFTER_SECONDS } from "../http/rate-limits";
+import { errorDocsUrl, logErrorAnswer, requestIdOf } from "../http/request-id";
 import { busyError } from "../http/service-busy";
 import { apiFor } from "./api";
 import type { DashContext, DashEnv } from "./context";
-import { Csrf, Field, Page } from "./layout";
+import { Csrf, ErrorReference, Field, Page } from "./layout";
 import { registerMemberSignIn } from "./members";
 import { registerAnalytics } from "./pages/analytics";
 import { registerApps } from "./pages/apps";
@@ -143,8 +145,8 @@ dashboardRoutes.use("*", async (c, next) => {
 	await next();
 });
 
+// Once: Hono's "/apps/:appid/*" also matches the app's own page, which a second registration drew the switch on twice.
 dashboardRoutes.use("/apps/:appid/*", testModeChrome());
-dashboardRoutes.use("/apps/:appid", testModeChrome());
 registerTestModeSwitch(dashboardRoutes);
 
 dashboardRoutes.post("/logout", async (c) => {
@@ -187,18 +189,34 @@ registerLeaderboard(dashboardRoutes);
 registerTeam(dashboardRoutes);
 registerStripe(dashboardRoutes);
 
-dashboardRoutes.notFound((c) => c.html(<Page title="Not found" error="No such page." />, 404));
+/**
+ * An error page: its message, and the request id and docs link every error
+ * answer carries (http/request-id.ts), with the log line of that id.
+ */
+function errorPage(c: Context<DashEnv>, status: 403 | 404 | 500 | 503, errorcode: ErrorCode, title: string, message: string) {
+	const requestid = requestIdOf(c.req.raw);
+	logErrorAnswer(c.req.raw, status, errorcode, requestid);
+	const docs = errorDocsUrl(new URL(c.req.url).origin, errorcode);
+	return c.html(
+		<Page title={title} error={message}>
+			<ErrorReference requestid={requestid} errorcode={errorcode} docs={docs} />
+		</Page>,
+		status,
+	);
+}
+
+dashboardRoutes.notFound((c) => errorPage(c, 404, "not_found", "Not found", "No such page."));
 
 dashboardRoutes.onError((err, c) => {
 	const busy = busyError(err);
 	if (busy) {
 		console.error(JSON.stringify({ msg: "D1 unavailable: dashboard answered 503", path: c.req.path, error: String(err) }));
 		for (const [name, value] of Object.entries(busy.headers)) c.header(name, value);
-		return c.html(<Page title="Busy" error="The service is busy. Try again in a few seconds." />, 503);
+		return errorPage(c, 503, "service_busy", "Busy", "The service is busy. Try again in a few seconds.");
 	}
 	const status = (err as { status?: number }).status;
-	if (status === 404) return c.html(<Page title="Not found" error={err.message} />, 404);
-	if (status === 403) return c.html(<Page title="Not allowed" error={err.message} />, 403);
-	console.error("dashboard error", err);
-	return c.html(<Page title="Something went wrong" error="The page could not be shown. Try again." />, 500);
+	if (status === 404) return errorPage(c, 404, "not_found", "Not found", err.message);
+	if (status === 403) return errorPage(c, 403, "forbidden", "Not allowed", err.message);
+	console.error(JSON.stringify({ msg: "dashboard error", requestid: requestIdOf(c.req.raw), error: String(err), stack: err.stack }));
+	return errorPage(c, 500, "internal_error", "Something went wrong", "The page could not be shown. Try again.");
 });

@@ -21,8 +21,11 @@ export const secretsSchema = z.object({
 	apikey: z.string().optional(),
 	privatekey: z.string().optional(),
 	webhooksecret: z.string().optional(),
+	/** The test pair (docs/test-mode.md): made with the app, or rotated on its own. */
+	testapikey: z.string().optional(),
+	testprivatekey: z.string().optional(),
 	/** What made them: the page's title. */
-	kind: z.enum(["created", "rotated"]),
+	kind: z.enum(["created", "rotated", "testkeys"]),
 	expires: z.number(),
 });
 export type Secrets = z.output<typeof secretsSchema>;

@@ -106,3 +106,53 @@ export async function listRewards(db: D1Database, f: RewardFilter): Promise<Proj
 		.all<ProjectedRewardRow>();
 	return results;
 }
+
+const eventRow = z.object({
+	customid: z.string(),
+	userkey: z.string(),
+	eventname: z.string(),
+	transactionvalue: z.number().nullable(),
+	created_at: z.string(),
+});
+const paymentRow = z.object({
+	invoice: z.string().nullable(),
+	payment_intent: z.string().nullable(),
+	charge: z.string().nullable(),
+	checkout_session: z.string().nullable(),
+	currency: z.string(),
+	amount_minor: z.number(),
+	refunded_minor: z.number(),
+});
+/** The conversion a reward was granted for, as the reward's page shows it. */
+export type RewardEventRow = z.output<typeof eventRow>;
+/** The Stripe payment behind a conversion (migration 0017's stripe_links), in Stripe's minor units. */
+export type RewardPaymentRow = z.output<typeof paymentRow>;
+
+/**
+ * The event behind a reward (by its order id, `customid`) and, for a Stripe conversion, its payment: one round
+ * trip, each a seek of a unique (appid, customid) key. Either is null when there is none (a milestone's reward,
+ * an event erased with its user, a conversion not made by Stripe).
+ */
+export async function rewardOrigin(
+	db: D1Database,
+	appid: string,
+	customid: string,
+): Promise<{ event: RewardEventRow | null; payment: RewardPaymentRow | null }> {
+	const [events, payments] = await db.batch([
+		db
+			.prepare(
+				`SELECT e.customid, u.userkey, e.eventname, e.transactionvalue, e.created_at FROM conversion_events e
+				 JOIN users u ON u.userid = e.userid WHERE e.appid = ? AND e.customid = ?`,
+			)
+			.bind(appid, customid),
+		db
+			.prepare(
+				`SELECT invoice, payment_intent, charge, checkout_session, currency, amount_minor, refunded_minor FROM stripe_links
+				 WHERE appid = ? AND customid = ?`,
+			)
+			.bind(appid, customid),
+	]);
+	const event = events?.results[0];
+	const payment = payments?.results[0];
+	return { event: event ? eventRow.parse(event) : null, payment: payment ? paymentRow.parse(payment) : null };
+}

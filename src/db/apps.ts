@@ -237,7 +237,7 @@ export async function updateApp(db: D1Database, appid: string, changes: AppChang
 	const rows = own ? "appid = ?" : "(appid = ? OR live_appid = ?)";
 	const guard =
 		changes.defaultCampaignId != null
-			? " AND EXISTS (SELECT 1 FROM campaigns WHERE campaignid = ? AND appid = COALESCE(apps.live_appid, apps.appid))"
+			? " AND EXISTS (SELECT 1 FROM campaigns WHERE campaignid = ? AND appid = COALESCE(apps.live_appid, apps.appid) AND archived_at IS NULL)"
 			: "";
 	const update = db
 		.prepare(`UPDATE apps SET ${[...sets, "updated_at = ?"].join(", ")} WHERE ${rows}${guard}`)

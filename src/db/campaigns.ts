@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { nowIso } from "../domain/dates";
+import { DEFAULT_NAME_STYLE, LEADERBOARD_NAME_STYLES, type LeaderboardNameStyle } from "../domain/display-name";
 import type { RewardEmailMode } from "../domain/messages";
 import { FRAUD_SIGNALS, type FraudSignal } from "../fraud/signals";
 import { type AuditEntry, auditStatement } from "./audit";
@@ -71,8 +72,12 @@ export interface Campaign {
 	velocitythreshold: number;
 	/** The share page shows the user's rank among this month's referrers (docs/rewards.md, "Leaderboards"). */
 	showleaderboard: boolean;
+	/** How referrers are named on its public board (domain/display-name.ts; issue 47). */
+	leaderboardnames: LeaderboardNameStyle;
 	/** Whether it sends the reward-earned email (docs/messages.md); set by its own route, so absent from the fields a campaign is made with. */
 	rewardemail?: RewardEmailMode;
+	/** When it was archived (issue 48, db/campaign-archive.ts): it records no new conversion; null while active. */
+	archivedAt: string | null;
 	createdAt: string;
 	updatedAt: string;
 }
@@ -82,9 +87,16 @@ export interface CampaignWithDetails extends Campaign {
 	socialactions: SocialAction[];
 }
 
-export interface CampaignRow extends Omit<Campaign, "autoapprove" | "suspicioussignals" | "showleaderboard" | "createdAt" | "updatedAt"> {
+export interface CampaignRow
+	extends Omit<
+		Campaign,
+		"autoapprove" | "suspicioussignals" | "showleaderboard" | "leaderboardnames" | "archivedAt" | "createdAt" | "updatedAt"
+	> {
 	autoapprove: number;
+	/** Absent from rows read before migration 0043 ran (a test database built without it). */
+	archived_at?: string | null;
 	showleaderboard: number;
+	leaderboardnames: string;
 	suspicioussignals: string | null;
 	created_at: string;
 	updated_at: string;
@@ -102,17 +114,25 @@ const categoriesJson = z.unknown();
 const inclusionsJson = z.array(z.unknown());
 const tiersJson = z.array(z.object({ fromcount: z.number().int(), reward: z.number() }));
 
+/** A stored name style (written only through the admin API's enum); an unknown one reads as the default. */
+export const nameStyleOf = (stored: string | null | undefined): LeaderboardNameStyle =>
+	LEADERBOARD_NAME_STYLES.find((style) => style === stored) ?? DEFAULT_NAME_STYLE;
+
 export const toCampaign = ({
 	autoapprove,
 	suspicioussignals,
 	showleaderboard,
+	leaderboardnames,
+	archived_at,
 	created_at,
 	updated_at,
 	...rest
 }: CampaignRow): Campaign => ({
 	...rest,
+	archivedAt: archived_at ?? null,
 	autoapprove: autoapprove === 1,
 	showleaderboard: showleaderboard === 1,
+	leaderboardnames: nameStyleOf(leaderboardnames),
 	suspicioussignals:
 		suspicioussignals === null ? null : parseStoredJson("campaigns", "suspicioussignals", suspicioussignals, suspiciousSignalsJson),
 	createdAt: created_at,
@@ -134,7 +154,7 @@ export function campaignFoundLookup(db: Pick<D1Database, "prepare">, appid: stri
 }
 
 /** Fields an admin sets on a campaign (all but identity and timestamps). */
-export type CampaignFields = Omit<Campaign, "campaignid" | "appid" | "createdAt" | "updatedAt">;
+export type CampaignFields = Omit<Campaign, "campaignid" | "appid" | "archivedAt" | "createdAt" | "updatedAt">;
 export type RuleFields = Omit<RewardRule, "ruleid" | "campaignid">;
 export type SocialActionFields = Omit<SocialAction, "campaignsocialactionid">;
 
@@ -157,6 +177,7 @@ const CAMPAIGN_COLUMNS = [
 	"suspicioussignals",
 	"velocitythreshold",
 	"showleaderboard",
+	"leaderboardnames",
 ] as const satisfies readonly (keyof CampaignFields)[];
 
 const columnValue = (fields: Partial<CampaignFields>, column: (typeof CAMPAIGN_COLUMNS)[number]) => {

@@ -1,7 +1,7 @@
 import { bucketsOf } from "../domain/leaderboard";
 import { rewardId } from "../domain/ledger-ids";
 import { fromHundredths } from "../rewards/money";
-import type { LeaderboardReward } from "./leaderboard";
+import { type LeaderboardReward, offBoard } from "./leaderboard";
 
 /**
  * The leaderboard counters of a projection batch summed per counter (issue
@@ -86,9 +86,9 @@ const SUMS = `WITH j AS (
 	  SELECT j.i, j.appid, j.campaignid, j.bucket, j.userkey, j.created,
 	    CASE WHEN EXISTS (SELECT 1 FROM rewards o WHERE o.appid = j.appid AND o.userkey = j.userkey AND o.friend_userkey = j.friend
 	        AND o.campaignid = j.campaignid AND o.usertype = 'Referrer' AND o.created_at >= j.bfrom AND o.created_at < j.bto
-	        AND o.rewarddtlid <> j.id AND o.rewardstatus <> 'Rejected' AND o.reward > 0) THEN 0
-	      ELSE j.live - COALESCE(CASE WHEN p.rewardstatus <> 'Rejected' AND p.reward > 0 THEN 1 ELSE 0 END, 0) END AS f,
-	    j.earned - COALESCE(CASE WHEN p.rewardstatus = 'Rejected' THEN 0 ELSE p.reward END, 0) AS e
+	        AND o.rewarddtlid <> j.id AND o.rewardstatus NOT IN ('Rejected', 'Suspicious') AND o.reward > 0) THEN 0
+	      ELSE j.live - COALESCE(CASE WHEN p.rewardstatus NOT IN ('Rejected', 'Suspicious') AND p.reward > 0 THEN 1 ELSE 0 END, 0) END AS f,
+	    j.earned - COALESCE(CASE WHEN p.rewardstatus IN ('Rejected', 'Suspicious') THEN 0 ELSE p.reward END, 0) AS e
 	  FROM j LEFT JOIN rewards p ON p.rewarddtlid = j.id
 	  WHERE j.version > COALESCE(p.version, -1)
 	    AND NOT EXISTS (SELECT 1 FROM users u WHERE u.userkey = j.userkey AND u.erased_at IS NOT NULL)
@@ -121,8 +121,8 @@ export function batchLeaderboardCounters(db: D1Database, rewards: BatchedLeaderb
 					row.campaignid,
 					userkey,
 					row.friend_userkey,
-					row.status !== "Rejected" && row.amount - row.reversed > 0 ? 1 : 0,
-					row.status === "Rejected" ? 0 : fromHundredths(row.amount - row.reversed),
+					!offBoard(row.status) && row.amount - row.reversed > 0 ? 1 : 0,
+					offBoard(row.status) ? 0 : fromHundredths(row.amount - row.reversed),
 					row.version,
 					row.created_at,
 					bucketsOf(zone, row.created_at).map((b) => [b.key, b.from, b.to]),

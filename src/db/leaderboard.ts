@@ -1,5 +1,7 @@
+import type { LeaderboardNameStyle } from "../domain/display-name";
 import { type Bucket, bucketsOf } from "../domain/leaderboard";
 import { fromHundredths } from "../rewards/money";
+import { nameStyleOf } from "./campaigns";
 import { tiesAheadSql } from "./leaderboard-ties";
 import { firstRowOf, rowsOf } from "./rows";
 
@@ -27,8 +29,13 @@ export interface LeaderboardReward {
 	created_at: string;
 }
 
-/** A reward counts its friend while it is not Rejected and not fully reversed (docs/rewards.md, "Leaderboards"). */
-const liveSql = "rewardstatus <> 'Rejected' AND reward > 0";
+/**
+ * A reward counts its friend while it is neither Rejected nor Suspicious and not fully reversed (docs/rewards.md,
+ * "Leaderboards"; issue 47: a referrer whose rewards were all Suspicious topped the board). `earned` counts the same.
+ */
+const liveSql = "rewardstatus NOT IN ('Rejected', 'Suspicious') AND reward > 0";
+/** Whether a reward's status keeps it off the board (its friend and its worth). */
+export const offBoard = (status: string) => status === "Rejected" || status === "Suspicious";
 
 /**
  * The counter statements of one referrer reward, one per bucket it falls in
@@ -45,7 +52,7 @@ export function leaderboardCounters(
 	row: LeaderboardReward,
 ): D1PreparedStatement[] {
 	if (row.usertype !== "Referrer" || !row.friend_userkey) return [];
-	const live = row.status !== "Rejected" && row.amount - row.reversed > 0;
+	const live = !offBoard(row.status) && row.amount - row.reversed > 0;
 	return bucketsOf(zone, row.created_at).flatMap((bucket) => counterStatements(db, appid, userkey, row, bucket, live));
 }
 
@@ -69,7 +76,7 @@ function counterStatements(
 ): D1PreparedStatement[] {
 	const projected = "FROM rewards WHERE rewarddtlid = ?1";
 	const before = `COALESCE((SELECT CASE WHEN ${liveSql} THEN 1 ELSE 0 END ${projected}), 0)`;
-	const earnedBefore = `COALESCE((SELECT CASE WHEN rewardstatus = 'Rejected' THEN 0 ELSE reward END ${projected}), 0)`;
+	const earnedBefore = `COALESCE((SELECT CASE WHEN rewardstatus IN ('Rejected', 'Suspicious') THEN 0 ELSE reward END ${projected}), 0)`;
 	// Another live reward of this referrer for this friend in the bucket keeps the friend counted (rewards_referrer_friend).
 	const others = `EXISTS (SELECT 1 FROM rewards WHERE appid = ?2 AND userkey = ?5 AND friend_userkey = ?6 AND campaignid = ?3
 	  AND usertype = 'Referrer' AND created_at >= ?10 AND created_at < ?11 AND rewarddtlid <> ?1 AND ${liveSql})`;
@@ -87,7 +94,7 @@ function counterStatements(
 		userkey,
 		row.friend_userkey,
 		live ? 1 : 0,
-		row.status === "Rejected" ? 0 : fromHundredths(row.amount - row.reversed),
+		offBoard(row.status) ? 0 : fromHundredths(row.amount - row.reversed),
 		row.version,
 		bucket.from,
 		bucket.to,
@@ -150,6 +157,7 @@ export interface BoardStanding {
 }
 
 export interface BoardQuery {
+	/** Whose counters: the app's own appid, a test twin's for its test board. */
 	appid: string;
 	campaignid: number;
 	bucket: string;
@@ -169,9 +177,13 @@ const ORDER = "c.friends DESC, c.reached_at, c.userkey";
  */
 export async function readBoard(
 	db: D1Database,
-	q: BoardQuery,
-): Promise<{ campaignFound: boolean; rows: BoardRow[]; standing: BoardStanding | null }> {
-	const campaign = db.prepare("SELECT 1 AS found FROM campaigns WHERE campaignid = ? AND appid = ?").bind(q.campaignid, q.appid);
+	q: BoardQuery & { campaignAppid: string },
+): Promise<{ campaignFound: boolean; nameStyle: LeaderboardNameStyle; rows: BoardRow[]; standing: BoardStanding | null }> {
+	// The campaign's name style rides on its existence check: no extra round trip.
+	const campaign = db
+		.prepare("SELECT 1 AS found, leaderboardnames FROM campaigns WHERE campaignid = ? AND appid = ?")
+		// A test twin's campaigns are its live app's (App.campaignAppid, docs/test-mode.md); its counters are its own.
+		.bind(q.campaignid, q.campaignAppid);
 	const top = db
 		.prepare(
 			`SELECT c.userkey, u.name, u.email, c.friends, c.earned FROM leaderboard_counts c
@@ -183,8 +195,10 @@ export async function readBoard(
 	const standing = standingLookup(db, { ...q, userkey: q.userkey ?? "" });
 	const [found, rows, mine] = await db.batch(q.userkey === null ? [campaign, top] : [campaign, top, standing]);
 	const me = firstRowOf<{ userid: number; erased: number; friends: number; rank: number | null }>(mine);
+	const campaignRow = firstRowOf<{ found: number; leaderboardnames: string }>(found);
 	return {
-		campaignFound: firstRowOf<{ found: number }>(found) !== undefined,
+		campaignFound: campaignRow !== undefined,
+		nameStyle: nameStyleOf(campaignRow?.leaderboardnames),
 		rows: rowsOf<BoardRow>(rows),
 		standing: me ? { userid: me.userid, erased: me.erased === 1, rank: me.rank, friends: me.friends } : null,
 	};

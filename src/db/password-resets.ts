@@ -7,11 +7,26 @@ import type { PasswordRecord } from "./members";
  * session of the person and every other open reset, in one batch.
  */
 
-export async function insertPasswordReset(db: D1Database, reset: { tokenHash: string; personid: string; expiresAt: number }) {
-	await db
-		.prepare("INSERT INTO password_resets (token_hash, personid, expires_at) VALUES (?, ?, ?)")
-		.bind(reset.tokenHash, reset.personid, reset.expiresAt)
+/**
+ * Inserts the reset unless the person already has `cap` resets still
+ * unexpired at `now` (a reset's `expires_at` is its making time + its 1 hour,
+ * so those are the ones made in the last hour): true when inserted. One statement, so concurrent
+ * requests cannot pass the cap together. The count is a range of
+ * password_resets_person_expiry (migration 0041): at most `cap` entries.
+ */
+export async function insertPasswordReset(
+	db: D1Database,
+	reset: { tokenHash: string; personid: string; expiresAt: number },
+	limit: { cap: number; now: number },
+): Promise<boolean> {
+	const result = await db
+		.prepare(
+			`INSERT INTO password_resets (token_hash, personid, expires_at)
+			 SELECT ?1, ?2, ?3 WHERE (SELECT COUNT(*) FROM password_resets WHERE personid = ?2 AND expires_at > ?4) < ?5`,
+		)
+		.bind(reset.tokenHash, reset.personid, reset.expiresAt, limit.now, limit.cap)
 		.run();
+	return (result.meta.changes ?? 0) > 0;
 }
 
 const openReset = z.object({ personid: z.string(), email: z.string() });

@@ -3,7 +3,7 @@
  * before the payout records) and whose reward projection has not moved since
  * `before` (ISO): the scheduled job re-drives them from their ledger
  * (src/integrations/stripe/sweep.ts). Bounded, on the partial index
- * `rewards_payout_open` (migrations 0018, 0040).
+ * `rewards_payout_open` (migrations 0018, 0044).
  */
 export async function usersWithOpenPayouts(db: D1Database, before: string, limit: number): Promise<{ appid: string; userkey: string }[]> {
 	const result = await db

@@ -5,8 +5,8 @@ import { nowIso } from "../domain/dates";
  * Promotion codes at checkout (migration 0028, docs/stripe.md "Promotion
  * codes"): the customer-facing code of each Stripe promotion code an app's
  * payments carried, read once from Stripe and kept (Stripe never changes a
- * promotion code's `code`), and the link of a Stripe customer to the user
- * found by its email.
+ * promotion code's `code`). A Stripe customer is never linked to a user by
+ * the email a payer typed (issue 47; it was, by `linkCustomer`, until then).
  */
 
 const codeRow = z.object({ code: z.string() });
@@ -26,18 +26,4 @@ export async function savePromotionCode(db: D1Database, appid: string, id: strin
 		)
 		.bind(appid, id, code, nowIso())
 		.run();
-}
-
-/**
- * Gives a user found by its email the Stripe customer that paid, when it has
- * none yet (a user with another customer keeps it); true when it was set.
- */
-export async function linkCustomer(db: D1Database, appid: string, userkey: string, customer: string): Promise<boolean> {
-	const result = await db
-		.prepare(
-			"UPDATE users SET paymentcustomerid = ?, updated_at = ? WHERE userkey = ? AND appid = ? AND paymentcustomerid IS NULL AND erased_at IS NULL",
-		)
-		.bind(customer, nowIso(), userkey, appid)
-		.run();
-	return result.meta.changes === 1;
 }

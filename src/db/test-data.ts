@@ -42,6 +42,12 @@ const APP_TABLES = [
 	"DELETE FROM stripe_event_counts WHERE appid = ?1",
 	`DELETE FROM stripe_promotion_codes WHERE (appid, promotion_code) IN
 	   (SELECT appid, promotion_code FROM stripe_promotion_codes WHERE appid = ?1 ORDER BY promotion_code LIMIT ${ROUND})`,
+	`DELETE FROM stripe_customer_claims WHERE (appid, customer) IN
+	   (SELECT appid, customer FROM stripe_customer_claims WHERE appid = ?1 ORDER BY customer LIMIT ${ROUND})`,
+	`DELETE FROM stripe_disputes WHERE (appid, dispute) IN
+	   (SELECT appid, dispute FROM stripe_disputes WHERE appid = ?1 ORDER BY dispute LIMIT ${ROUND})`,
+	`DELETE FROM stripe_cases WHERE (appid, eventid, kind) IN
+	   (SELECT appid, eventid, kind FROM stripe_cases WHERE appid = ?1 ORDER BY eventid LIMIT ${ROUND})`,
 	"DELETE FROM webhook_breakers WHERE appid = ?1",
 	// Codes of the campaigns' test pools held by the twin's rewards go back to their pool (reward_key is
 	// `<appid>:<userkey>:<key>`, so the twin's keys are the range after `<appid>:`, on its unique index).

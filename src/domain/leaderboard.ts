@@ -1,3 +1,4 @@
+import { DEFAULT_NAME_STYLE, displayName, type LeaderboardNameStyle } from "./display-name";
 import { localDay, localDayStart } from "./time-zone";
 
 /**
@@ -55,17 +56,6 @@ export function bucketsOf(zone: string, createdAt: string): Bucket[] {
 	return [bucketOf("all", zone, t), bucketOf("month", zone, t), bucketOf("week", zone, t)];
 }
 
-/** The public name on a board: first name and the initial of the last ("Ann L."), or "A referrer". */
-export function displayName(name: string | null): string {
-	const words = (name ?? "").trim().split(/\s+/).filter(Boolean);
-	const first = words[0];
-	if (!first) return "A referrer";
-	const last = words.length > 1 ? words[words.length - 1] : undefined;
-	// Array.from: an initial is a whole code point, not half a surrogate pair.
-	const initial = last ? Array.from(last)[0]?.toUpperCase() : undefined;
-	return initial ? `${first} ${initial}.` : first;
-}
-
 /** One line of a board as the API shows it. */
 export interface BoardEntry {
 	rank: number;
@@ -75,12 +65,15 @@ export interface BoardEntry {
 	earned: number;
 }
 
-/** Numbers the rows (already in rank order: friends, then who reached the count first) from 1. */
-export function rankBoard(rows: { userkey: string; name: string | null; friends: number; earned: number }[]): BoardEntry[] {
+/** Numbers the rows (already in rank order: friends, then who reached the count first) from 1, named in the campaign's style. */
+export function rankBoard(
+	rows: { userkey: string; name: string | null; friends: number; earned: number }[],
+	style: LeaderboardNameStyle = DEFAULT_NAME_STYLE,
+): BoardEntry[] {
 	return rows.map((row, i) => ({
 		rank: i + 1,
 		userkey: row.userkey,
-		displayname: displayName(row.name),
+		displayname: displayName(row.name, style, i + 1),
 		friendsconverted: row.friends,
 		// The counters add reals: round to hundredths, as money is shown (rewards/money.ts).
 		earned: Math.round(row.earned * 100) / 100,

@@ -107,11 +107,11 @@ function expandIpv6(address: string): number[] | null {
 
 /** The policy from the environment: loopback only with ALLOW_LOOPBACK_WEBHOOKS, never the service's own hosts. */
 export function webhookUrlPolicy(
-	env: { ALLOW_LOOPBACK_WEBHOOKS?: string; SHARE_BASE_URL?: string },
+	env: { ALLOW_LOOPBACK_WEBHOOKS?: string; SHARE_BASE_URL?: string; PUBLIC_ORIGIN?: string },
 	requestUrl?: string,
 ): WebhookUrlPolicy {
 	const ownHosts: string[] = [];
-	for (const origin of [requestUrl, env.SHARE_BASE_URL]) {
+	for (const origin of [requestUrl, env.SHARE_BASE_URL, env.PUBLIC_ORIGIN]) {
 		if (!origin) continue;
 		try {
 			ownHosts.push(new URL(origin).host);

@@ -26,6 +26,12 @@ import { rateLimited } from "./rate-limits";
  *
  * Calls without a client IP (the dashboard's in-process admin calls, tests)
  * are not limited by address: Cloudflare and `wrangler dev` always send one.
+ *
+ * Password-reset requests are not failed checks and never count here: they
+ * name a person without proving anything, so counting them under the person
+ * let anyone lock a member out of signing in with the right password
+ * (issue 47). They have their own key per address (`allowResetRequest`) and
+ * a cap of emails per person (src/dashboard/reset.tsx).
  */
 
 export interface AdminLimiters {
@@ -48,6 +54,8 @@ const seenFailures = new Map<string, number>();
 const MAX_REMEMBERED = 10_000;
 
 const ipKey = (ip: string) => `admin:${ip.slice(0, 64)}`;
+/** Reset requests per address: a key of its own in the same limiter, so they never touch the sign-in keys above. */
+const resetIpKey = (ip: string) => `admin-reset:${ip.slice(0, 64)}`;
 const targetKey = (target: string) => `admin-target:${target.slice(0, 254)}`;
 const tooMany = () => rateLimited("Too many failed sign-ins; try again later.");
 
@@ -115,4 +123,15 @@ export async function countAdminFailure(env: AdminLimiters, check: FailedCheck, 
 		over = true;
 	}
 	if (over) throw tooMany();
+}
+
+/**
+ * Counts one password-reset request from `ip` under its own key (10 per 10 s,
+ * the limiter's): false once the address is over it. A flood of the form from
+ * one address is answered 429; sign-ins from that address and of the person
+ * named are not affected.
+ */
+export async function allowResetRequest(env: AdminLimiters, ip: string): Promise<boolean> {
+	if (!env.ADMIN_AUTH_LIMITER || ip === "unknown") return true;
+	return allowed(env, resetIpKey(ip));
 }

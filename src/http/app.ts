@@ -4,6 +4,7 @@ import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { z } from "zod";
 import { adminRoutes } from "../admin/routes";
 import { dashboardRoutes } from "../dashboard/routes";
+import { publicOrigin } from "../domain/public-origin";
 import { d1Totals, metricsEnabled } from "../instrument/d1-metrics";
 import { stripeWebhookRoutes } from "../integrations/stripe/webhook";
 import { openApiRoutes } from "../openapi/routes";
@@ -13,12 +14,13 @@ import { sharePageRoutes } from "../sharepage/routes";
 import { authenticate } from "./auth";
 import { d1Metrics, TOTALS_PATH } from "./d1-metrics";
 import { devMailRoutes } from "./dev-mail";
-import { ApiError, errorBody } from "./errors";
+import { ApiError, badRequest, errorBody } from "./errors";
 import { describeZodError } from "./fields";
 import { homeRoutes } from "./home";
 import { idempotencyKeyOf, once, REPLAYED_HEADER, requestFingerprint } from "./idempotency-key";
 import { readJsonObject } from "./json-body";
 import { clientIp, countFailedAuth, limitApp } from "./rate-limits";
+import { requestIdOf, requestIds } from "./request-id";
 import { normalizeFields } from "./request-text";
 import { routedPath } from "./router";
 import { securityHeaders } from "./security-headers";
@@ -27,6 +29,8 @@ import { refuseBadText } from "./text-hygiene";
 
 export const app = new Hono<{ Bindings: Env }>({ router: new RegExpRouter(), getPath: routedPath });
 
+// First: a Request-Id on every response, and on every JSON error answer its requestid, docs link and log line (request-id.ts).
+app.use(requestIds);
 // Bench instrumentation, off unless the var D1_QUERY_COUNT is set (see d1-metrics.ts).
 app.use(d1Metrics);
 // nosniff on every response, a Referrer-Policy on every HTML page (security-headers.ts).
@@ -52,6 +56,12 @@ app.all("/saas/v1_0/:operation", async (c) => {
 	const body = normalizeFields(await readJsonObject(c.req.raw));
 	const ip = clientIp(c.req.raw);
 	const tenant = await authenticate(c.env.DB, body, (apikey) => countFailedAuth(c.env, apikey, ip));
+	// The key pair decides the mode (docs/test-mode.md): a `?mode=` saying otherwise is refused, never ignored (issue 47).
+	const mode = c.req.query("mode");
+	if (mode !== undefined && mode !== (tenant.livemode ? "live" : "test"))
+		throw badRequest("mode: the key pair decides the mode; send the test keys (ak_test_...) for test mode, with no mode.", {
+			fields: ["mode"],
+		});
 	await limitApp(c.env, tenant.appid);
 	// Work after the answer (enqueues the outbox sweep would otherwise redo): a failure is logged, never an unhandled rejection.
 	const waitUntil = (p: Promise<unknown>) =>
@@ -65,7 +75,8 @@ app.all("/saas/v1_0/:operation", async (c) => {
 			const { message, fields, errors } = describeZodError(parsed.error, body);
 			throw new ApiError(400, "validation_failed", message, { fields, errors });
 		}
-		const ctx = { env: c.env, app: tenant, origin: new URL(c.req.url).origin, waitUntil, idempotency };
+		// Links in answers on the deployment's public origin (issue 47); a deployment without PUBLIC_ORIGIN answers on the request's.
+		const ctx = { env: c.env, app: tenant, origin: publicOrigin(c.env) ?? new URL(c.req.url).origin, waitUntil, idempotency };
 		const { message = "Success", ...fields } = await operation.handle(ctx, parsed.data as never);
 		const warnings = unknownFieldWarnings(operation.schema, body);
 		return { status: 200, body: { success: true, message, ...fields, ...(warnings.length > 0 ? { warnings } : {}) } };
@@ -75,7 +86,8 @@ app.all("/saas/v1_0/:operation", async (c) => {
 		return c.json(answer.body);
 	}
 	const fingerprint = await requestFingerprint(name, body);
-	const answer = await once({ db: c.env.DB, appid: tenant.appid, key, operation: name, fingerprint, waitUntil }, () =>
+	const reference = { requestid: requestIdOf(c.req.raw), origin: new URL(c.req.url).origin };
+	const answer = await once({ db: c.env.DB, appid: tenant.appid, key, operation: name, fingerprint, waitUntil, ...reference }, () =>
 		run({ key, fingerprint }),
 	);
 	return c.body(answer.body, answer.status as ContentfulStatusCode, {
@@ -113,7 +125,14 @@ app.notFound((c) => c.json(errorBody("not_found", `No route for ${c.req.method} 
 app.onError((err, c) => {
 	const busy = busyError(err);
 	if (busy) {
-		console.error(JSON.stringify({ msg: "D1 unavailable: answered 503 service_busy", path: c.req.path, error: String(err) }));
+		console.error(
+			JSON.stringify({
+				msg: "D1 unavailable: answered 503 service_busy",
+				requestid: requestIdOf(c.req.raw),
+				path: c.req.path,
+				error: String(err),
+			}),
+		);
 		err = busy;
 	}
 	if (err instanceof ApiError) {
@@ -124,6 +143,8 @@ app.onError((err, c) => {
 		const { message, fields, errors } = describeZodError(err);
 		return c.json(errorBody("validation_failed", message, { fields, errors }), 400);
 	}
-	console.error("unhandled error", err);
+	console.error(
+		JSON.stringify({ msg: "unhandled error", requestid: requestIdOf(c.req.raw), error: String(err), stack: (err as Error).stack }),
+	);
 	return c.json(errorBody("internal_error", "Internal error."), 500);
 });

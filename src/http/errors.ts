@@ -19,6 +19,7 @@ export type ErrorCode =
 	| "invalid_credentials"
 	| "unauthorized"
 	| "admin_token_insecure"
+	| "public_origin_unset"
 	| "app_not_found"
 	| "campaign_not_found"
 	| "user_not_found"
@@ -51,6 +52,8 @@ export type ErrorCode =
 	| "refund_exceeds_transaction"
 	| "refundid_reused"
 	| "customid_conflict"
+	| "campaign_archived"
+	| "campaign_in_use"
 	| "forbidden"
 	| "member_exists"
 	| "not_wallet_distribution"
@@ -58,6 +61,7 @@ export type ErrorCode =
 	| "service_busy"
 	| "invalid_event"
 	| "unknown_variable"
+	| "testkeys_exist"
 	| "internal_error";
 
 /** An expected failure: becomes the JSON error envelope with its status. */
@@ -121,6 +125,14 @@ export function refuseErased(user: { erasedAt: string | null }): void {
 }
 
 export const campaignNotFound = () => new ApiError(404, "campaign_not_found", "No campaign with that id in this app.", { statuscode: 0 });
+/** An archived campaign records no new conversion (issue 48; docs/api.md): restore it first. */
+export const campaignArchived = (campaign: { campaignid: number; campaignname: string }) =>
+	new ApiError(
+		409,
+		"campaign_archived",
+		`Campaign ${campaign.campaignid} (${campaign.campaignname}) is archived: it records no new conversion and grants nothing; nothing was stored. Restore it in the console or with POST /admin/v1/apps/{appid}/campaigns/${campaign.campaignid}/restore.`,
+		{ fields: ["campaignid"], campaignid: campaign.campaignid },
+	);
 export const rewardNotFound = () =>
 	new ApiError(404, "reward_not_found", "No reward with that rewarddtlid in this app.", { statuscode: 11 });
 

@@ -1,5 +1,6 @@
 import { claimKey, completeKey, type IdempotencyRow, readKey, releaseKey } from "../db/idempotency-replies";
 import { ApiError, badRequest, errorBody } from "./errors";
+import { errorDocsUrl } from "./request-id";
 
 /**
  * The `Idempotency-Key` request header of mutating operations, as Stripe and
@@ -75,6 +76,13 @@ export interface IdempotentCall {
 	operation: string;
 	fingerprint: string;
 	waitUntil(promise: Promise<unknown>): void;
+	/**
+	 * This request's id and origin: a stored error answer carries them as its
+	 * `requestid` and `docs` (request-id.ts), so a replay answers the first
+	 * answer's body byte for byte, the first request's id included.
+	 */
+	requestid?: string;
+	origin?: string;
 }
 
 const reused = () =>
@@ -114,7 +122,8 @@ export async function once(call: IdempotentCall, run: () => Promise<{ status: nu
 			await releaseKey(call.db, call.appid, call.key, claim.token);
 			throw error;
 		}
-		answer = { status: error.status, body: JSON.stringify(errorBody(error.errorcode, error.message, error.extra)) };
+		const reference = call.requestid && call.origin ? { requestid: call.requestid, docs: errorDocsUrl(call.origin, error.errorcode) } : {};
+		answer = { status: error.status, body: JSON.stringify({ ...errorBody(error.errorcode, error.message, error.extra), ...reference }) };
 	}
 	// Stored before answering: a retry that arrives as soon as this answer does must find it.
 	await completeKey(call.db, call.appid, call.key, claim.token, answer.status, answer.body);

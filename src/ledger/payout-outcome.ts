@@ -39,7 +39,7 @@ export type PayoutClaim =
 	/** Its outcome is unknown: read the customer's balance transactions and resolve it (payout-resolution.ts). */
 	| { resolve: PayoutLookup };
 
-const reasonOf = (f: PayoutFailure, key: string) => {
+const reasonOf = (f: PayoutFailure) => {
 	const request = f.requestId ? `, request ${f.requestId}` : "";
 	if (f.code === "not_connected") return "Stripe is not connected to this app: connect it, then retry the payout.";
 	if (f.code === "invalid_currency") return "The reward's unit is not a currency Stripe can pay.";
@@ -153,13 +153,12 @@ function failPayout(tx: TxContext, reward: RewardRow, payout: PayoutRow, failure
 		payout.seq,
 		payout.n,
 	);
-	const key = orderOf(tx, reward, payout).key;
 	const state = payoutStatePatch(tx, reward);
 	if (failure.code === "no_customer") {
 		updateReward(tx, reward, { ...state, comment: WAITING_COMMENT });
 		return;
 	}
-	const reason = reasonOf(failure, key);
+	const reason = reasonOf(failure);
 	updateReward(tx, reward, { ...state, comment: reason }, { type: "reward.payout_failed", extra: { reason, code: failure.code } });
 }
 

@@ -37,6 +37,7 @@ import type { TxContext } from "./transaction-types";
  *   - mutations.ts insertReward: a reward granted Approved;
  *   - status-changes.ts applyStatusChanges, approveEndedHolds: a status change;
  *   - reversal.ts reverseReward: a refund's reversal;
+ *   - dispute-holds.ts release: a won dispute restores a held reward's status;
  *   - payout-outcome.ts retryDuePayouts, redrivePayouts (force: an operator's
  *     retry, a new paymentcustomerid; legacy `pending` rewards);
  *   - payout-resolution.ts resolvePayout: Stripe's record of an unknown payout.

@@ -3,7 +3,8 @@ import { rewardEmailContext } from "../db/messages";
 import { recordOutboxEvents } from "../db/outbox-events";
 import { langOfTag, sendsRewardEmail } from "../domain/messages";
 import type { OutboxEvent } from "../domain/outbox-event";
-import { shareUrl } from "../domain/share-url";
+import { shareLinkBase } from "../domain/public-origin";
+import { emailShareUrl } from "../domain/share-url";
 import { rewardEarnedText, rewardEmail } from "../outbox/emails";
 import { emailEvent, sendInBatches } from "../outbox/events";
 import { NEXT_OUTBOX_ID } from "./outbox-entries";
@@ -106,9 +107,8 @@ async function renderEmails(host: EmailHost, rewards: RewardRow[]): Promise<Outb
 	if (!user?.email || user.erased || !app) return [];
 	const livemode = !isTestAppid(host.appid);
 	const brand = { name: app.name, logourl: app.logourl, accentcolor: app.accentcolor };
-	// Without a request there is no origin to fall back on: no share domain, no {{sharelink}} (its line is left out).
-	const base = user.customdomain || host.env.SHARE_BASE_URL;
-	const shareurl = base ? shareUrl(user.referralcode, user.customdomain ?? "", host.env.SHARE_BASE_URL, "") : "";
+	// The configured base (SHARE_BASE_URL, else PUBLIC_ORIGIN); without one, no {{sharelink}} (its line is left out).
+	const shareurl = emailShareUrl(user.referralcode, user.customdomain, shareLinkBase(host.env));
 	return rewards.flatMap((row) => {
 		const campaign = context.campaigns.get(row.campaignid);
 		if (!campaign || !sendsRewardEmail(campaign.rewardemail, app.emailsender)) return [];

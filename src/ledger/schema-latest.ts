@@ -11,7 +11,7 @@
  * then new ledgers are migrated step by step (the versions differ).
  */
 export const LEDGER_SCHEMA = {
-	version: 12,
+	version: 13,
 	script: `
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE rewards (
@@ -151,6 +151,14 @@ CREATE INDEX payouts_open ON payouts(updated_at) WHERE state IN ('due', 'sending
 CREATE INDEX rewards_payout_state ON rewards(payout_state, seq) WHERE rewardtype = 'Stripe';
 CREATE UNIQUE INDEX rewards_event_key ON rewards(customid, key);
 CREATE UNIQUE INDEX rewards_milestone ON rewards(key) WHERE key LIKE 'milestone:%';
-INSERT INTO meta (key, value) VALUES ('schema_version', '12');
+CREATE TABLE dispute_holds (
+	dispute TEXT NOT NULL,
+	seq INTEGER NOT NULL,
+	previous_status TEXT NOT NULL,
+	previous_hold_until TEXT,
+	at INTEGER NOT NULL,
+	PRIMARY KEY (dispute, seq)
+) WITHOUT ROWID;
+INSERT INTO meta (key, value) VALUES ('schema_version', '13');
 `,
 } as const;

@@ -239,6 +239,18 @@ export const LEDGER_MIGRATIONS: readonly (readonly LedgerStatement[])[] = [
 	// 12: balances and meta WITHOUT ROWID (issue 33, rows written): a new balance row, and a new ledger's
 	// schema_version row, 1 row instead of 2 (schema-step-12.ts).
 	WITHOUT_ROWID_STEP_12,
+	// 13: the rewards a Stripe dispute holds (issue 47, dispute-holds.ts): what each was before, so a won
+	// dispute restores it, and a hold is placed once per dispute and reward whatever the deliveries.
+	[
+		`CREATE TABLE dispute_holds (
+		dispute TEXT NOT NULL,
+		seq INTEGER NOT NULL,
+		previous_status TEXT NOT NULL,
+		previous_hold_until TEXT,
+		at INTEGER NOT NULL,
+		PRIMARY KEY (dispute, seq)
+	) WITHOUT ROWID`,
+	],
 ];
 
 /**

@@ -8,6 +8,7 @@ import { auditRedemption, type LedgerAudit } from "./audit";
 import { listClawbacks } from "./clawbacks";
 import { redactComments } from "./comment-redaction";
 import { grantWithReferrer, type ReferrerSide } from "./conversion-grant";
+import { applyDisputePhase, type DisputeRequest } from "./dispute-holds";
 import { FlushSchedule } from "./flush-schedule";
 import { grantRewards } from "./grant";
 import { rewardRowById } from "./mutations";
@@ -108,6 +109,12 @@ export class UserLedger extends DurableObject<Env> {
 		if (!this.writer.hasSchema()) return null;
 		const row = rewardRowById(this.writer.sql, this.identity.userkey, rewarddtlid);
 		return row ? toLedgerReward(this.identity.userkey, row) : null;
+	}
+
+	/** The order id (`customid`) of the event reward `rewarddtlid` was granted for, or null: the admin's reward page. */
+	rewardOrderId(rewarddtlid: string): string | null {
+		if (!this.writer.hasSchema()) return null;
+		return rewardRowById(this.writer.sql, this.identity.userkey, rewarddtlid)?.customid ?? null;
 	}
 
 	/** One reward for its user (checkrewardstatus): refused once the user is erased, else the reward or reward_not_found. */
@@ -213,6 +220,14 @@ export class UserLedger extends DurableObject<Env> {
 		// Nothing was ever prepared in a ledger without tables, and no prepare of rewards can succeed there.
 		if (!this.writer.hasSchema()) return { ok: true, state: "aborted" };
 		return abortTransaction(this.writer, txid);
+	}
+
+	/** A Stripe dispute's hold, restore or release of one conversion's rewards in this ledger (dispute-holds.ts). */
+	disputePhase(appid: string, userkey: string, request: DisputeRequest): LedgerResult<{ rewards: LedgerReward[] }> {
+		this.checkIdentity(appid, userkey);
+		// A ledger without tables has no reward of the event: nothing to hold.
+		if (!this.writer.hasSchema()) return { ok: true, rewards: [] };
+		return this.writer.attempt((tx) => applyDisputePhase(tx, request));
 	}
 
 	// ---- redemption ----------------------------------------------------------------------------

@@ -1,10 +1,19 @@
 import { z } from "zod";
 import { importSchema } from "../admin/import";
 import { rewardEmailSettings, templateSchema } from "../admin/messages";
-import { addCouponsSchema, createAppSchema, createCampaignSchema, updateAppSchema, updateCampaignSchema } from "../admin/schemas";
+import {
+	addCouponsSchema,
+	createAppSchema,
+	createCampaignSchema,
+	testKeysSchema,
+	updateAppSchema,
+	updateCampaignSchema,
+} from "../admin/schemas";
 import { statusChangesSchema } from "../operations/schemas";
 import { LANGS, MESSAGE_KINDS, REWARD_EMAIL_MODES } from "../outbox/templates";
 import { accessApi } from "./admin-access";
+import { app } from "./admin-app";
+import { adminReward, rewardDetail } from "./admin-reward";
 import type { AdminRoute } from "./admin-route";
 
 /**
@@ -13,46 +22,16 @@ import type { AdminRoute } from "./admin-route";
  * fails when a route of adminRoutes has no entry.
  */
 
-const app = z.looseObject({
+const campaign = z.looseObject({
+	campaignid: z.number(),
 	appid: z.string(),
-	name: z.string(),
-	apikey: z.string(),
-	landingurl: z.string().nullable(),
-	webhookurl: z.string().nullable(),
-	emailsender: z.string().nullable(),
-	frameorigin: z.string().nullable().describe("Origin allowed to frame the referral page; null: the landing URL's origin"),
-	logourl: z.string().nullable().describe("The app's logo (https) on its share page, widget and emails (docs/messages.md)"),
-	accentcolor: z.string().nullable().describe("The app's accent colour (#rrggbb) on its share page, widget and emails"),
-	webhooksecret: z.string().nullable().describe("null unless the caller is an owner or the superuser"),
-	defaultcampaignid: z.number().nullable(),
-	requirepasskeys: z.boolean().describe("Members sign in to the dashboard with a passkey (docs/operators.md, Passkeys)"),
-	stripe: z
-		.looseObject({
-			connected: z.boolean(),
-			secretkeylast4: z.string().optional(),
-			eventname: z.string().optional(),
-			webhookurl: z.string().describe("The address to paste into Stripe's dashboard as the webhook endpoint"),
-		})
-		.optional()
-		.describe("The app's Stripe connection, never its secrets (docs/stripe.md); on the single app's view"),
-	teststripe: z
-		.looseObject({
-			connected: z.boolean(),
-			secretkeylast4: z.string().optional(),
-			eventname: z.string().optional(),
-			webhookurl: z.string().describe("The address to paste into Stripe's test-mode dashboard as the webhook endpoint"),
-		})
-		.optional()
-		.describe("The test mode's Stripe connection (an sk_test_ key), paying only test rewards (docs/test-mode.md)"),
-	createdat: z.string(),
-	updatedat: z.string(),
+	campaignname: z.string(),
+	archived: z.boolean().describe("Archived: no new conversion (409 campaign_archived), out of the console's pickers; restorable"),
+	archivedat: z.string().nullable().describe("When it was archived; null while active"),
 });
-
-const campaign = z.looseObject({ campaignid: z.number(), appid: z.string(), campaignname: z.string() });
 const page = { limit: z.number().int().min(1).max(200).default(50), cursor: z.string().optional() };
 const nextcursor = z.string().nullable().describe("Cursor of the next page; null on the last page");
 const adminUser = z.looseObject({ userkey: z.string(), email: z.string().nullable(), referralcode: z.string() });
-const adminReward = z.looseObject({ rewarddtlid: z.string(), userkey: z.string(), rewardstatus: z.string() });
 const messageView = z.object({
 	kind: z.enum(MESSAGE_KINDS),
 	language: z.enum(LANGS),
@@ -102,7 +81,9 @@ export const adminApi: AdminRoute[] = [
 	{
 		method: "post",
 		path: "/apps/{appid}/testkeys",
-		summary: "Create or rotate the app's test key pair (the old test keys stop working); answers it once",
+		summary:
+			'Create the app\'s test key pair, or with {"rotate": true} replace it (the old test keys stop working); answers it once. An app that has test keys and no rotate: 409 testkeys_exist, nothing changed',
+		body: testKeysSchema,
 		status: 200,
 		response: z.object({ appid: z.string(), testapikey: z.string(), testprivatekey: z.string() }),
 	},
@@ -128,8 +109,8 @@ export const adminApi: AdminRoute[] = [
 	{
 		method: "get",
 		path: "/apps/{appid}/campaigns",
-		summary: "List an app's campaigns",
-		query: page,
+		summary: "List an app's campaigns (archived=true: archived ones only; archived=false: active ones only; absent: both)",
+		query: { ...page, archived: z.enum(["true", "false"]).optional() },
 		status: 200,
 		response: z.object({ campaigns: z.array(campaign), nextcursor }),
 	},
@@ -145,6 +126,29 @@ export const adminApi: AdminRoute[] = [
 		path: "/apps/{appid}/campaigns/{campaignid}",
 		summary: "Change a campaign (only the fields sent)",
 		body: updateCampaignSchema,
+		status: 200,
+		response: campaign,
+	},
+	{
+		method: "delete",
+		path: "/apps/{appid}/campaigns/{campaignid}",
+		summary:
+			"Delete a campaign nothing references, with its rules, social actions, coupon pool and emails (manager). Referenced (the default, users in it, conversions, rewards): 409 campaign_in_use with referencedby, nothing deleted; archive it instead",
+		status: 200,
+		response: z.object({ campaignid: z.number(), deleted: z.literal(true) }),
+	},
+	{
+		method: "post",
+		path: "/apps/{appid}/campaigns/{campaignid}/archive",
+		summary:
+			"Archive a campaign (manager): it records no new conversion (409 campaign_archived) and grants nothing new; its rewards and history stay; hidden from the console's pickers. The default campaign: 409 campaign_in_use. Repeating it changes nothing",
+		status: 200,
+		response: campaign,
+	},
+	{
+		method: "post",
+		path: "/apps/{appid}/campaigns/{campaignid}/restore",
+		summary: "Restore an archived campaign (manager): it records conversions again. Repeating it changes nothing",
 		status: 200,
 		response: campaign,
 	},
@@ -301,15 +305,28 @@ export const adminApi: AdminRoute[] = [
 		summary: "Rewards across the app, newest first (from the D1 projection), with friend, referrer and fraud signals",
 		query: {
 			...page,
-			status: z.string().optional(),
-			campaignid: z.number().int().optional(),
+			status: z
+				.string()
+				.optional()
+				.describe(
+					"Comma-separated statuses among Approved, UnderReview, Suspicious, Rejected, Rewarded (the review queue: Suspicious, the rewards a person must decide; UnderReview, those that approve themselves after their hold); absent: every status",
+				),
+			campaignid: z.number().int().optional().describe("only this campaign's rewards"),
 			userkey: z.string().optional(),
 			rewarddtlid: z.string().optional().describe("one reward by its id"),
-			from: z.string().optional(),
-			to: z.string().optional(),
+			from: z.string().optional().describe("created on or after this day (YYYY-MM-DD) or ISO date-time"),
+			to: z.string().optional().describe("created on or before this day (the whole day counts) or before this ISO date-time"),
 		},
 		status: 200,
 		response: z.looseObject({ rewards: z.array(adminReward), nextcursor }),
+	},
+	{
+		method: "get",
+		path: "/apps/{appid}/rewards/{rewarddtlid}",
+		summary:
+			"One reward with its order id (customid), the event it was granted for and, for a Stripe conversion, the payment (docs/operators.md, Review queue)",
+		status: 200,
+		response: rewardDetail,
 	},
 	{
 		method: "post",

@@ -74,6 +74,11 @@ const errorEnvelope = {
 			},
 		},
 		statuscode: { type: "integer", description: "Legacy status of some operations" },
+		requestid: {
+			type: "string",
+			description: "This request's id (also the Request-Id header): quote it to the operator, who finds it in the log line of this answer",
+		},
+		docs: { type: "string", format: "uri", description: "The code's entry in docs/api.md (`<origin>/docs/api.md#<errorcode>`)" },
 	},
 	required: ["success", "message", "errorcode"],
 	additionalProperties: true,
@@ -191,7 +196,9 @@ function adminOperation(route: AdminRoute): Record<string, unknown> {
 			"403": errorResponse("The caller's role is below the one this route needs (forbidden, with needed and role)"),
 			"404": errorResponse("No such app, campaign or delivery"),
 			"429": errorResponse("Too many failed admin sign-ins from this address (rate_limited; see Retry-After)"),
-			"503": errorResponse("A deployment whose ADMIN_TOKEN is shorter than 32 characters or a documented default (admin_token_insecure)"),
+			"503": errorResponse(
+				"A deployment whose ADMIN_TOKEN is shorter than 32 characters or a documented default (admin_token_insecure); an invitation on a deployment without PUBLIC_ORIGIN (public_origin_unset)",
+			),
 		},
 	};
 }

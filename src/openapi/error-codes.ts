@@ -19,6 +19,7 @@ export const ERROR_CODES = [
 	"invalid_credentials",
 	"unauthorized",
 	"admin_token_insecure",
+	"public_origin_unset",
 	"app_not_found",
 	"campaign_not_found",
 	"user_not_found",
@@ -51,6 +52,8 @@ export const ERROR_CODES = [
 	"refund_exceeds_transaction",
 	"refundid_reused",
 	"customid_conflict",
+	"campaign_archived",
+	"campaign_in_use",
 	"forbidden",
 	"member_exists",
 	"not_wallet_distribution",
@@ -58,6 +61,7 @@ export const ERROR_CODES = [
 	"service_busy",
 	"invalid_event",
 	"unknown_variable",
+	"testkeys_exist",
 	"internal_error",
 ] as const satisfies readonly ErrorCode[];
 

@@ -20,7 +20,7 @@ const reward = z.object({
 	rewardstatus: z.enum(["Approved", "UnderReview", "Suspicious", "Rejected", "Rewarded"]),
 	comment: z.string(),
 	eventname: z.string(),
-	reward: z.string().describe("Amount, as text"),
+	reward: z.string().describe('Amount, as TEXT: the shortest exact decimal ("10", "12.5", "0.07"); docs/api.md, "Amounts in answers"'),
 	rewardunit: z.string(),
 	rewardedon: z.string().describe("d-Mon-yyyy"),
 	rewardtype: z.enum(["InstoreCredits", "Coupon", "Stripe"]),
@@ -37,15 +37,16 @@ const reward = z.object({
 	friendprofileimage: z.string(),
 	fraudsignals: z.array(z.string()).describe("Fraud signal codes recorded when the reward was created (docs/fraud.md)"),
 	reversed: z.boolean().describe("True once a refund took back part or all of the reward"),
-	reversedamount: z.string().describe("What refunds took back; `reward` is what is left"),
+	reversedamount: z.string().describe('Amount, as TEXT ("0", "2.5"): what refunds took back; `reward` is what is left'),
 	payoutid: z.string().describe("Stripe rewards: the customer balance transaction that paid it (docs/stripe.md); empty otherwise"),
 });
 
+/** Every balance figure is a JSON number with at most two decimals (docs/api.md, "Amounts in answers"). */
 const buckets = {
-	total: z.number(),
-	claimed: z.number(),
-	pending: z.number(),
-	approved: z.number(),
+	total: z.number().describe("Amount, as a NUMBER (at most two decimals)"),
+	claimed: z.number().describe("Amount, as a NUMBER (at most two decimals)"),
+	pending: z.number().describe("Amount, as a NUMBER (at most two decimals)"),
+	approved: z.number().describe("Amount, as a NUMBER (at most two decimals)"),
 	owed: z.number().describe("Unpaid clawbacks: redeemed credit a refund took back (docs/rewards.md)"),
 };
 
@@ -158,7 +159,7 @@ export const operationResponses: Record<string, z.ZodType> = {
 		pageindex: z.number().int(),
 		pagesize: z.number().int(),
 	}),
-	redeemrewards: ok({ redeemed: z.number() }),
+	redeemrewards: ok({ redeemed: z.number().describe("Amount, as a NUMBER (at most two decimals): what this call redeemed") }),
 	changerewardstatus: ok({}),
 	checkrewardstatus: ok({
 		rewarddtlid: z.string(),

@@ -1,20 +1,46 @@
-import { type AttributionOutcome, attributeReferrer } from "../db/referrals";
+import { attributeReferrer } from "../db/referrals";
 import type { User } from "../db/users";
 import { nowIso } from "../domain/dates";
 import { newEventId } from "../domain/ids";
+import { isSelfReferral } from "../fraud/self-referral";
 import type { OperationContext } from "../http/operation";
 import { sendOutboxEvents, webhookEvent } from "../outbox/events";
 import { attributionData } from "./users";
 
 /**
- * Attributes a known user to a referrer: the one guarded D1 batch of
- * db/referrals.ts (no referrer yet, no cycle, checked and written atomically,
- * with the referrer's friend count and the `referral.attributed` webhook),
- * then the webhook's delivery once it was recorded. Shared by
- * applyreferrercode and the promotion codes of Stripe's checkouts, which map
- * the outcome to their own answers.
+ * Attributing a known user to a referrer (issue 47: one shared attribution):
+ * the checks and the write that applyreferrercode and the promotion codes of
+ * Stripe's payments (integrations/stripe/promotion.ts) both make, answered as
+ * a typed outcome each maps to its own answer (a 4xx, a count).
+ *
+ * - `erased`: the user was erased; nothing is written.
+ * - `own_code`: the referrer is the user, or (a payment) pays as the same
+ *   Stripe customer as the referrer (fraud/self-referral.ts).
+ * - `referrer_kept`: the user has a referrer already (read before, or set by
+ *   a concurrent attribution: the first one stays).
+ * - `cycle`: the referrer was referred, directly or not, by the user.
+ * - `applied`: the one guarded D1 batch of db/referrals.ts (no referrer yet,
+ *   no cycle, checked and written atomically, with the referrer's friend
+ *   count and the `referral.attributed` webhook), then the webhook's delivery.
  */
-export async function attributeToReferrer(ctx: OperationContext, user: User, referrer: User): Promise<AttributionOutcome> {
+export type AttributionResult =
+	| { kind: "applied" }
+	| { kind: "erased" }
+	| { kind: "own_code" }
+	| { kind: "referrer_kept"; current: number | null }
+	| { kind: "cycle" };
+
+export async function attributeUserToReferrer(
+	ctx: OperationContext,
+	user: User,
+	referrer: User,
+	/** The Stripe customer that paid, when a payment attributes. */
+	customer: string | null = null,
+): Promise<AttributionResult> {
+	if (user.erasedAt !== null) return { kind: "erased" };
+	if (referrer.userid === user.userid) return { kind: "own_code" };
+	if (customer !== null && isSelfReferral({ customer, userkey: user.userkey }, referrer)) return { kind: "own_code" };
+	if (user.referrerUserid !== null) return { kind: "referrer_kept", current: user.referrerUserid };
 	const { env, app } = ctx;
 	const now = nowIso();
 	const event = webhookEvent(
@@ -30,6 +56,10 @@ export async function attributeToReferrer(ctx: OperationContext, user: User, ref
 		at: now,
 		event,
 	});
-	if (outcome.applied && outcome.recorded) ctx.waitUntil(sendOutboxEvents(env, [event]));
-	return outcome;
+	if (outcome.applied) {
+		if (outcome.recorded) ctx.waitUntil(sendOutboxEvents(env, [event]));
+		return { kind: "applied" };
+	}
+	if (outcome.cycle && outcome.current === null) return { kind: "cycle" };
+	return { kind: "referrer_kept", current: outcome.current };
 }

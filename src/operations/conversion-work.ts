@@ -3,7 +3,7 @@ import { type EventContext, type EventInput, insertEvent, readEventContext, type
 import type { WorkOutcome } from "../domain/outcome";
 import { checkSignals } from "../fraud/check";
 import type { FraudReview } from "../fraud/signals";
-import { ApiError, badRequest, campaignNotFound, refuseErased, userNotFound } from "../http/errors";
+import { ApiError, badRequest, campaignArchived, campaignNotFound, refuseErased, userNotFound } from "../http/errors";
 import { amount, customId, id, MAX_MONEY, optionalCampaignId, optionalEmail, optionalId, optionalText } from "../http/fields";
 import { toHundredths } from "../rewards/money";
 import { campaignClosed, firingRules, isPercentRule, matchingRules, type OwnedGrant, rewardsForEvent } from "../rewards/rules";
@@ -110,6 +110,9 @@ export async function recordConversion(db: D1Database, input: EventInput) {
 	// Erasure is final (docs/fraud.md): an erased user's events are refused, and an erased referrer is no
 	// referrer any more, so it earns nothing new (a stored decision's grants for it are left out too).
 	refuseErased(read.user);
+	// An archived campaign takes no new event (issue 48, docs/api.md); a repeat of an event recorded before
+	// completes as recorded (exactly once), so archiving never strands a conversion half granted.
+	if (!read.stored && read.campaign.archivedAt !== null) throw campaignArchived(read.campaign);
 	const context = read.referrer?.erasedAt ? { ...read, referrer: null } : read;
 	const { stored, user, referrer, rules, campaign } = context;
 	const matched = matchingRules(rules, input.eventname).length > 0;

@@ -28,13 +28,14 @@ export const getleaderboard = defineOperation({
 		const bucket = bucketOf(input.period, app.timezone, Date.now());
 		const board = await readBoard(env.DB, {
 			appid: app.appid,
+			campaignAppid: app.campaignAppid,
 			campaignid,
 			bucket: bucket.key,
 			limit: input.limit,
 			userkey: input.userkey ?? null,
 		});
 		if (!board.campaignFound) throw campaignNotFound();
-		const leaderboard = rankBoard(board.rows);
+		const leaderboard = rankBoard(board.rows, board.nameStyle);
 		if (input.userkey === undefined) return { leaderboard };
 		if (!board.standing) throw userNotFound();
 		if (board.standing.erased) throw userErased();

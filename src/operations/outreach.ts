@@ -8,6 +8,8 @@ import { claimReminder } from "../db/reminders";
 import { findReferrerAndFriend } from "../db/user-reads";
 import { findUser, type User } from "../db/users";
 import { nowIso } from "../domain/dates";
+import { shareLinkBase } from "../domain/public-origin";
+import { emailShareUrl } from "../domain/share-url";
 import { ApiError, campaignNotFound, refuseErased, userNotFound } from "../http/errors";
 import { optionalEmail, optionalId, optionalPhone, optionalText } from "../http/fields";
 import { defineOperation, type OperationContext } from "../http/operation";
@@ -104,7 +106,8 @@ export const invokeoutreach = defineOperation({
 					toName: user.name,
 					campaign,
 					mailMessage: mailAction(campaign.socialactions)?.sharemessage ?? null,
-					shareurl: summary.shareurl,
+					// Built from configuration only, never from the request (issue 47).
+					shareurl: emailShareUrl(user.referralcode, user.customdomain, shareLinkBase(env)),
 					referralcode: user.referralcode,
 					lang: lang ?? "en",
 					templates,
@@ -185,7 +188,7 @@ export const remindfriend = defineOperation({
 				lang: lang ?? "en",
 				templates,
 				brand: brandOf(app),
-				shareurl: userSummary(ctx, referrer).shareurl,
+				shareurl: emailShareUrl(referrer.referralcode, referrer.customdomain, shareLinkBase(env)),
 				referralcode: referrer.referralcode,
 				reward: sideReward(campaign.rewardrules, "Friend"),
 			}),

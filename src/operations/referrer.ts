@@ -1,10 +1,10 @@
 import { z } from "zod";
 import { findUserAndReferrer } from "../db/user-reads";
 import { findReferrer } from "../db/users";
-import { ApiError, refuseErased, userNotFound } from "../http/errors";
+import { ApiError, refuseErased, userErased, userNotFound } from "../http/errors";
 import { id, optionalEmail, optionalId } from "../http/fields";
 import { defineOperation } from "../http/operation";
-import { attributeToReferrer } from "./attribution";
+import { attributeUserToReferrer } from "./attribution";
 
 const referrerCode = id.pipe(z.string().max(32, "is too long"));
 const unknownCode = () => new ApiError(404, "referrer_code_not_found", "No user of this app has that referral code.", { statuscode: 0 });
@@ -20,13 +20,12 @@ export const applyreferrercode = defineOperation({
 		const { user, referrer } = found;
 		refuseErased(user);
 		if (!referrer) throw unknownCode();
-		if (referrer.userid === user.userid) throw new ApiError(400, "own_referrer_code", "A user cannot use their own referral code.");
-		if (user.referrerUserid !== null) throw referrerAlreadySet();
-
-		const outcome = await attributeToReferrer(ctx, user, referrer);
-		if (outcome.applied) return { message: "Referrer applied." };
-		if (outcome.current !== null && outcome.current !== referrer.userid) throw referrerAlreadySet();
-		if (outcome.cycle) throw new ApiError(409, "referral_cycle", "That referrer was referred, directly or not, by this user.");
+		// The checks and the write are the shared attribution's (attribution.ts), as for a promotion code at checkout.
+		const outcome = await attributeUserToReferrer(ctx, user, referrer);
+		if (outcome.kind === "applied") return { message: "Referrer applied." };
+		if (outcome.kind === "erased") throw userErased();
+		if (outcome.kind === "own_code") throw new ApiError(400, "own_referrer_code", "A user cannot use their own referral code.");
+		if (outcome.kind === "cycle") throw new ApiError(409, "referral_cycle", "That referrer was referred, directly or not, by this user.");
 		throw referrerAlreadySet();
 	},
 });

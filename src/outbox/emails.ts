@@ -155,9 +155,13 @@ export function previewMessage(
 	campaign: Pick<CampaignWithDetails, "offertitle" | "offerdescription" | "campaignname" | "rewardrules">,
 	brand: Brand,
 	lang: Lang,
+	/** The sample's share link as the real email would carry it now ("" drops its line, as the real email does). */
+	sharelink?: string,
 ): { subject: string; text: string; html: string } {
 	const reward = sideReward(campaign.rewardrules, kind === "reminder" ? "Friend" : "Referrer");
-	const values = { ...SAMPLE_VALUES[kind], ...offerOf(campaign), appname: brand.name, ...(reward ? { reward } : {}) };
+	const link =
+		sharelink === undefined ? {} : { sharelink, ...(kind === "outreach" ? { sharemessage: `Join me: ${sharelink} (code ANN123)` } : {}) };
+	const values = { ...SAMPLE_VALUES[kind], ...offerOf(campaign), appname: brand.name, ...(reward ? { reward } : {}), ...link };
 	return renderMessage(template, values, brand, lang);
 }
 

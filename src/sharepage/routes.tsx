@@ -6,6 +6,7 @@ import { readStanding } from "../db/leaderboard";
 import { findUser } from "../db/users";
 import { exactOrigin } from "../domain/frame-origin";
 import { bucketOf } from "../domain/leaderboard";
+import { publicOrigin } from "../domain/public-origin";
 import { shareUrl } from "../domain/share-url";
 import { ledgerFor } from "../ledger/stub";
 import { negotiateLang } from "./i18n";
@@ -94,7 +95,7 @@ sharePageRoutes.get("/share/:appid/:userkey", async (c) => {
 				ahead: SHARE_RANK_TOP,
 			})
 		: undefined;
-	const shareurl = shareUrl(user.referralcode, user.customdomain, c.env.SHARE_BASE_URL, new URL(c.req.url).origin);
+	const shareurl = shareUrl(user.referralcode, user.customdomain, c.env.SHARE_BASE_URL, publicOrigin(c.env) ?? new URL(c.req.url).origin);
 	const background = safeColor(campaign?.campaignbgcolor);
 	const logo = logoOf(app);
 	const offertitle = campaign?.offertitle ?? "";

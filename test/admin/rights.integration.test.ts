@@ -2,7 +2,7 @@ import { env } from "cloudflare:workers";
 import { Hono } from "hono";
 import { RegExpRouter } from "hono/router/reg-exp-router";
 import { describe, expect, it } from "vitest";
-import { actingAs } from "../../src/admin/principal";
+import { type AdminEnv, handingOff } from "../../src/admin/principal";
 import { RIGHTS, roleAtLeast } from "../../src/admin/rights";
 import { adminRoutes } from "../../src/admin/routes";
 import { ROLES, type Role } from "../../src/db/admin-tokens";
@@ -38,7 +38,7 @@ const SAMPLE_PARAMS: Record<string, string> = {
 };
 
 /** The admin API as the dashboard calls it for a signed-in member (in process: admin/principal.ts). */
-const inProcess = new Hono<{ Bindings: Env }>({ router: new RegExpRouter(), getPath: routedPath }).route("/admin/v1", adminRoutes);
+const inProcess = new Hono<AdminEnv>({ router: new RegExpRouter(), getPath: routedPath }).route("/admin/v1", adminRoutes);
 inProcess.onError((err, c) =>
 	err instanceof ApiError ? c.json(errorBody(err.errorcode, err.message, err.extra), err.status) : c.json({ message: String(err) }, 500),
 );
@@ -48,8 +48,7 @@ async function callAsPerson(method: string, path: string, personid: string) {
 		headers: { "content-type": "application/json" },
 		...(method === "GET" || method === "DELETE" ? {} : { body: "{}" }),
 	});
-	actingAs(request, { personid, ip: "203.0.113.9", origin: "http://service.test" });
-	const res = await inProcess.fetch(request, env);
+	const res = await inProcess.fetch(request, handingOff(env, { person: { personid, ip: "203.0.113.9", origin: "http://service.test" } }));
 	return { status: res.status, body: (await res.json()) as Record<string, any> };
 }
 
@@ -160,5 +159,37 @@ describe("admin rights", { timeout: 120_000 }, () => {
 		const bad = await admin("POST", `/apps/${app.appid}/tokens`, { name: "x", role: "admin" });
 		expect(bad.status).toBe(400);
 		expect(bad.body.fields).toEqual(["role"]);
+	});
+});
+
+describe("one way to carry auth (issue 48)", () => {
+	// A route behind the admin middleware that answers what Hono's typed context variables hold: the principal lives
+	// there (as the dashboard's session does), not in a side table keyed by the request.
+	const probe = new Hono<AdminEnv>({ router: new RegExpRouter(), getPath: routedPath })
+		.route("/admin/v1", adminRoutes)
+		.get("/admin/v1/apps/:appid/principal-probe", (c) => c.json({ auth: c.var.auth ?? null, person: c.var.person ?? null }));
+	probe.onError((err, c) => (err instanceof ApiError ? c.json(errorBody(err.errorcode, err.message), err.status) : c.json({}, 500)));
+
+	it("the middleware's principal is in the context variables: the bearer's actor, the dashboard's person", async () => {
+		const app = await createApp();
+		// (The superuser: a probe path has no line in the rights table, which refuses a scoped token on it.)
+		const byToken = await probe.fetch(
+			new Request(`http://service.test/admin/v1/apps/${app.appid}/principal-probe`, {
+				headers: { authorization: `Bearer ${env.ADMIN_TOKEN}` },
+			}),
+			env,
+		);
+		expect(await byToken.json()).toMatchObject({ auth: { actor: { type: "superuser", name: "superuser" } }, person: null });
+
+		const person = { personid: null, ip: "203.0.113.9", origin: "http://dashboard.test" };
+		const asDashboard = await probe.fetch(
+			new Request(`http://dashboard.internal/admin/v1/apps/${app.appid}/principal-probe`),
+			handingOff(env, { person }),
+		);
+		expect(await asDashboard.json()).toMatchObject({ auth: { actor: { type: "superuser" } }, person });
+
+		// Nothing an HTTP caller sends makes it the dashboard: without a hand-off and a token, refused.
+		const anonymous = await probe.fetch(new Request(`http://service.test/admin/v1/apps/${app.appid}/principal-probe`), env);
+		expect(anonymous.status).toBe(401);
 	});
 });

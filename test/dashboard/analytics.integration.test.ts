@@ -117,7 +117,7 @@ describe("analytics in the app's time zone", { timeout: 60_000 }, () => {
 		expect(page).toMatch(/<tr data-funnel="all">.*?100%/);
 	});
 
-	it("reads at a glance: totals first, the days with activity, quiet days folded, a chart over the active span", async () => {
+	it("reads at a glance: totals first, the days with activity, quiet days folded, a chart over the whole range", async () => {
 		const app = await createApp();
 		await putSlots(app.appid, app.campaignid, [
 			["2026-03-10T12:00", "conversions", 1],
@@ -134,12 +134,12 @@ describe("analytics in the app's time zone", { timeout: 60_000 }, () => {
 			"2026-03-11 to 2026-03-19 (9 days)",
 			"2026-03-01 to 2026-03-09 (9 days)",
 		]);
-		// Totals before the chart; the chart spans the active days with one quiet day either side, on whole-number ticks.
+		// Totals before the chart; the chart spans the whole range, quiet days flat (issue 48), on whole-number ticks.
 		expect(page.indexOf('data-testid="totals"')).toBeLessThan(page.indexOf("<svg"));
 		const svg = /<svg.*?<\/svg>/s.exec(page)?.[0] ?? "";
-		expect(svg).toContain("2026-03-09 to 2026-03-21");
+		expect(svg).toContain("2026-03-01 to 2026-03-30");
 		const dayLabels = [...svg.matchAll(/>(\d{4}-\d\d-\d\d)<\/text>/g)].map((m) => m[1]);
-		expect(dayLabels).toEqual(["2026-03-09", "2026-03-15", "2026-03-21"]);
+		expect(dayLabels).toEqual(["2026-03-01", "2026-03-15", "2026-03-30"]);
 		const tickLabels = [...svg.matchAll(/text-anchor="end"[^>]*>(\d+)<\/text>/g)].map((m) => m[1]);
 		expect(tickLabels).toEqual(["0", "1", "2", "3"]);
 

@@ -47,6 +47,8 @@ const FORM_BASE = {
 	growthhack: "SaaS_Referrals",
 	currency: "USD",
 	holddays: "0",
+	// No share button and (below) an end in the past: the builder asks first (issue 48), confirmed here.
+	confirm: ["noshare", "pastend"],
 };
 
 describe("campaign form: rows and fraud settings", { timeout: 30_000 }, () => {
@@ -54,7 +56,7 @@ describe("campaign form: rows and fraud settings", { timeout: 30_000 }, () => {
 		const session = await signIn();
 		const app = await createApp();
 		const blank = await (await session.get(`/dashboard/apps/${app.appid}/campaigns/new`)).text();
-		for (const name of ["r0_eventname", "r1_eventname", "r2_eventname", "s0_socialactionname", "s1_socialactionname"]) {
+		for (const name of ["r0_eventname", "r1_eventname", "r0_t0_fromcount", "r0_t1_reward", "s0_network", "s1_network", "s2_network"]) {
 			expect(blank).toContain(`name="${name}"`);
 		}
 		expect(blank).not.toMatch(/JSON/);
@@ -107,10 +109,13 @@ describe("campaign form: rows and fraud settings", { timeout: 30_000 }, () => {
 		const edit = await (await session.get(`/dashboard${path}`)).text();
 		expect(edit).toMatch(/name="r2_categories" type="text" value="shoes, hats"/);
 		expect(edit).toMatch(/name="r2_inclusionsandexclusions" type="text" value="exclude:SKU-9, include:SKU-1"/);
-		expect(edit).toMatch(/name="r2_tiers" type="text" value="3=10, 5=20"/);
+		// Tiers come back as rows (from friend N: reward), with blank rows to add more.
+		expect(edit).toMatch(/name="r2_t0_fromcount" type="text" value="3"/);
+		expect(edit).toMatch(/name="r2_t1_reward" type="text" value="20"/);
+		expect(edit).toMatch(/name="r2_t2_fromcount" type="text" value=""/);
 		expect(edit.match(/name="suspicioussignals" value="[a-z_]+" checked=""/g)).toHaveLength(2);
 		expect(edit).toContain('name="velocitythreshold" type="number" value="7"');
-		for (const name of ["r3_eventname", "r4_eventname", "r5_eventname"]) expect(edit).toContain(`name="${name}"`);
+		for (const name of ["r3_eventname", "r4_eventname"]) expect(edit).toContain(`name="${name}"`);
 		const ids = stored.rewardrules.map((r: { ruleid: number }) => String(r.ruleid));
 		const saved = await session.post(`/dashboard${path}`, {
 			...FORM_BASE,
@@ -167,7 +172,7 @@ describe("app settings and keys", { timeout: 30_000 }, () => {
 		const bad = await session.post(`/dashboard/apps/${app.appid}`, { ...settings, timezone: "Mars/Olympus_Mons" });
 		expect(bad.status).toBe(400);
 		const badHtml = await bad.text();
-		expect(badHtml).toMatch(/role="alert"[^>]*>[^<]*timezone/);
+		expect(badHtml).toMatch(/role="alert"[^>]*>[^<]*Time zone must be an IANA time zone name/);
 		expect(badHtml).toContain('name="timezone" value="Mars/Olympus_Mons"');
 		expect((await admin("GET", `/apps/${app.appid}`)).body.timezone).toBe("Asia/Kolkata");
 		expect((await admin("PATCH", `/apps/${app.appid}`, { timezone: "Nowhere/Else" })).status).toBe(400);
@@ -219,8 +224,10 @@ describe("the default campaign and the campaign's end, from the dashboard", () =
 		expect((await app.api("register", { email: "new@x.com" })).body.saascampaignid).toBe(String(second));
 
 		const form = (end: string) => ({ ...FORM_BASE, campaignname: "Winter", rewardtype: "3", campaignenddate: end });
-		expect((await session.post(page, form("2026-01-01T00:00"))).status).toBe(303);
-		expect((await admin("GET", `/apps/${app.appid}/campaigns/${second}`)).body.campaignenddate).toBe("2026-01-01T00:00:00.000Z");
+		// An end before the campaign's start is refused (issue 48); one after it is saved (its past date confirmed in FORM_BASE).
+		expect((await session.post(page, form("2026-01-01T00:00"))).status).toBe(400);
+		expect((await session.post(page, form("2026-11-25T00:00"))).status).toBe(303);
+		expect((await admin("GET", `/apps/${app.appid}/campaigns/${second}`)).body.campaignenddate).toBe("2026-11-25T00:00:00.000Z");
 		expect((await session.post(page, form(""))).status).toBe(303);
 		expect((await admin("GET", `/apps/${app.appid}/campaigns/${second}`)).body.campaignenddate).toBeNull();
 	});

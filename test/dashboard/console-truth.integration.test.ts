@@ -1,5 +1,4 @@
 import { describe, expect, it } from "vitest";
-import { formErrorText } from "../../src/dashboard/forms";
 import { admin, createApp } from "../support/api";
 import { conversion, csrfOf, fetchPage, flushLedger, registerUser, signIn, type TestApp } from "../support/dashboard";
 import { acceptFromMailbox } from "../support/mailbox";
@@ -62,7 +61,7 @@ describe("the console tells the truth", { timeout: 60_000 }, () => {
 		expect(status.body.comment).toBe("line one\nline two");
 	});
 
-	it("campaign form errors number the rules as the form labels them (from 1, counting every row)", async () => {
+	it("campaign form errors sit on the field of the row they were typed in (from 1, counting every row)", async () => {
 		const session = await signIn();
 		const app = await createApp();
 		const rule = (i: number, eventname: string, reward: string) => ({
@@ -80,14 +79,16 @@ describe("the console tells the truth", { timeout: 60_000 }, () => {
 		});
 		expect(res.status).toBe(400);
 		const html = await res.text();
-		expect(html).toContain("Rule 3 reward");
-		expect(html).not.toContain("rewardrules.1");
-		// Shown again as typed: the row labelled Rule 3 holds the -5, row 2 is still the blank one.
-		expect(html).toMatch(/<legend>Rule 3<\/legend>(?:(?!<\/fieldset>)[\s\S])*value="-5"/);
-		expect(html).toContain("<legend>New rule (row 2)</legend>");
-		expect(
-			formErrorText("rewardrules.0.reward: must be positive; socialactions.1.sharetitle: too long", { rules: [4], actions: [0, 2] }),
-		).toBe("Rule 5 reward: must be positive; Social action 3 sharetitle: too long");
+		// Both mistakes at once, each on its own field (issue 48), in words, never the API's paths.
+		expect(html).toMatch(/id="f-r2_reward" aria-invalid="true" aria-describedby="f-r2_reward-error"/);
+		expect(html).toContain('<p class="field-error" id="f-r2_reward-error">The reward is an amount of 0 or more');
+		expect(html).toMatch(/id="f-rewardtype" aria-invalid="true"/);
+		expect(html).toContain('href="#f-r2_reward"');
+		expect(html).not.toContain("rewardrules.");
+		// Shown again as typed: the row labelled row 3 holds the -5, row 2 is still the blank one.
+		expect(html).toMatch(/<legend>New reward \(row 3\)<\/legend>(?:(?!<\/fieldset>)[\s\S])*value="-5"/);
+		expect(html).toContain("<legend>New reward (row 2)</legend>");
+		expect((await admin("GET", `/apps/${app.appid}/campaigns/${app.campaignid}`)).body.campaignname).not.toBe("Renamed");
 	});
 
 	it("members are spoken to as members, and see only the tabs their role may use", async () => {
@@ -128,7 +129,8 @@ describe("the console tells the truth", { timeout: 60_000 }, () => {
 		expect(html).toContain('value="Typed new name"');
 		expect(html).toContain('value="https://typed.example.com/landing"');
 		expect(html).toContain('value="not a url at all"');
-		expect(html).toMatch(/role="alert"[^>]*>[^<]*webhookurl/);
+		expect(html).toMatch(/role="alert"[^>]*>[^<]*Webhook URL must be an http\(s\) URL/);
+		expect(html).toMatch(/id="f-webhookurl"[^>]*aria-invalid="true"/);
 		// Nothing was saved.
 		expect((await admin("GET", `/apps/${app.appid}`)).body.name).toBe("Test app");
 	});
@@ -144,7 +146,7 @@ describe("the console tells the truth", { timeout: 60_000 }, () => {
 		const id = rewards[0].rewarddtlid;
 		const html = await (await session.get(`/dashboard/apps/${app.appid}/rewards/${id}`)).text();
 		const facts = /<dl class="props" data-testid="reward">([\s\S]*?)<\/dl>/.exec(html)?.[1] ?? "";
-		expect(facts).toContain(`${rewards[0].reward} ${rewards[0].rewardunit}`);
+		expect(facts).toContain(`${Number(rewards[0].reward).toFixed(2)} ${rewards[0].rewardunit}`);
 		expect(facts).toContain(rewards[0].rewardstatus);
 		expect(facts).toContain("owner-of-reward@x.com");
 		expect(facts).toContain("friend-of-reward@x.com");

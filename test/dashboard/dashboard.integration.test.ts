@@ -201,6 +201,8 @@ describe("dashboard pages", { timeout: 30_000 }, () => {
 			r1_reward: "2",
 			r1_rewardunit: "USD",
 			s0_remove: "on",
+			// Without a share button the builder asks first (issue 48): confirmed here.
+			confirm: "noshare",
 		});
 		expect(saved.status).toBe(303);
 		const after = (await admin("GET", `/apps/${app.appid}/campaigns/${campaignid}`)).body;

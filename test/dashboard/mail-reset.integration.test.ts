@@ -2,9 +2,9 @@ import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test"
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { app as worker } from "../../src/http/app";
-import { admin, createApp, request } from "../support/api";
-import { csrfOf, fetchPage } from "../support/dashboard";
-import { acceptFromMailbox } from "../support/mailbox";
+import { ADMIN_TOKEN, admin, createApp, request } from "../support/api";
+import { BASE, csrfOf, fetchPage } from "../support/dashboard";
+import { acceptFromMailbox, invitationLinkFor } from "../support/mailbox";
 
 /**
  * Issue 32: local mail you can read (GET /dev/mail and the dashboard's Mail
@@ -168,5 +168,117 @@ describe("password reset by email", () => {
 			if (Math.floor(Date.now() / 10_000) === window) break;
 		}
 		expect(statuses).toEqual([...Array(10).fill(200), 429]);
+	});
+});
+
+/** A dashboard form POST from `origin` (a spoofed Host is the request's URL here), waiting for its background work (the email). */
+async function postFormAt(origin: string, path: string, fields: Record<string, string>, headers: Record<string, string> = {}) {
+	const page = await worker.fetch(new Request(`${origin}${path}`), env, createExecutionContext());
+	const ctx = createExecutionContext();
+	const res = await worker.fetch(
+		new Request(`${origin}${path}`, {
+			method: "POST",
+			redirect: "manual",
+			headers: { cookie: cookieOf(page, "dash_login"), "content-type": "application/x-www-form-urlencoded", ...headers },
+			body: new URLSearchParams({ _csrf: csrfOf(await page.text()), ...fields }),
+		}),
+		env,
+		ctx,
+	);
+	await waitOnExecutionContext(ctx);
+	return res;
+}
+
+const resetMailsTo = async (to: string) =>
+	(await env.DB.prepare("SELECT text FROM dev_mail WHERE to_address = ? AND subject LIKE 'Reset your%'").bind(to).all<{ text: string }>())
+		.results;
+
+describe("issue 47: resets never lock anyone out, and their links are the deployment's", () => {
+	it("12 reset requests for one email from 12 addresses send at most 3 emails, and the right password still signs in", async () => {
+		const app = await createApp();
+		const who = email();
+		expect((await admin("POST", `/apps/${app.appid}/members`, { email: who, role: "viewer" })).status).toBe(201);
+		await acceptFromMailbox(app.appid, who, PASSWORD);
+		const statuses: number[] = [];
+		for (let i = 0; i < 12; i++) {
+			const res = await postFormAt(BASE, "/dashboard/reset", { email: who }, { "cf-connecting-ip": `203.0.113.${10 + i}` });
+			statuses.push(res.status);
+		}
+		// The same answer every time, sent or not.
+		expect(statuses).toEqual(Array(12).fill(200));
+		expect((await resetMailsTo(who)).length).toBe(3);
+		const signIn = await signInAs(who, PASSWORD);
+		expect(signIn.status).toBe(303);
+		expect((await fetchPage("/dashboard", { headers: { cookie: signIn.cookie } })).status).toBe(200);
+	});
+
+	it("an address refused for too many reset requests still signs its member in with the right password", async () => {
+		const app = await createApp();
+		const who = email();
+		expect((await admin("POST", `/apps/${app.appid}/members`, { email: who, role: "viewer" })).status).toBe(201);
+		await acceptFromMailbox(app.appid, who, PASSWORD);
+		const ip = "198.51.100.201";
+		let refused = false;
+		// Within one 10 s window the 11th request from the address is refused (earlier test); retried if a window ended mid-way.
+		for (let round = 0; round < 3 && !refused; round++) {
+			for (let i = 0; i < 11; i++) {
+				const { res } = await postForm("/dashboard/reset", { email: i % 2 ? who : email() }, { "cf-connecting-ip": ip });
+				refused ||= res.status === 429;
+			}
+		}
+		expect(refused).toBe(true);
+		const login = await fetchPage("/dashboard/login");
+		const res = await fetchPage("/dashboard/login/member", {
+			method: "POST",
+			headers: { cookie: cookieOf(login, "dash_login"), "cf-connecting-ip": ip },
+			body: new URLSearchParams({ _csrf: csrfOf(await login.text()), email: who, password: PASSWORD }),
+		});
+		expect(res.status).toBe(303);
+	});
+
+	it("a reset requested with a spoofed Host carries the configured origin", async () => {
+		const app = await createApp();
+		const who = email();
+		expect((await admin("POST", `/apps/${app.appid}/members`, { email: who, role: "viewer" })).status).toBe(201);
+		await acceptFromMailbox(app.appid, who, PASSWORD);
+		expect((await postFormAt("http://evil.example", "/dashboard/reset", { email: who })).status).toBe(200);
+		const [mail] = await resetMailsTo(who);
+		expect(mail?.text).toMatch(/http:\/\/service\.test\/dashboard\/reset\/rst_[0-9a-z]{43}/);
+		expect(mail?.text).not.toContain("evil.example");
+	});
+
+	it("an invitation requested with a spoofed Host carries the configured origin", async () => {
+		const app = await createApp();
+		const who = email();
+		const res = await worker.fetch(
+			new Request(`http://evil.example/admin/v1/apps/${app.appid}/members`, {
+				method: "POST",
+				headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" },
+				body: JSON.stringify({ email: who, role: "viewer" }),
+			}),
+			env,
+			createExecutionContext(),
+		);
+		expect(res.status).toBe(201);
+		const link = await invitationLinkFor(app.appid, who);
+		expect(new URL(link).origin).toBe("http://service.test");
+	});
+
+	it("a deployment without PUBLIC_ORIGIN refuses an invitation with 503 public_origin_unset and adds no member", async () => {
+		const app = await createApp();
+		const who = email();
+		const unset = { ...env, PUBLIC_ORIGIN: "" } as unknown as Env;
+		const res = await worker.fetch(
+			new Request(`${BASE}/admin/v1/apps/${app.appid}/members`, {
+				method: "POST",
+				headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" },
+				body: JSON.stringify({ email: who, role: "viewer" }),
+			}),
+			unset,
+			createExecutionContext(),
+		);
+		expect(res.status).toBe(503);
+		expect(((await res.json()) as { errorcode: string }).errorcode).toBe("public_origin_unset");
+		expect((await admin("GET", `/apps/${app.appid}/members`)).body.members).toEqual([]);
 	});
 });

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { activityOf } from "../../src/dashboard/activity";
 import { axis, niceMax, points } from "../../src/dashboard/chart";
 import { campaignFromForm, couponsFromText, csvCell, listText, splitCsvLine } from "../../src/dashboard/forms";
-import { statsCsv } from "../../src/dashboard/pages/analytics";
+import { shownRate, statsCsv } from "../../src/dashboard/pages/analytics";
 import { daysBetween, shapeStats } from "../../src/domain/stats";
 import { FRAUD_SIGNALS } from "../../src/fraud/signals";
 
@@ -130,7 +130,16 @@ describe("analytics at a glance", () => {
 		...counts,
 	});
 
-	it("keeps the active days, folds quiet runs, and spans the chart around the activity", () => {
+	it("shows a funnel rate only where its base holds what came out of it (issue 48)", () => {
+		expect(shownRate(1, 4)).toBe("25%");
+		expect(shownRate(2, 2)).toBe("100%");
+		expect(shownRate(1, 3)).toBe("33.3%");
+		expect(shownRate(0, 0)).toBe("—");
+		expect(shownRate(2, 0)).toBe("—");
+		expect(shownRate(2, 1)).toBe("—");
+	});
+
+	it("keeps the active days and folds quiet runs", () => {
 		const days = ["01", "02", "03", "04", "05", "06"].map((d) => day(`2026-01-${d}`));
 		days[2] = day("2026-01-03", { clicks: 2 });
 		days[3] = day("2026-01-04", {}, { USD: 1.5 });
@@ -141,8 +150,6 @@ describe("analytics at a glance", () => {
 			{ from: "2026-01-05", to: "2026-01-05", days: 1 },
 		]);
 		expect(activity.quietDays).toBe(3);
-		expect(activity.chart).toEqual({ start: 1, end: 5 });
-		expect(activityOf(days.map((d) => day(d.day))).chart).toBeNull();
 	});
 
 	it("puts whole-number ticks on the chart's axis", () => {

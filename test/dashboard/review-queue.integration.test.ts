@@ -26,7 +26,7 @@ describe("review queue", { timeout: 60_000 }, () => {
 		const { ids } = await suspiciousReferral(app, "show");
 		const html = await (await session.get(`/dashboard/apps/${app.appid}/review`)).text();
 		for (const id of ids) expect(listed(html, id)).toBe(true);
-		for (const text of ["friend-show@x.com", "Fred show", "ref-show@x.com", "Rita show", "Signup", "10 USD", "same_phone"]) {
+		for (const text of ["friend-show@x.com", "Fred show", "ref-show@x.com", "Rita show", "Signup", "10.00 USD", "same_phone"]) {
 			expect(html).toContain(text);
 		}
 		expect(html).toContain("share a phone number");
@@ -81,6 +81,6 @@ describe("review queue", { timeout: 60_000 }, () => {
 		expect((await app.api("reverseconversionevent", { customid, reason: "refund" })).status).toBe(200);
 		const html = await (await session.get(`/dashboard/apps/${app.appid}/users/${ref.userkey}`)).text();
 		expect(html).toContain("Owed (clawbacks)");
-		expect(/data-testid="owed">([^<]+)</.exec(html)?.[1]).toBe("10");
+		expect(/data-testid="owed">([^<]+)</.exec(html)?.[1]).toBe("10.00 USD");
 	});
 });

@@ -30,7 +30,7 @@ describe("dashboard test data switch", () => {
 		expect(on).toContain("test-person@x.com");
 		expect(on).not.toContain("live-person@x.com");
 		expect(on).toContain('aria-pressed="true">Test data: on');
-		expect(on).toContain('<p class="flash testmode" role="status">');
+		expect(on).toContain('<p class="flash testmode" role="status" data-testid="test-mode-statement"><strong>Test data.</strong>');
 		// A refused switch (no CSRF token) changes nothing.
 		const forged = await fetchPage(`/dashboard/apps/${app.appid}/mode`, {
 			method: "POST",

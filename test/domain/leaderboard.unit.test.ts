@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { bucketOf, bucketsOf, displayName, rankBoard } from "../../src/domain/leaderboard";
+import { displayName } from "../../src/domain/display-name";
+import { bucketOf, bucketsOf, rankBoard } from "../../src/domain/leaderboard";
 
 const at = (iso: string) => Date.parse(iso);
 

@@ -119,6 +119,7 @@ describe("dashboard in a browser", () => {
 		await page.type("#f-r1_eventname", "Signup");
 		await page.type("#f-r1_reward", "5");
 		// Velocity only flags from now on; the shared phone below still holds the reward for review.
+		await page.click("#fraud-settings summary"); // folded in the builder's Rules section (issue 48)
 		await page.click("input[name=suspicioussignals][value=velocity]");
 		// The option is picked by its label, as an operator would; the test then checks what was stored.
 		const referrerOnly = await page.$$eval("#f-rewardtype option", (options) =>
@@ -126,7 +127,7 @@ describe("dashboard in a browser", () => {
 		);
 		expect(referrerOnly).toHaveLength(1);
 		await page.select("#f-rewardtype", referrerOnly[0] as string);
-		await submit("form.grid button[type=submit]");
+		await submit("form.builder button[name=save]");
 		expect(await page.$eval("[role=status]", (e) => e.textContent)).toContain("Campaign created");
 		const campaignPath = new URL(page.url()).pathname;
 		expect(campaignPath).toMatch(/\/campaigns\/\d+$/);

@@ -97,7 +97,8 @@ describe("a campaign's emails in a browser", () => {
 			WAIT,
 		);
 		expect(await text("[data-testid=preview-text]")).toBe(
-			"Hi Bob,\n\nAnn wants you in: https://example.com/r/ANN123\n\nP.S. <b>not bold</b>",
+			// The link as the real reminder carries it (issue 48): this service's origin, SHARE_BASE_URL being unset.
+			`Hi Bob,\n\nAnn wants you in: ${service.base}/r/ANN123\n\nP.S. <b>not bold</b>`,
 		);
 		const previewHtml = await page.$eval("#preview iframe", (el) => el.getAttribute("srcdoc") ?? "");
 		expect(previewHtml).toContain("&lt;b&gt;not bold&lt;/b&gt;");

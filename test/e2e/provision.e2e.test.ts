@@ -1,7 +1,7 @@
 import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { environmentOf } from "../../scripts/provision.mjs";
+import { environmentOf, exampleValuesOf } from "../../scripts/provision.mjs";
 
 // `npm run provision -- --env staging --dry-run` (docs/deploy.md): the plan,
 // with nothing called. The script runs with every way out (processes,
@@ -25,9 +25,38 @@ describe("provision --dry-run", () => {
 		}
 		expect(run.stdout).toMatch(/referral-outbox-dlq-staging .*# dead-letter queue/);
 		expect(run.stdout).toMatch(/referral-stripe-dlq-staging .*# dead-letter queue/);
+		expect(run.stdout).toMatch(/referral-projection-dlq-staging .*# dead-letter queue/);
+		expect(run.stdout).toMatch(/Account check: npx wrangler whoami \(not called in a dry run\)/);
 		for (const secret of ["ADMIN_TOKEN", "IP_HASH_KEY", "SECRETS_KEY"])
 			expect(run.stdout).toContain(`wrangler secret put ${secret} --env staging`);
 		expect(run.stdout).toContain("npm run deploy:staging");
+	});
+
+	it("flags the example.com values left in the environment's section", () => {
+		for (const env of ["staging", "production"]) {
+			const run = dryRun(["--env", env, "--dry-run"]);
+			expect(run.status).toBe(0);
+			expect(run.stdout).toContain(`Example values left in [env.${env}] of wrangler.toml`);
+			expect(run.stdout).toMatch(/^ {2}DEFAULT_EMAIL_SENDER = "referrals@example\.com"$/m);
+		}
+		const values = exampleValuesOf(toml.replaceAll("referrals@example.com", "referrals@mail.shop.test"), "production");
+		expect(values).toEqual([]);
+		expect(exampleValuesOf('[env.production.vars]\nSHARE_BASE_URL = "https://refer.example.com"\n', "production")).toEqual([
+			'SHARE_BASE_URL = "https://refer.example.com"',
+		]);
+	});
+
+	it("with --set-secrets, says where each secret would come from and never prints a value", () => {
+		const value = "a-ci-secret-value-of-more-than-32-characters";
+		const run = spawnSync(process.execPath, ["--import", NO_NETWORK, SCRIPT, "--env", "staging", "--dry-run", "--set-secrets"], {
+			encoding: "utf8",
+			timeout: 20_000,
+			env: { ...process.env, ADMIN_TOKEN: value, IP_HASH_KEY: "", SECRETS_KEY: "" },
+		});
+		expect(run.status).toBe(0);
+		expect(run.stdout).toMatch(/ADMIN_TOKEN +from \$ADMIN_TOKEN/);
+		expect(run.stdout).toMatch(/IP_HASH_KEY +would be asked for/);
+		expect(run.stdout).not.toContain(value);
 	});
 
 	it("fails, calling nothing, without the dry run under the same guard (so the guard works)", () => {
@@ -48,7 +77,7 @@ describe("provision --dry-run", () => {
 			database: "referral-rewards",
 			databaseId: expect.any(String),
 			queues: ["referral-outbox", "referral-projection", "referral-stripe"],
-			deadLetterQueues: ["referral-outbox-dlq", "referral-stripe-dlq"],
+			deadLetterQueues: ["referral-outbox-dlq", "referral-projection-dlq", "referral-stripe-dlq"],
 		});
 		expect(environmentOf(toml, "staging")?.queues).toEqual([
 			"referral-outbox-staging",

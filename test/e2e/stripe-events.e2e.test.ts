@@ -11,7 +11,9 @@ import { chargeRefunded, type Harness, invoicePaid, startHarness } from "./strip
 // referrer (10 % of the payment credited to the referrer's Stripe customer
 // balance), for a customer the service did not know and for a known user
 // without a referrer whose invoice lists its discounts as ids; the promotion
-// code is read from Stripe once.
+// code is read from Stripe once. Issue 47: a stranger typing an existing
+// user's email at checkout, with a referrer's promotion code, takes over
+// nobody's payouts and pays nobody.
 
 let h: Harness;
 
@@ -147,8 +149,10 @@ describe("a referrer's promotion code at checkout", () => {
 		};
 		expect(await h.deliver(event("checkout.session.completed", session))).toBe(200);
 		await h.settlesAt("cus_ann_promo", -500);
+		// The new user is known by its Stripe customer alone (issue 47): the email typed at checkout is not stored,
+		// so registering that email is another user, without a referrer.
 		const buyer = (await h.api("register", { email: "new.buyer@example.com" })).body;
-		expect(buyer).toMatchObject({ hasreferrer: true, referrercode: referrer.referralcode });
+		expect(buyer).toMatchObject({ hasreferrer: false });
 
 		// A known user without a referrer pays an invoice of the pinned API version: its discounts are ids.
 		expect((await h.api("register", { email: "known.buyer@example.com", paymentcustomerid: "cus_known_buyer" })).status).toBe(200);
@@ -174,5 +178,64 @@ describe("a referrer's promotion code at checkout", () => {
 
 		expect(h.fake.calls.filter((c) => c.path === `/v1/promotion_codes/${promo}`)).toHaveLength(1);
 		expect(await h.counts()).toMatchObject({ "promotion_code:attributed": 2 });
+	});
+});
+
+describe("identity from the product, never from a typed email (issue 47)", () => {
+	it("a checkout with someone's email typed in and a referrer's promotion code takes over nobody and pays nobody", async () => {
+		const referrer = (await h.api("register", { email: "rick.ident@example.com", paymentcustomerid: "cus_rick_ident" })).body;
+		// The victim: a referrer whose Stripe customer the product has not linked yet.
+		const victim = (await h.api("register", { email: "vera.ident@example.com", name: "Vera" })).body;
+		const promo = h.fake.promotionCode(referrer.referralcode);
+		const attack: Pick<Stripe.Checkout.Session, "id" | "object" | "amount_total" | "currency" | "payment_status" | "discounts"> & {
+			customer: string;
+			customer_details: Pick<Stripe.Checkout.Session.CustomerDetails, "email">;
+		} = {
+			id: "cs_ident_attack",
+			object: "checkout.session",
+			customer: "cus_attacker_ident",
+			// Stripe never verifies the email a payer types.
+			customer_details: { email: "Vera.Ident@example.com" },
+			amount_total: 10_000,
+			currency: "usd",
+			payment_status: "paid",
+			discounts: [{ coupon: "co_ten", promotion_code: promo }],
+		};
+		const delivered = event("checkout.session.completed", attack);
+		const attributed = async () => (await h.counts())["promotion_code:attributed"] ?? 0;
+		const before = await attributed();
+		expect(await h.deliver(delivered)).toBe(200);
+		// Handled either way: counted unlinked_email, or (before issue 47) the victim taken over and attributed.
+		await h.until("the checkout handled", async () =>
+			(await h.counts()).unlinked_email || (await attributed()) > before ? true : undefined,
+		);
+		expect(await h.counts()).toMatchObject({ unlinked_email: 1 });
+		// Nobody was referred, nobody earned.
+		expect((await h.api("register", { email: "vera.ident@example.com" })).body).toMatchObject({ hasreferrer: false });
+		expect((await h.api("getfriendsandrewards", { userkey: referrer.userkey })).body.friends).toEqual([]);
+		// The operator sees the case: which event, which customer, whose email.
+		const view = (await h.admin("GET", `/apps/${h.appid}`)).body.stripe;
+		expect(view.cases).toContainEqual(
+			expect.objectContaining({ eventid: delivered.id, kind: "unlinked_email", customer: "cus_attacker_ident", userkey: victim.userkey }),
+		);
+
+		// The victim's next reward: a friend of hers pays; it waits for her own customer, never the attacker's.
+		const friend = await h.api("register", {
+			email: "vera.friend@example.com",
+			paymentcustomerid: "cus_vera_friend",
+			referrercode: victim.referralcode,
+		});
+		expect(friend.status).toBe(200);
+		expect(await h.deliver(invoicePaid("cus_vera_friend", 10_000))).toBe(200);
+		const rewardid = `${victim.userkey}-1`;
+		await h.until("the victim's reward paid or waiting for a customer", async () => {
+			const s = await h.status(rewardid);
+			return s.rewardstatus === "Rewarded" || /paymentcustomerid/.test(String(s.comment ?? s.rewardcomment ?? "")) ? s : undefined;
+		});
+		expect(h.fake.net("cus_attacker_ident")).toBe(0);
+		expect((await h.api("updateuser", { userkey: victim.userkey, paymentcustomerid: "cus_vera_own" })).status).toBe(200);
+		await h.settlesAt("cus_vera_own", -1000);
+		expect(h.fake.net("cus_attacker_ident")).toBe(0);
+		expect(h.fake.net("cus_rick_ident")).toBe(0);
 	});
 });

@@ -11,5 +11,7 @@ export default defineConfig({
 		hookTimeout: 120_000,
 		fileParallelism: false,
 		setupFiles: ["test/e2e/setup.ts"],
+		// GitHub's workflow parser imports its JSON schema without an import attribute (written for bundlers): transformed by vite.
+		server: { deps: { inline: ["@actions/workflow-parser"] } },
 	},
 });

@@ -231,6 +231,21 @@ describe("the history checker's verdict", () => {
 		expect(failuresExplained(w).map((v) => v.rule)).toEqual(["refusal-explained"]);
 	});
 
+	it("a lost dispute acknowledged reverses the whole reward; one won, or not acknowledged, may leave it (issue 47)", () => {
+		const lost: Op = { kind: "dispute", friend: 0, state: "lost", twice: false };
+		const w = world();
+		// Half refunded only: with the lost close acknowledged, the whole 10.00 should be reversed and the reward Rejected.
+		expect(rules(w, [...history(), entry(lost)])).toContain("refund-applied-once");
+		const reversed = world();
+		reversed.rewards[0] = { ...reversed.rewards[0]!, status: "Rejected", reward: 0, reversed: 1000 };
+		reversed.stripe.created.push({ amount: 500, rewarddtlid: "rk-1", customer: "cus_r0", idempotencyKey: "payout-a-rk-1-3" });
+		reversed.stripe.keyAmounts.set("payout-a-rk-1-3", new Set([500]));
+		expect(rules(reversed, [...history(), entry(lost)])).toEqual([]);
+		// Without an answer, Stripe would send it again: both are possible. A won dispute reverses nothing.
+		expect(rules(w, [...history(), entry(lost, 0)])).toEqual([]);
+		expect(rules(w, [...history(), entry({ ...lost, state: "won" })])).toEqual([]);
+	});
+
 	it("subset sums of the unknown amounts", () => {
 		expect([...subsetSums([100, 250])].sort((a, b) => a - b)).toEqual([0, 100, 250, 350]);
 	});
@@ -246,7 +261,7 @@ describe("the history checker's plan", () => {
 		for (const seed of [1, 2, 3, 4, 5]) {
 			const p = generate(seed, { ops: 200 });
 			expect(p.ops.length).toBeGreaterThanOrEqual(200);
-			expect(new Set(p.ops.map((o) => o.kind))).toEqual(new Set(["convert", "pay", "refund", "status", "redeem", "retry"]));
+			expect(new Set(p.ops.map((o) => o.kind))).toEqual(new Set(["convert", "pay", "refund", "status", "redeem", "retry", "dispute"]));
 			expect(p.killAt).toBeGreaterThan(p.ops.length * 0.3);
 			expect(p.killAt).toBeLessThan(p.ops.length * 0.7);
 			const pays = p.ops.filter((o) => o.kind === "pay").map((o) => o.friend);
@@ -261,6 +276,16 @@ describe("the history checker's plan", () => {
 			expect(new Set(customids).size).toBeLessThan(customids.length);
 			const first = (kind: string, friend: number) => p.ops.findIndex((o) => o.kind === kind && "friend" in o && o.friend === friend);
 			expect(pays.some((f) => first("refund", f) >= 0 && first("refund", f) < first("pay", f))).toBe(true);
+			// Each disputed charge was paid before: an open and a close, after its payment, in either order.
+			const disputes = p.ops.filter((o) => o.kind === "dispute");
+			for (const d of disputes) expect(p.ops.indexOf(d)).toBeGreaterThan(first("pay", d.friend));
+			for (const f of new Set(disputes.map((d) => d.friend)))
+				expect(
+					disputes
+						.filter((d) => d.friend === f)
+						.map((d) => d.state === "open")
+						.sort(),
+				).toEqual([false, true]);
 		}
 	});
 });

@@ -52,12 +52,21 @@ async function connectedApp() {
 	const earned = async (userkey: string) => {
 		type Friend = { email: string; earnedrewards: { reward: string; rewardstatus: string }[] };
 		const friends = (await app.api("getfriendsandrewards", { userkey })).body.friends as Friend[];
-		// Each friend's rewards for the referrer, as amounts.
-		return Object.fromEntries(
-			friends.filter((f) => f.earnedrewards.length > 0).map((f) => [f.email, f.earnedrewards.map((r) => r.reward)]),
-		);
+		// Each friend's rewards for the referrer, as amounts, by the friend's email ("" for a user known by its customer alone).
+		const byEmail: Record<string, string[]> = {};
+		for (const f of friends)
+			if (f.earnedrewards.length > 0) byEmail[f.email] = [...(byEmail[f.email] ?? []), ...f.earnedrewards.map((r) => r.reward)];
+		return byEmail;
 	};
 	return { app, register, run, counts, earned };
+}
+
+/** The users the app has with this Stripe customer (what the product or a promotion code linked). */
+async function usersOfCustomer(appid: string, customer: string) {
+	const rows = await env.DB.prepare("SELECT email, referrer_userid FROM users WHERE appid = ? AND paymentcustomerid = ?")
+		.bind(appid, customer)
+		.all();
+	return rows.results;
 }
 
 /** A paid checkout session (Stripe.Checkout.Session) whose discount carries a promotion code. */
@@ -107,15 +116,18 @@ async function invoiceWithDiscountIds(customer: string, promotion: string): Prom
 }
 
 describe("promotion codes at checkout", () => {
-	it("attributes a new customer to the code's owner (ignoring case), creates its user, and the referrer earns", async () => {
-		const { register, run, counts, earned } = await connectedApp();
+	it("attributes a new customer to the code's owner (ignoring case), creates its user known by its customer alone, and the referrer earns", async () => {
+		const { app, register, run, counts, earned } = await connectedApp();
 		const referrer = await register(`ref.${uid()}@example.com`);
 		const promo = await promotionCode(referrer.referralcode.toLowerCase());
 		const email = `new.${uid()}@example.com`;
-		expect(await run("checkout.session.completed", checkout(`cus_${uid()}`, email, promo))).toBe("ack");
-		const friend = await register(email);
-		expect(friend).toMatchObject({ hasreferrer: true, referrercode: referrer.referralcode });
-		expect(await earned(referrer.userkey)).toEqual({ [email]: ["10"] });
+		const customer = `cus_${uid()}`;
+		expect(await run("checkout.session.completed", checkout(customer, email, promo))).toBe("ack");
+		const created = await usersOfCustomer(app.appid, customer);
+		expect(created).toEqual([{ email: null, referrer_userid: expect.any(Number) }]);
+		// The typed email is not stored (issue 47): registering it is another user, without a referrer.
+		expect(await register(email)).toMatchObject({ hasreferrer: false });
+		expect(await earned(referrer.userkey)).toEqual({ "": ["10"] });
 		expect(await counts()).toMatchObject({ "promotion_code:attributed": 1, converted: 1 });
 	});
 
@@ -148,7 +160,7 @@ describe("promotion codes at checkout", () => {
 	});
 
 	it("keeps an existing referrer (Stripe is not asked), and reads a promotion code from Stripe once", async () => {
-		const { register, run, counts, earned } = await connectedApp();
+		const { app, register, run, counts, earned } = await connectedApp();
 		const first = await register(`first.${uid()}@example.com`);
 		const other = await register(`other.${uid()}@example.com`);
 		const customer = `cus_${uid()}`;
@@ -160,10 +172,90 @@ describe("promotion codes at checkout", () => {
 		expect(await earned(first.userkey)).toEqual({ [email]: ["10"] });
 		expect(await stripeReads(`promotion_codes/${promo}`)).toBe(0);
 		// Two new customers with the same promotion code: both attributed, the code read from Stripe once.
-		const emails = [`a.${uid()}@example.com`, `b.${uid()}@example.com`];
-		for (const e of emails) expect(await run("checkout.session.completed", checkout(`cus_${uid()}`, e, promo))).toBe("ack");
+		const customers = [`cus_${uid()}`, `cus_${uid()}`];
+		for (const c of customers) expect(await run("checkout.session.completed", checkout(c, `${c}@example.com`, promo))).toBe("ack");
 		expect(await stripeReads(`promotion_codes/${promo}`)).toBe(1);
-		expect(await earned(other.userkey)).toEqual({ [emails[0] as string]: ["10"], [emails[1] as string]: ["10"] });
+		// Known by their customers alone (no email stored): the referrer's friends are two users without one.
+		expect(await earned(other.userkey)).toEqual({ "": ["10", "10"] });
+		for (const c of customers) expect(await usersOfCustomer(app.appid, c)).toEqual([{ email: null, referrer_userid: expect.any(Number) }]);
 		expect(await counts()).toMatchObject({ "promotion_code:attributed": 2, converted: 3 });
+	});
+});
+
+describe("identity from the product, never from a typed email (issue 47)", () => {
+	it("a payment whose email is a user's who never linked that customer links nobody, refers nobody, converts nothing, and is shown", async () => {
+		const { app, register, run, counts, earned } = await connectedApp();
+		const referrer = await register(`ref.${uid()}@example.com`);
+		const email = `victim.${uid()}@example.com`;
+		const victim = await register(email);
+		const promo = await promotionCode(referrer.referralcode);
+		const attacker = `cus_${uid()}`;
+		const checkoutObject = checkout(attacker, email.toUpperCase(), promo);
+		const work = {
+			appid: app.appid,
+			eventid: `evt_${uid()}`,
+			type: "checkout.session.completed",
+			object: stripeObjectSchema.parse(checkoutObject),
+		};
+		expect(await runStripeEvent(env, work, () => undefined)).toBe("ack");
+		expect(await usersOfCustomer(app.appid, attacker)).toEqual([]);
+		expect(await register(email)).toMatchObject({ userkey: victim.userkey, hasreferrer: false });
+		expect(await earned(referrer.userkey)).toEqual({});
+		expect(await counts()).toEqual({ unlinked_email: 1 });
+		// Shown to the operator: the event, the customer, whose email it carried; run again (as a redelivery the
+		// inbox did not stop: this test runs the consumer's code without the inbox), the case is recorded once.
+		expect(await runStripeEvent(env, work, () => undefined)).toBe("ack");
+		const view = (await admin("GET", `/apps/${app.appid}`)).body.stripe;
+		expect(view.cases).toEqual([
+			{
+				eventid: work.eventid,
+				kind: "unlinked_email",
+				customer: attacker,
+				userkey: victim.userkey,
+				detail: expect.any(String),
+				at: expect.any(String),
+			},
+		]);
+		// Without a promotion code too: the same email pays nobody and is shown.
+		expect(await run("checkout.session.completed", { ...checkoutObject, id: `cs_${uid()}`, discounts: [] })).toBe("ack");
+		expect(await counts()).toMatchObject({ unlinked_email: 3 });
+		// Once the product links the customer (updateuser), its payments are that user's.
+		expect((await app.api("updateuser", { userkey: victim.userkey, paymentcustomerid: attacker })).status).toBe(200);
+		expect(await run("checkout.session.completed", { ...checkoutObject, id: `cs_${uid()}` })).toBe("ack");
+		expect(await counts()).toMatchObject({ converted: 1, "promotion_code:attributed": 1 });
+	});
+
+	it("a checkout and its invoice of one new customer, at once, make one user", async () => {
+		const { app, register, run, counts } = await connectedApp();
+		const referrer = await register(`ref.${uid()}@example.com`);
+		const promo = await promotionCode(referrer.referralcode);
+		const customer = `cus_${uid()}`;
+		const session = { ...checkout(customer, "", promo), customer_details: null };
+		const invoice = {
+			id: `in_${uid()}`,
+			object: "invoice",
+			customer,
+			amount_paid: 5000,
+			currency: "usd",
+			discounts: [{ promotion_code: promo }],
+		};
+		const answers = await Promise.all([run("checkout.session.completed", session), run("invoice.paid", invoice)]);
+		expect(await usersOfCustomer(app.appid, customer)).toHaveLength(1);
+		// The event that did not claim the customer is retried (the queue brings it back) and then finds its user.
+		expect(answers.filter((a) => a === "retry").length).toBeLessThanOrEqual(1);
+		expect(await counts()).toMatchObject({ "promotion_code:attributed": 1 });
+	});
+
+	it("a customer whose user is gone (its claim long done) becomes a new user again, never retried for ever", async () => {
+		const { app, register, run } = await connectedApp();
+		const referrer = await register(`ref.${uid()}@example.com`);
+		const promo = await promotionCode(referrer.referralcode);
+		const customer = `cus_${uid()}`;
+		// An earlier event claimed the customer an hour ago and made a user, since erased (its customer id cleared).
+		await env.DB.prepare("INSERT INTO stripe_customer_claims (appid, customer, eventid, claimed_at) VALUES (?, ?, ?, ?)")
+			.bind(app.appid, customer, "evt_long_ago", Date.now() - 3_600_000)
+			.run();
+		expect(await run("checkout.session.completed", { ...checkout(customer, "", promo), customer_details: null })).toBe("ack");
+		expect(await usersOfCustomer(app.appid, customer)).toEqual([{ email: null, referrer_userid: expect.any(Number) }]);
 	});
 });

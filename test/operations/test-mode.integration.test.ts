@@ -105,7 +105,7 @@ describe("test mode", () => {
 	it("rotates the test keys: the old pair stops working, the new one sees the same test data", async () => {
 		const app = await appWithTestKeys();
 		const user = (await app.test("register", { email: "keep@x.com" })).body;
-		const rotated = await admin<{ testapikey: string; testprivatekey: string }>("POST", `/apps/${app.appid}/testkeys`);
+		const rotated = await admin<{ testapikey: string; testprivatekey: string }>("POST", `/apps/${app.appid}/testkeys`, { rotate: true });
 		expect(rotated.status).toBe(200);
 		expect(rotated.body.testapikey).toMatch(/^ak_test_/);
 		expect(rotated.body.testapikey).not.toBe(app.testapikey);
@@ -115,6 +115,25 @@ describe("test mode", () => {
 		expect((await fresh("getuserbalance", { userkey: user.userkey, campaignid: app.campaignid })).status).toBe(200);
 		expect((await admin("POST", "/apps/app_nosuchapp/testkeys")).status).toBe(404);
 		expect((await admin("POST", `/apps/${app.appid}_test/testkeys`)).status).toBe(404);
+	});
+
+	it("refuses to replace an app's test keys without rotate, changing nothing", async () => {
+		const app = await appWithTestKeys();
+		const user = (await app.test("register", { email: "stays@x.com" })).body;
+		const auditBefore = (await admin<{ entries: unknown[] }>("GET", `/apps/${app.appid}/audit?action=app.rotate_testkeys`)).body.entries;
+		for (const body of [undefined, {}, { rotate: false }]) {
+			const again = await admin("POST", `/apps/${app.appid}/testkeys`, body);
+			expect(again.status, JSON.stringify(body)).toBe(409);
+			expect(again.body).toMatchObject({ success: false, errorcode: "testkeys_exist", testapikey: app.testapikey });
+			expect(again.body.message).toMatch(/stops that one working .* nothing was changed\. Send \{"rotate": true\}/);
+			expect(again.body.testprivatekey).toBeUndefined();
+		}
+		// The pair in use still works and sees its data; no rotation was audited.
+		expect((await app.test("getuserbalance", { userkey: user.userkey, campaignid: app.campaignid })).status).toBe(200);
+		expect((await admin<{ entries: unknown[] }>("GET", `/apps/${app.appid}/audit?action=app.rotate_testkeys`)).body.entries).toEqual(
+			auditBefore,
+		);
+		expect((await admin("POST", `/apps/${app.appid}/testkeys`, { rotate: "yes" })).status).toBe(400);
 	});
 
 	it("creates the test pair of an app made before test mode", async () => {

@@ -56,6 +56,9 @@ export const GROWING_TABLES: Record<Engine, readonly string[]> = {
 		"stripe_event_counts",
 		"stripe_inbox",
 		"stripe_promotion_codes",
+		"stripe_customer_claims",
+		"stripe_cases",
+		"stripe_disputes",
 		"leaderboard_counts",
 		"leaderboard_levels",
 		"leaderboard_ties",
@@ -72,6 +75,7 @@ export const GROWING_TABLES: Record<Engine, readonly string[]> = {
 		"clawbacks",
 		"milestone_events",
 		"payouts",
+		"dispute_holds",
 	],
 };
 

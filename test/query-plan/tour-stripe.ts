@@ -105,8 +105,28 @@ export async function stripeTour(request: (path: string, init?: RequestInit) => 
 	await redriveStuckPayouts(env, Date.now() + 3_600_000);
 	await sweepStripeInbox(env, Date.now() + 3_600_000);
 	await ledger.flush();
+	// Chargebacks (issue 47): a dispute of the payment opened (its rewards held), then won (restored); another
+	// closed lost before its open (reversed as a full refund, the late open holds nothing).
+	const dispute = stripeObjectSchema.parse({
+		id: "dp_plan",
+		currency: "usd",
+		amount: 5000,
+		charge: "ch_plan",
+		payment_intent: "pi_plan",
+		status: "needs_response",
+	});
+	await runStripeEvent(env, { appid: app.appid, eventid: "evt_plan_dp_1", type: "charge.dispute.created", object: dispute }, waitUntil);
+	const won = { ...dispute, status: "won" };
+	await runStripeEvent(env, { appid: app.appid, eventid: "evt_plan_dp_2", type: "charge.dispute.closed", object: won }, waitUntil);
+	const lost = { ...dispute, id: "dp_plan_lost", status: "lost" };
+	await runStripeEvent(env, { appid: app.appid, eventid: "evt_plan_dp_3", type: "charge.dispute.closed", object: lost }, waitUntil);
+	await runStripeEvent(
+		env,
+		{ appid: app.appid, eventid: "evt_plan_dp_4", type: "charge.dispute.created", object: { ...lost, status: "needs_response" } },
+		waitUntil,
+	);
 	// Promotion codes at checkout (issue 34): a referrer's code read from Stripe once and kept; a new customer becomes a
-	// referred user, and a customer whose email is a user without a customer id is linked to it and attributed.
+	// referred user (claimed once), and a customer whose email is a user's is linked to nobody: a case (issue 47).
 	const promo = `promo_plan_${crypto.randomUUID().slice(0, 8)}`;
 	const promotion = JSON.stringify({ id: promo, object: "promotion_code", code: referrer.referralcode.toLowerCase() });
 	await fetch(`${env.WEBHOOK_RECEIVER_URL}/__mode/promotion_codes/${promo}`, {
@@ -137,6 +157,7 @@ export async function stripeTour(request: (path: string, init?: RequestInit) => 
 		discounts: [{ id: "di_plan", object: "discount", promotion_code: promo }],
 	});
 	await runStripeEvent(env, { appid: app.appid, eventid: "evt_plan_promo_2", type: "invoice.paid", object: invoice }, waitUntil);
+	await admin("GET", `/apps/${app.appid}`);
 	await app.api("updateuser", { userkey: friend.userkey, paymentcustomerid: "cus_plan_fr2" });
 	await admin("PATCH", `/apps/${app.appid}`, { stripe: null });
 }

@@ -177,6 +177,14 @@ async function adminRoutes(tour: Awaited<ReturnType<typeof operations>>) {
 		}),
 		"patch campaign",
 	);
+	// Archive, restore and delete (issue 48): a spare campaign archived, listed by the filter, restored; refused
+	// a delete while referenced (the default), deleted when nothing references it.
+	const spare = ok(await admin("POST", `/apps/${appid}/campaigns`, { ...couponCampaign(), campaignname: "Spare" }), "spare campaign").body;
+	ok(await admin("POST", `/apps/${appid}/campaigns/${spare.campaignid}/archive`), "archive campaign");
+	ok(await admin("GET", `/apps/${appid}/campaigns?archived=true`), "list archived campaigns");
+	ok(await admin("POST", `/apps/${appid}/campaigns/${spare.campaignid}/restore`), "restore campaign");
+	await admin("DELETE", `/apps/${appid}/campaigns/${campaignid}`);
+	ok(await admin("DELETE", `/apps/${appid}/campaigns/${spare.campaignid}`), "delete campaign");
 	const coupons = ok(await admin("POST", `/apps/${appid}/campaigns`, { ...couponCampaign() }), "coupon campaign").body;
 	ok(
 		await admin("POST", `/apps/${appid}/campaigns/${coupons.campaignid}/coupons`, { coupons: [{ coupon: "C-1" }, { coupon: "C-2" }] }),
@@ -212,6 +220,7 @@ async function adminRoutes(tour: Awaited<ReturnType<typeof operations>>) {
 	const listed = ok(await admin("GET", `/apps/${appid}/rewards`), "rewards").body;
 	ok(await admin("GET", `/apps/${appid}/rewards?status=Approved&userkey=${referrer.userkey}`), "rewards filtered");
 	const reward = listed.rewards[0];
+	ok(await admin("GET", `/apps/${appid}/rewards/${reward.rewarddtlid}`), "one reward with its event and payment");
 	ok(
 		await admin("POST", `/apps/${appid}/rewards/status`, { changes: [{ rewarddtlid: reward.rewarddtlid, rewardstatus: "Approved" }] }),
 		"rewards status",
@@ -242,7 +251,7 @@ async function adminRoutes(tour: Awaited<ReturnType<typeof operations>>) {
 	await dashboardSession();
 	ok(await admin("POST", `/apps/${appid}/rotate-privatekey`), "rotate key");
 	ok(await admin("POST", `/apps/${appid}/rotate-webhooksecret`), "rotate secret");
-	ok(await admin("POST", `/apps/${appid}/testkeys`), "rotate test keys");
+	ok(await admin("POST", `/apps/${appid}/testkeys`, { rotate: true }), "rotate test keys");
 }
 
 function couponCampaign() {
@@ -354,6 +363,7 @@ async function oldLedger() {
 			"clawbacks",
 			"milestone_events",
 			"payouts",
+			"dispute_holds",
 		])
 			sql.exec(`DROP TABLE ${name}`);
 		runStep(sql, LEDGER_MIGRATIONS[0] ?? []);

@@ -113,7 +113,9 @@ export class ReferralClient {
 			parsed = { message: text.slice(0, 500) || `HTTP ${res.status}` };
 		}
 		if (res.ok && parsed.success === true) return { answer: parsed };
-		return { error: new ReferralError(res.status, parsed), retryAfter: retryAfterMs(res.headers.get("retry-after")) };
+		// An answer that is not the service's envelope (a proxy's page) still has the request's id in its header when the service sent it.
+		const requestid = parsed.requestid ?? res.headers.get("request-id") ?? undefined;
+		return { error: new ReferralError(res.status, { ...parsed, requestid }), retryAfter: retryAfterMs(res.headers.get("retry-after")) };
 	}
 
 	register = (input: Input<"register">, options?: CallOptions) => this.call("register", input, options);

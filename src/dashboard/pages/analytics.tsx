@@ -3,22 +3,24 @@ import { activityOf, type StatsDay } from "../activity";
 import { LineChart } from "../chart";
 import { type Dash, type DashContext, flash } from "../context";
 import { csvCell } from "../forms";
-import { Field, Page, Select, Table } from "../layout";
+import { Field, money, Page, Select, Table } from "../layout";
 import { loadApp } from "./apps";
 
 /**
  * Analytics: clicks → signups → conversions → rewards per local day of the
- * app's time zone: the totals first, a chart over the days around the
- * activity, the funnel per campaign, top referrers, the days with activity
+ * app's time zone: the totals first, a chart over the whole range, the funnel per campaign, top referrers, the days with activity
  * (quiet days folded), CSV export of every day. Amounts are per currency,
  * one column each.
  */
 
 type Values = Record<string, any>;
 
+/** An amount in a column already headed by its unit ("Earned USD"): the number with the unit's decimals. */
+const amountIn = (value: number, unit: string) => money(value, unit).split(" ")[0];
+
 const units = (m: Record<string, number>) =>
 	Object.entries(m)
-		.map(([unit, v]) => `${v} ${unit}`)
+		.map(([unit, v]) => money(v, unit))
 		.join(", ");
 
 function statsQuery(c: DashContext): URLSearchParams {
@@ -30,7 +32,15 @@ function statsQuery(c: DashContext): URLSearchParams {
 	return qs;
 }
 
-const percent = (r: number | null) => (r === null ? "–" : `${Math.round(r * 1000) / 10}%`);
+/**
+ * A step's rate as the page shows it (issue 48): "—" when there is nothing to divide by, or when the step's base
+ * is smaller than what came out of it (friends who typed a code without clicking a link: 2 sign-ups from 1 click
+ * is not "100%"), so no rate on the page claims more than the counts beside it show.
+ */
+export function shownRate(part: number, whole: number): string {
+	if (!(whole > 0) || whole < part) return "—";
+	return `${Math.round((part / whole) * 1000) / 10}%`;
+}
 
 /** The stats as CSV, one row per local day; amounts one column per currency (`reward_amount_USD`, `redeemed_EUR`). */
 export function statsCsv(stats: Values): string {
@@ -80,10 +90,10 @@ function Funnel({ stats, names }: { stats: Values; names: Map<number, string> })
 						<td>{r.campaignid === null ? <strong>All campaigns</strong> : (names.get(r.campaignid) ?? `Campaign ${r.campaignid}`)}</td>
 						<td class="num">{r.clicks}</td>
 						<td class="num">{r.signups}</td>
-						<td class="num">{percent(r.signuprate)}</td>
+						<td class="num">{shownRate(r.signups, r.clicks)}</td>
 						<td class="num">{r.conversions}</td>
-						<td class="num">{percent(r.conversionrate)}</td>
-						<td class="num">{percent(r.clickconversionrate)}</td>
+						<td class="num">{shownRate(r.conversions, r.signups)}</td>
+						<td class="num">{shownRate(r.conversions, r.clicks)}</td>
 					</tr>
 				))}
 			</Table>
@@ -98,7 +108,7 @@ export function registerAnalytics(dash: Dash) {
 		const qs = statsQuery(c);
 		const [res, campaigns] = await Promise.all([
 			c.var.api("GET", `/apps/${appid}/stats?${qs}`),
-			c.var.api<{ campaigns: { campaignid: number; campaignname: string }[] }>("GET", `/apps/${appid}/campaigns`),
+			c.var.api<{ campaigns: { campaignid: number; campaignname: string; archived?: boolean }[] }>("GET", `/apps/${appid}/campaigns`),
 		]);
 		const stats: Values | null = res.ok ? res.body : null;
 		const days: Values[] = stats?.days ?? [];
@@ -108,7 +118,9 @@ export function registerAnalytics(dash: Dash) {
 		);
 		const requestsOn = new Map<string, number>((stats?.requests.days ?? []).map((d: Values) => [d.day, d.requests]));
 		const activity = activityOf(days as (StatsDay & Values)[], requestsOn);
-		const shown = activity.chart ? days.slice(activity.chart.start, activity.chart.end + 1) : [];
+		// The chart covers the chosen range, quiet days drawn flat at zero (issue 48): cut to the active days, a busy
+		// last day read as a steep line up from the day before.
+		const shown = activity.active.length > 0 ? days : [];
 		return c.html(
 			<Page
 				title="Analytics"
@@ -130,7 +142,10 @@ export function registerAnalytics(dash: Dash) {
 						value={c.req.query("campaignid") ?? ""}
 						options={[
 							["", "All campaigns"],
-							...(campaigns.ok ? campaigns.body.campaigns : []).map((k): [string, string] => [String(k.campaignid), k.campaignname]),
+							// Archived campaigns leave the picker (issue 48); their rows still name them.
+							...(campaigns.ok ? campaigns.body.campaigns : [])
+								.filter((k) => !k.archived || String(k.campaignid) === c.req.query("campaignid"))
+								.map((k): [string, string] => [String(k.campaignid), k.campaignname]),
 						]}
 					/>
 					<Field label="From" name="from" type="date" value={stats?.from ?? c.req.query("from")} />
@@ -175,7 +190,7 @@ export function registerAnalytics(dash: Dash) {
 						{shown.length > 0 ? (
 							<LineChart
 								id="funnel"
-								title={`Clicks, signups, conversions and rewards per day, ${shown[0]?.day} to ${shown.at(-1)?.day} (the days around all activity of the range)`}
+								title={`Clicks, signups, conversions and rewards per day, ${shown[0]?.day} to ${shown.at(-1)?.day}`}
 								days={shown.map((d) => d.day)}
 								series={[
 									{ label: "Unique clicks", color: "#0a58ca", values: shown.map((d) => d.clicks) },
@@ -241,11 +256,11 @@ export function registerAnalytics(dash: Dash) {
 									<td class="num">{d.rewardscreated}</td>
 									{unitList.map((u) => (
 										<td class="num" data-unit={u}>
-											{d.rewardamount[u] ?? 0}
+											{amountIn(d.rewardamount[u] ?? 0, u)}
 										</td>
 									))}
 									{unitList.map((u) => (
-										<td class="num">{d.redeemed[u] ?? 0}</td>
+										<td class="num">{amountIn(d.redeemed[u] ?? 0, u)}</td>
 									))}
 									<td class="num">{requestsOn.get(d.day) ?? 0}</td>
 								</tr>

@@ -4,8 +4,10 @@ import { appsOfPerson } from "../../db/members";
 import { ApiError } from "../../http/errors";
 import { must } from "../api";
 import { type AppInfo, back, type Dash, type DashContext, field, flash } from "../context";
-import { Csrf, dateTime, Field, Page, Table } from "../layout";
+import { CheckedField, type FormErrors, formErrors } from "../form-errors";
+import { Csrf, dateTime, Page, Table } from "../layout";
 import { putSecrets, takeSecrets } from "../secret-flash";
+import { Secrets, TestKeys } from "./app-keys";
 import { StripeSection } from "./stripe";
 
 /** Apps: list, create, settings, keys (the private key shown once), rotations. */
@@ -29,14 +31,27 @@ function appForm(form: Record<string, unknown>, settings = false) {
 }
 
 /** The app's IANA time zone (analytics days); the datalist offers the zones the runtime knows, any valid name is taken. */
-function TimeZoneField({ value }: { value: string }) {
+function TimeZoneField({ value, error }: { value: string; error?: string | undefined }) {
 	const zones = typeof Intl.supportedValuesOf === "function" ? Intl.supportedValuesOf("timeZone") : [];
 	return (
 		<div>
 			<label for="f-timezone">
 				Time zone <span class="hint">(IANA name such as Europe/Paris; analytics count days in it)</span>
 			</label>
-			<input id="f-timezone" name="timezone" value={value} list="timezones" autocomplete="off" required />
+			<input
+				id="f-timezone"
+				name="timezone"
+				value={value}
+				list="timezones"
+				autocomplete="off"
+				required
+				{...(error ? { "aria-invalid": "true", "aria-describedby": "f-timezone-error" } : {})}
+			/>
+			{error && (
+				<p id="f-timezone-error" class="field-error">
+					{error}
+				</p>
+			)}
 			<datalist id="timezones">
 				{["UTC", ...zones].map((zone) => (
 					<option value={zone} />
@@ -46,34 +61,8 @@ function TimeZoneField({ value }: { value: string }) {
 	);
 }
 
-function Secrets(props: { title: string; appid: string; apikey?: string; privatekey?: string; webhooksecret?: string }) {
-	return (
-		<section aria-labelledby="secrets">
-			<h2 id="secrets">{props.title}</h2>
-			<p>Copy the private key now: it is shown only this once and is stored only as a hash.</p>
-			<dl class="props">
-				<dt>appid</dt>
-				<dd class="mono">{props.appid}</dd>
-				{props.apikey && <dt>apikey</dt>}
-				{props.apikey && <dd class="mono">{props.apikey}</dd>}
-				{props.privatekey && <dt>privatekey</dt>}
-				{props.privatekey && (
-					<dd class="secret" data-testid="privatekey">
-						{props.privatekey}
-					</dd>
-				)}
-				{props.webhooksecret && <dt>webhook secret</dt>}
-				{props.webhooksecret && <dd class="secret">{props.webhooksecret}</dd>}
-			</dl>
-			<p>
-				<a href={`/dashboard/apps/${props.appid}`}>Continue to the app</a>
-			</p>
-		</section>
-	);
-}
-
 /** What only an owner (or the superuser) sees of an app: the webhook secret, key rotations and the settings. */
-function OwnerSections({ app, csrf }: { app: AppInfo; csrf: string }) {
+function OwnerSections({ app, csrf, errors }: { app: AppInfo; csrf: string; errors: Record<string, string> }) {
 	const base = `/dashboard/apps/${app.appid}`;
 	return (
 		<>
@@ -98,27 +87,30 @@ function OwnerSections({ app, csrf }: { app: AppInfo; csrf: string }) {
 			<h2 id="settings">Settings</h2>
 			<form class="grid" method="post" action={base} aria-labelledby="settings">
 				<Csrf token={csrf} />
-				<Field label="Name" name="name" value={app.name} required />
-				<Field label="Landing URL" name="landingurl" type="url" value={app.landingurl} />
-				<Field label="Webhook URL" name="webhookurl" type="url" value={app.webhookurl} />
-				<Field label="Email sender" name="emailsender" type="email" value={app.emailsender} />
-				<Field
+				<CheckedField label="Name" name="name" value={app.name} required error={errors.name} />
+				<CheckedField label="Landing URL" name="landingurl" type="url" value={app.landingurl} error={errors.landingurl} />
+				<CheckedField label="Webhook URL" name="webhookurl" type="url" value={app.webhookurl} error={errors.webhookurl} />
+				<CheckedField label="Email sender" name="emailsender" type="email" value={app.emailsender} error={errors.emailsender} />
+				<CheckedField
+					error={errors.frameorigin}
 					label="Frame origin"
 					name="frameorigin"
 					type="url"
 					value={app.frameorigin}
 					hint="the site allowed to frame the referral page, e.g. https://shop.example.com; empty: the landing URL's"
 				/>
-				<TimeZoneField value={app.timezone} />
+				<TimeZoneField value={app.timezone} error={errors.timezone} />
 				<div class="two">
-					<Field
+					<CheckedField
+						error={errors.logourl}
 						label="Logo URL"
 						name="logourl"
 						type="url"
 						value={app.logourl}
 						hint="https only; on the share page, the widget and every email"
 					/>
-					<Field
+					<CheckedField
+						error={errors.accentcolor}
 						label="Accent colour"
 						name="accentcolor"
 						value={app.accentcolor}
@@ -171,51 +163,113 @@ function MemberHome(props: {
 	);
 }
 
+/** The settings form's labels, by field. */
+const SETTINGS_LABELS: Record<string, string> = {
+	name: "Name",
+	landingurl: "Landing URL",
+	webhookurl: "Webhook URL",
+	emailsender: "Email sender",
+	frameorigin: "Frame origin",
+	timezone: "Time zone",
+	logourl: "Logo URL",
+	accentcolor: "Accent colour",
+};
+
+/** The create-app form's labels, by field: the words its errors are said in. */
+const APP_LABELS: Record<string, string> = {
+	name: "Name",
+	landingurl: "Landing URL",
+	webhookurl: "Webhook URL",
+	emailsender: "Email sender",
+};
+
+/** The superuser's apps and the create form; after a refused create, with what was typed and each error at its field. */
+async function appsPage(
+	c: DashContext,
+	messages: { ok?: string | null; error?: string | null },
+	typed: Record<string, string | null | boolean | undefined> = {},
+	errors: FormErrors = { summary: "", fields: {} },
+	status: 200 | 400 = 200,
+) {
+	const { apps } = must(await c.var.api<{ apps: AppInfo[] }>("GET", "/apps"));
+	const value = (name: string) => (typeof typed[name] === "string" ? String(typed[name]) : "");
+	return c.html(
+		<Page title="Apps" csrf={c.var.session.csrf} ok={messages.ok} error={errors.summary || messages.error}>
+			<Table caption="Apps" head={["Name", "appid", "apikey", "Created"]} empty={apps.length === 0}>
+				{apps.map((app) => (
+					<tr>
+						<td>
+							<a href={`/dashboard/apps/${app.appid}`}>{app.name}</a>
+						</td>
+						<td class="mono">{app.appid}</td>
+						<td class="mono">{app.apikey}</td>
+						<td>{dateTime(app.createdat)}</td>
+					</tr>
+				))}
+			</Table>
+			<h2 id="new-app">Create an app</h2>
+			<form class="grid" method="post" action="/dashboard/apps" aria-labelledby="new-app">
+				<Csrf token={c.var.session.csrf} />
+				<CheckedField label="Name" name="name" value={value("name")} required error={errors.fields.name} />
+				<CheckedField
+					label="Landing URL"
+					name="landingurl"
+					type="url"
+					value={value("landingurl")}
+					hint="where share links send friends"
+					error={errors.fields.landingurl}
+				/>
+				<CheckedField
+					label="Webhook URL"
+					name="webhookurl"
+					type="url"
+					value={value("webhookurl")}
+					hint="optional"
+					error={errors.fields.webhookurl}
+				/>
+				<CheckedField
+					label="Email sender"
+					name="emailsender"
+					type="email"
+					value={value("emailsender")}
+					hint="optional; without it the app sends no email"
+					error={errors.fields.emailsender}
+				/>
+				<div>
+					<button type="submit">Create app</button>
+				</div>
+			</form>
+		</Page>,
+		status,
+	);
+}
+
 export function registerApps(dash: Dash) {
 	dash.get("/", async (c) => {
 		const { personid } = c.var.session;
 		// A member sees the apps they are a member of, with their role; only the superuser lists and creates apps.
 		if (personid) return c.html(<MemberHome csrf={c.var.session.csrf} apps={await appsOfPerson(c.env.DB, personid)} {...flash(c)} />);
-		const { apps } = must(await c.var.api<{ apps: AppInfo[] }>("GET", "/apps"));
-		return c.html(
-			<Page title="Apps" csrf={c.var.session.csrf} {...flash(c)}>
-				<Table caption="Apps" head={["Name", "appid", "apikey", "Created"]} empty={apps.length === 0}>
-					{apps.map((app) => (
-						<tr>
-							<td>
-								<a href={`/dashboard/apps/${app.appid}`}>{app.name}</a>
-							</td>
-							<td class="mono">{app.appid}</td>
-							<td class="mono">{app.apikey}</td>
-							<td>{dateTime(app.createdat)}</td>
-						</tr>
-					))}
-				</Table>
-				<h2 id="new-app">Create an app</h2>
-				<form class="grid" method="post" action="/dashboard/apps" aria-labelledby="new-app">
-					<Csrf token={c.var.session.csrf} />
-					<Field label="Name" name="name" required />
-					<Field label="Landing URL" name="landingurl" type="url" hint="where share links send friends" />
-					<Field label="Webhook URL" name="webhookurl" type="url" hint="optional" />
-					<Field label="Email sender" name="emailsender" type="email" hint="optional" />
-					<div>
-						<button type="submit">Create app</button>
-					</div>
-				</form>
-			</Page>,
-		);
+		return appsPage(c, flash(c));
 	});
 
 	dash.post("/apps", async (c) => {
-		const res = await c.var.api("POST", "/apps", appForm(await c.req.parseBody()));
-		if (!res.ok) return back(c, "/dashboard#new-app", { error: res.error });
+		const typed = appForm(await c.req.parseBody());
+		const res = await c.var.api("POST", "/apps", typed);
+		// Refused: the form again as typed, each mistake next to its field (issue 48), nothing created.
+		if (!res.ok) return appsPage(c, {}, typed, formErrors(res, APP_LABELS, "The app was not created"), 400);
 		// Post/redirect/get: the keys are shown once by the page redirected to, so a reload creates no second app.
 		await putSecrets(c, c.var.session.id, { kind: "created", ...res.body });
 		return back(c, `/dashboard/apps/${res.body.appid}/keys`, { ok: "The app was created." });
 	});
 
 	/** The app's page; after a refused save, with what was typed in the settings (not the stored values) and the error. */
-	const overview = (c: DashContext, app: AppInfo, messages: { ok?: string | null; error?: string | null }, status: 200 | 400 = 200) => {
+	const overview = (
+		c: DashContext,
+		app: AppInfo,
+		messages: { ok?: string | null; error?: string | null },
+		status: 200 | 400 = 200,
+		errors: Record<string, string> = {},
+	) => {
 		const csrf = c.var.session.csrf;
 		// The webhook secret comes back only to an owner (or the superuser): the settings and keys are theirs alone.
 		const owner = app.webhooksecret !== null;
@@ -232,7 +286,8 @@ export function registerApps(dash: Dash) {
 					<dt>Default campaign</dt>
 					<dd>{app.defaultcampaignid ?? "none yet"}</dd>
 				</dl>
-				{owner && <OwnerSections app={app} csrf={csrf} />}
+				<TestKeys app={app} csrf={csrf} owner={owner} />
+				{owner && <OwnerSections app={app} csrf={csrf} errors={errors} />}
 			</Page>,
 			status,
 		);
@@ -259,7 +314,8 @@ export function registerApps(dash: Dash) {
 			timezone: typed.timezone ?? stored.timezone,
 			requirepasskeys: typed.requirepasskeys ?? stored.requirepasskeys,
 		};
-		return overview(c, shown, { error: res.error }, 400);
+		const refused = formErrors(res, SETTINGS_LABELS, "The settings were not saved");
+		return overview(c, shown, { error: refused.summary }, 400, refused.fields);
 	});
 
 	dash.post("/apps/:appid/rotate-privatekey", async (c) => {
@@ -283,17 +339,27 @@ export function registerApps(dash: Dash) {
 			});
 		}
 		const created = secrets.kind === "created";
+		const title = created ? "App created" : secrets.kind === "testkeys" ? "Test keys rotated" : "Private key rotated";
+		const heading = created ? "Its keys" : secrets.kind === "testkeys" ? "The new test keys" : "The new private key";
 		return c.html(
-			<Page
-				title={created ? "App created" : "Private key rotated"}
-				appid={created ? undefined : appid}
-				tab="overview"
-				csrf={c.var.session.csrf}
-				{...flash(c)}
-			>
-				<Secrets title={created ? "Its keys" : "The new private key"} {...secrets} />
+			<Page title={title} appid={created ? undefined : appid} tab="overview" csrf={c.var.session.csrf} {...flash(c)}>
+				<Secrets title={heading} {...secrets} />
 			</Page>,
 		);
+	});
+
+	dash.post("/apps/:appid/rotate-testkeys", async (c) => {
+		const appid = c.req.param("appid");
+		const res = await c.var.api("POST", `/apps/${encodeURIComponent(appid)}/testkeys`);
+		if (!res.ok) return back(c, `/dashboard/apps/${appid}`, { error: res.error });
+		// Post/redirect/get, as the private key's rotation: the new pair is shown once.
+		await putSecrets(c, c.var.session.id, {
+			kind: "testkeys",
+			appid,
+			testapikey: res.body.testapikey,
+			testprivatekey: res.body.testprivatekey,
+		});
+		return back(c, `/dashboard/apps/${appid}/keys`, { ok: "Test keys rotated. The old test keys no longer work." });
 	});
 
 	dash.post("/apps/:appid/rotate-webhooksecret", async (c) => {

@@ -3,7 +3,7 @@ import type { AuditRecord } from "../../db/audit";
 import { must } from "../api";
 import { type Dash, type DashContext, flash } from "../context";
 import { csvCell } from "../forms";
-import { dateTime, Field, Page, Table } from "../layout";
+import { dateTime, Field, money, Page, Table } from "../layout";
 import { loadApp } from "./apps";
 
 /** The audit log (docs/operators.md): filters by action and actor, a CSV export, and one reward's history. */
@@ -112,15 +112,20 @@ export function registerAudit(dash: Dash) {
 		const rewarddtlid = c.req.param("rewarddtlid");
 		const app = await loadApp(c, appid);
 		const query = new URLSearchParams({ targettype: "reward", targetid: rewarddtlid, limit: "200" });
-		const [{ entries }, { rewards }] = await Promise.all([
+		const [{ entries }, detail] = await Promise.all([
 			c.var.api<{ entries: AuditRecord[] }>("GET", `/apps/${appid}/audit?${query}`).then(must),
-			c.var.api<{ rewards: RewardView[] }>("GET", `/apps/${appid}/rewards?${new URLSearchParams({ rewarddtlid, limit: "1" })}`).then(must),
+			c.var.api<RewardDetail>("GET", `/apps/${appid}/rewards/${encodeURIComponent(rewarddtlid)}`),
 		]);
-		const reward = rewards[0];
+		// A reward its ledger has not written to the projection yet answers 404: the page says so.
+		if (!detail.ok && detail.status !== 404) must(detail);
+		const reward = detail.ok ? detail.body.reward : null;
 		return c.html(
 			<Page title={`Reward ${rewarddtlid}`} appid={appid} appname={app.name} tab="review" csrf={c.var.session.csrf} {...flash(c)}>
 				{reward ? (
-					<RewardFacts appid={appid} reward={reward} />
+					<>
+						<RewardFacts appid={appid} reward={reward} />
+						{detail.ok && <RewardOrigin event={detail.body.event} payment={detail.body.payment} />}
+					</>
 				) : (
 					<p>No reward with this id in the app (yet: a new reward shows once its ledger wrote it).</p>
 				)}
@@ -129,6 +134,58 @@ export function registerAudit(dash: Dash) {
 			</Page>,
 		);
 	});
+}
+
+interface RewardDetail {
+	reward: RewardView & { customid: string | null };
+	event: { customid: string; userkey: string; eventname: string; transactionvalue: number | null; createdat: string } | null;
+	payment: {
+		invoice: string | null;
+		paymentintent: string | null;
+		charge: string | null;
+		checkoutsession: string | null;
+		currency: string;
+		amount: number;
+		refunded: number;
+	} | null;
+}
+
+/** The event the reward was granted for and, for a Stripe conversion, its payment: what someone checking billing needs. */
+function RewardOrigin({ event, payment }: Pick<RewardDetail, "event" | "payment">) {
+	return (
+		<>
+			<h2>The event</h2>
+			{event ? (
+				<dl class="props" data-testid="reward-event">
+					<dt>Order id</dt>
+					<dd class="mono">{event.customid}</dd>
+					<dt>Event</dt>
+					<dd>{event.eventname}</dd>
+					<dt>Value</dt>
+					<dd>{event.transactionvalue === null ? "—" : String(event.transactionvalue)}</dd>
+					<dt>Recorded</dt>
+					<dd>{dateTime(event.createdat)}</dd>
+				</dl>
+			) : (
+				<p class="muted">No event is stored for this reward (a milestone's reward, or its event was erased with its person).</p>
+			)}
+			<h2>Payment</h2>
+			{payment ? (
+				<dl class="props" data-testid="reward-payment">
+					<dt>Paid</dt>
+					<dd>{money(payment.amount, payment.currency.toUpperCase())}</dd>
+					<dt>Refunded</dt>
+					<dd>{money(payment.refunded, payment.currency.toUpperCase())}</dd>
+					<dt>Stripe invoice</dt>
+					<dd class="mono">{payment.invoice ?? "—"}</dd>
+					<dt>Stripe payment</dt>
+					<dd class="mono">{payment.paymentintent ?? payment.charge ?? payment.checkoutsession ?? "—"}</dd>
+				</dl>
+			) : (
+				<p class="muted">Not a Stripe payment: the conversion came from the app's own call.</p>
+			)}
+		</>
+	);
 }
 
 interface PersonView {
@@ -161,13 +218,15 @@ interface RewardView {
 const who = (appid: string, p: PersonView | null) =>
 	p ? <a href={`/dashboard/apps/${appid}/users/${encodeURIComponent(p.userkey)}`}>{p.email ?? p.name ?? p.userkey}</a> : "—";
 
-function RewardFacts({ appid, reward: r }: { appid: string; reward: RewardView }) {
+function RewardFacts({ appid, reward: r }: { appid: string; reward: RewardView & { customid: string | null } }) {
 	return (
 		<dl class="props" data-testid="reward">
 			<dt>Amount</dt>
 			<dd>
-				{r.reward} {r.rewardunit} ({r.rewardtype}){r.redeemed > 0 ? `, ${r.redeemed} ${r.rewardunit} redeemed` : ""}
+				{money(r.reward, r.rewardunit)} ({r.rewardtype}){r.redeemed > 0 ? `, ${money(r.redeemed, r.rewardunit)} redeemed` : ""}
 			</dd>
+			<dt>Order id</dt>
+			<dd class="mono">{r.customid ?? "—"}</dd>
 			<dt>Status</dt>
 			<dd>{r.rewardstatus}</dd>
 			<dt>Owner</dt>

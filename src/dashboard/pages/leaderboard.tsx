@@ -52,7 +52,8 @@ export function registerLeaderboard(dash: Dash) {
 				</form>
 				<p class="hint">
 					Referrers ranked by distinct friends with a rewarded event in the period ({board.bucket}, time zone {board.timezone}); ties go to
-					who reached the count first. Rejected and fully refunded rewards do not count; erased users never appear.
+					who reached the count first. Suspicious, rejected and fully refunded rewards do not count; erased users never appear. Names are
+					shown as the campaign's "Names on the leaderboard" setting makes them, never an email.
 				</p>
 				<Table
 					caption="Leaderboard"

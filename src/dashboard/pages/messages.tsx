@@ -1,4 +1,6 @@
 /** @jsxImportSource hono/jsx */
+
+import { sendsRewardEmail } from "../../domain/messages";
 import {
 	isLang,
 	LANGS,
@@ -10,6 +12,7 @@ import {
 } from "../../outbox/templates";
 import { must } from "../api";
 import { back, type Dash, type DashContext, field } from "../context";
+import { formErrors, plainError } from "../form-errors";
 import { Csrf, Field, Page, Select, TextArea } from "../layout";
 import { mayAct, READ_ONLY_NOTE, roleIn } from "../role";
 import { loadApp } from "./apps";
@@ -66,6 +69,37 @@ const kindOf = (v: string | undefined): MessageKind => MESSAGE_KINDS.find((k) =>
 const langOf = (v: string | undefined): Lang => (v && isLang(v) ? v : "en");
 
 /** Whether the campaign sends the reward-earned email (docs/messages.md), with the reward editor. */
+/**
+ * Whether this app sends the reward email now, and why not (issue 48): "auto", the default, sends nothing for an
+ * app without an email sender (docs/messages.md), which the editor says instead of letting a text be polished for
+ * an email nobody gets; and, without SHARE_BASE_URL, that the email carries no share link (its line is left out).
+ */
+function SendingState(props: { mode: RewardEmailMode; sender: string | null; appid: string; shareBase: string }) {
+	const sends = sendsRewardEmail(props.mode, props.sender);
+	const settings = <a href={`/dashboard/apps/${props.appid}#settings`}>the app's settings</a>;
+	return (
+		<div data-testid="sending-state">
+			{sends ? (
+				<p>
+					This app sends this email when a reward is earned, from <strong>{props.sender?.trim() || "the service's default sender"}</strong>.
+				</p>
+			) : props.mode === "off" ? (
+				<p class="flash error">This app sends no reward email: sending is set to "Never" below.</p>
+			) : (
+				<p class="flash error">
+					This app sends no reward email now: sending is "When the app has an email sender" and the app has none. Set an email sender in{" "}
+					{settings}, or choose "Always" below (sent from the service's default sender).
+				</p>
+			)}
+			{sends && !props.shareBase && (
+				<p class="hint">
+					The service has no SHARE_BASE_URL, so this email carries no share link: its line is left out, as the preview shows.
+				</p>
+			)}
+		</div>
+	);
+}
+
 function Sending(props: { base: string; csrf: string; manager: boolean; mode: RewardEmailMode }) {
 	return (
 		<form class="grid" method="post" action={`${props.base}/settings`} aria-labelledby="sending">
@@ -201,7 +235,10 @@ async function render(
 			</p>
 			<Editor base={base} csrf={c.var.session.csrf} manager={mayAct(role, "manager")} state={full} variables={current.variables} />
 			{state.kind === "reward" && (
-				<Sending base={base} csrf={c.var.session.csrf} manager={mayAct(role, "manager")} mode={must(stored).rewardemail} />
+				<>
+					<SendingState mode={must(stored).rewardemail} sender={app.emailsender} appid={appid} shareBase={c.env.SHARE_BASE_URL} />
+					<Sending base={base} csrf={c.var.session.csrf} manager={mayAct(role, "manager")} mode={must(stored).rewardemail} />
+				</>
 			)}
 		</Page>,
 		status,
@@ -243,7 +280,12 @@ export function registerMessages(dash: Dash) {
 			subject: state.subject,
 			body: state.body,
 		});
-		return render(c, { ...state, preview: res.ok ? res.body : null, previewError: res.ok ? null : res.error }, {}, res.ok ? 200 : 400);
+		return render(
+			c,
+			{ ...state, preview: res.ok ? res.body : null, previewError: res.ok ? null : plainError(res.error) },
+			{},
+			res.ok ? 200 : 400,
+		);
 	});
 
 	dash.post("/apps/:appid/campaigns/:campaignid/messages", async (c) => {
@@ -251,8 +293,9 @@ export function registerMessages(dash: Dash) {
 		const res = await c.var.api("PUT", apiPath(c, state.kind, state.lang), { subject: state.subject, body: state.body });
 		const here = `${pathOf(c.req.param("appid"), c.req.param("campaignid"))}?kind=${state.kind}&lang=${state.lang}`;
 		if (res.ok) return back(c, here, { ok: "Email saved: the next one sent uses it." });
-		// Shown again as typed, with the reason: nothing was saved.
-		return render(c, { ...state, previewError: res.error }, { error: res.error }, 400);
+		// Shown again as typed, with the reason in the operator's words (issue 48): nothing was saved.
+		const refused = formErrors(res, { subject: "Subject", body: "Body" }, "The email was not saved");
+		return render(c, { ...state, previewError: plainError(res.error) }, { error: refused.summary }, 400);
 	});
 
 	dash.post("/apps/:appid/campaigns/:campaignid/messages/settings", async (c) => {

@@ -4,7 +4,7 @@ import { FRAUD_SIGNALS, SIGNAL_WORDS } from "../../fraud/signals";
 import { must } from "../api";
 import { back, type Dash, flash } from "../context";
 import { normalizeNewlines } from "../forms";
-import { Csrf, dateTime, Field, Page, Pager, Select, Status, Table, TextArea } from "../layout";
+import { Csrf, dateTime, Field, money, Page, Pager, Select, Status, Table, TextArea } from "../layout";
 import { mayAct, READ_ONLY_NOTE, roleIn } from "../role";
 import { loadApp } from "./apps";
 
@@ -62,7 +62,12 @@ function ReviewRows({ appid, rewards, names }: { appid: string; rewards: Values[
 					<td>{r.usertype}</td>
 					<td>{r.eventname}</td>
 					<td class="num">
-						{r.reward} {r.rewardunit}
+						<a
+							href={`/dashboard/apps/${appid}/rewards/${encodeURIComponent(r.rewarddtlid)}`}
+							title="The reward's page: order id, event, payment, history"
+						>
+							{money(r.reward, r.rewardunit)}
+						</a>
 					</td>
 					<td>
 						<Status value={r.rewardstatus} />
@@ -79,7 +84,24 @@ function ReviewRows({ appid, rewards, names }: { appid: string; rewards: Values[
 	);
 }
 
-/** Review queue: rewards UnderReview and Suspicious across the app; approve or reject one or many with a comment. */
+/**
+ * The queue's status filter (issue 48): Suspicious first and by default, the rewards a person must decide; Under
+ * review, those that approve themselves when their hold ends; both; or every status.
+ */
+const STATUS_FILTERS: [string, string, string][] = [
+	["Suspicious", "Suspicious: needs a person", "Suspicious"],
+	["UnderReview", "Under review: approves itself after its hold", "UnderReview"],
+	["waiting", "Both: everything waiting", "Suspicious,UnderReview"],
+	["all", "Every status", ""],
+];
+const CAPTIONS: Record<string, string> = {
+	Suspicious: "Suspicious rewards: each needs a person to approve or reject it",
+	UnderReview: "Rewards under review: each approves itself when its hold ends, unless someone decides first",
+	waiting: "Rewards waiting: suspicious and under review",
+	all: "Rewards of every status",
+};
+
+/** Review queue: rewards by status (Suspicious by default), campaign and date; approve or reject one or many with a comment. */
 
 /** Approve and reject, with the comment kept on the rewards: a reviewer's (or higher) actions. */
 function ReviewActions() {
@@ -107,12 +129,15 @@ export function registerReview(dash: Dash) {
 		const appid = c.req.param("appid");
 		const app = await loadApp(c, appid);
 		const filters = { campaignid: c.req.query("campaignid") ?? "", from: c.req.query("from") ?? "", to: c.req.query("to") ?? "" };
-		const qs = new URLSearchParams({ status: "UnderReview,Suspicious", limit: "50" });
+		const status = STATUS_FILTERS.find(([key]) => key === c.req.query("status")) ?? STATUS_FILTERS[0];
+		const [statusKey, , statuses] = status ?? ["Suspicious", "", "Suspicious"];
+		const qs = new URLSearchParams({ limit: "50" });
+		if (statuses) qs.set("status", statuses);
 		for (const [k, v] of Object.entries(filters)) if (v) qs.set(k, v);
 		if (c.req.query("cursor")) qs.set("cursor", c.req.query("cursor") ?? "");
 		const [list, campaigns] = await Promise.all([
 			c.var.api("GET", `/apps/${appid}/rewards?${qs}`),
-			c.var.api<{ campaigns: { campaignid: number; campaignname: string }[] }>("GET", `/apps/${appid}/campaigns`),
+			c.var.api<{ campaigns: { campaignid: number; campaignname: string; archived?: boolean }[] }>("GET", `/apps/${appid}/campaigns`),
 		]);
 		const rewards = list.ok ? list.body.rewards : [];
 		const reviewer = mayAct(await roleIn(c, appid), "reviewer");
@@ -131,12 +156,21 @@ export function registerReview(dash: Dash) {
 			>
 				<form method="get" class="row" aria-label="Filter the queue">
 					<Select
+						label="Status"
+						name="status"
+						value={statusKey}
+						options={STATUS_FILTERS.map(([key, label]): [string, string] => [key, label])}
+					/>
+					<Select
 						label="Campaign"
 						name="campaignid"
 						value={filters.campaignid}
 						options={[
 							["", "All campaigns"],
-							...must(campaigns).campaigns.map((k): [string, string] => [String(k.campaignid), k.campaignname]),
+							// Archived campaigns leave the picker (issue 48); their rewards still show their names.
+							...must(campaigns)
+								.campaigns.filter((k) => !k.archived || String(k.campaignid) === filters.campaignid)
+								.map((k): [string, string] => [String(k.campaignid), k.campaignname]),
 						]}
 					/>
 					<Field label="From" name="from" type="date" value={filters.from} />
@@ -155,7 +189,10 @@ export function registerReview(dash: Dash) {
 							<input type="checkbox" data-select-all="ids" /> Select all on this page
 						</label>
 					</p>
-					<Table caption="Rewards waiting for review" head={REVIEW_HEAD} numeric={[5]} empty={rewards.length === 0}>
+					<p class="muted" data-testid="queue-caption">
+						{CAPTIONS[statusKey]}
+					</p>
+					<Table caption={CAPTIONS[statusKey] ?? "Rewards"} head={REVIEW_HEAD} numeric={[5]} empty={rewards.length === 0}>
 						<ReviewRows appid={appid} rewards={rewards} names={names} />
 					</Table>
 					{reviewer ? <ReviewActions /> : <p class="muted">{READ_ONLY_NOTE}</p>}

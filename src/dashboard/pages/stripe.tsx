@@ -2,7 +2,46 @@
 
 import type { AppInfo } from "../context";
 import { back, type Dash, field } from "../context";
-import { Csrf, Field } from "../layout";
+import { Csrf, dateTime, Field, Table } from "../layout";
+
+/** The case kinds the operator acts on, as the counts name them (docs/stripe.md "What the operator sees"). */
+const CASE_COUNTS: [string, string][] = [
+	["unlinked_email", "Payments whose email is a user's who never linked that Stripe customer (paid nothing)"],
+	["dispute_opened", "Disputes opened (their rewards held Under Review)"],
+	["dispute_lost", "Disputes lost (their rewards reversed)"],
+	["dispute_won", "Disputes won (their rewards restored)"],
+];
+
+/** What paid nothing, or was held, for a reason the operator acts on: counts, then the recent cases. */
+function StripeCases({ stripe }: { stripe: NonNullable<AppInfo["stripe"]> }) {
+	const events = stripe.events ?? {};
+	const cases = stripe.cases ?? [];
+	return (
+		<>
+			<h3 id="stripe-cases">Needs attention</h3>
+			<dl class="props" data-testid="stripe-case-counts">
+				{CASE_COUNTS.map(([outcome, label]) => (
+					<>
+						<dt>{label}</dt>
+						<dd>{events[outcome] ?? 0}</dd>
+					</>
+				))}
+			</dl>
+			<Table caption="Recent Stripe cases" head={["When", "Case", "Stripe event", "Customer", "User", "Detail"]} empty={cases.length === 0}>
+				{cases.map((k) => (
+					<tr>
+						<td>{dateTime(k.at)}</td>
+						<td>{k.kind}</td>
+						<td class="mono">{k.eventid}</td>
+						<td class="mono">{k.customer ?? ""}</td>
+						<td class="mono">{k.userkey ?? ""}</td>
+						<td>{k.detail ?? ""}</td>
+					</tr>
+				))}
+			</Table>
+		</>
+	);
+}
 
 /** The app page's Stripe section (owners): connect with the keys, the webhook URL to paste into Stripe, disconnect. */
 export function StripeSection({ app, csrf }: { app: AppInfo; csrf: string }) {
@@ -22,6 +61,7 @@ export function StripeSection({ app, csrf }: { app: AppInfo; csrf: string }) {
 					{stripe?.webhookurl}
 				</dd>
 			</dl>
+			{stripe?.connected && <StripeCases stripe={stripe} />}
 			<form class="grid" method="post" action={base} aria-labelledby="stripe">
 				<Csrf token={csrf} />
 				<Field

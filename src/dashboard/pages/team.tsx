@@ -1,6 +1,7 @@
 /** @jsxImportSource hono/jsx */
 import { must } from "../api";
 import { back, type Dash, type DashContext, field, flash } from "../context";
+import { CheckedField, formErrors, plainError } from "../form-errors";
 import { Csrf, dateTime, Field, Page, Select, Table } from "../layout";
 import { loadApp } from "./apps";
 
@@ -15,15 +16,23 @@ const ROLE_OPTIONS: [string, string][] = [
 ];
 
 export function registerTeam(dash: Dash) {
-	dash.get("/apps/:appid/team", async (c) => {
-		const appid = c.req.param("appid");
+	dash.get("/apps/:appid/team", async (c) => teamPage(c, c.req.param("appid"), flash(c)));
+
+	/** The team page; after a refused invitation, with what was typed and the error at its field (issue 48). */
+	const teamPage = async (
+		c: DashContext,
+		appid: string,
+		messages: { ok?: string | null; error?: string | null },
+		invite: { email: string; role: string; error?: string } = { email: "", role: "viewer" },
+		status: 200 | 400 = 200,
+	) => {
 		const app = await loadApp(c, appid);
 		const { members } = must(await c.var.api<{ members: Values[] }>("GET", `/apps/${appid}/members`));
 		const { tokens } = must(await c.var.api<{ tokens: Values[] }>("GET", `/apps/${appid}/tokens`));
 		const csrf = c.var.session.csrf;
 		const base = `/dashboard/apps/${appid}/team`;
 		return c.html(
-			<Page title="Team" appid={appid} appname={app.name} tab="team" csrf={csrf} {...flash(c)}>
+			<Page title="Team" appid={appid} appname={app.name} tab="team" csrf={csrf} {...messages}>
 				<Table caption="Members" head={["Email", "Role", "State", "Passkeys", "Since", ""]} empty={members.length === 0}>
 					{members.map((m) => (
 						<tr>
@@ -54,8 +63,8 @@ export function registerTeam(dash: Dash) {
 				<h2 id="invite">Invite a member</h2>
 				<form class="grid" method="post" action={`${base}/members`} aria-labelledby="invite">
 					<Csrf token={csrf} />
-					<Field label="Email" name="email" type="email" required />
-					<Select label="Role" name="role" id="f-invite-role" value="viewer" options={ROLE_OPTIONS} />
+					<CheckedField label="Email" name="email" type="email" value={invite.email} required error={invite.error} />
+					<Select label="Role" name="role" id="f-invite-role" value={invite.role} options={ROLE_OPTIONS} />
 					<div>
 						<button type="submit">Invite</button>
 					</div>
@@ -90,8 +99,9 @@ export function registerTeam(dash: Dash) {
 					</div>
 				</form>
 			</Page>,
+			status,
 		);
-	});
+	};
 
 	/** A new token is shown in the answer itself, once: it is a credential, never put in a redirect's URL. */
 	const shownOnce = (c: DashContext, appid: string, title: string, label: string, secret: string) =>
@@ -113,8 +123,14 @@ export function registerTeam(dash: Dash) {
 	dash.post("/apps/:appid/team/members", async (c) => {
 		const appid = c.req.param("appid");
 		const form = await c.req.parseBody();
-		const res = await c.var.api("POST", `/apps/${appid}/members`, { email: field(form, "email"), role: field(form, "role") });
-		if (!res.ok) return back(c, `/dashboard/apps/${appid}/team#invite`, { error: res.error });
+		const typed = { email: field(form, "email"), role: field(form, "role") };
+		const res = await c.var.api("POST", `/apps/${appid}/members`, typed);
+		if (!res.ok) {
+			// The form again as typed, the reason at the email (the field an invitation can be refused for), nothing sent.
+			const refused = formErrors(res, { email: "Email", role: "Role" }, "No invitation was sent");
+			const error = refused.fields.email ?? refused.fields.role ?? plainError(res.error);
+			return teamPage(c, appid, { error: refused.summary }, { ...typed, error }, 400);
+		}
 		// The link went to the address only: holding the email is the proof of it.
 		return back(c, `/dashboard/apps/${appid}/team`, { ok: `Invitation emailed to ${res.body.email} (valid 7 days, one use).` });
 	});

@@ -1,7 +1,7 @@
 /** @jsxImportSource hono/jsx */
 import { must } from "../api";
 import { back, type Dash, flash } from "../context";
-import { Csrf, dateTime, Page, Pager, Status, Table } from "../layout";
+import { Csrf, dateTime, money, Page, Pager, Status, Table } from "../layout";
 import { mayAct, roleIn } from "../role";
 import { loadApp } from "./apps";
 
@@ -21,7 +21,15 @@ function UserRows({ appid, users }: { appid: string; users: Values[] }) {
 					<td class="mono">{u.referralcode}</td>
 					<td class="num">{u.friends}</td>
 					<td class="num">{u.converted}</td>
-					<td>{u.referreruserkey ? <a href={`/dashboard/apps/${appid}/users/${u.referreruserkey}`}>referrer</a> : ""}</td>
+					<td>
+						{u.referreruserkey ? (
+							<a href={`/dashboard/apps/${appid}/users/${encodeURIComponent(u.referreruserkey)}`}>
+								{u.referrername || u.referreremail || u.referreruserkey}
+							</a>
+						) : (
+							<span class="muted">nobody</span>
+						)}
+					</td>
 					<td>{dateTime(u.createdat)}</td>
 				</tr>
 			))}
@@ -54,9 +62,7 @@ export function RewardRows({ appid, rewards, select }: { appid: string; rewards:
 							</div>
 						)}
 					</td>
-					<td class="num">
-						{r.reward} {r.rewardunit}
-					</td>
+					<td class="num">{money(r.reward, r.rewardunit)}</td>
 					<td>
 						{r.usertype} · {r.eventname}
 					</td>
@@ -155,6 +161,14 @@ export function registerUsers(dash: Dash) {
 				csrf={c.var.session.csrf}
 				{...flash(c)}
 			>
+				{detail.sharepageurl && (
+					<p>
+						<a href={detail.sharepageurl} target="_blank" rel="noopener noreferrer" data-testid="share-page-link">
+							Open their share page
+						</a>{" "}
+						<span class="hint">(the page they see: a signed link, valid for an hour)</span>
+					</p>
+				)}
 				<h2>Profile</h2>
 				<dl class="props">
 					<dt>userkey</dt>
@@ -177,7 +191,7 @@ export function registerUsers(dash: Dash) {
 					<dd>
 						{detail.referrer ? (
 							<a href={`/dashboard/apps/${appid}/users/${detail.referrer.userkey}`}>
-								{detail.referrer.email ?? detail.referrer.userkey} ({detail.referrer.referralcode})
+								{detail.referrer.name || detail.referrer.email || detail.referrer.userkey} ({detail.referrer.referralcode})
 							</a>
 						) : (
 							"none"
@@ -202,13 +216,13 @@ export function registerUsers(dash: Dash) {
 						<tr>
 							<td>{b.rewardunit}</td>
 							<td>{b.campaignname}</td>
-							<td class="num">{b.pending}</td>
-							<td class="num">{b.approved}</td>
-							<td class="num">{b.claimed}</td>
-							<td class="num">{b.total}</td>
+							<td class="num">{money(b.pending, b.rewardunit)}</td>
+							<td class="num">{money(b.approved, b.rewardunit)}</td>
+							<td class="num">{money(b.claimed, b.rewardunit)}</td>
+							<td class="num">{money(b.total, b.rewardunit)}</td>
 							{/* Refunded rewards already spent: owed back, outside the total (ledger/clawbacks.ts). */}
 							<td class="num" data-testid="owed">
-								{b.owed ?? 0}
+								{money(b.owed ?? 0, b.rewardunit)}
 							</td>
 						</tr>
 					))}

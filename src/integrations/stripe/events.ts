@@ -33,6 +33,8 @@ export const stripeObjectSchema = z.object({
 	amount: z.number().int().nullish(),
 	amount_refunded: z.number().int().nullish(),
 	payment_status: z.string().nullish(),
+	/** A dispute's status (Stripe.Dispute.Status): `lost` on `charge.dispute.closed` reverses the payment. */
+	status: z.string().max(50).nullish().catch(null),
 	invoice: optionalId,
 	payment_intent: optionalId,
 	charge: optionalId,
@@ -62,7 +64,14 @@ export const stripeEventMessageSchema = z.object({
 export type StripeEventMessage = z.output<typeof stripeEventMessageSchema>["stripeEvent"];
 
 /** The event types the service maps; any other is answered 200 and counted. */
-export const HANDLED_TYPES = ["invoice.paid", "checkout.session.completed", "charge.refunded"] as const;
+export const HANDLED_TYPES = [
+	"invoice.paid",
+	"checkout.session.completed",
+	"charge.refunded",
+	// Chargebacks (issue 47, disputes.ts): a Stripe.Dispute names its charge and payment intent.
+	"charge.dispute.created",
+	"charge.dispute.closed",
+] as const;
 
 /**
  * A payment: its `externalid` is the Stripe object the conversion stands for,

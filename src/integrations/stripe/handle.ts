@@ -1,16 +1,18 @@
 import { type App, findApp } from "../../db/apps";
 import { getCampaign } from "../../db/campaigns";
-import { countStripeEvent, findStripeLink, raiseRefunded, saveStripeLink, userOfCustomer } from "../../db/stripe";
-import { finishInboxEvent, inboxEventDone, releaseWaitingRefunds, waitForPayment } from "../../db/stripe-inbox";
+import { countStripeEvent, raiseRefunded, saveStripeLink } from "../../db/stripe";
+import { finishInboxEvent, inboxEventDone, releaseWaitingRefunds } from "../../db/stripe-inbox";
 import { minorToUnits } from "../../domain/currency";
 import { appKeyAudit } from "../../ledger/audit";
 import { conversionSchema, recordConversionEvent } from "../../operations/conversion-work";
 import { reverseConversion } from "../../operations/reversal-work";
 import type { WorkContext } from "../../operations/work";
 import { stripeConnection } from "./connection";
+import { isDisputeEvent, runDispute } from "./disputes";
 import { paymentOf, type StripeEventMessage, type StripeObject, stripeCustomId } from "./events";
+import { identifyPayer } from "./identity";
+import { linkedPaymentOrWait } from "./payment-link";
 import type { Settle } from "./payouts";
-import { attributeByPromotionCode } from "./promotion";
 
 /**
  * Stripe events into conversions and refunds (docs/stripe.md), from the
@@ -35,15 +37,17 @@ export async function runStripeEvent(env: Env, work: StripeEventMessage, waitUnt
 	if (!app || !connection) return finish("not_connected");
 	const ctx: WorkContext = { env, app, waitUntil };
 	if (work.type === "charge.refunded") return refund(ctx, work, finish);
+	if (isDisputeEvent(work.type)) return runDispute(ctx, work, finish);
 	const payment = paymentOf(work.type, work.object);
 	if (!payment) return finish("not_paid");
-	const customer = work.object.customer;
-	const known = customer ? await userOfCustomer(env.DB, app.appid, customer) : null;
-	// A referrer's promotion code attributes the payer before the conversion is recorded (promotion.ts).
-	const user = customer ? await attributeByPromotionCode(ctx, connection, work, customer, known) : null;
-	if (!user || user.erased_at) return finish("unknown_customer");
+	// Who paid, from what the product set (identity.ts); a referrer's promotion code attributes before the conversion.
+	const identity = await identifyPayer(ctx, connection, work);
+	if (identity.kind === "retry") return "retry";
+	if (identity.kind === "none") return finish(identity.outcome);
+	const user = identity.payer;
 	const currency = (work.object.currency ?? "").toLowerCase();
-	const campaign = await getCampaign(env.DB, app.appid, user.campaignid);
+	// A test twin reads its live app's campaigns (docs/test-mode.md): `campaignAppid`, never its own appid.
+	const campaign = await getCampaign(env.DB, app.campaignAppid, user.campaignid);
 	// No conversion across currencies without a rate: a payment in another currency than the campaign's earns nothing.
 	if (!campaign || campaign.currency.toLowerCase() !== currency) return finish("currency_mismatch");
 	const customid = await stripeCustomId(app.appid, payment.externalid);
@@ -93,18 +97,8 @@ export function inboxMessage(e: { appid: string; eventid: string; type: string; 
 async function refund(ctx: WorkContext, work: StripeEventMessage, finish: (outcome: string) => Promise<"ack">): Promise<Settle> {
 	const { env, app } = ctx;
 	const charge: StripeObject = work.object;
-	const ids = { charge: charge.id, payment_intent: charge.payment_intent, invoice: charge.invoice };
-	let link = await findStripeLink(env.DB, app.appid, ids);
-	if (!link) {
-		await waitForPayment(env.DB, app.appid, work.eventid, charge.payment_intent ?? charge.id);
-		// The payment may have been linked between the two: then it released nothing, so look again.
-		link = await findStripeLink(env.DB, app.appid, ids);
-		if (!link) {
-			await countStripeEvent(env.DB, app.appid, "waiting_payment");
-			return "ack";
-		}
-		await releaseWaitingRefunds(env.DB, app.appid, [charge.payment_intent ?? charge.id], Date.now());
-	}
+	const link = await linkedPaymentOrWait(ctx, work, { charge: charge.id, payment_intent: charge.payment_intent, invoice: charge.invoice });
+	if (!link) return "ack";
 	if ((charge.currency ?? link.currency).toLowerCase() !== link.currency) return finish("currency_mismatch");
 	const refunded = charge.amount_refunded ?? 0;
 	if (refunded <= 0) return finish("not_refunded");

@@ -1,14 +1,14 @@
 import type Stripe from "stripe";
 import { countStripeEvent } from "../../db/stripe";
-import { cachedPromotionCode, linkCustomer, savePromotionCode } from "../../db/stripe-promotions";
+import { claimCustomer } from "../../db/stripe-identity";
+import { cachedPromotionCode, savePromotionCode } from "../../db/stripe-promotions";
 import { findReferrer, findUser, type User } from "../../db/users";
 import { isSelfReferral } from "../../fraud/self-referral";
-import type { OperationContext } from "../../http/operation";
-import { attributeToReferrer } from "../../operations/attribution";
+import { attributeUserToReferrer } from "../../operations/attribution";
 import { findOrRegisterUser } from "../../operations/users";
 import type { WorkContext } from "../../operations/work";
 import { refusedByStripe, type StripeConnection } from "./connection";
-import type { StripeDiscount, StripeEventMessage, StripeObject } from "./events";
+import type { StripeDiscount, StripeEventMessage } from "./events";
 
 /**
  * Promotion codes at checkout (issue 34, docs/stripe.md "Promotion codes"):
@@ -16,7 +16,8 @@ import type { StripeDiscount, StripeEventMessage, StripeObject } from "./events"
  * referral code of the app (ignoring case, aliases included) attributes the
  * paying customer's user to that code's owner before the conversion is
  * recorded, when the user has no referrer yet; an unknown customer becomes a
- * user (its customer id and email) referred by that owner. The referrer then
+ * user known by its customer id alone (never by the email it typed, issue
+ * 47), referred by that owner. The referrer then
  * earns from the payment as from any referred one, and the conversion's fraud
  * signals apply; a customer using its own code is refused and counted.
  */
@@ -39,76 +40,77 @@ const payerOf = (u: User): Payer => ({
 	referrer_userid: u.referrerUserid,
 });
 
+const counter = (ctx: WorkContext) => (outcome: string) => countStripeEvent(ctx.env.DB, ctx.app.appid, `promotion_code:${outcome}`);
+
+/** The owner of the payment's first promotion code that is a referral code of the app, or null. */
+async function referrerOfPayment(ctx: WorkContext, connection: StripeConnection, work: StripeEventMessage): Promise<User | null> {
+	const ids = await promotionCodeIds(ctx, connection, work);
+	return ids.length === 0 ? null : referrerOfCodes(ctx, connection, ids);
+}
+
 /**
- * The user the payment converts for, after attribution by promotion code:
- * `payer` unchanged when there is nothing to attribute (no promotion code of
- * a referrer, a referrer already set, self-referral), the new user when the
- * customer was unknown, null when it stays unknown.
+ * The user the payment converts for, after attribution by promotion code, for
+ * a customer the app knows (its `paymentcustomerid`, set by the product):
+ * `payer` unchanged when there is nothing to attribute (no promotion code of a
+ * referrer, a referrer already set, self-referral, a cycle), else the same
+ * user now referred by the code's owner. The checks and the write are the
+ * shared attribution's (operations/attribution.ts), as applyreferrercode's.
  */
 export async function attributeByPromotionCode(
 	ctx: WorkContext,
 	connection: StripeConnection,
 	work: StripeEventMessage,
 	customer: string,
-	payer: Payer | null,
-): Promise<Payer | null> {
+	payer: Payer,
+): Promise<Payer> {
 	// An existing referrer is kept, and then Stripe is not asked anything.
-	if (payer && (payer.erased_at !== null || payer.referrer_userid !== null)) return payer;
-	const ids = await promotionCodeIds(ctx, connection, work);
-	if (ids.length === 0) return payer;
-	const referrer = await referrerOfCodes(ctx, connection, ids);
+	if (payer.erased_at !== null || payer.referrer_userid !== null) return payer;
+	const referrer = await referrerOfPayment(ctx, connection, work);
 	if (!referrer) return payer;
-	const count = (outcome: string) => countStripeEvent(ctx.env.DB, ctx.app.appid, `promotion_code:${outcome}`);
-	if (isSelfReferral({ customer, userkey: payer?.userkey ?? null }, referrer)) {
-		await count("self_referral");
-		return payer;
-	}
-	if (payer) return attributeUser(ctx, payer.userkey, referrer, count);
-
-	const opCtx: OperationContext = { ...ctx, origin: "" };
-	const email = emailOf(work.object);
-	const profile = { paymentcustomerid: customer, ...(email ? { email } : {}) };
-	const { user, alreadyRegistered } = await findOrRegisterUser(opCtx, profile, referrer.referralcode);
-	if (!alreadyRegistered) {
-		await count("attributed");
-		return payerOf(user);
-	}
-	// The customer's email is a user's already: that user paid, unless it pays as another Stripe customer.
-	if (user.erasedAt !== null) return null;
-	if (user.paymentcustomerid !== null && user.paymentcustomerid !== customer) {
-		await count("email_of_another_customer");
-		return null;
-	}
-	if (user.paymentcustomerid === null) await linkCustomer(ctx.env.DB, ctx.app.appid, user.userkey, customer);
-	if (isSelfReferral({ customer, userkey: user.userkey }, referrer)) {
-		await count("self_referral");
-		return payerOf(user);
-	}
-	if (user.referrerUserid !== null) return payerOf(user);
-	return attributeUser(ctx, user, referrer, count);
+	const user = await findUser(ctx.env.DB, ctx.app.appid, { userkey: payer.userkey });
+	if (!user) return payer;
+	const count = counter(ctx);
+	const result = await attributeUserToReferrer({ ...ctx, origin: "" }, user, referrer, customer);
+	if (result.kind === "own_code") await count("self_referral");
+	if (result.kind === "cycle") await count("referral_cycle");
+	if (result.kind === "referrer_kept") await count("referrer_kept");
+	if (result.kind !== "applied") return payerOf(user);
+	await count("attributed");
+	return { ...payerOf(user), campaignid: referrer.campaignid, referrer_userid: referrer.userid };
 }
 
 /**
- * Sets a known user's referrer as applyreferrercode does (operations/attribution.ts).
- * A customer known by its id arrives as a `Payer` (the four columns every payment
- * reads), so its full row is read here, only when there is a code to attribute.
+ * A customer the app does not know, paying with a referrer's promotion code
+ * (issue 47: identity from the product, never from a typed email): it becomes
+ * a NEW user known by its customer id alone, referred by the code's owner.
+ * The email the payer typed is not stored: Stripe never verified it, and a
+ * user holding it would be the user the product's `register` with that email
+ * finds, so a stranger could pre-register someone's address with their own
+ * customer and be paid that person's rewards (docs/stripe.md). The caller
+ * checked that no user has that email (a match pays nothing).
+ *
+ * Two events of one new customer (a checkout and its invoice) arrive
+ * together: the first to claim the customer (db/stripe-identity.ts) creates
+ * the user, the other answers `retry` and finds it on its next try. Null:
+ * no promotion code of a referrer, nothing to create.
  */
-async function attributeUser(
+export async function registerByPromotionCode(
 	ctx: WorkContext,
-	known: string | User,
-	referrer: User,
-	count: (outcome: string) => Promise<void>,
-): Promise<Payer | null> {
-	const user = typeof known === "string" ? await findUser(ctx.env.DB, ctx.app.appid, { userkey: known }) : known;
-	if (!user || user.erasedAt !== null) return null;
-	const outcome = await attributeToReferrer({ ...ctx, origin: "" }, user, referrer);
-	if (!outcome.applied) {
-		// Another attribution came first (its referrer is kept), or this one would close a cycle.
-		await count(outcome.cycle ? "referral_cycle" : "referrer_kept");
-		return payerOf(user);
+	connection: StripeConnection,
+	work: StripeEventMessage,
+	customer: string,
+): Promise<Payer | "retry" | null> {
+	const referrer = await referrerOfPayment(ctx, connection, work);
+	if (!referrer) return null;
+	if (isSelfReferral({ customer, userkey: null }, referrer)) {
+		await counter(ctx)("self_referral");
+		return null;
 	}
-	await count("attributed");
-	return { ...payerOf(user), campaignid: referrer.campaignid, referrer_userid: referrer.userid };
+	if (!(await claimCustomer(ctx.env.DB, ctx.app.appid, customer, work.eventid, Date.now()))) return "retry";
+	// No email and no account id: nothing to find, a new user every time (the claim makes it once per customer).
+	const { user } = await findOrRegisterUser({ ...ctx, origin: "" }, { paymentcustomerid: customer }, referrer.referralcode);
+	await counter(ctx)("attributed");
+	return payerOf(user);
 }
 
 /** The first of the codes that is a live user's referral code or alias. */
@@ -167,10 +169,4 @@ async function promotionCodeIds(ctx: WorkContext, connection: StripeConnection, 
 	}
 	const ids = discounts.flatMap((d) => (typeof d !== "string" && d.promotion_code ? [d.promotion_code] : []));
 	return [...new Set(ids)];
-}
-
-/** The payer's email as the payment names it, lower-cased like every stored email; null when it is not an address. */
-function emailOf(o: StripeObject): string | null {
-	const email = (o.customer_email ?? o.customer_details?.email ?? "").trim().toLowerCase();
-	return /^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email) && email.length <= 254 ? email : null;
 }

@@ -264,7 +264,10 @@ function conversions(plan: Plan, history: Entry[], world: World): Violation[] {
 	return out;
 }
 
-/** A Stripe reward not rejected by hand is reversed by exactly its charge's refunded total (the largest, in any order). */
+/**
+ * A Stripe reward not rejected by hand is reversed by exactly its charge's refunded total (the largest, in any order);
+ * a lost dispute of the charge counts as its whole amount refunded, a won one as nothing.
+ */
 function refunds(plan: Plan, history: Entry[], world: World): Violation[] {
 	const out: Violation[] = [];
 	const rejectedByHand = new Set(
@@ -277,12 +280,12 @@ function refunds(plan: Plan, history: Entry[], world: World): Violation[] {
 		const amount = plan.invoices.get(r.friend);
 		if (amount === undefined) continue;
 		const worth = amount / 10;
-		const sent = history.filter((e) => e.op.kind === "refund" && e.op.friend === r.friend);
-		const acked = Math.max(0, ...sent.filter(ok).map((e) => (e.op.kind === "refund" ? e.op.total : 0)));
+		// A lost dispute (issue 47) reverses the payment as a full refund: a refunded total of the whole amount.
+		const totalOf = (e: Entry) => (e.op.kind === "refund" ? e.op.total : e.op.kind === "dispute" && e.op.state === "lost" ? amount : 0);
+		const sent = history.filter((e) => (e.op.kind === "refund" || e.op.kind === "dispute") && e.op.friend === r.friend);
+		const acked = Math.max(0, ...sent.filter(ok).map(totalOf));
 		// What was acknowledged must be applied; a total sent but never acknowledged may be (Stripe would resend it).
-		const allowed = new Set(
-			[0, ...sent.map((e) => (e.op.kind === "refund" ? e.op.total : 0))].filter((t) => t >= acked).map((t) => Math.min(t, amount) / 10),
-		);
+		const allowed = new Set([0, ...sent.map(totalOf)].filter((t) => t >= acked).map((t) => Math.min(t, amount) / 10));
 		if (!allowed.has(r.reversed) || r.reward + r.reversed !== worth)
 			out.push({
 				rule: "refund-applied-once",

@@ -27,7 +27,9 @@ export type Op =
 	/** redeemrewards by amount from the referrer's wallet rewards. */
 	| { kind: "redeem"; referrer: number; amount: number }
 	/** The operator's payout retry (admin API) for the referrer. */
-	| { kind: "retry"; referrer: number };
+	| { kind: "retry"; referrer: number }
+	/** Stripe's `charge.dispute.created` (`open`) or `charge.dispute.closed` (`won`, `lost`) of the friend's charge (issue 47). */
+	| { kind: "dispute"; friend: number; state: "open" | "won" | "lost"; twice: boolean };
 
 export interface Plan {
 	seed: number;
@@ -122,6 +124,7 @@ export function generate(seed: number, { ops: count, referrers = 4, friends = 40
 	}
 	// Payments still held back arrive at the end (Stripe delivers every event, in some order).
 	for (const l of later) ops.push(l.op);
+	addDisputes(seed, ops);
 	const killAt = Math.floor(ops.length * (0.35 + random() * 0.3));
 	return { seed, referrers, friends, invoices, ops, killAt };
 }
@@ -131,4 +134,27 @@ export function refundTotals(plan: Plan): Map<number, number[]> {
 	const totals = new Map<number, number[]>();
 	for (const op of plan.ops) if (op.kind === "refund") totals.set(op.friend, [...(totals.get(op.friend) ?? []), op.total]);
 	return totals;
+}
+
+/**
+ * Chargebacks (issue 47), drawn from a stream of their own so the rest of a
+ * seed's plan stays as it was: up to 4 paid friends' charges are disputed,
+ * each dispute opened and closed (won or lost, half each) at random places
+ * after the payment, the close first one time in five (Stripe does not order
+ * its events), either delivered twice at once one time in four.
+ */
+export function addDisputes(seed: number, ops: Op[]): void {
+	const random = seededRandom(seed * 104_729 + 3);
+	const int = (n: number) => Math.floor(random() * n);
+	const paid = [...new Set(ops.flatMap((op) => (op.kind === "pay" ? [op.friend] : [])))];
+	for (let d = 0; d < Math.min(4, paid.length); d++) {
+		const friend = paid.splice(int(paid.length), 1)[0]!;
+		const after = ops.findIndex((op) => op.kind === "pay" && op.friend === friend) + 1;
+		const close: Op = { kind: "dispute", friend, state: random() < 0.5 ? "won" : "lost", twice: random() < 0.25 };
+		const open: Op = { kind: "dispute", friend, state: "open", twice: random() < 0.25 };
+		const [first, second] = random() < 0.2 ? [close, open] : [open, close];
+		const at = after + int(ops.length - after + 1);
+		ops.splice(at, 0, first);
+		ops.splice(at + 1 + int(ops.length - at), 0, second);
+	}
 }

@@ -1,7 +1,7 @@
 import { type FakeStripe, startFakeStripe } from "../fake-stripe";
 import { check, type Entry, failuresExplained, type Violation } from "./checker";
 import { generate, type Op, type Plan } from "./generator";
-import { type Answer, admin, chargeRefundedEvent, deliver, invoicePaidEvent, type Live, request } from "./service";
+import { type Answer, admin, chargeRefundedEvent, deliver, disputeEvent, invoicePaidEvent, type Live, request } from "./service";
 import { readWorld, type SeedApp } from "./world";
 
 /**
@@ -157,6 +157,10 @@ export async function runSeed(live: Live, seed: number, options: SeedOptions): P
 					return [api("redeemrewards", { userkey: refkey(op.referrer), amount: op.amount / 100, rewardunit: "USD", campaignid: w.wallet })];
 				case "retry":
 					return [admin(live, "POST", `/apps/${w.appid}/users/${refkey(op.referrer)}/payouts/retry`)];
+				case "dispute": {
+					const event = disputeEvent(tag, op.friend, plan.invoices.get(op.friend)!, op.state);
+					return Array.from({ length: op.twice ? 2 : 1 }, () => deliver(live, w.appid, WEBHOOK_SECRET, event));
+				}
 			}
 		};
 		const perform = async (client: number, index: number, op: Op) => {
@@ -231,7 +235,7 @@ async function drain(plan: Plan, history: Entry[], perform: (client: number, ind
 	const recorded = (customid: string) => history.some((e) => e.op.kind === "convert" && e.op.customid === customid && e.status === 200);
 	const pending = new Map<string, Op>();
 	for (const op of plan.ops) {
-		if ((op.kind === "pay" || op.kind === "refund") && !acked(op))
+		if ((op.kind === "pay" || op.kind === "refund" || op.kind === "dispute") && !acked(op))
 			pending.set(JSON.stringify({ ...op, twice: 0 }), { ...op, twice: false });
 		if (op.kind === "convert" && !recorded(op.customid)) pending.set(op.customid, op);
 	}

@@ -138,3 +138,20 @@ export function chargeRefundedEvent(tag: string, friend: number, customer: strin
 		},
 	};
 }
+
+/** A `charge.dispute.created` (`open`) or `charge.dispute.closed` (`won`, `lost`) of the friend's charge (issue 47). */
+export function disputeEvent(tag: string, friend: number, amount: number, state: "open" | "won" | "lost") {
+	const n = `${tag}_${friend}`;
+	const object = {
+		id: `dp_${n}`,
+		object: "dispute",
+		amount,
+		currency: "usd",
+		charge: `ch_${n}`,
+		payment_intent: `pi_${n}`,
+		reason: "fraudulent",
+		status: state === "open" ? "needs_response" : state,
+	};
+	const type = state === "open" ? "charge.dispute.created" : "charge.dispute.closed";
+	return { id: `evt_dp_${n}_${state}`, object: "event", type, created: Math.floor(Date.now() / 1000), data: { object } };
+}

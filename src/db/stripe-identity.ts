@@ -1,0 +1,75 @@
+import { z } from "zod";
+
+/**
+ * How a Stripe event finds its user (migration 0042, docs/stripe.md "How an
+ * event finds its user"): the claim of a new customer by the event that
+ * creates its user, and the cases shown to the operator.
+ */
+
+const claimRow = z.object({ eventid: z.string() });
+
+/**
+ * A claim older than this was done long ago (creating a user takes a
+ * moment), or its event crashed and was retried meanwhile: another event may
+ * take it over. The customer is unknown again only when its user is gone
+ * (erased, or the product gave it another customer id), and a new payment
+ * then makes a new user instead of being retried for ever.
+ */
+export const CLAIM_STALE_MS = 10 * 60_000;
+
+/**
+ * Claims the customer for the event `eventid` (the first claim stays, unless
+ * it is stale): true when this event holds the claim, so it creates the
+ * customer's user; false when another event does (this one is retried and
+ * then finds the user).
+ */
+export async function claimCustomer(db: D1Database, appid: string, customer: string, eventid: string, now: number): Promise<boolean> {
+	const [, row] = await db.batch([
+		db
+			.prepare(
+				`INSERT INTO stripe_customer_claims (appid, customer, eventid, claimed_at) VALUES (?1, ?2, ?3, ?4)
+				 ON CONFLICT (appid, customer) DO UPDATE SET eventid = excluded.eventid, claimed_at = excluded.claimed_at
+				 WHERE stripe_customer_claims.claimed_at < ?5`,
+			)
+			.bind(appid, customer, eventid, now, now - CLAIM_STALE_MS),
+		db.prepare("SELECT eventid FROM stripe_customer_claims WHERE appid = ? AND customer = ?").bind(appid, customer),
+	]);
+	return claimRow.parse(row?.results[0]).eventid === eventid;
+}
+
+export interface StripeCase {
+	eventid: string;
+	kind: string;
+	customer: string | null;
+	userkey: string | null;
+	detail: string | null;
+	at: number;
+}
+const caseRow = z.object({
+	eventid: z.string(),
+	kind: z.string(),
+	customer: z.string().nullable(),
+	userkey: z.string().nullable(),
+	detail: z.string().nullable(),
+	at: z.number(),
+});
+
+/** Records a case once per event and kind (a redelivery keeps the first). */
+export async function recordStripeCase(db: D1Database, appid: string, c: StripeCase): Promise<void> {
+	await db
+		.prepare(
+			`INSERT INTO stripe_cases (appid, eventid, kind, customer, userkey, detail, at) VALUES (?, ?, ?, ?, ?, ?, ?)
+			 ON CONFLICT (appid, eventid, kind) DO NOTHING`,
+		)
+		.bind(appid, c.eventid, c.kind, c.customer, c.userkey, c.detail, c.at)
+		.run();
+}
+
+/** The app's most recent cases, newest first (bounded, on `stripe_cases_recent`). */
+export async function recentStripeCases(db: D1Database, appid: string, limit = 20): Promise<StripeCase[]> {
+	const result = await db
+		.prepare("SELECT eventid, kind, customer, userkey, detail, at FROM stripe_cases WHERE appid = ? ORDER BY at DESC LIMIT ?")
+		.bind(appid, limit)
+		.all();
+	return result.results.map((r) => caseRow.parse(r));
+}
