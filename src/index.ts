@@ -2,12 +2,13 @@ import { ClickCounter } from "./clicks/click-counter";
 import { app } from "./http/app";
 import { countPart } from "./instrument/platform-parts";
 import { stripeQueue } from "./integrations/stripe/consumer";
+import { StripeGovernor } from "./integrations/stripe/governor";
 import { UserLedger } from "./ledger/user-ledger";
 import { queue } from "./outbox/consumer";
 import { projectionQueue } from "./outbox/projection-consumer";
 import { scheduled } from "./scheduled";
 
-export { ClickCounter, UserLedger };
+export { ClickCounter, StripeGovernor, UserLedger };
 
 export default {
 	fetch: app.fetch,

@@ -2,7 +2,8 @@ import { Hono } from "hono";
 import { z } from "zod";
 import { getCampaignWithDetails } from "../db/campaigns";
 import { campaignMessages, campaignRewardEmail, deleteCampaignMessage, saveCampaignMessage, saveCampaignRewardEmail } from "../db/messages";
-import { shareUrl } from "../domain/share-url";
+import { shareLinkBase } from "../domain/public-origin";
+import { emailShareUrl } from "../domain/share-url";
 import { ApiError, badRequest, campaignNotFound } from "../http/errors";
 import { brandOf } from "../outbox/branded";
 import { previewMessage } from "../outbox/emails";
@@ -21,7 +22,7 @@ import {
 } from "../outbox/templates";
 import { body } from "./body";
 import { requireApp } from "./guard";
-import { type AdminContext, type AdminEnv, auditEntry, callerOrigin, diff } from "./principal";
+import { type AdminContext, type AdminEnv, auditEntry, diff } from "./principal";
 
 /**
  * A campaign's editable emails (issue 34, docs/messages.md), under
@@ -145,15 +146,11 @@ messageRoutes.delete(`${BASE}/:kind/:language`, async (c) => {
 });
 
 /**
- * The sample's share link as the real email would carry it now (issue 48: the preview is what is sent): the reward
- * email is sent by the ledger, with no request to take an origin from, so only SHARE_BASE_URL gives it a link
- * (ledger/reward-emails.ts; without one its line is left out); outreach and reminders are sent from an API call,
- * whose origin stands in when SHARE_BASE_URL is unset (operations/outreach.ts).
+ * The sample's share link as the real email would carry it now (issue 48: the preview is what is sent). Every
+ * email's link is built on the deployment's configured base, SHARE_BASE_URL else PUBLIC_ORIGIN, never on a
+ * request (issue 47: ledger/reward-emails.ts, operations/outreach.ts); without one its line is left out.
  */
-function sampleShareLink(c: AdminContext, kind: MessageKind): string {
-	if (kind === "reward") return c.env.SHARE_BASE_URL ? shareUrl(SAMPLE_CODE, "", c.env.SHARE_BASE_URL, "") : "";
-	return shareUrl(SAMPLE_CODE, "", c.env.SHARE_BASE_URL, callerOrigin(c));
-}
+const sampleShareLink = (c: AdminContext) => emailShareUrl(SAMPLE_CODE, "", shareLinkBase(c.env));
 const SAMPLE_CODE = "ANN123";
 
 /** The email a text would make, with the campaign's offer, the app's brand and a sample recipient; nothing is saved. */
@@ -164,5 +161,5 @@ messageRoutes.post(`${BASE}/:kind/:language/preview`, async (c) => {
 	refuseProblems(checkTemplate(kind, template));
 	const [app, campaign] = await Promise.all([requireApp(c.env.DB, appid), requireCampaign(c.env.DB, appid, c.req.param("campaignid"))]);
 	const brand = brandOf(app, c.env);
-	return c.json({ kind, language: lang, ...previewMessage(kind, template, campaign, brand, lang, sampleShareLink(c, kind)) });
+	return c.json({ kind, language: lang, ...previewMessage(kind, template, campaign, brand, lang, sampleShareLink(c)) });
 });

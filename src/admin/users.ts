@@ -2,6 +2,7 @@ import { Hono } from "hono";
 import { z } from "zod";
 import { type AdminUserRow, clicksOf, findAdminUser, friendsOf, searchUsers } from "../db/admin-users";
 import { findApp } from "../db/apps";
+import { shareLinkBase } from "../domain/public-origin";
 import { userNotFound } from "../http/errors";
 import { ledgerFor } from "../ledger/stub";
 import { SHARE_PAGE_TTL_SECONDS, signSharePageUrl } from "../sharepage/signature";
@@ -59,7 +60,7 @@ userRoutes.get("/apps/:appid/users/:userkey", async (c) => {
 	]);
 	// The user's hosted share page as getsharepage signs it (valid an hour), on the share origin, else the caller's.
 	const exp = Math.floor(Date.now() / 1000) + SHARE_PAGE_TTL_SECONDS;
-	const base = c.env.SHARE_BASE_URL || callerOrigin(c);
+	const base = shareLinkBase(c.env) || callerOrigin(c);
 	const sharepageurl = app ? await signSharePageUrl(base, app.privatekeyHash, appid, row.userkey, exp) : null;
 	return c.json({
 		user: userView(row),

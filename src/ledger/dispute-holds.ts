@@ -1,7 +1,7 @@
 import { type LedgerAudit, queueRewardAudits, rewardsBefore } from "./audit";
 import { assertUnlocked } from "./locks";
 import { rewardRow, updateReward } from "./mutations";
-import { reconcilePayouts } from "./payouts";
+import { reconcileReward } from "./payouts";
 import { toLedgerReward } from "./rows";
 import type { RewardRow } from "./schema";
 import type { TxContext } from "./transaction-types";
@@ -117,11 +117,12 @@ function release(tx: TxContext, dispute: string, restore: boolean): RewardRow[] 
 		const patch = { status: held.previous_status, hold_until: held.previous_hold_until, comment: comments.restore(dispute) };
 		const event =
 			held.previous_status !== row.status ? { type: "reward.status_changed" as const, extra: { previousstatus: row.status } } : undefined;
-		let after = updateReward(tx, row, patch, event);
-		// A payout that waited for a customer (updateuser set one during the dispute, while nothing could be booked)
-		// is booked again, as updateuser would have: without a customer it only waits again.
-		if (after.payout_state === "waiting_customer") after = updateReward(tx, after, reconcilePayouts(tx, after, true));
-		changed.push(after);
+		const after = updateReward(tx, row, patch, event);
+		// What the restored status owes is booked here (a reward write books nothing: payouts.ts lists its call
+		// sites). A payout that waited for a customer (updateuser set one during the dispute, while nothing could be
+		// booked) is booked again, as updateuser would have (force): without a customer it only waits again.
+		const booked = reconcileReward(tx, after, after.payout_state === "waiting_customer");
+		changed.push(Object.keys(booked).length > 0 ? updateReward(tx, after, booked) : after);
 	}
 	return changed;
 }

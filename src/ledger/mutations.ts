@@ -6,7 +6,7 @@ import { bucketDelta, contribution, isZeroDelta } from "./balance";
 import { type BalanceKey, owedOf, payClawbacks, restOf, rowsWithOwed, settlingRewards } from "./clawbacks";
 import { couponTransition, markCouponsSeen } from "./coupons";
 import { queueProjectionOf, queueWebhook } from "./outbox";
-import { paidInFull, reconcilePayouts } from "./payouts";
+import { reconcilePayouts } from "./payouts";
 import { Refused } from "./refused";
 import { queueRewardEmail } from "./reward-emails";
 import { toView } from "./rows";
@@ -138,6 +138,7 @@ export function insertReward(ctx: TxContext, grant: RewardGrant, amount: number)
 	// Its balance row owes nothing (the common case): nothing to settle, and no need to read the row again.
 	const paid = owed === 0 ? 0 : settleIfOwed(ctx, row);
 	couponTransition(ctx, null, row);
+	// A reward granted Approved owes its worth: one of the reconcile's call sites (payouts.ts).
 	const payout = reconcilePayouts(ctx, row);
 	if (payout.payout_state !== undefined) ctx.sql.exec("UPDATE rewards SET payout_state = ? WHERE seq = ?", payout.payout_state, row.seq);
 	const stored = asStored(ctx, { ...row, ...payout }, paid);
@@ -191,10 +192,8 @@ export function updateReward(ctx: TxContext, before: RewardRow, patch: RewardPat
  */
 export function writeReward(ctx: TxContext, before: RewardRow, patch: RewardPatch, event?: RewardEvent): RewardRow {
 	const changed: RewardRow = { ...before, ...patch, version: before.version + 1, updated_at: iso(ctx.nowMs) };
-	const coupon: RewardRow = { ...changed, ...couponTransition(ctx, before, changed) };
-	// Every change of a Stripe reward books what it owes minus what its payouts booked (payouts.ts).
-	const booked: RewardRow = { ...coupon, ...reconcilePayouts(ctx, coupon) };
-	const after: RewardRow = paidInFull(booked) ? { ...booked, status: "Rewarded", rewarded_at: iso(ctx.nowMs), hold_until: null } : booked;
+	// Books no Stripe payout: the changes of what a reward owes call the reconcile themselves (payouts.ts names them).
+	const after: RewardRow = { ...changed, ...couponTransition(ctx, before, changed) };
 	ctx.sql.exec(
 		`UPDATE rewards SET status = ?, redeemed = ?, reversed = ?, settled = ?, comment = ?, hold_until = ?, rewarded_at = ?, coupon = ?,
 		   couponname = ?, coupondetails = ?, couponimage = ?, updated_at = ?, version = ?, payoutid = ?, payout_state = ? WHERE seq = ?`,

@@ -1,6 +1,17 @@
 import { isCurrencyCode } from "../domain/currency";
 import { rewardRow, updateReward } from "./mutations";
-import { orderOf, type PayoutOrder, payoutRow, payoutsOf, queuePayout, reconcilePayouts } from "./payouts";
+import { lookupOf, markUnknown, type PayoutLookup, requeueUnknown } from "./payout-resolution";
+import {
+	orderOf,
+	type PayoutOrder,
+	payoutRow,
+	payoutStatePatch,
+	payoutsOf,
+	queueDuePayouts,
+	queuePayout,
+	reconcileReward,
+	waitsForEarlier,
+} from "./payouts";
 import type { PayoutRow, RewardRow } from "./schema";
 import type { TxContext } from "./transaction-types";
 
@@ -24,14 +35,14 @@ export type PayoutClaim =
 	| { settled: true }
 	/** Sent before and the app is no longer connected: keep it `sending`, try again later. */
 	| { later: true }
-	| { send: PayoutOrder };
+	| { send: PayoutOrder }
+	/** Its outcome is unknown: read the customer's balance transactions and resolve it (payout-resolution.ts). */
+	| { resolve: PayoutLookup };
 
-const reasonOf = (f: PayoutFailure, key: string) => {
+const reasonOf = (f: PayoutFailure) => {
 	const request = f.requestId ? `, request ${f.requestId}` : "";
 	if (f.code === "not_connected") return "Stripe is not connected to this app: connect it, then retry the payout.";
 	if (f.code === "invalid_currency") return "The reward's unit is not a currency Stripe can pay.";
-	if (f.code === "unknown_outcome")
-		return `No answer from Stripe for ${key} within its 24 h key lifetime: check the customer's balance in Stripe, then retry or not.`;
 	return `Stripe refused the payout (${f.code}${request}): fix it in Stripe, then retry.`;
 };
 
@@ -44,7 +55,14 @@ const reasonOf = (f: PayoutFailure, key: string) => {
 export function claimPayout(tx: TxContext, seq: number, n: number, customer: string | null, connected: boolean): PayoutClaim {
 	const payout = payoutRow(tx.sql, seq, n);
 	const reward = rewardRow(tx.sql, seq);
+	if (payout?.state === "unknown" && reward) {
+		if (!connected) return { later: true };
+		tx.sql.exec("UPDATE payouts SET updated_at = ? WHERE seq = ? AND n = ?", tx.nowMs, seq, n);
+		return { resolve: lookupOf(tx, reward, payout) };
+	}
 	if (!payout || !reward || (payout.state !== "due" && payout.state !== "sending")) return { settled: true };
+	// One payout of a reward at a time (payouts.ts): this one is queued again when the earlier one settles.
+	if (payout.state === "due" && waitsForEarlier(payoutsOf(tx.sql, seq), n)) return { settled: true };
 	if (payout.state === "due") {
 		const failure = !connected
 			? "not_connected"
@@ -70,7 +88,7 @@ export function claimPayout(tx: TxContext, seq: number, n: number, customer: str
 		tx.sql.exec("UPDATE payouts SET attempts = attempts + 1, updated_at = ? WHERE seq = ? AND n = ?", tx.nowMs, seq, n);
 	}
 	const claimed = payoutRow(tx.sql, seq, n) ?? payout;
-	if (reward.payout_state !== "sending") updateReward(tx, reward, {});
+	if (reward.payout_state !== "sending") updateReward(tx, reward, payoutStatePatch(tx, reward));
 	return { send: orderOf(tx, reward, claimed) };
 }
 
@@ -87,13 +105,16 @@ export function payoutPaid(tx: TxContext, seq: number, n: number, stripeId: stri
 		seq,
 		n,
 	);
-	const open = payoutsOf(tx.sql, seq).some((r) => r.state === "due" || r.state === "sending");
+	// The reward's next payout (booked while this one was in flight) may leave now.
+	queueDuePayouts(tx, seq);
+	const open = payoutsOf(tx.sql, seq).some((r) => r.state === "due" || r.state === "sending" || r.state === "unknown");
 	// Paid is paid: the id of the first credit is kept whatever the reward's status did meanwhile.
 	const rewarded = reward.status === "Approved" && !open && reward.amount - reward.reversed > 0;
 	updateReward(
 		tx,
 		reward,
 		{
+			...payoutStatePatch(tx, reward),
 			payoutid: reward.payoutid ?? (payout.amount > 0 ? stripeId : null),
 			...(rewarded ? { status: "Rewarded" as const, rewarded_at: new Date(tx.nowMs).toISOString(), hold_until: null } : {}),
 			...(reward.payout_state === "waiting_customer" || reward.payout_state === "failed" ? { comment: null } : {}),
@@ -112,6 +133,11 @@ export function payoutRefused(tx: TxContext, seq: number, n: number, failure: Pa
 	return true;
 }
 
+/**
+ * A failed payout books nothing; the payouts booked after it that never left
+ * (waiting for it, payouts.ts) are cancelled with it, so nothing leaves for
+ * this reward until a retry books again what it owes. Books nothing itself.
+ */
 function failPayout(tx: TxContext, reward: RewardRow, payout: PayoutRow, failure: PayoutFailure): void {
 	tx.sql.exec(
 		"UPDATE payouts SET state = 'failed', error_code = ?, request_id = ?, updated_at = ? WHERE seq = ? AND n = ?",
@@ -121,42 +147,65 @@ function failPayout(tx: TxContext, reward: RewardRow, payout: PayoutRow, failure
 		payout.seq,
 		payout.n,
 	);
-	const key = orderOf(tx, reward, payout).key;
+	tx.sql.exec(
+		"UPDATE payouts SET state = 'cancelled', updated_at = ? WHERE seq = ? AND n > ? AND state = 'due'",
+		tx.nowMs,
+		payout.seq,
+		payout.n,
+	);
+	const state = payoutStatePatch(tx, reward);
 	if (failure.code === "no_customer") {
-		updateReward(tx, reward, { comment: WAITING_COMMENT });
+		updateReward(tx, reward, { ...state, comment: WAITING_COMMENT });
 		return;
 	}
-	const reason = reasonOf(failure, key);
-	updateReward(tx, reward, { comment: reason }, { type: "reward.payout_failed", extra: { reason, code: failure.code } });
+	const reason = reasonOf(failure);
+	updateReward(tx, reward, { ...state, comment: reason }, { type: "reward.payout_failed", extra: { reason, code: failure.code } });
 }
 
-/** An operator's retry or a new paymentcustomerid: books again what each Stripe reward owes (also after a failure). */
+/**
+ * An operator's retry or a new paymentcustomerid: books again what each
+ * Stripe reward owes (also after a failure: one of the reconcile's call
+ * sites, payouts.ts). A reward whose payout is unknown books nothing: its
+ * payout is looked up in Stripe again instead (payout-resolution.ts).
+ */
 export function retryDuePayouts(tx: TxContext): { queued: number } {
 	const rows = tx.sql
 		.exec<RewardRow>(
-			"SELECT * FROM rewards WHERE rewardtype = 'Stripe' AND payout_state IN ('failed', 'waiting_customer', 'pending') ORDER BY seq LIMIT 500",
+			"SELECT * FROM rewards WHERE rewardtype = 'Stripe' AND payout_state IN ('failed', 'waiting_customer', 'pending', 'unknown') ORDER BY seq LIMIT 500",
 		)
 		.toArray();
 	let queued = 0;
 	for (const row of rows) {
+		if (row.payout_state === "unknown") {
+			requeueUnknown(tx, row.seq, 0);
+			continue;
+		}
+		// Failed as `unknown_outcome` before issue 47: looked up in Stripe, never booked over.
+		const legacy = payoutsOf(tx.sql, row.seq).find((p) => p.state === "failed" && p.error_code === "unknown_outcome");
+		if (legacy) {
+			markUnknown(tx, row, legacy);
+			continue;
+		}
 		const before = payoutsOf(tx.sql, row.seq).length;
-		updateReward(tx, row, { ...reconcilePayouts(tx, row, true), ...(row.comment === WAITING_COMMENT ? { comment: null } : {}) });
+		updateReward(tx, row, { ...reconcileReward(tx, row, true), ...(row.comment === WAITING_COMMENT ? { comment: null } : {}) });
 		if (payoutsOf(tx.sql, row.seq).length > before) queued++;
 	}
 	return { queued };
 }
 
 /** Stripe keeps an Idempotency-Key 24 hours; a payout sent longer ago than this can no longer be resent safely. */
-const KEY_LIFETIME_MS = 23 * 3_600_000;
+export const KEY_LIFETIME_MS = 23 * 3_600_000;
 
 /**
  * The scheduled job's re-drive (docs/stripe.md, "Stuck payouts"): payouts
  * due or sending untouched for `staleMs` go back to the queue with their
  * frozen key and amount; one first sent longer ago than Stripe keeps a key
- * fails as `unknown_outcome` for the operator (resending could pay twice).
- * Rewards queued before the payout records (`pending`) are reconciled.
+ * (`keyLifetimeMs`) becomes `unknown` (resending could pay twice) and is
+ * looked up in Stripe instead, as are unknown payouts untouched for
+ * `staleMs` (payout-resolution.ts). Rewards queued before the payout records
+ * (`pending`) are reconciled.
  */
-export function redrivePayouts(tx: TxContext, staleMs: number): { redriven: number; failed: number } {
+export function redrivePayouts(tx: TxContext, staleMs: number, keyLifetimeMs = KEY_LIFETIME_MS): { redriven: number; failed: number } {
 	const stale = tx.sql
 		.exec<PayoutRow>(
 			"SELECT * FROM payouts WHERE state IN ('due', 'sending') AND updated_at <= ? ORDER BY updated_at LIMIT 100",
@@ -168,8 +217,8 @@ export function redrivePayouts(tx: TxContext, staleMs: number): { redriven: numb
 	for (const payout of stale) {
 		const reward = rewardRow(tx.sql, payout.seq);
 		if (!reward) continue;
-		if (payout.state === "sending" && payout.sent_at !== null && payout.sent_at > 0 && payout.sent_at <= tx.nowMs - KEY_LIFETIME_MS) {
-			failPayout(tx, reward, payout, { code: "unknown_outcome" });
+		if (payout.state === "sending" && payout.sent_at !== null && payout.sent_at > 0 && payout.sent_at <= tx.nowMs - keyLifetimeMs) {
+			markUnknown(tx, reward, payout);
 			failed++;
 			continue;
 		}
@@ -177,9 +226,13 @@ export function redrivePayouts(tx: TxContext, staleMs: number): { redriven: numb
 		queuePayout(tx, payout.seq, payout.n);
 		redriven++;
 	}
+	const unknown = tx.sql
+		.exec<{ seq: number }>("SELECT seq FROM rewards WHERE rewardtype = 'Stripe' AND payout_state = 'unknown' ORDER BY seq LIMIT 100")
+		.toArray();
+	for (const { seq } of unknown) redriven += requeueUnknown(tx, seq, staleMs);
 	const legacy = tx.sql
 		.exec<RewardRow>("SELECT * FROM rewards WHERE rewardtype = 'Stripe' AND payout_state = 'pending' ORDER BY seq LIMIT 100")
 		.toArray();
-	for (const row of legacy) updateReward(tx, row, reconcilePayouts(tx, row));
+	for (const row of legacy) updateReward(tx, row, reconcileReward(tx, row));
 	return { redriven: redriven + legacy.length, failed };
 }

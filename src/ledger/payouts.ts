@@ -7,26 +7,50 @@ import type { TxContext } from "./transaction-types";
 
 /**
  * The ledger owns every payout of its Stripe rewards (docs/stripe.md,
- * issue 31). A payout is a record of this ledger, never only a queue
+ * issues 31 and 47). A payout is a record of this ledger, never only a queue
  * message: one credit (amount > 0) or debit (amount < 0) of the reward,
- * numbered `n` per reward, which names its Idempotency-Key for life.
+ * numbered `n` per reward, which names its Idempotency-Key (its id, also
+ * written into the balance transaction's metadata as `payoutid`) for life.
  *
  *   due ──claim──> sending ──Stripe 2xx──> paid
- *    │               └──────Stripe 4xx──> failed (error code + request id)
+ *    │               ├──────Stripe 4xx──> failed (error code + request id)
+ *    │               └──no answer within the key's lifetime──> unknown ──resolver──> paid | void
  *    └── amended while still due (never sent: its key never left) or cancelled at 0
  *
  * The claim (`sending`) is written in the ledger transaction before the call
  * leaves and freezes the amount and the customer: a retry, a redelivered
  * message or the scheduled re-drive sends the same key with the same amount
- * to the same customer, so Stripe answers it with the first answer.
+ * to the same customer, so Stripe answers it with the first answer. A
+ * reward's payouts leave one at a time, in order: a due payout waits while
+ * an earlier one is sending or unknown, so a debit booked while its credit
+ * is in flight is only sent once Stripe's answer says the credit landed (and
+ * is amended or cancelled, never sent, when it did not).
  *
  * What a reward owes its user is its worth after refunds while it is
  * Approved or Rewarded, and 0 once it is Rejected (other statuses hold what
- * was booked). Every change of a Stripe reward reconciles: the difference
- * between what is owed and what is booked (due + sending + paid) becomes a
- * new record under a new key, exactly once, since the new record is itself
- * booked. A `failed` record books nothing and stops reconciling until an
- * operator's retry (or a new paymentcustomerid) asks again.
+ * was booked). The reconcile (reconcileReward) books the difference between
+ * what is owed and what is booked (due + sending + paid) as a new record
+ * under a new key, exactly once, since the new record is itself booked. It
+ * is called explicitly, only where what a reward owes or what its payouts
+ * booked changes, never by a reward write as such (a comment books nothing):
+ *
+ *   - mutations.ts insertReward: a reward granted Approved;
+ *   - status-changes.ts applyStatusChanges, approveEndedHolds: a status change;
+ *   - reversal.ts reverseReward: a refund's reversal;
+ *   - dispute-holds.ts release: a won dispute restores a held reward's status;
+ *   - payout-outcome.ts retryDuePayouts, redrivePayouts (force: an operator's
+ *     retry, a new paymentcustomerid; legacy `pending` rewards);
+ *   - payout-resolution.ts resolvePayout: Stripe's record of an unknown payout.
+ *
+ * Stripe's answers book nothing: a paid record lets the reward's next due
+ * record leave (queueDuePayouts); a failed one cancels the due records
+ * behind it (payout-outcome.ts failPayout).
+ *
+ * A `failed` record books nothing and stops reconciling until an operator's
+ * retry (or a new paymentcustomerid) asks again; an `unknown` one stops
+ * every booking of its reward, retry included, until the resolver read
+ * Stripe's record of it: `paid` (it landed) or `void` (Stripe never applied
+ * it, books nothing).
  */
 
 export const payoutMessageSchema = z.object({
@@ -65,9 +89,10 @@ export const bookedOf = (rows: PayoutRow[]) =>
 
 /** Where the reward's payouts stand, for the reward row and its projection. */
 export function payoutStateOf(rows: PayoutRow[]): PayoutState | null {
+	if (rows.some((r) => r.state === "unknown")) return "unknown";
 	if (rows.some((r) => r.state === "sending")) return "sending";
 	if (rows.some((r) => r.state === "due")) return "due";
-	const last = rows.filter((r) => r.state !== "cancelled").at(-1);
+	const last = rows.filter((r) => r.state !== "cancelled" && r.state !== "void").at(-1);
 	if (!last) return null;
 	if (last.state === "failed") return last.error_code === "no_customer" ? "waiting_customer" : "failed";
 	return "paid";
@@ -85,18 +110,30 @@ export function queuePayout(ctx: TxContext, seq: number, n: number): void {
 	);
 }
 
+/** True while payout `n` must wait: an earlier payout of its reward is in flight or its outcome is unknown. */
+export const waitsForEarlier = (rows: PayoutRow[], n: number) =>
+	rows.some((r) => r.n < n && (r.state === "sending" || r.state === "unknown"));
+
+/** Queues the reward's due payouts again (an earlier one settled, so the next may leave). */
+export function queueDuePayouts(ctx: TxContext, seq: number): void {
+	for (const row of payoutsOf(ctx.sql, seq)) if (row.state === "due") queuePayout(ctx, seq, row.n);
+}
+
 /**
  * Books the difference between what the reward owes and what its payouts
  * booked, inside the change's transaction. `force`: also after a failed
- * payout (an operator's retry, a new paymentcustomerid). Answers the
- * reward's payout state after it (unchanged for a reward that is not Stripe's).
+ * payout (an operator's retry, a new paymentcustomerid); never while a
+ * payout's outcome is unknown. Answers the reward's payout state after it
+ * (unchanged for a reward that is not Stripe's).
  */
 export function reconcilePayouts(ctx: TxContext, row: RewardRow, force = false): Partial<RewardRow> {
 	if (row.rewardtype !== "Stripe") return {};
 	const owed = owedOf(row);
 	const rows = payoutsOf(ctx.sql, row.seq);
 	const last = rows.at(-1);
-	const blocked = !force && rows.filter((r) => r.state !== "cancelled").at(-1)?.state === "failed";
+	// An unknown outcome may have paid what a new record would pay again (issue 47): nothing is booked until it is resolved.
+	const unknown = rows.some((r) => r.state === "unknown");
+	const blocked = unknown || (!force && rows.filter((r) => r.state !== "cancelled").at(-1)?.state === "failed");
 	const diff = owed === null || blocked ? 0 : owed - bookedOf(rows);
 	if (diff !== 0) {
 		if (last?.state === "due") {
@@ -116,6 +153,12 @@ export function reconcilePayouts(ctx: TxContext, row: RewardRow, force = false):
 			queuePayout(ctx, row.seq, n);
 		}
 	}
+	return payoutStatePatch(ctx, row);
+}
+
+/** The reward's payout state as its records say now, as a patch (empty when unchanged): for writes that book nothing. */
+export function payoutStatePatch(ctx: TxContext, row: RewardRow): Partial<RewardRow> {
+	if (row.rewardtype !== "Stripe") return {};
 	const state = payoutStateOf(payoutsOf(ctx.sql, row.seq));
 	return state === row.payout_state ? {} : { payout_state: state };
 }
@@ -129,6 +172,19 @@ export function reconcilePayouts(ctx: TxContext, row: RewardRow, force = false):
  */
 export const paidInFull = (row: RewardRow) =>
 	row.rewardtype === "Stripe" && row.status === "Approved" && row.payout_state === "paid" && row.amount - row.reversed > 0;
+
+/**
+ * The reconcile of a change of what `changed` (the reward as the change
+ * leaves it) owes: books the difference (reconcilePayouts) and answers the
+ * patch that goes with it, its payout state and, paid in full, Rewarded.
+ * One of the call sites named in this module's header.
+ */
+export function reconcileReward(ctx: TxContext, changed: RewardRow, force = false): Partial<RewardRow> {
+	const booked = reconcilePayouts(ctx, changed, force);
+	return paidInFull({ ...changed, ...booked })
+		? { ...booked, status: "Rewarded", rewarded_at: new Date(ctx.nowMs).toISOString(), hold_until: null }
+		: booked;
+}
 
 /** The outbox entries of payouts, as queue messages of the Stripe queue. */
 export function payoutMessages(appid: string, userkey: string, entries: LedgerOutboxEntry[]): PayoutMessage[] {

@@ -4,6 +4,7 @@ import { addClawback } from "./clawbacks";
 import { assertUnlocked } from "./locks";
 import { milestoneReward, reverseMilestoneEvents } from "./milestones";
 import { asStored, keyOf, rewardRow, settleOwed, writeReward } from "./mutations";
+import { reconcileReward } from "./payouts";
 import { decideRefund, type PriorRefunds, reversalEffect, reversedTarget } from "./refund";
 import { Refused } from "./refused";
 import { toLedgerReward } from "./rows";
@@ -89,21 +90,24 @@ function reverseReward(
 ): { after: RewardRow; reported: ReversedReward } {
 	const { status, debt } = reversalEffect(row, target);
 	const ends = status !== row.status && (status === "Rejected" || status === "Rewarded");
-	// A payout Stripe refused keeps its reason (code and request id) until it is retried: the operator acts on it (docs/stripe.md).
+	// A payout Stripe refused keeps its reason (code and request id) until it is retried: the operator acts on it (docs/stripe.md);
+	// an unknown one keeps what the resolver says about it.
 	const comment =
-		row.payout_state === "failed"
+		row.payout_state === "failed" || row.payout_state === "unknown"
 			? row.comment
 			: (refund.reason ?? (status === "Rejected" && row.status !== "Rejected" ? "Reversed: the conversion was refunded." : row.comment));
+	const patch = {
+		reversed: target,
+		status,
+		comment,
+		...(ends ? { hold_until: null } : {}),
+		...(status === "Rewarded" && ends ? { rewarded_at: new Date(tx.nowMs).toISOString() } : {}),
+	};
+	// A reversal changes what a Stripe reward owes: the reconcile books the difference (payouts.ts).
 	const after = writeReward(
 		tx,
 		row,
-		{
-			reversed: target,
-			status,
-			comment,
-			...(ends ? { hold_until: null } : {}),
-			...(status === "Rewarded" && ends ? { rewarded_at: new Date(tx.nowMs).toISOString() } : {}),
-		},
+		{ ...patch, ...reconcileReward(tx, { ...row, ...patch }) },
 		{
 			type: "reward.reversed",
 			extra: {

@@ -299,19 +299,20 @@ export type RewardRow = {
 	coupon_seen_at: string | null;
 	/** The Stripe balance transaction that paid the reward (payouts.ts), or null. */
 	payoutid: string | null;
-	/** Where the reward's payouts stand (payouts.ts): due, sending, paid, failed, waiting_customer; null when it has none. */
+	/** Where the reward's payouts stand (payouts.ts): due, sending, unknown, paid, failed, waiting_customer; null when it has none. */
 	payout_state: PayoutState | null;
 };
 
 /** `pending` is the state of a reward queued before schema step 7; the scheduled job re-drives it. */
-export type PayoutState = "pending" | "due" | "sending" | "waiting_customer" | "failed" | "paid";
+export type PayoutState = "pending" | "due" | "sending" | "unknown" | "waiting_customer" | "failed" | "paid";
 
 /** One credit (amount > 0) or debit (amount < 0) of a Stripe reward, in hundredths (payouts.ts). */
 export type PayoutRow = {
 	seq: number;
 	n: number;
 	amount: number;
-	state: "due" | "sending" | "paid" | "failed" | "cancelled";
+	/** `unknown`: sent, unanswered within Stripe's key lifetime, until the resolver reads Stripe's record; `void`: Stripe never applied it. */
+	state: "due" | "sending" | "unknown" | "paid" | "void" | "failed" | "cancelled";
 	/** The Stripe customer, frozen when the payout is first sent. */
 	customer: string | null;
 	stripe_id: string | null;

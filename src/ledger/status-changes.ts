@@ -1,5 +1,6 @@
 import { assertUnlocked } from "./locks";
 import { rewardOrRefuse, updateReward } from "./mutations";
+import { reconcileReward } from "./payouts";
 import { refuseIfErased } from "./privacy";
 import { Refused } from "./refused";
 import { toLedgerReward } from "./rows";
@@ -37,10 +38,11 @@ export function applyStatusChanges(tx: TxContext, changes: StatusChange[], ownTx
 		if (refusal) throw new Refused({ code: "invalid_status_transition", rewarddtlid: change.rewarddtlid, message: refusal });
 		const patch = { status: change.status, comment: change.message ?? before.comment, hold_until: null };
 		const changed = before.status !== change.status;
+		// A status change changes what a Stripe reward owes: the reconcile books the difference (payouts.ts).
 		const after = updateReward(
 			tx,
 			before,
-			patch,
+			{ ...patch, ...reconcileReward(tx, { ...before, ...patch }) },
 			changed ? { type: "reward.status_changed", extra: { previousstatus: before.status } } : undefined,
 		);
 		touched.set(after.seq, after);
@@ -58,10 +60,11 @@ export function approveEndedHolds(tx: TxContext): void {
 		)
 		.toArray();
 	for (const row of ended) {
+		const patch = { status: "Approved" as const, hold_until: null };
 		updateReward(
 			tx,
 			row,
-			{ status: "Approved", hold_until: null },
+			{ ...patch, ...reconcileReward(tx, { ...row, ...patch }) },
 			{ type: "reward.status_changed", extra: { previousstatus: row.status } },
 		);
 	}

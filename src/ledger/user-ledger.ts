@@ -22,6 +22,7 @@ import {
 	redrivePayouts,
 	retryDuePayouts,
 } from "./payout-outcome";
+import { type PayoutOutcome, payoutUnknown, resolvePayout } from "./payout-resolution";
 import { payoutsOf } from "./payouts";
 import { erasedAt, erasePersonInLedger } from "./privacy";
 import { balances, listRewards, rewardsForFriends } from "./reads";
@@ -263,6 +264,18 @@ export class UserLedger extends DurableObject<Env> {
 		return this.writer.attempt((tx) => ({ changed: payoutRefused(tx, seq, n, failure) }));
 	}
 
+	/** What Stripe's record says about unknown payout `n` of reward `seq` (payout-resolution.ts). */
+	resolvePayout(seq: number, n: number, outcome: PayoutOutcome): LedgerResult<{ changed: boolean }> {
+		if (!this.writer.hasSchema()) return { ok: true, changed: false };
+		return this.writer.attempt((tx) => ({ changed: resolvePayout(tx, seq, n, outcome) }));
+	}
+
+	/** Payout `n` of reward `seq` has an outcome nobody can learn by sending it again: look it up (payout-resolution.ts). */
+	payoutUnknown(seq: number, n: number): LedgerResult<{ changed: boolean }> {
+		if (!this.writer.hasSchema()) return { ok: true, changed: false };
+		return this.writer.attempt((tx) => ({ changed: payoutUnknown(tx, seq, n) }));
+	}
+
 	/** Books again what each Stripe reward owes, also after a failed payout (a paymentcustomerid was set, or a retry). */
 	retryPayouts(): LedgerResult<{ queued: number }> {
 		if (!this.writer.hasSchema()) return { ok: true, queued: 0 };
@@ -270,9 +283,9 @@ export class UserLedger extends DurableObject<Env> {
 	}
 
 	/** The scheduled job's re-drive of payouts untouched for `staleMs` (payout-outcome.ts). */
-	redrivePayouts(staleMs: number): LedgerResult<{ redriven: number; failed: number }> {
+	redrivePayouts(staleMs: number, keyLifetimeMs?: number): LedgerResult<{ redriven: number; failed: number }> {
 		if (!this.writer.hasSchema()) return { ok: true, redriven: 0, failed: 0 };
-		return this.writer.attempt((tx) => redrivePayouts(tx, staleMs));
+		return this.writer.attempt((tx) => redrivePayouts(tx, staleMs, keyLifetimeMs));
 	}
 
 	/** The payout records of reward `seq` (amounts in hundredths), for operators and tests. */

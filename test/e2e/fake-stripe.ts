@@ -26,7 +26,11 @@ import { seededRandom } from "./history/prng";
  * outcome), a 429 `rate_limit` (before the idempotency layer, so not
  * remembered, with `Stripe-Should-Retry: true`), and final refusals of a
  * new key that Stripe remembers under it: 402 `balance_insufficient` and
- * 404 `resource_missing` (the customer).
+ * 404 `resource_missing` (the customer). `GET /v1/customers/{id}/balance_transactions`
+ * lists a customer's balance transactions newest first, with their metadata
+ * and `created`, paged by `limit` and `starting_after` as Stripe pages them.
+ * `silence` makes a customer's next payout go unanswered for good: applied
+ * once or never, every attempt of its key held past the client's timeout.
  */
 export interface StripeCall {
 	method: string;
@@ -63,13 +67,30 @@ export interface StripeChaos {
 	rateLimit?: number;
 	/** Chance that a new key is refused for good (402 `balance_insufficient` or 404 `resource_missing`), remembered under it. */
 	refuse?: number;
+	/**
+	 * Chance that a new key is never answered: applied or not (half each), every attempt of it held `hangMs`
+	 * (past the client's timeout: a real client timeout) and then cut, so its outcome stays unknown to the service
+	 * until it looks it up in the customer's balance transactions (issue 47).
+	 */
+	hang?: number;
+	hangMs?: number;
 }
 
 export interface FakeStripe {
 	url: string;
 	calls: StripeCall[];
 	/** Balance transactions actually created (not replays), by customer. */
-	created: { id: string; customer: string; amount: number; currency: string; idempotencyKey: string | null; rewarddtlid: string }[];
+	created: {
+		id: string;
+		customer: string;
+		amount: number;
+		currency: string;
+		idempotencyKey: string | null;
+		rewarddtlid: string;
+		metadata: Record<string, string>;
+		/** Seconds since the epoch, as Stripe's `created`. */
+		created: number;
+	}[];
 	/** The service's webhooks as received: `{type, timestamp, livemode, data}` (Standard Webhooks). */
 	hooks: { type: string; livemode: boolean; data: Record<string, any> }[];
 	/** Every amount each Idempotency-Key was sent with (one each, when the service is right). */
@@ -77,6 +98,11 @@ export interface FakeStripe {
 	/** Requests for `customer` wait (after being recorded) until release(customer); `arrived` resolves at the first. */
 	hold(customer: string): { arrived: Promise<void> };
 	release(customer: string): void;
+	/**
+	 * The next new key sent for `customer` is never answered: applied once (`applied`) or never, and every
+	 * request with that key held `holdMs` (past the client's timeout), then its connection cut.
+	 */
+	silence(customer: string, options: { applied: boolean; holdMs: number }): void;
 	/** The next `count` requests for `customer` answer `status` without doing anything (not remembered under their key). */
 	failNext(customer: string, count: number, status?: number): void;
 	/** Sum of the balance transactions created for `customer` (minor units; negative: credited). */
@@ -101,7 +127,12 @@ const body = (req: IncomingMessage) =>
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-export async function startFakeStripe(chaos?: StripeChaos): Promise<FakeStripe> {
+/** Stripe's per-account rate limit: more than `perSecond` API requests in any 1 s window are answered 429 `rate_limit`. */
+export interface StripeLimit {
+	perSecond: number;
+}
+
+export async function startFakeStripe(chaos?: StripeChaos, limit?: StripeLimit): Promise<FakeStripe> {
 	const random = seededRandom(chaos?.seed ?? 1);
 	const calls: StripeCall[] = [];
 	const created: FakeStripe["created"] = [];
@@ -120,8 +151,40 @@ export async function startFakeStripe(chaos?: StripeChaos): Promise<FakeStripe> 
 		string,
 		{ id: string; discounts: Pick<Stripe.Discount, "id" | "object" | "promotion_code">[] } & Record<string, unknown>
 	>();
+	const window: number[] = [];
+	const silences = new Map<string, { applied: boolean; holdMs: number; key: string | null }>();
 	let next = 1;
 	let requests = 0;
+	/** Creates a balance transaction from the request's form; answers it as Stripe does. */
+	const record = (customer: string, form: Record<string, string>, key: string | null) => {
+		const metadata = Object.fromEntries(
+			Object.entries(form)
+				.filter(([k]) => k.startsWith("metadata["))
+				.map(([k, v]) => [k.slice("metadata[".length, -1), v]),
+		);
+		const transaction = {
+			id: `cbtxn_${next++}`,
+			object: "customer_balance_transaction",
+			amount: Number(form.amount),
+			currency: form.currency,
+			customer,
+			created: Math.floor(Date.now() / 1000),
+			description: form.description,
+			metadata,
+			type: "adjustment",
+		};
+		created.push({
+			id: transaction.id,
+			customer,
+			amount: transaction.amount,
+			currency: transaction.currency ?? "",
+			idempotencyKey: key,
+			rewarddtlid: metadata.rewarddtlid ?? "",
+			metadata,
+			created: transaction.created,
+		});
+		return transaction;
+	};
 	const server: Server = createServer(async (req, res) => {
 		const text = await body(req);
 		const url = new URL(req.url ?? "/", "http://x");
@@ -157,6 +220,39 @@ export async function startFakeStripe(chaos?: StripeChaos): Promise<FakeStripe> 
 			at: Date.now(),
 		};
 		calls.push(call);
+		if (limit) {
+			// A sliding 1 s window of the requests Stripe took (answered 429 ones do not count), before anything else runs.
+			while (window.length > 0 && (window[0] ?? 0) <= call.at - 1000) window.shift();
+			if (window.length >= limit.perSecond) {
+				return refuse(429, { type: "invalid_request_error", code: "rate_limit", message: "Too many requests hit the API too quickly." });
+			}
+			window.push(call.at);
+		}
+		const listing = /^\/v1\/customers\/([^/]+)\/balance_transactions$/.exec(path);
+		if (req.method === "GET" && listing) {
+			const who = decodeURIComponent(listing[1] ?? "");
+			const limit = Math.min(100, Number(url.searchParams.get("limit") ?? 10));
+			const after = url.searchParams.get("starting_after");
+			const mine = created.filter((t) => t.customer === who).reverse();
+			const from = after ? mine.findIndex((t) => t.id === after) + 1 : 0;
+			const page = mine.slice(from, from + limit);
+			call.status = 200;
+			return send(200, {
+				object: "list",
+				url: path,
+				has_more: from + limit < mine.length,
+				data: page.map((t) => ({
+					id: t.id,
+					object: "customer_balance_transaction",
+					amount: t.amount,
+					currency: t.currency,
+					customer: t.customer,
+					created: t.created,
+					metadata: t.metadata,
+					type: "adjustment",
+				})),
+			});
+		}
 		if (req.method === "GET") {
 			const [, kind, id = ""] = /^\/v1\/(promotion_codes|invoices)\/([^/]+)$/.exec(path) ?? [];
 			const missing = { error: { type: "invalid_request_error", code: "resource_missing", message: `No such object: '${id}'` } };
@@ -194,6 +290,18 @@ export async function startFakeStripe(chaos?: StripeChaos): Promise<FakeStripe> 
 				{ "stripe-should-retry": "true" },
 			);
 		}
+		const silent = silences.get(customer) ?? (tracked ? silences.get(`key:${tracked}`) : undefined);
+		if (silent && tracked && req.method === "POST" && (silent.key === null || silent.key === tracked)) {
+			// Never answered: applied the first time when asked, then held past the client's timeout and cut.
+			if (silent.key === null) {
+				silent.key = tracked;
+				if (silent.applied) record(customer, form, key);
+			}
+			call.status = -1;
+			await sleep(silent.holdMs);
+			res.destroy();
+			return;
+		}
 		if (tracked) inFlight.add(tracked);
 		try {
 			// One draw decides this request's fate; latency comes from a second.
@@ -202,6 +310,18 @@ export async function startFakeStripe(chaos?: StripeChaos): Promise<FakeStripe> 
 			const late = chaos ? chaos.fail5xx + chaos.late : 0;
 			const limited = chaos ? late + (chaos.rateLimit ?? 0) : 0;
 			const refused = chaos ? limited + (chaos.refuse ?? 0) : 0;
+			const hung = chaos ? refused + (chaos.hang ?? 0) : 0;
+			if (chaos && tracked && draw >= refused && draw < hung && !answered.has(tracked)) {
+				// From now on every attempt of this key hangs (silences, above); this one too.
+				silences.set(`key:${tracked}`, { applied: random() < 0.5, holdMs: chaos.hangMs ?? 2_500, key: tracked });
+				const silent = silences.get(`key:${tracked}`);
+				if (silent?.applied) record(customer, form, key);
+				inFlight.delete(tracked);
+				call.status = -1;
+				await sleep(silent?.holdMs ?? 0);
+				res.destroy();
+				return;
+			}
 			if (chaos && draw < chaos.fail5xx) return refuse(500, { type: "api_error", message: "Injected server error." });
 			const cut = chaos !== undefined && draw < late;
 			if (chaos && draw >= late && draw < limited) {
@@ -253,25 +373,7 @@ export async function startFakeStripe(chaos?: StripeChaos): Promise<FakeStripe> 
 				// Refused for good once the endpoint ran: Stripe remembers the refusal under the key.
 				answer = refusal(draw < (limited + refused) / 2 ? "balance_insufficient" : "resource_missing");
 			} else {
-				const transaction = {
-					id: `cbtxn_${next++}`,
-					object: "customer_balance_transaction",
-					amount: Number(form.amount),
-					currency: form.currency,
-					customer,
-					description: form.description,
-					metadata: { rewarddtlid: form["metadata[rewarddtlid]"] },
-					type: "adjustment",
-				};
-				created.push({
-					id: transaction.id,
-					customer,
-					amount: transaction.amount,
-					currency: transaction.currency ?? "",
-					idempotencyKey: key,
-					rewarddtlid: form["metadata[rewarddtlid]"] ?? "",
-				});
-				answer = { status: 200, json: transaction, code: null };
+				answer = { status: 200, json: record(customer, form, key), code: null };
 			}
 			if (key) {
 				answered.set(key, answer);
@@ -316,6 +418,9 @@ export async function startFakeStripe(chaos?: StripeChaos): Promise<FakeStripe> 
 		release(customer) {
 			holds.get(customer)?.release();
 			holds.delete(customer);
+		},
+		silence(customer, options) {
+			silences.set(customer, { ...options, key: null });
 		},
 		failNext(customer, count, status = 500) {
 			failures.set(customer, { count, status });

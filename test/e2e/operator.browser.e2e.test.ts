@@ -345,7 +345,7 @@ describe("the console a growth marketer runs alone (issue 48)", () => {
 		await checked("analytics");
 	});
 
-	it("emails as sent: the editor says this app sends no reward email and why; the preview leaves out the share line the real email leaves out", async () => {
+	it("emails as sent: the editor says this app sends no reward email and why; the preview carries the share line the real email carries", async () => {
 		const editor = path(`/campaigns/${app.other}/messages?kind=reward&lang=en`);
 		expect(await go(editor)).toBe(200);
 		expect(await text("[data-testid=sending-state]")).toMatch(
@@ -357,14 +357,15 @@ describe("the console a growth marketer runs alone (issue 48)", () => {
 		expect(await go(editor)).toBe(200);
 		const state = await text("[data-testid=sending-state]");
 		expect(state).toContain("This app sends this email when a reward is earned, from shop@example.com");
-		expect(state).toContain("no SHARE_BASE_URL"); // wrangler dev's: the line is left out
+		// The service's PUBLIC_ORIGIN (scripts/dev-service.mjs sets it to the service's own): every email's share link is on it.
+		expect(state).not.toContain("no share link");
 		const preview = (await page.$eval("[data-testid=preview-text]", (e) => e.textContent ?? "")).trim();
 		expect(preview).toMatch(/^Hi Ann,/);
-		expect(preview).not.toMatch(/Share your link/);
+		expect(preview).toContain(`Share your link to earn more: ${service.base}/r/ANN123`);
 		await page.$eval("[data-testid=sending-state]", (e) => e.scrollIntoView({ block: "center" }));
 		await checked("emails");
 
-		// The real one: Dave buys with Ann's code in the Spring campaign (no hold); Ann's email has no share line either.
+		// The real one: Dave buys with Ann's code in the Spring campaign (no hold); Ann's email has the same share line, her code's.
 		const dave = await api("register", { email: "dave@example.com", name: "Dave", referrercode: people.annCode });
 		const converted = await api("registerconversionevent", {
 			userkey: dave.userkey,
@@ -382,7 +383,7 @@ describe("the console a growth marketer runs alone (issue 48)", () => {
 			},
 			WAIT,
 		);
-		expect(sent.text).not.toMatch(/Share your link/);
+		expect(sent.text).toContain(`Share your link to earn more: ${service.base}/r/${people.annCode}`);
 		// Line for line the same email, the sample's names and amounts aside.
 		const shape = (t: string) =>
 			t

@@ -1,7 +1,7 @@
 import Stripe from "stripe";
 import { expect } from "vitest";
 import { startService } from "../../scripts/dev-service.mjs";
-import { type FakeStripe, startFakeStripe } from "./fake-stripe";
+import { type FakeStripe, type StripeLimit, startFakeStripe } from "./fake-stripe";
 import { serviceClient } from "./service-client";
 import { waitFor } from "./wait";
 
@@ -39,9 +39,13 @@ export interface Harness {
 
 const VARS = { STRIPE_REDRIVE_AFTER_MS: "3000", STRIPE_INBOX_RESEND_AFTER_MS: "3000" };
 
-export async function startHarness(name: string, campaign: Record<string, unknown> = {}): Promise<Harness> {
-	const options = { name, vars: VARS, args: ["--test-scheduled"] };
-	let [service, fake] = await Promise.all([startService(options), startFakeStripe()]);
+export async function startHarness(
+	name: string,
+	campaign: Record<string, unknown> = {},
+	settings: { vars?: Record<string, string>; limit?: StripeLimit } = {},
+): Promise<Harness> {
+	const options = { name, vars: { ...VARS, ...settings.vars }, args: ["--test-scheduled"] };
+	let [service, fake] = await Promise.all([startService(options), startFakeStripe(undefined, settings.limit)]);
 	const client = serviceClient(() => service);
 	const created = await client.admin("POST", "/apps", { name, landingurl: "https://shop.example.com/", webhookurl: `${fake.url}/hooks` });
 	expect(created.status).toBe(201);

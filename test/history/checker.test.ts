@@ -141,6 +141,33 @@ describe("the history checker's verdict", () => {
 		expect(rules(dropped)).toEqual(["retryable-retried"]);
 	});
 
+	it("a payout left unknown, and a key never answered that was looked up in Stripe's record after its last attempt (issue 47)", () => {
+		const unknown = world();
+		unknown.rewards[0]!.payoutstate = "unknown";
+		expect(rules(unknown)).toEqual(["no-payout-sending"]);
+		const call = (status: number, at: number) => ({
+			key: "payout-a-rk-1",
+			rewarddtlid: "rk-1",
+			status,
+			code: null,
+			requestId: `req_${at}`,
+			at,
+			customer: "cus_a",
+		});
+		const resolved = world();
+		resolved.stripe.calls = [call(-1, 1), call(-1, 2)];
+		resolved.stripe.lookups = [{ customer: "cus_a", at: 3 }];
+		expect(rules(resolved)).toEqual([]);
+		// A lookup before the last attempt, or of another customer, answers nothing about it.
+		const early = world();
+		early.stripe.calls = [call(-1, 1), call(-1, 5)];
+		early.stripe.lookups = [
+			{ customer: "cus_a", at: 3 },
+			{ customer: "cus_b", at: 9 },
+		];
+		expect(rules(early)).toEqual(["retryable-retried"]);
+	});
+
 	it("a key reused with other parameters (Stripe's 400)", () => {
 		const w = world();
 		w.stripe.calls = [

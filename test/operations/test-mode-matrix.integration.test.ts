@@ -185,7 +185,7 @@ describe("test mode: the leaderboard", () => {
 		).text();
 		expect(on).toContain("Tess T.");
 		expect(on).not.toContain("Livia L.");
-		expect(on).toContain('<p class="flash testmode" role="status">');
+		expect(on).toContain('<p class="flash testmode" role="status" data-testid="test-mode-statement">');
 		const off = await (await session.get(`/dashboard/apps/${app.appid}/leaderboard`)).text();
 		expect(off).toContain("Livia L.");
 		expect(off).not.toContain("Tess T.");

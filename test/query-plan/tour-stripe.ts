@@ -92,6 +92,16 @@ export async function stripeTour(request: (path: string, init?: RequestInit) => 
 	// The operator's retry books it again (a new record, due), and the re-drive sends what is due.
 	await admin("POST", `/apps/${app.appid}/users/${referrer.userkey}/payouts/retry`);
 	await ledger.redrivePayouts(0);
+	// Issue 47: that payout sent and unanswered past the key lifetime (0 here) becomes unknown, is looked up again,
+	// then resolved from Stripe's record.
+	const last = (await ledger.payouts(1)).at(-1);
+	if (last) {
+		await ledger.claimPayout(1, last.n, "cus_plan", true);
+		await ledger.redrivePayouts(0, 0);
+		await ledger.redrivePayouts(0);
+		await ledger.resolvePayout(1, last.n, { undecided: "plan" });
+		await ledger.resolvePayout(1, last.n, { applied: true, stripeId: "cbtxn_plan_2" });
+	}
 	await redriveStuckPayouts(env, Date.now() + 3_600_000);
 	await sweepStripeInbox(env, Date.now() + 3_600_000);
 	await ledger.flush();

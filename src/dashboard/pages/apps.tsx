@@ -361,7 +361,8 @@ export function registerApps(dash: Dash) {
 
 	dash.post("/apps/:appid/rotate-testkeys", async (c) => {
 		const appid = c.req.param("appid");
-		const res = await c.var.api("POST", `/apps/${encodeURIComponent(appid)}/testkeys`);
+		// The button says what rotating breaks and the browser asked to confirm: a rotation, never a refused re-creation (409 testkeys_exist).
+		const res = await c.var.api("POST", `/apps/${encodeURIComponent(appid)}/testkeys`, { rotate: true });
 		if (!res.ok) return back(c, `/dashboard/apps/${appid}`, { error: res.error });
 		// Post/redirect/get, as the private key's rotation: the new pair is shown once.
 		await putSecrets(c, c.var.session.id, {

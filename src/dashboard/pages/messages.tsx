@@ -1,6 +1,7 @@
 /** @jsxImportSource hono/jsx */
 
 import { sendsRewardEmail } from "../../domain/messages";
+import { shareLinkBase } from "../../domain/public-origin";
 import {
 	isLang,
 	LANGS,
@@ -72,7 +73,7 @@ const langOf = (v: string | undefined): Lang => (v && isLang(v) ? v : "en");
 /**
  * Whether this app sends the reward email now, and why not (issue 48): "auto", the default, sends nothing for an
  * app without an email sender (docs/messages.md), which the editor says instead of letting a text be polished for
- * an email nobody gets; and, without SHARE_BASE_URL, that the email carries no share link (its line is left out).
+ * an email nobody gets; and, without SHARE_BASE_URL or PUBLIC_ORIGIN, that the email carries no share link (its line is left out).
  */
 function SendingState(props: { mode: RewardEmailMode; sender: string | null; appid: string; shareBase: string }) {
 	const sends = sendsRewardEmail(props.mode, props.sender);
@@ -93,7 +94,8 @@ function SendingState(props: { mode: RewardEmailMode; sender: string | null; app
 			)}
 			{sends && !props.shareBase && (
 				<p class="hint">
-					The service has no SHARE_BASE_URL, so this email carries no share link: its line is left out, as the preview shows.
+					The service has neither SHARE_BASE_URL nor PUBLIC_ORIGIN, so this email carries no share link: its line is left out, as the
+					preview shows.
 				</p>
 			)}
 		</div>
@@ -236,7 +238,7 @@ async function render(
 			<Editor base={base} csrf={c.var.session.csrf} manager={mayAct(role, "manager")} state={full} variables={current.variables} />
 			{state.kind === "reward" && (
 				<>
-					<SendingState mode={must(stored).rewardemail} sender={app.emailsender} appid={appid} shareBase={c.env.SHARE_BASE_URL} />
+					<SendingState mode={must(stored).rewardemail} sender={app.emailsender} appid={appid} shareBase={shareLinkBase(c.env)} />
 					<Sending base={base} csrf={c.var.session.csrf} manager={mayAct(role, "manager")} mode={must(stored).rewardemail} />
 				</>
 			)}

@@ -14,18 +14,26 @@ export interface StripeConnection {
 	eventname: string;
 	/** False for a test key (sk_test_/rk_test_): its events say livemode false, and its payouts move no real money. */
 	livemode: boolean;
+	/** Names the Stripe account for its rate governor (pace.ts): a digest of the secret key, the same for apps sharing one. */
+	account: string;
 }
 
 /** A client for `secretKey`: no retries of its own, so a failure goes back to the queue, which retries under the same key. */
-export function stripeClient(secretKey: string, apiurl: string | null): Stripe {
+export function stripeClient(secretKey: string, apiurl: string | null, timeoutMs = 10_000): Stripe {
 	const url = apiurl ? new URL(apiurl) : null;
 	const protocol = url?.protocol === "http:" ? "http" : "https";
 	return new Stripe(secretKey, {
 		httpClient: Stripe.createFetchHttpClient(),
 		maxNetworkRetries: 0,
-		timeout: 10_000,
+		timeout: timeoutMs,
 		...(url ? { host: url.hostname, port: url.port || (protocol === "http" ? "80" : "443"), protocol } : {}),
 	});
+}
+
+/** How long a call to Stripe may take before the client gives up: 10 s, shorter in tests (STRIPE_TIMEOUT_MS). */
+function timeoutOf(env: Env): number {
+	const configured = Number((env as Env & { STRIPE_TIMEOUT_MS?: string }).STRIPE_TIMEOUT_MS);
+	return Number.isFinite(configured) && configured > 0 ? configured : 10_000;
 }
 
 export async function stripeConnection(env: Env, appid: string): Promise<StripeConnection | null> {
@@ -36,11 +44,18 @@ export async function stripeConnection(env: Env, appid: string): Promise<StripeC
 		open(env.SECRETS_KEY, `stripe-webhooksecret:${appid}`, row.webhooksecret_box),
 	]);
 	return {
-		stripe: stripeClient(secretKey, row.apiurl),
+		stripe: stripeClient(secretKey, row.apiurl, timeoutOf(env)),
 		webhookSecret,
 		eventname: row.eventname,
 		livemode: !/^(sk|rk)_test_/.test(secretKey),
+		account: await accountOf(secretKey),
 	};
+}
+
+/** A digest of the secret key (never the key itself): one name per Stripe account the service calls with it. */
+async function accountOf(secretKey: string): Promise<string> {
+	const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(`stripe-account:${secretKey}`)));
+	return [...digest.slice(0, 16)].map((b) => b.toString(16).padStart(2, "0")).join("");
 }
 
 /** The address to paste into Stripe's dashboard as the webhook endpoint. */

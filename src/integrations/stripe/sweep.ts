@@ -7,8 +7,10 @@ import { inboxMessage } from "./handle";
  * The scheduled job's share of Stripe work (docs/stripe.md, "Stuck payouts"):
  * a payout `due` or `sending` that nothing moved for REDRIVE_AFTER_MS (its
  * queue message lost in a crash, dead-lettered after its retries) is sent
- * again from its ledger with its frozen key and amount, or failed with the
- * reason when Stripe no longer keeps its key (payout-outcome.ts).
+ * again from its ledger with its frozen key and amount, or, when Stripe no
+ * longer keeps its key, marked unknown and looked up in Stripe's record
+ * (payout-outcome.ts, payout-resolution.ts); an unknown payout is looked up
+ * again while it stays undecided.
  *
  * Long enough that a payout in its queue's normal backoff (5 s, 15 s, 45 s,
  * ... 15 min) is usually left to it; a re-drive racing the queue is harmless
@@ -20,6 +22,8 @@ export const REDRIVE_AFTER_MS = 15 * 60_000;
 interface StripeSettings {
 	/** Tests: re-drive sooner (milliseconds). */
 	STRIPE_REDRIVE_AFTER_MS?: string;
+	/** Tests: how long Stripe keeps an Idempotency-Key, as the re-drive counts it (milliseconds; payout-outcome.ts). */
+	STRIPE_KEY_LIFETIME_MS?: string;
 	/** Tests: send stored events again sooner (milliseconds). */
 	STRIPE_INBOX_RESEND_AFTER_MS?: string;
 }
@@ -29,14 +33,21 @@ export function redriveAfterMs(env: Env): number {
 	return Number.isFinite(configured) && configured > 0 ? configured : REDRIVE_AFTER_MS;
 }
 
+/** Stripe's key lifetime as the re-drive counts it: 23 h, shorter in tests (STRIPE_KEY_LIFETIME_MS). */
+export function keyLifetimeMs(env: Env): number | undefined {
+	const configured = Number((env as Env & StripeSettings).STRIPE_KEY_LIFETIME_MS);
+	return Number.isFinite(configured) && configured > 0 ? configured : undefined;
+}
+
 export async function redriveStuckPayouts(env: Env, now = Date.now()): Promise<{ users: number; redriven: number; failed: number }> {
 	const staleMs = redriveAfterMs(env);
+	const lifetime = keyLifetimeMs(env);
 	const users = await usersWithOpenPayouts(env.DB, new Date(now - staleMs).toISOString(), 100);
 	let redriven = 0;
 	let failed = 0;
 	// One ledger at a time: at most 100 calls a minute, each a short transaction.
 	for (const { appid, userkey } of users) {
-		const result = await ledgerFor(env, appid, userkey).redrivePayouts(staleMs);
+		const result = await ledgerFor(env, appid, userkey).redrivePayouts(staleMs, lifetime);
 		if (result.ok) {
 			redriven += result.redriven;
 			failed += result.failed;

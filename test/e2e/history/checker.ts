@@ -49,7 +49,17 @@ export interface StripeState {
 	/** Every amount each Idempotency-Key was sent with. */
 	keyAmounts: Map<string, Set<number>>;
 	/** Every balance transaction request in arrival order: its key, reward, answer (-1: applied, cut), Stripe's code and request id. */
-	calls?: { key: string | null; rewarddtlid: string; status: number; code: string | null; requestId: string; at?: number }[];
+	calls?: {
+		key: string | null;
+		rewarddtlid: string;
+		status: number;
+		code: string | null;
+		requestId: string;
+		at?: number;
+		customer?: string;
+	}[];
+	/** The service's lookups of a customer's balance transactions (an unknown payout resolved from Stripe's record, issue 47). */
+	lookups?: { customer: string; at: number }[];
 	/** When the service was up again after the kill: a webhook queued before may come only with the outbox sweep, minutes later. */
 	restartedAt?: number;
 	/** The service's `reward.payout_failed` webhooks as the local Stripe's receiver got them. */
@@ -113,9 +123,20 @@ const final = (status: number) => status >= 400 && status < 500 && !retryable(st
 function retried(world: World): Violation[] {
 	const out: Violation[] = [];
 	const byKey = new Map<string, number[]>();
-	for (const c of world.stripe.calls ?? []) if (c.key) byKey.set(c.key, [...(byKey.get(c.key) ?? []), c.status]);
+	const last = new Map<string, { customer: string; at: number }>();
+	for (const c of world.stripe.calls ?? []) {
+		if (!c.key) continue;
+		byKey.set(c.key, [...(byKey.get(c.key) ?? []), c.status]);
+		last.set(c.key, { customer: c.customer ?? "", at: c.at ?? 0 });
+	}
+	// A key never answered that the service looked up in its customer's balance transactions after its last attempt
+	// was resolved from Stripe's record instead of sent again (an unknown outcome, docs/stripe.md): that is its answer.
+	const lookedUp = (key: string) => {
+		const l = last.get(key);
+		return l !== undefined && (world.stripe.lookups ?? []).some((x) => x.customer === l.customer && x.at > l.at);
+	};
 	for (const [key, statuses] of byKey) {
-		if (!statuses.some((s) => (s >= 200 && s < 300) || final(s)))
+		if (!statuses.some((s) => (s >= 200 && s < 300) || final(s)) && !lookedUp(key))
 			out.push({ rule: "retryable-retried", detail: `${key} answered ${statuses.join(", ")} and never sent again to an answer for good` });
 		if (statuses.includes(400)) out.push({ rule: "one-amount-per-key", detail: `${key} reused with other parameters (Stripe's 400)` });
 	}
@@ -302,6 +323,6 @@ function balances(plan: Plan, history: Entry[], world: World): Violation[] {
 
 function payoutStates(world: World): Violation[] {
 	return world.rewards
-		.filter((r) => !r.wallet && (r.payoutstate === "sending" || r.payoutstate === "due"))
+		.filter((r) => !r.wallet && (r.payoutstate === "sending" || r.payoutstate === "due" || r.payoutstate === "unknown"))
 		.map((r) => ({ rule: "no-payout-sending" as const, detail: `${r.rewarddtlid} left ${r.payoutstate} (${r.status})` }));
 }

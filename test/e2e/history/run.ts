@@ -33,6 +33,8 @@ export interface SeedResult {
 	inUse: number;
 	/** Refusals for good (402 balance_insufficient, 404 resource_missing), first answers only (not replays). */
 	refused: number;
+	/** The service's lookups of a customer's balance transactions: unknown outcomes resolved from Stripe's record (issue 47). */
+	lookups: number;
 	restartMs: number;
 	/** Set-up (app, campaigns, users), the plan's operations (with the restart), the drain and the quiet phase. */
 	phases: { setupMs: number; runMs: number; drainMs: number; quietMs: number };
@@ -105,7 +107,18 @@ async function setUp(live: Live, plan: Plan, fake: FakeStripe, tag: string): Pro
 export async function runSeed(live: Live, seed: number, options: SeedOptions): Promise<SeedResult> {
 	const t0 = Date.now();
 	const plan = generate(seed, { ops: options.ops });
-	const fake = await startFakeStripe({ seed, fail5xx: 0.1, late: 0.05, lateMs: 400, maxLatencyMs: 60, rateLimit: 0.05, refuse: 0.04 });
+	// hang: a key never answered, past the client's timeout (STRIPE_TIMEOUT_MS, service.ts), until its lookup (issue 47).
+	const fake = await startFakeStripe({
+		seed,
+		fail5xx: 0.1,
+		late: 0.05,
+		lateMs: 400,
+		maxLatencyMs: 60,
+		rateLimit: 0.05,
+		refuse: 0.04,
+		hang: 0.03,
+		hangMs: 2_500,
+	});
 	const tag = `h${seed}${Date.now().toString(36)}`;
 	try {
 		const w = await setUp(live, plan, fake, tag);
@@ -200,6 +213,7 @@ export async function runSeed(live: Live, seed: number, options: SeedOptions): P
 			rateLimited: count((c) => c.status === 429),
 			inUse: count((c) => c.status === 409),
 			refused: count((c) => (c.status === 402 || c.status === 404) && !c.replayed && c.path.endsWith("/balance_transactions")),
+			lookups: count((c) => c.method === "GET" && c.path.endsWith("/balance_transactions")),
 			restartMs,
 			phases,
 			ms: Date.now() - t0,

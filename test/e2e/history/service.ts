@@ -15,10 +15,17 @@ export interface Answer {
 	body: Record<string, any> | null;
 }
 
-// Redrives and inbox resends after 3 s instead of 15 / 5 minutes: the run waits for them (docs/stripe.md).
+// Redrives and inbox resends after 3 s instead of 15 / 5 minutes: the run waits for them (docs/stripe.md). The Stripe
+// client gives up after 1.5 s instead of 10 (the local Stripe's hung keys hold 2.5 s: a real client timeout), and a key
+// lives 15 s instead of Stripe's 24 h, so a payout never answered becomes unknown and is resolved within the run.
 const OPTIONS = {
 	name: "history",
-	vars: { STRIPE_REDRIVE_AFTER_MS: "3000", STRIPE_INBOX_RESEND_AFTER_MS: "3000" },
+	vars: {
+		STRIPE_REDRIVE_AFTER_MS: "3000",
+		STRIPE_INBOX_RESEND_AFTER_MS: "3000",
+		STRIPE_TIMEOUT_MS: "1500",
+		STRIPE_KEY_LIFETIME_MS: "15000",
+	},
 	args: ["--test-scheduled"],
 };
 

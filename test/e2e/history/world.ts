@@ -97,6 +97,7 @@ export async function readWorld(
 			calls: fake.calls
 				.filter((c) => c.method === "POST" && c.path.endsWith("/balance_transactions"))
 				.map((c) => ({
+					customer: c.path.split("/")[3] ?? "",
 					key: c.idempotencyKey,
 					rewarddtlid: c.form["metadata[rewarddtlid]"] ?? "",
 					status: c.status,
@@ -104,6 +105,9 @@ export async function readWorld(
 					requestId: c.requestId,
 					at: c.at,
 				})),
+			lookups: fake.calls
+				.filter((c) => c.method === "GET" && c.path.endsWith("/balance_transactions"))
+				.map((c) => ({ customer: c.path.split("/")[3] ?? "", at: c.at })),
 			restartedAt,
 			failedHooks: fake.hooks
 				.filter((h) => h.type === "reward.payout_failed")
