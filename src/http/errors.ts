@@ -62,6 +62,7 @@ export type ErrorCode =
 	| "invalid_event"
 	| "unknown_variable"
 	| "testkeys_exist"
+	| "restore_unavailable"
 	| "internal_error";
 
 /** An expected failure: becomes the JSON error envelope with its status. */

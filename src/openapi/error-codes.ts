@@ -62,6 +62,7 @@ export const ERROR_CODES = [
 	"invalid_event",
 	"unknown_variable",
 	"testkeys_exist",
+	"restore_unavailable",
 	"internal_error",
 ] as const satisfies readonly ErrorCode[];
 

@@ -16,6 +16,19 @@ export const ALLOWED_SCANS: readonly AllowedScan[] = [
 	},
 	// ---- a ledger's own SQLite (one user's rewards) ----
 	{
+		file: "src/ledger/restore.ts",
+		sql: "SELECT COALESCE(MAX(seq), 0) AS seq, COALESCE(MAX(version), 0) AS version FROM rewards",
+		table: "rewards",
+		bound:
+			"one user's rewards, read once per point-in-time restore of that ledger (a superuser's admin call, issue 51), never on a product's path",
+	},
+	{
+		file: "src/ledger/restore.ts",
+		sql: "UPDATE rewards SET version = version + ? RETURNING seq, version",
+		table: "rewards",
+		bound: "one user's rewards, each re-sent to D1 once per point-in-time restore of that ledger (a superuser's admin call, issue 51)",
+	},
+	{
 		file: "src/ledger/reads.ts",
 		sql: "FROM balances",
 		table: "balances",
