@@ -88,6 +88,7 @@ ledgerRestoreRoutes.post(`/apps/:appid/users/:userkey/ledger${COLON}restore`, as
 		if (started.code === "restore_unavailable") {
 			throw new ApiError(501, "restore_unavailable", `Durable Objects point-in-time recovery is not available here: ${started.message}`);
 		}
+		if (started.code === "restore_past_payout") throw new ApiError(409, "restore_past_payout", `${started.message}; nothing changed.`);
 		const field = "at" in target ? "at" : "bookmark";
 		throw new ApiError(400, "validation_failed", `${field}: ${started.message}`, { fields: [field] });
 	}

@@ -63,6 +63,7 @@ export type ErrorCode =
 	| "unknown_variable"
 	| "testkeys_exist"
 	| "restore_unavailable"
+	| "restore_past_payout"
 	| "internal_error";
 
 /** An expected failure: becomes the JSON error envelope with its status. */

@@ -48,7 +48,7 @@ export interface RestoreResynced {
 
 export type RestoreFailure = {
 	ok: false;
-	code: "restore_unavailable" | "user_erased" | "invalid_target" | "restore_pending";
+	code: "restore_unavailable" | "user_erased" | "invalid_target" | "restore_pending" | "restore_past_payout";
 	message: string;
 };
 export type RestoreStep =
@@ -74,6 +74,21 @@ export async function startRestore(
 ): Promise<({ ok: true } & RestoreStarted) | RestoreFailure> {
 	if (writer.hasSchema() && erasedAt(writer.sql) !== null) {
 		return { ok: false, code: "user_erased", message: "an erased user's ledger is never restored: erasure is final" };
+	}
+	// Money that left cannot be restored: a payout record restored as unpaid would be sent again, and Stripe's
+	// Idempotency-Key dedupes it for 24 hours only (payout-outcome.ts). Only a time can be checked: an undo's
+	// bookmark is the storage just before a restore, which holds every payout made until then.
+	if ("at" in target && writer.hasSchema()) {
+		const sent = writer.sql
+			.exec<{ n: number }>("SELECT COUNT(*) AS n FROM payouts WHERE state IN ('sending', 'paid') AND sent_at >= ?", Date.parse(target.at))
+			.one().n;
+		if (sent > 0) {
+			return {
+				ok: false,
+				code: "restore_past_payout",
+				message: `${sent} Stripe payout(s) of this user were sent at or after that time; a restore to before them could pay them again`,
+			};
+		}
 	}
 	// Present in today's runtime types; absent from an older runtime, and answering "does not implement" under local workerd.
 	if (typeof storage.getBookmarkForTime !== "function" || typeof storage.onNextSessionRestoreBookmark !== "function") {

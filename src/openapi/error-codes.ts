@@ -63,6 +63,7 @@ export const ERROR_CODES = [
 	"unknown_variable",
 	"testkeys_exist",
 	"restore_unavailable",
+	"restore_past_payout",
 	"internal_error",
 ] as const satisfies readonly ErrorCode[];
 

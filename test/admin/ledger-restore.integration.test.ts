@@ -117,6 +117,29 @@ describe("POST .../users/{userkey}/ledger:restore", () => {
 		expect((await res.json<{ needed: string }>()).needed).toBe("superuser");
 	});
 
+	it("refuses a time before a Stripe payout that was sent (409 restore_past_payout): it could be paid again; a time after it goes on", async () => {
+		const { app, referrer, friends } = await referrerWithRewards(1);
+		await purchase(app, friends[0] ?? "", "lr-payout");
+		const ledger = ledgerFor(env, app.appid, referrer.userkey);
+		const sentAt = Date.now() - 10 * 60_000;
+		// A payout of reward 1 sent ten minutes ago, as the payouts consumer records it (payout-outcome.ts).
+		await runInDurableObject(ledger, async (_i, state) => {
+			state.storage.sql.exec(
+				"INSERT INTO payouts (seq, n, amount, state, customer, stripe_id, sent_at, updated_at) VALUES (1, 1, 5000, 'paid', 'cus_lr', 'cbtxn_lr', ?, ?)",
+				sentAt,
+				sentAt,
+			);
+		});
+		const before = await snapshot(app.appid, referrer.userkey);
+		const refused = await admin("POST", restorePath(app.appid, referrer.userkey), { at: minutesAgo(20) });
+		expect(refused.status).toBe(409);
+		expect(refused.body.errorcode).toBe("restore_past_payout");
+		expect(refused.body.message).toMatch(/1 Stripe payout/);
+		expect(await snapshot(app.appid, referrer.userkey)).toEqual(before);
+		// After the payout: on to the platform (which has no point-in-time recovery here).
+		expect((await admin("POST", restorePath(app.appid, referrer.userkey), { at: minutesAgo(5) })).status).toBe(501);
+	});
+
 	it("refuses an erased user (410 user_erased) and an unknown one (404), before asking the platform", async () => {
 		const { app, referrer } = await referrerWithRewards(0);
 		expect((await admin("DELETE", `/apps/${app.appid}/users/${referrer.userkey}`)).status).toBe(200);

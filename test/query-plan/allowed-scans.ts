@@ -24,6 +24,13 @@ export const ALLOWED_SCANS: readonly AllowedScan[] = [
 	},
 	{
 		file: "src/ledger/restore.ts",
+		sql: "SELECT COUNT(*) AS n FROM payouts WHERE state IN ('sending', 'paid') AND sent_at >= ?",
+		table: "payouts",
+		bound:
+			"one user's payouts (one or two per Stripe reward), read once per point-in-time restore of that ledger (a superuser's admin call)",
+	},
+	{
+		file: "src/ledger/restore.ts",
 		sql: "UPDATE rewards SET version = version + ? RETURNING seq, version",
 		table: "rewards",
 		bound: "one user's rewards, each re-sent to D1 once per point-in-time restore of that ledger (a superuser's admin call, issue 51)",
