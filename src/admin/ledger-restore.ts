@@ -82,6 +82,8 @@ ledgerRestoreRoutes.post(`/apps/:appid/users/:userkey/ledger${COLON}restore`, as
 	const { userkey } = person.user;
 	const target: RestoreTarget =
 		input.at !== undefined ? { at: new Date(Date.parse(input.at)).toISOString() } : { bookmark: input.bookmark ?? "" };
+	// Read before the restore is decided: after it, the fewer steps that can fail, the better.
+	const erasedfriends = await erasedFriendsOf(c.env.DB, app.appid, userkey);
 	const started = await ledgerFor(c.env, app.appid, userkey).restoreLedger(app.appid, userkey, { step: "restore", target });
 	if (!started.ok) {
 		if (started.code === "user_erased") throw userErased();
@@ -104,7 +106,7 @@ ledgerRestoreRoutes.post(`/apps/:appid/users/:userkey/ledger${COLON}restore`, as
 			changes: { bookmark: { before: bookmarks.undobookmark, after: bookmarks.restoredto } },
 		}),
 	);
-	const resynced = await resync(c.env, app.appid, userkey, bookmarks, await erasedFriendsOf(c.env.DB, app.appid, userkey));
+	const resynced = await resync(c.env, app.appid, userkey, bookmarks, erasedfriends);
 	const forgotten = resynced.forgotten
 		? await markForgottenRewards(
 				c.env.DB,

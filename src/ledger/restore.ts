@@ -94,13 +94,7 @@ export async function startRestore(
 	if (typeof storage.getBookmarkForTime !== "function" || typeof storage.onNextSessionRestoreBookmark !== "function") {
 		return { ok: false, code: "restore_unavailable", message: "this runtime has no Durable Objects point-in-time recovery API" };
 	}
-	// How far the ledger has gone. The storage calls below hold the object's input gate, so no other call writes
-	// meanwhile; one that slips in before the abort (below) is covered by the epoch (restore-plan.ts).
-	const former = writer.hasSchema()
-		? writer.sql
-				.exec<{ seq: number; version: number }>("SELECT COALESCE(MAX(seq), 0) AS seq, COALESCE(MAX(version), 0) AS version FROM rewards")
-				.one()
-		: { seq: 0, version: 0 };
+	const before = maxima(writer);
 	let restoredto: string;
 	let undobookmark: string;
 	try {
@@ -111,10 +105,28 @@ export async function startRestore(
 		if (pitrUnavailable(message)) return { ok: false, code: "restore_unavailable", message };
 		return { ok: false, code: "invalid_target", message };
 	}
+	// How far the ledger has gone, read again after the awaits (a call may have written meanwhile), in the same
+	// synchronous step as the pending mark. A write in the last moment before the abort is covered by the epoch
+	// (restore-plan.ts); a reward granted in it would be neither marked in D1 nor kept from reuse (see docs/deploy.md).
+	const after = maxima(writer);
 	pending.add(storage);
 	// After this call has answered: an abort now would fail the call, and its answer (the undo bookmark) would be lost.
 	setTimeout(abort, 0);
-	return { ok: true, restoredto, undobookmark, formermaxseq: former.seq, formermaxversion: former.version };
+	return {
+		ok: true,
+		restoredto,
+		undobookmark,
+		formermaxseq: Math.max(before.seq, after.seq),
+		formermaxversion: Math.max(before.version, after.version),
+	};
+}
+
+/** The highest reward number and version of the ledger (0 without tables): MAX(seq) is the rowid's last, the version a scan of one user's rewards. */
+function maxima(writer: LedgerWriter): { seq: number; version: number } {
+	if (!writer.hasSchema()) return { seq: 0, version: 0 };
+	return writer.sql
+		.exec<{ seq: number; version: number }>("SELECT COALESCE(MAX(seq), 0) AS seq, COALESCE(MAX(version), 0) AS version FROM rewards")
+		.one();
 }
 
 /** Step 2 (see above), on the restarted, restored object. Can run twice: each run raises the versions again and re-sends. */
@@ -129,9 +141,7 @@ export function resyncAfterRestore(
 	if (!writer.hasSchema() && step.formermaxseq === 0) return { ok: true, rewards: 0, epoch: 0, forgotten: null, reerased: 0 };
 	const resynced = writer.transactionSync((): RestoreResynced => {
 		const sql = writer.sql;
-		const restored = sql
-			.exec<{ seq: number; version: number }>("SELECT COALESCE(MAX(seq), 0) AS seq, COALESCE(MAX(version), 0) AS version FROM rewards")
-			.one();
+		const restored = maxima(writer);
 		const epoch = restoreEpoch(nowMs, step.formermaxversion, restored.version);
 		// Every reward of the user, once: bounded by the user's own rewards, as an export is.
 		const raised = sql
