@@ -115,6 +115,12 @@ describe("POST .../users/{userkey}/ledger:restore", () => {
 		const res = await fetchAdmin(token, restorePath(app.appid, referrer.userkey), { at: minutesAgo(5) });
 		expect(res.status).toBe(403);
 		expect((await res.json<{ needed: string }>()).needed).toBe("superuser");
+		// Another app's token learns nothing of this app: 404, as for every route of an app it does not hold.
+		const other = await createApp();
+		const otherToken = (await admin("POST", `/apps/${other.appid}/tokens`, { name: "lr-other", role: "owner" })).body.token as string;
+		const crossing = await fetchAdmin(otherToken, restorePath(app.appid, referrer.userkey), { at: minutesAgo(5) });
+		expect(crossing.status).toBe(404);
+		expect((await crossing.json<{ errorcode: string }>()).errorcode).toBe("app_not_found");
 	});
 
 	it("refuses a time before a Stripe payout that was sent (409 restore_past_payout): it could be paid again; a time after it goes on", async () => {
