@@ -23,15 +23,15 @@ export function restoreTimeError(atMs: number, nowMs: number): string | null {
 }
 
 /**
- * The restore epoch: added to every reward's version after a restore, so each
- * restored row is newer than anything D1's projection holds or a message
- * still in the projection queue carries (db/projection.ts keeps only a higher
- * version). Those versions came from the ledger before the restore, at most
- * `formerMaxVersion` when it was measured; a write that slipped in after the
- * measurement raises a version by one per write, and epoch ms dominate that
- * (and any earlier restore's epoch, taken at an earlier ms). The restored
- * rows' own versions (`restoredMaxVersion`) are included so the answer is
- * never below them.
+ * The restore epoch: the version every reward of a restored ledger is set to,
+ * so each restored row is newer than anything D1's projection holds or a
+ * message still in the projection queue carries (db/projection.ts keeps only
+ * a higher version). Those versions came from the ledger before the restore,
+ * at most `formerMaxVersion` when it was measured; a write that slipped in
+ * after the measurement raises a version by one per write, and epoch ms
+ * dominate that (and any earlier restore's epoch, taken at an earlier ms).
+ * It is above the restored rows' own versions (`restoredMaxVersion`) too, so
+ * every reward's version still only grows.
  */
 export function restoreEpoch(nowMs: number, formerMaxVersion: number, restoredMaxVersion: number): number {
 	return Math.max(Math.floor(nowMs), formerMaxVersion + 1, restoredMaxVersion + 1);

@@ -13,7 +13,7 @@ import type { LedgerWriter } from "./writer";
  *    (which answers the bookmark of the storage as it is now: the undo), reads
  *    how far the ledger's reward numbers and versions had gone, and aborts the
  *    object after answering, so it starts again restored.
- * 2. `resync`, on the restored object: every reward's version is raised by the
+ * 2. `resync`, on the restored object: every reward's version is raised to the
  *    restore epoch (restore-plan.ts) and its projection queued, the friends
  *    erased since are erased again, the numbers of forgotten rewards are kept
  *    from reuse (the seq floor, read by mutations.ts insertReward), and the
@@ -129,7 +129,7 @@ function maxima(writer: LedgerWriter): { seq: number; version: number } {
 		.one();
 }
 
-/** Step 2 (see above), on the restarted, restored object. Can run twice: each run raises the versions again and re-sends. */
+/** Step 2 (see above), on the restarted, restored object. Can run twice: each run takes a new epoch and re-sends. */
 export function resyncAfterRestore(
 	storage: DurableObjectStorage,
 	writer: LedgerWriter,
@@ -143,10 +143,9 @@ export function resyncAfterRestore(
 		const sql = writer.sql;
 		const restored = maxima(writer);
 		const epoch = restoreEpoch(nowMs, step.formermaxversion, restored.version);
-		// Every reward of the user, once: bounded by the user's own rewards, as an export is.
-		const raised = sql
-			.exec<{ seq: number; version: number }>("UPDATE rewards SET version = version + ? RETURNING seq, version", epoch)
-			.toArray();
+		// Every reward of the user, once (bounded by the user's own rewards, as an export is), set to the epoch, not
+		// raised by it: above its own version and all D1 holds, and a ledger restored many times stays far from 2^53.
+		const raised = sql.exec<{ seq: number; version: number }>("UPDATE rewards SET version = ? RETURNING seq, version", epoch).toArray();
 		for (const row of raised) queueProjection(sql, row.seq, row.version, nowMs);
 		let reerased = 0;
 		for (const friend of step.erasedfriends) reerased += erasePersonInLedger(sql, friend, [], null).rewards;

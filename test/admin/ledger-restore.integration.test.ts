@@ -250,6 +250,19 @@ describe("the resync after a restore (driven directly)", () => {
 		});
 		expect(resynced).toMatchObject({ ok: true, reerased: 1 });
 		expect(JSON.stringify(await snapshot(app.appid, referrer.userkey))).not.toContain("lr.f0@x.com");
+		// Run again (a restore retried, or restored twice): the versions are set to the new epoch, never summed toward 2^53.
+		const again = await ledger.restoreLedger(app.appid, referrer.userkey, {
+			step: "resync",
+			formermaxseq: 1,
+			formermaxversion: 1,
+			erasedfriends,
+		});
+		if (!again.ok || !("epoch" in again) || !resynced.ok || !("epoch" in resynced)) throw new Error("no resync");
+		expect(again.epoch).toBeGreaterThan(resynced.epoch);
+		expect(again.epoch).toBeLessThan(resynced.epoch + 60_000);
+		const versions = (await snapshot(app.appid, referrer.userkey)).rewards.map((r) => r.version);
+		expect(versions).toEqual([again.epoch]);
+		expect((await projected(app.appid, referrer.userkey)).map((r) => r.version)).toEqual([again.epoch]);
 	});
 });
 

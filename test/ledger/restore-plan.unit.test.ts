@@ -34,10 +34,16 @@ describe("restoreEpoch", () => {
 			[NOW + 5, NOW + 1],
 		] as const) {
 			const epoch = restoreEpoch(NOW, former, restored);
-			// Every restored row (version >= 0) raised by the epoch is newer than anything sent before.
-			expect(0 + epoch).toBeGreaterThan(former);
-			expect(restored + epoch).toBeGreaterThan(restored);
+			// Every restored row, set to the epoch, is newer than anything sent before and than its own version.
+			expect(epoch).toBeGreaterThan(former);
+			expect(epoch).toBeGreaterThan(restored);
 		}
+	});
+
+	it("stays near the time in ms however many times a ledger is restored (never doubling toward 2^53)", () => {
+		let version = 3;
+		for (let restore = 1; restore <= 1000; restore++) version = restoreEpoch(NOW + restore, version, version);
+		expect(version).toBeLessThan(NOW + 2000);
 	});
 });
 

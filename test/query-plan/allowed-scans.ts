@@ -31,7 +31,7 @@ export const ALLOWED_SCANS: readonly AllowedScan[] = [
 	},
 	{
 		file: "src/ledger/restore.ts",
-		sql: "UPDATE rewards SET version = version + ? RETURNING seq, version",
+		sql: "UPDATE rewards SET version = ? RETURNING seq, version",
 		table: "rewards",
 		bound: "one user's rewards, each re-sent to D1 once per point-in-time restore of that ledger (a superuser's admin call, issue 51)",
 	},
