@@ -27,6 +27,7 @@ import { payoutsOf } from "./payouts";
 import { erasedAt, erasePersonInLedger } from "./privacy";
 import { balances, listRewards, rewardsForFriends } from "./reads";
 import { redeemAmount, redeemRewards } from "./redemption";
+import { type RestoreAnswer, type RestoreStep, resyncAfterRestore, startRestore } from "./restore";
 import { toLedgerReward } from "./rows";
 import { type ClawbackRow, LEDGER_MIGRATIONS, type PayoutRow } from "./schema";
 import { applyOperation } from "./transaction-kinds";
@@ -318,7 +319,20 @@ export class UserLedger extends DurableObject<Env> {
 		this.schedule.projectionWritten(acks);
 	}
 
-	/** Refuses a call meant for another ledger: that would be a routing bug, and would mix two users' rewards. */
+	/**
+	 * Point-in-time restore of this ledger (restore.ts; admin/ledger-restore.ts): `restore` sets the storage to
+	 * restore on its next start and aborts the object; `resync`, on the restored object, sends it to D1 again.
+	 */
+	async restoreLedger(appid: string, userkey: string, step: RestoreStep): Promise<RestoreAnswer> {
+		this.checkIdentity(appid, userkey);
+		if (step.step === "restore") return startRestore(this.ctx.storage, this.writer, step.target, () => this.ctx.abort("ledger restored"));
+		const resynced = resyncAfterRestore(this.ctx.storage, this.writer, step, Date.now());
+		// Straight to D1, so the route's answer sees D1 in line; if D1 fails now, the alarm delivers the entries later.
+		if (resynced.ok && this.writer.hasSchema())
+			await this.schedule.flush(true).catch((error) => console.error("ledger flush after a restore failed", error));
+		return resynced;
+	}
+
 	/**
 	 * Erases this ledger whole, alarm included: DELETE .../testdata
 	 * (docs/test-mode.md). Refused (false) unless the ledger is a test twin's,
@@ -333,6 +347,7 @@ export class UserLedger extends DurableObject<Env> {
 		return true;
 	}
 
+	/** Refuses a call meant for another ledger: that would be a routing bug, and would mix two users' rewards. */
 	private checkIdentity(appid: string, userkey: string): void {
 		const expected = ledgerName(this.identity.appid, this.identity.userkey);
 		if (expected !== ledgerName(appid, userkey)) throw new Error(`ledger ${expected} called for ${ledgerName(appid, userkey)}`);
