@@ -1,0 +1,170 @@
+import { createExecutionContext, createMessageBatch, getQueueResult, runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { afterEach, describe, expect, it } from "vitest";
+import type { ProjectionMessage } from "../../src/db/projection-batch";
+import { withBindings } from "../../src/instrument/d1-metrics";
+import { FlushSchedule } from "../../src/ledger/flush-schedule";
+import { IN_FLIGHT_MS } from "../../src/ledger/records-queued";
+import { LEDGER_MIGRATIONS } from "../../src/ledger/schema";
+import { ledgerFor } from "../../src/ledger/stub";
+import { LedgerWriter } from "../../src/ledger/writer";
+import { projectionQueue } from "../../src/outbox/projection-consumer";
+import { createApp } from "../support/api";
+import { until } from "../support/until";
+import { freshLedger, grantOf, hookedAppId } from "./support";
+
+/**
+ * One projection message per conversion (issue 49): a conversion that
+ * rewards both sides has its referrer's records carried in its friend's
+ * message (ledger/conversion-grant.ts), instead of each ledger sending its
+ * own. Real ledgers, real D1, the real queue; a consumer batch made by hand
+ * where the test must choose what is in it.
+ */
+
+type Stub = ReturnType<typeof freshLedger>["stub"];
+
+/** The ledger's outbox entries that go through the projection queue (its reward emails go their own way). */
+const outbox = (stub: Stub) =>
+	runInDurableObject(stub, (_l, state) =>
+		state.storage.sql
+			.exec<{ id: number; ref: string }>("SELECT id, ref FROM outbox WHERE kind IN ('projection', 'webhook', 'audit')")
+			.toArray(),
+	);
+
+const projectedCount = (appid: string) =>
+	env.DB.prepare("SELECT COUNT(*) AS n FROM rewards WHERE appid = ?")
+		.bind(appid)
+		.first<{ n: number }>()
+		.then((r) => r?.n ?? 0);
+
+/** The outbox refs of the records a message part carries, sorted. */
+const refsOf = (part: ProjectionMessage) => [...part.rewards, ...part.webhooks, ...part.audits].map((r) => r.ref).sort();
+
+/** Every projection message any ledger sends from now on (the binding's prototype is shared with the objects), by app. */
+const proto = Object.getPrototypeOf(env.PROJECTION) as { sendBatch: (m: { body: ProjectionMessage }[], o?: unknown) => Promise<unknown> };
+const realSendBatch = proto.sendBatch;
+function countMessages(appid: string): { sent: ProjectionMessage[] } {
+	const seen = { sent: [] as ProjectionMessage[] };
+	proto.sendBatch = function (this: Queue, messages: { body: ProjectionMessage }[], options?: unknown) {
+		for (const m of messages) if (m.body.appid === appid) seen.sent.push(m.body);
+		return realSendBatch.call(this, messages, options);
+	};
+	return seen;
+}
+afterEach(() => {
+	proto.sendBatch = realSendBatch;
+});
+
+describe("a conversion's records in one message", { timeout: 60_000 }, () => {
+	it("sends ONE projection message for a conversion rewarding both sides; both ledgers' rows land and both outboxes empty", async () => {
+		const app = await createApp();
+		const referrer = (await app.api<{ userkey: string; referralcode: string }>("register", { email: "carry-ref@x.com" })).body;
+		const friend = (await app.api<{ userkey: string }>("register", { email: "carry-f@x.com", referrercode: referrer.referralcode })).body;
+		const seen = countMessages(app.appid);
+		const answer = await app.api("registerconversionevent", {
+			userkey: friend.userkey,
+			eventname: "Signup",
+			customid: "carry-1",
+			growthhack: "SaaS_Referrals",
+		});
+		expect(answer.body).toMatchObject({ success: true, rewardscreated: 2 });
+		await until(
+			"both rewards projected",
+			() => projectedCount(app.appid),
+			(n) => n === 2,
+		);
+		for (const userkey of [referrer.userkey, friend.userkey]) {
+			await until(
+				"the ledger's outbox emptied",
+				() => outbox(ledgerFor(env, app.appid, userkey)),
+				(e) => e.length === 0,
+			);
+		}
+		// One message, sent by the friend's ledger, carrying the referrer's part (before issue 49: one per ledger).
+		expect(seen.sent).toHaveLength(1);
+		const [message] = seen.sent;
+		expect(message?.userkey).toBe(friend.userkey);
+		expect(message?.also?.map((p) => p.userkey)).toEqual([referrer.userkey]);
+		expect(message?.also?.[0]?.rewards.map((r) => r.row.usertype)).toEqual(["Referrer"]);
+		const rows = await env.DB.prepare("SELECT userkey, usertype FROM rewards WHERE appid = ? ORDER BY usertype")
+			.bind(app.appid)
+			.all<{ userkey: string; usertype: string }>();
+		expect(rows.results).toEqual([
+			{ userkey: friend.userkey, usertype: "Friend" },
+			{ userkey: referrer.userkey, usertype: "Referrer" },
+		]);
+	});
+
+	it("a carrier that never sends: the records stay held in their own ledger, whose alarm sends them itself", async () => {
+		const appid = await hookedAppId();
+		const ledger = freshLedger(appid);
+		// A grant asked to carry, whose caller then drops what it was handed (its call failed, or it was evicted).
+		const result = await ledger.stub.grant(appid, ledger.userkey, [grantOf()], undefined, true);
+		expect(result.rewards).toHaveLength(1);
+		const carried: ProjectionMessage = JSON.parse(result.carried ?? "null");
+		expect(carried).toMatchObject({ projection: 1, appid, userkey: ledger.userkey });
+		expect(carried.rewards.map((r) => r.row.seq)).toEqual([1]);
+		// Held as if sent: the ledger's own flush (25 ms after the write) sends nothing, and the entry waits.
+		await new Promise((resolve) => setTimeout(resolve, 300));
+		expect(await projectedCount(appid)).toBe(0);
+		expect((await outbox(ledger.stub)).map((e) => e.ref).sort()).toEqual(refsOf(carried));
+		const sent: ProjectionMessage[] = [];
+		await runInDurableObject(ledger.stub, async (_l, state) => {
+			// The stored alarm comes back by the hold's end at the latest.
+			expect(await state.storage.getAlarm()).toBeLessThanOrEqual(Date.now() + IN_FLIGHT_MS);
+			// When it goes off after the hold (or in an object evicted meanwhile: its memory is empty), the entry is due again.
+			const queue = { sendBatch: async (messages: { body: ProjectionMessage }[]) => void sent.push(...messages.map((m) => m.body)) };
+			const writer = new LedgerWriter(state.storage, { appid, userkey: ledger.userkey }, () => undefined, LEDGER_MIGRATIONS);
+			await new FlushSchedule(state, withBindings(env, { PROJECTION: queue as unknown as Queue }), writer).alarm();
+		});
+		expect(sent.map((m) => m.rewards.map((r) => r.row.seq))).toEqual([[1]]);
+		expect(sent.flatMap(refsOf).sort()).toEqual(refsOf(carried));
+	});
+
+	it("the consumer writes and acknowledges each part of a message to its own ledger, and acknowledges the message once", async () => {
+		const appid = await hookedAppId();
+		const [friend, referrer] = [freshLedger(appid), freshLedger(appid)];
+		const mine = await friend.stub.grant(appid, friend.userkey, [grantOf({ usertype: "Friend" })], undefined, true);
+		const theirs = await referrer.stub.grant(appid, referrer.userkey, [grantOf()], undefined, true);
+		const message: ProjectionMessage = { ...JSON.parse(mine.carried ?? "null"), also: [JSON.parse(theirs.carried ?? "null")] };
+		const batch = createMessageBatch("referral-projection", [{ id: "carried-1", timestamp: new Date(), attempts: 1, body: message }]);
+		const ctx = createExecutionContext();
+		await projectionQueue(batch, env, ctx);
+		const result = await getQueueResult(batch, ctx);
+		expect(result.explicitAcks).toEqual(["carried-1"]);
+		expect(result.retryMessages).toEqual([]);
+		expect(await projectedCount(appid)).toBe(2);
+		expect(await outbox(friend.stub)).toEqual([]);
+		expect(await outbox(referrer.stub)).toEqual([]);
+	});
+
+	it("a message whose carried part D1 refuses is retried whole, once, and neither ledger's entry goes", async () => {
+		const appid = await hookedAppId();
+		const [friend, referrer] = [freshLedger(appid), freshLedger(appid)];
+		const mine = await friend.stub.grant(appid, friend.userkey, [grantOf({ usertype: "Friend" })], undefined, true);
+		const theirs = await referrer.stub.grant(appid, referrer.userkey, [grantOf()], undefined, true);
+		const part: ProjectionMessage = JSON.parse(theirs.carried ?? "null");
+		const other = freshLedger(appid);
+		const alone = await other.stub.grant(appid, other.userkey, [grantOf({ usertype: "Friend" })], undefined, true);
+		const batch = createMessageBatch("referral-projection", [
+			{ id: "carried-bad", timestamp: new Date(), attempts: 1, body: { ...JSON.parse(mine.carried ?? "null"), also: [part] } },
+			{ id: "alone", timestamp: new Date(), attempts: 1, body: JSON.parse(alone.carried ?? "null") },
+		]);
+		// D1 refuses any batch that projects two rewards: the batch as a whole, then the message with the carried part.
+		const upserts = (statements: D1PreparedStatement[]) =>
+			statements.filter((s) => String(Reflect.get(s, "statement") ?? "").includes("INSERT INTO rewards")).length;
+		const db = {
+			prepare: env.DB.prepare.bind(env.DB),
+			batch: (statements: D1PreparedStatement[]) =>
+				upserts(statements) >= 2 ? Promise.reject(new Error("D1_ERROR: refused")) : env.DB.batch(statements),
+		} as unknown as D1Database;
+		const ctx = createExecutionContext();
+		await projectionQueue(batch, withBindings(env, { DB: db }), ctx);
+		const result = await getQueueResult(batch, ctx);
+		expect(result.retryMessages.map((m) => m.msgId)).toEqual(["carried-bad"]);
+		expect(result.explicitAcks).toEqual(["alone"]);
+		expect((await outbox(friend.stub)).map((e) => e.ref).sort()).toEqual(refsOf(JSON.parse(mine.carried ?? "null")));
+		expect((await outbox(referrer.stub)).map((e) => e.ref).sort()).toEqual(refsOf(part));
+		expect(await outbox(other.stub)).toEqual([]);
+	});
+});
