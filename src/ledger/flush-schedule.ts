@@ -165,9 +165,13 @@ export class FlushSchedule {
 	/**
 	 * This ledger's records due now, for another ledger's message (outbox.ts,
 	 * carryRecords): called right after a write, before its flush. Null with
-	 * PROJECTION_DIRECT (records written straight to D1) or nothing to carry.
+	 * PROJECTION_DIRECT (records written straight to D1), with nothing to
+	 * carry, or while a flush of this ledger is under way: that flush may be
+	 * sending these very entries (they are held only once its send returned),
+	 * and it goes round once more for the write, so they leave once, from here.
 	 */
 	recordsToCarry(): ProjectionMessage | null {
+		if (this.flushing) return null;
 		const host = this.flushHost(true);
 		return host.queued ? carryRecords(host) : null;
 	}

@@ -121,6 +121,36 @@ describe("a conversion's records in one message", { timeout: 60_000 }, () => {
 		expect(sent.flatMap(refsOf).sort()).toEqual(refsOf(carried));
 	});
 
+	it("carries nothing while the ledger's own flush is sending: those entries leave once, from that flush", async () => {
+		const appid = await hookedAppId();
+		const ledger = freshLedger(appid);
+		await ledger.stub.grant(appid, ledger.userkey, [grantOf()], undefined, false);
+		const sent: ProjectionMessage[] = [];
+		const carried = await runInDurableObject(ledger.stub, async (_l, state) => {
+			let release = () => {};
+			const slow = {
+				sendBatch: async (messages: { body: ProjectionMessage }[]) => {
+					await new Promise<void>((resolve) => {
+						release = resolve;
+					});
+					sent.push(...messages.map((m) => m.body));
+				},
+			};
+			const writer = new LedgerWriter(state.storage, { appid, userkey: ledger.userkey }, () => undefined, LEDGER_MIGRATIONS);
+			const schedule = new FlushSchedule(state, withBindings(env, { PROJECTION: slow as unknown as Queue }), writer);
+			const flushing = schedule.flush();
+			await new Promise((resolve) => setTimeout(resolve, 50));
+			const during = schedule.recordsToCarry();
+			release();
+			await flushing;
+			return { during, after: schedule.recordsToCarry() };
+		});
+		expect(carried.during).toBeNull();
+		// The flush sent the entries and holds them: nothing is due to carry after it either.
+		expect(sent).toHaveLength(1);
+		expect(carried.after).toBeNull();
+	});
+
 	it("the consumer writes and acknowledges each part of a message to its own ledger, and acknowledges the message once", async () => {
 		const appid = await hookedAppId();
 		const [friend, referrer] = [freshLedger(appid), freshLedger(appid)];
