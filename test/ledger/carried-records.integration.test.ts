@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { ProjectionMessage } from "../../src/db/projection-batch";
 import { withBindings } from "../../src/instrument/d1-metrics";
 import { FlushSchedule } from "../../src/ledger/flush-schedule";
+import { queueProjection } from "../../src/ledger/outbox";
 import { IN_FLIGHT_MS } from "../../src/ledger/records-queued";
 import { LEDGER_MIGRATIONS } from "../../src/ledger/schema";
 import { ledgerFor } from "../../src/ledger/stub";
@@ -149,6 +150,34 @@ describe("a conversion's records in one message", { timeout: 60_000 }, () => {
 		// The flush sent the entries and holds them: nothing is due to carry after it either.
 		expect(sent).toHaveLength(1);
 		expect(carried.after).toBeNull();
+	});
+
+	it("a carried part that would take the message over its size limit goes as a message of its own, in the same send", async () => {
+		const appid = await hookedAppId();
+		const [friend, referrer] = [freshLedger(appid), freshLedger(appid)];
+		const theirs = await referrer.stub.grant(appid, referrer.userkey, [grantOf()], undefined, true);
+		const small: ProjectionMessage = JSON.parse(theirs.carried ?? "null");
+		// The same part with a comment of 100 KB: over the 96 KB a message keeps to (records-queued.ts).
+		const big = { ...small, rewards: small.rewards.map((r) => ({ ...r, row: { ...r.row, comment: "x".repeat(100_000) } })) };
+		await friend.stub.grant(appid, friend.userkey, [grantOf({ usertype: "Friend" })]);
+		const sends: ProjectionMessage[][] = [];
+		await runInDurableObject(friend.stub, async (_l, state) => {
+			const queue = { sendBatch: async (messages: { body: ProjectionMessage }[]) => void sends.push(messages.map((m) => m.body)) };
+			const writer = new LedgerWriter(state.storage, { appid, userkey: friend.userkey }, () => undefined, LEDGER_MIGRATIONS);
+			const schedule = new FlushSchedule(state, withBindings(env, { PROJECTION: queue as unknown as Queue }), writer);
+			// The friend's own reward due (again, should the real queue have acknowledged it already).
+			queueProjection(state.storage.sql, 1, 1, Date.now());
+			schedule.carry(small);
+			schedule.carry(big);
+			await schedule.flush();
+		});
+		// One send: the friend's message carrying the small part, then the big part alone.
+		expect(sends).toHaveLength(1);
+		expect(sends[0]?.map((m) => [m.userkey, m.also?.map((p) => p.userkey) ?? []])).toEqual([
+			[friend.userkey, [referrer.userkey]],
+			[referrer.userkey, []],
+		]);
+		expect(sends[0]?.[1]?.rewards[0]?.row.comment).toHaveLength(100_000);
 	});
 
 	it("the consumer writes and acknowledges each part of a message to its own ledger, and acknowledges the message once", async () => {
