@@ -180,6 +180,28 @@ describe("a conversion's records in one message", { timeout: 60_000 }, () => {
 		expect(sends[0]?.[1]?.rewards[0]?.row.comment).toHaveLength(100_000);
 	});
 
+	it("a carrier with nothing of its own to send still sends what it carries, as the part's own message", async () => {
+		const appid = await hookedAppId();
+		const [friend, referrer] = [freshLedger(appid), freshLedger(appid)];
+		const theirs = await referrer.stub.grant(appid, referrer.userkey, [grantOf()], undefined, true);
+		const part: ProjectionMessage = JSON.parse(theirs.carried ?? "null");
+		await friend.stub.grant(appid, friend.userkey, [grantOf({ usertype: "Friend" })]);
+		const sent: ProjectionMessage[] = [];
+		await runInDurableObject(friend.stub, async (_l, state) => {
+			// The friend's own records gone already (acknowledged): only the carried part is left to send.
+			state.storage.sql.exec("DELETE FROM outbox WHERE kind IN ('projection', 'webhook', 'audit')");
+			const queue = { sendBatch: async (messages: { body: ProjectionMessage }[]) => void sent.push(...messages.map((m) => m.body)) };
+			const writer = new LedgerWriter(state.storage, { appid, userkey: friend.userkey }, () => undefined, LEDGER_MIGRATIONS);
+			const schedule = new FlushSchedule(state, withBindings(env, { PROJECTION: queue as unknown as Queue }), writer);
+			schedule.carry(part);
+			await schedule.flush();
+			// Taken once: a second flush sends nothing more.
+			await schedule.flush();
+		});
+		expect(sent.map((m) => [m.userkey, m.also ?? []])).toEqual([[referrer.userkey, []]]);
+		expect(refsOf(sent[0] as ProjectionMessage)).toEqual(refsOf(part));
+	});
+
 	it("the consumer writes and acknowledges each part of a message to its own ledger, and acknowledges the message once", async () => {
 		const appid = await hookedAppId();
 		const [friend, referrer] = [freshLedger(appid), freshLedger(appid)];
