@@ -87,10 +87,17 @@ export class UserLedger extends DurableObject<Env> {
 
 	// ---- rewards -------------------------------------------------------------------------------
 
-	/** Creates the rewards of `grants` for this user (see grant.ts): idempotent by grant key, within `rewardfrequency`. */
-	grant(appid: string, userkey: string, grants: RewardGrant[], announcement?: ConversionAnnouncement): GrantResult {
+	/**
+	 * Creates the rewards of `grants` for this user (see grant.ts): idempotent by grant key, within `rewardfrequency`.
+	 * `carry`: the caller's ledger sends this one's records with its own (`carried`, conversion-grant.ts).
+	 */
+	grant(appid: string, userkey: string, grants: RewardGrant[], announcement?: ConversionAnnouncement, carry = false): GrantResult {
 		this.checkIdentity(appid, userkey);
-		return this.writer.write((tx) => grantRewards(tx, grants, announcement));
+		const result = this.writer.write((tx) => grantRewards(tx, grants, announcement));
+		if (!carry) return result;
+		// In the write's synchronous step, before its flush starts: the flush then finds these entries held.
+		const carried = this.schedule.recordsToCarry();
+		return carried ? { ...result, carried: JSON.stringify(carried) } : result;
 	}
 
 	/** A conversion's grants for this user (its friend) and, at the same time, its referrer's, then its webhook (see conversion-grant.ts). */
@@ -102,7 +109,7 @@ export class UserLedger extends DurableObject<Env> {
 		referrer: ReferrerSide,
 	): Promise<{ friend: GrantResult; referrer: GrantResult }> {
 		this.checkIdentity(appid, userkey);
-		return grantWithReferrer(this.writer, this.env, grants, announcement, referrer);
+		return grantWithReferrer(this.writer, this.env, grants, announcement, referrer, (part) => this.schedule.carry(part));
 	}
 
 	/** One reward of this ledger by its public id, or null (tests and admin). */
