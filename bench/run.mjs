@@ -572,6 +572,10 @@ async function scenario(id, title, makeRequest, options = {}) {
 	rows.push(row);
 	if (allIn) log(`  all-in D1 round trips per request: ${JSON.stringify(allIn, (_, v) => (typeof v === "number" ? round(v, 2) : v))}`);
 	if (rowsWritten) log(`  rows written per request: D1 ${round(rowsWritten.d1, 2)}, ledgers ${round(rowsWritten.ledgers, 2)}`);
+	if (parts)
+		log(
+			`  queue messages per request: ${round(parts.projectionMessages + (parts.outboxMessages ?? 0), 2)} (projection ${round(parts.projectionMessages, 2)}, outbox ${round(parts.outboxMessages ?? 0, 2)})`,
+		);
 	if (parts) log(`  platform parts per request: ${JSON.stringify(parts, (_, v) => (typeof v === "number" ? round(v, 2) : v))}`);
 	if (lag?.messages) log(`  projection lag: ${lag.messages} messages, mean ${round(lag.meanMs, 0)} ms, p99 under ${lag.p99UnderMs} ms`);
 	log(
@@ -1230,6 +1234,9 @@ writeFileSync(
 				// Rows written per request, background included: D1's meta.rows_written and the ledgers' own SQLite.
 				rowsWrittenD1: r.rowsWritten ? round(r.rowsWritten.d1, 2) : null,
 				rowsWrittenLedgers: r.rowsWritten ? round(r.rowsWritten.ledgers, 2) : null,
+				// Queue messages sent per request, background included (issue 49): the projection queue's and the outbox's.
+				queueMessages: r.parts ? round(r.parts.projectionMessages + (r.parts.outboxMessages ?? 0), 2) : null,
+				projectionMessages: r.parts ? round(r.parts.projectionMessages, 2) : null,
 				...(r.projectionLag?.messages
 					? { projectionLagMeanMs: round(r.projectionLag.meanMs, 0), projectionLagP99UnderMs: r.projectionLag.p99UnderMs }
 					: {}),

@@ -67,6 +67,8 @@ export const RIGHTS: Readonly<Record<string, Needed>> = {
 	"DELETE /apps/:appid/members/:memberid": "owner",
 	"GET /apps/:appid/audit": "viewer",
 	"POST /apps/:appid/users/:userkey/payouts/retry": "reviewer",
+	// Rewinds a user's rewards and balance (docs/deploy.md): the deployment's operator alone, never an app's role.
+	[`POST /apps/:appid/users/:userkey/ledger${COLON}restore`]: "superuser",
 };
 
 /** A route pattern as Hono writes it, as a regular expression with its parameters' names. */
@@ -119,6 +121,8 @@ export function authorizeToken(
 	caller: "token" | "member" = "token",
 ): void {
 	const rule = ruleFor(method, path);
+	// Another app's route is unknown to the token, superuser routes under an app included (a ledger's restore).
+	if (rule?.appid && rule.appid !== token.appid) throw new ApiError(404, "app_not_found", "No app with that appid.");
 	if (rule?.needed === "superuser") {
 		throw new ApiError(403, "forbidden", "This route needs the deployment's admin token (superuser).", { needed: "superuser" });
 	}
@@ -146,7 +150,9 @@ export async function authorizeMember(
 ): Promise<RequestAuth> {
 	const rule = ruleFor(method, path);
 	const membership = rule?.appid ? await membershipOf(db, rule.appid, personid) : null;
-	if (rule?.needed !== "superuser" && (!rule?.appid || !membership)) throw new ApiError(404, "app_not_found", "No app with that appid.");
+	// An app the person is not a member of is unknown to them, superuser routes under it included.
+	if (!rule || (rule.appid ? !membership : rule.needed !== "superuser"))
+		throw new ApiError(404, "app_not_found", "No app with that appid.");
 	const role = membership?.role ?? "viewer";
 	authorizeToken({ appid: rule?.appid ?? "", role }, method, path, "member");
 	return { actor: { type: "member", id: membership?.memberid ?? null, name: membership?.email ?? "", iphash }, role };

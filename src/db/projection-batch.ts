@@ -41,6 +41,18 @@ export interface ProjectionMessage {
 	rewards: { id: number; ref: string; row: ProjectedRow; event?: OutboxEvent }[];
 	webhooks: { id: number; ref: string; event: OutboxEvent }[];
 	audits: { id: number; ref: string; entry: AuditEntry }[];
+	/**
+	 * Other ledgers' records carried in the same queue message (issue 49: one message per conversion): the
+	 * referrer's records of a conversion ride in its friend's flush (ledger/conversion-grant.ts). Each part is
+	 * written and acknowledged to its own ledger as if it had come alone; a part carries no parts of its own.
+	 */
+	also?: ProjectionMessage[];
+}
+
+/** The ledgers' parts of one queue message: its own, then those it carries (each without `also`). */
+export function partsOf(message: ProjectionMessage): ProjectionMessage[] {
+	const { also, ...own } = message;
+	return [own, ...(also ?? [])];
 }
 
 /** A message's webhook events: those of webhook entries, then those carried by reward entries. */

@@ -62,6 +62,8 @@ export type ErrorCode =
 	| "invalid_event"
 	| "unknown_variable"
 	| "testkeys_exist"
+	| "restore_unavailable"
+	| "restore_past_payout"
 	| "internal_error";
 
 /** An expected failure: becomes the JSON error envelope with its status. */

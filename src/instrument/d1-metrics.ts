@@ -1,4 +1,4 @@
-import { countingLimiter, countingProjectionQueue, type PlatformPart, platformParts } from "./platform-parts";
+import { countingLimiter, countingOutboxQueue, countingProjectionQueue, type PlatformPart, platformParts } from "./platform-parts";
 
 /**
  * Opt-in instrumentation for the bench (bench/README.md). With the var
@@ -172,6 +172,7 @@ export function instrumentEnv(env: Env, source: D1Source): Env {
 			DB: countingD1(env.DB, totals[source], (sql, rows) => countRowsBySql(source, sql, rows)),
 			USER_LEDGER: countingLedgers(env.USER_LEDGER, totals[source]),
 			PROJECTION: countingProjectionQueue(env.PROJECTION),
+			OUTBOX: countingOutboxQueue(env.OUTBOX),
 			...countingLimiters(env),
 		});
 		bySource.set(source, counted);

@@ -23,6 +23,8 @@ const parts = {
 	/** `send`/`sendBatch` calls on the projection queue, and the messages in them. */
 	projectionSends: 0,
 	projectionMessages: 0,
+	/** Messages sent to the outbox queue (webhooks and emails), by whoever sends them (issue 49: queue messages per conversion). */
+	outboxMessages: 0,
 	/** Batches the projection queue's consumer was invoked with, and their messages. */
 	projectionBatches: 0,
 	projectionBatchMessages: 0,
@@ -44,6 +46,15 @@ export function platformParts(): Record<PlatformPart, number> {
 
 /** Wraps a queue producer binding so that its sends and their messages are counted as the projection's. */
 export function countingProjectionQueue<T>(queue: Queue<T>): Queue<T> {
+	return countingQueue(queue, "projectionSends", "projectionMessages");
+}
+
+/** Wraps the outbox queue's producer binding so that its messages are counted. */
+export function countingOutboxQueue<T>(queue: Queue<T>): Queue<T> {
+	return countingQueue(queue, null, "outboxMessages");
+}
+
+function countingQueue<T>(queue: Queue<T>, sendsPart: PlatformPart | null, messagesPart: PlatformPart): Queue<T> {
 	return new Proxy(queue, {
 		get(target, prop) {
 			const value = Reflect.get(target, prop);
@@ -51,15 +62,15 @@ export function countingProjectionQueue<T>(queue: Queue<T>): Queue<T> {
 			if (prop === "sendBatch") {
 				return (messages: Iterable<MessageSendRequest<T>>, options?: QueueSendBatchOptions) => {
 					const list = [...messages];
-					countPart("projectionSends");
-					countPart("projectionMessages", list.length);
+					if (sendsPart) countPart(sendsPart);
+					countPart(messagesPart, list.length);
 					return target.sendBatch(list, options);
 				};
 			}
 			if (prop === "send") {
 				return (body: T, options?: QueueSendOptions) => {
-					countPart("projectionSends");
-					countPart("projectionMessages");
+					if (sendsPart) countPart(sendsPart);
+					countPart(messagesPart);
 					return target.send(body, options);
 				};
 			}

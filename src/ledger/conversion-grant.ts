@@ -1,3 +1,4 @@
+import type { ProjectionMessage } from "../db/projection-batch";
 import { grantRewards } from "./grant";
 import { rewardSummary } from "./rows";
 import { ledgerFor } from "./stub";
@@ -23,6 +24,13 @@ export interface ReferrerSide {
  * failure of the referrer's grant fails the call before this ledger wrote
  * anything; its retry (idempotent by grant key and event id), or the
  * completion pass, completes what is missing.
+ *
+ * The referrer's ledger hands back its records (`carried`: its rewards'
+ * projection entries, held there as if sent), and this ledger's next message
+ * carries them with its own (`carry`, records-queued.ts): a conversion sends
+ * ONE projection message, not one per ledger (issue 49). If this ledger never
+ * sends them (this call fails, the object is evicted, the send fails), the
+ * referrer's hold ends and its alarm sends them itself.
  */
 export async function grantWithReferrer(
 	writer: LedgerWriter,
@@ -30,13 +38,19 @@ export async function grantWithReferrer(
 	grants: RewardGrant[],
 	announcement: ConversionAnnouncement,
 	referrer: ReferrerSide,
+	carry: (part: ProjectionMessage) => void,
 ): Promise<{ friend: GrantResult; referrer: GrantResult }> {
 	const { appid } = writer.identity;
-	const theirs = ledgerFor(env, appid, referrer.userkey).grant(appid, referrer.userkey, referrer.grants);
+	const theirs = ledgerFor(env, appid, referrer.userkey).grant(appid, referrer.userkey, referrer.grants, undefined, true);
 	// The tables now, while the referrer's ledger works; the transaction after the await still starts empty unless
 	// another call wrote in between (writer.ts, TxContext.empty), which is then seen.
 	writer.ensureSchema();
-	const referrerResult = await theirs;
+	const { carried, ...referrerResult } = await theirs;
+	if (carried) {
+		// Our own ledger's JSON (UserLedger.grant); the consumer checks every message against its schema.
+		const part: ProjectionMessage = JSON.parse(carried);
+		carry(part);
+	}
 	const otherRewards = referrerResult.rewards.map((r) => rewardSummary(referrer.userkey, r));
 	const mine = writer.write((tx) => grantRewards(tx, grants, { ...announcement, otherRewards }));
 	return { friend: mine, referrer: referrerResult };

@@ -1,9 +1,10 @@
 import type { AssignedCoupon } from "../db/projection";
+import type { ProjectionMessage } from "../db/projection-batch";
 import { holdsCode } from "./coupons";
 import { InFlight } from "./in-flight";
 import { LEASE_END_SQL } from "./locks";
 import { rewardRow, updateReward } from "./mutations";
-import { type FlushHost, flushOutbox, OUTBOX_DUE_SQL, OUTBOX_PENDING_SQL } from "./outbox";
+import { carryRecords, type FlushHost, flushOutbox, OUTBOX_DUE_SQL, OUTBOX_PENDING_SQL } from "./outbox";
 import { deleteAcked, type SentEntry } from "./outbox-entries";
 import type { LedgerOutboxEntry } from "./schema";
 import { approveEndedHolds, HOLD_END_SQL } from "./status-changes";
@@ -51,6 +52,8 @@ export class FlushSchedule {
 	private alarmAt: number | null = null;
 	/** Entries sent to the projection queue, held until acknowledged or their hold ends (in memory: in-flight.ts). */
 	private readonly inFlight = new InFlight();
+	/** Other ledgers' records to ride in this ledger's next message (issue 49: a conversion's referrer's). */
+	private carried: ProjectionMessage[] = [];
 
 	constructor(
 		private readonly ctx: DurableObjectState,
@@ -159,12 +162,32 @@ export class FlushSchedule {
 		if (!this.flushing) this.armAlarm(0);
 	}
 
+	/**
+	 * This ledger's records due now, for another ledger's message (outbox.ts,
+	 * carryRecords): called right after a write, before its flush. Null with
+	 * PROJECTION_DIRECT (records written straight to D1), with nothing to
+	 * carry, or while a flush of this ledger is under way: that flush may be
+	 * sending these very entries (they are held only once its send returned),
+	 * and it goes round once more for the write, so they leave once, from here.
+	 */
+	recordsToCarry(): ProjectionMessage | null {
+		if (this.flushing) return null;
+		const host = this.flushHost(true);
+		return host.queued ? carryRecords(host) : null;
+	}
+
+	/** Another ledger's records (recordsToCarry), sent with this ledger's next message; its flush follows this write. */
+	carry(part: ProjectionMessage): void {
+		this.carried.push(part);
+	}
+
 	private flushHost(queued: boolean): FlushHost {
 		return {
 			// PROJECTION_DIRECT=1 (not in wrangler.toml): every flush writes D1 itself, as before issue 33 (the bench's comparison).
 			queued: queued && (this.env as Env & { PROJECTION_DIRECT?: string }).PROJECTION_DIRECT !== "1",
 			allRecords: !queued,
 			inFlight: this.inFlight,
+			takeCarried: () => this.carried.splice(0),
 			sql: this.writer.sql,
 			transactionSync: (fn) => this.writer.transactionSync(fn),
 			env: this.env,

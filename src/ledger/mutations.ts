@@ -93,6 +93,13 @@ function report(ctx: TxContext, row: RewardRow, type: WebhookType, extra: Record
 }
 
 /**
+ * A new reward's number: the next after the seq floor a ledger restore left (restore.ts: numbers of rewards the
+ * restore forgot are never given again, the product may hold their ids), else NULL, SQLite's next rowid.
+ */
+const NEXT_SEQ_SQL = `(SELECT CAST(value AS INTEGER) + 1 FROM meta WHERE key = 'seq_floor'
+	AND CAST(value AS INTEGER) >= (SELECT COALESCE(MAX(seq), 0) FROM rewards))`;
+
+/**
  * Creates the reward of a grant (amount already in hundredths) with its
  * balance, projection, `reward.created` event, for an approved reward
  * of a coupon campaign the claim of a code (coupons.ts), and for an earned
@@ -104,10 +111,10 @@ export function insertReward(ctx: TxContext, grant: RewardGrant, amount: number)
 	const holdUntil = grant.status === "UnderReview" && grant.holdUntil ? new Date(grant.holdUntil).toISOString() : null;
 	const row = ctx.sql
 		.exec<RewardRow>(
-			`INSERT INTO rewards (key, ruleid, customid, eventname, usertype, amount, rewardunit, rewardtype, status, comment, hold_until,
+			`INSERT INTO rewards (seq, key, ruleid, customid, eventname, usertype, amount, rewardunit, rewardtype, status, comment, hold_until,
 			   campaignid, campaignname, growthhack, friend_userkey, friend_email, friend_name, friend_profileimage, created_at, updated_at,
 			   fraudsignals, percent)
-			 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *`,
+			 VALUES (${NEXT_SEQ_SQL}, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *`,
 			grant.key,
 			grant.ruleid,
 			grant.customid,

@@ -1,5 +1,6 @@
 import type { z } from "zod";
 import type { AssignedCoupon } from "../db/projection";
+import type { ProjectionMessage } from "../db/projection-batch";
 import type { InFlight } from "./in-flight";
 import type { LedgerOutboxEntry } from "./schema";
 import { readLedgerJson } from "./stored-json";
@@ -57,6 +58,11 @@ export interface FlushHost {
 	 * flush that does not send to the queue.
 	 */
 	inFlight?: InFlight;
+	/**
+	 * Other ledgers' records handed to this one to ride in its next message
+	 * (records-queued.ts, takeRecords), taken once: a conversion's referrer's.
+	 */
+	takeCarried?: () => ProjectionMessage[];
 }
 
 /** An entry's payload, checked against the shape its kind is written with. */

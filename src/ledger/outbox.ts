@@ -4,6 +4,7 @@ import { grantsConfirmed } from "../db/event-grants";
 import { appTimeZone, leaderboardCounters } from "../db/leaderboard";
 import { appHasWebhook, insertOutboxEvent } from "../db/outbox-events";
 import { type AssignedCoupon, claimCoupon, projectionStatement, releaseCoupon, sendFlushBatch } from "../db/projection";
+import type { ProjectionMessage } from "../db/projection-batch";
 import { rewardCounters } from "../db/stats";
 import { rewardId } from "../domain/ledger-ids";
 import type { OutboxEvent } from "../domain/outbox-event";
@@ -13,7 +14,7 @@ import { NO_HOLDS } from "./in-flight";
 import { deleteAcked, deleteEntries, errorText, type FlushHost, NEXT_OUTBOX_ID, payloadOf, postpone, remove } from "./outbox-entries";
 import { payoutMessages } from "./payouts";
 import { erasedAt } from "./privacy";
-import { sendRecords } from "./records-queued";
+import { sendRecords, takeRecords } from "./records-queued";
 import { sendRewardEmails } from "./reward-emails";
 import type { LedgerOutboxEntry, RewardRow } from "./schema";
 import { couponClaimSchema, projectionPayloadSchema, webhookEventSchema } from "./stored-json";
@@ -346,6 +347,29 @@ export async function flushOutbox(host: FlushHost): Promise<number> {
 		if (report.done === 0 || !report.more) break;
 	}
 	return done;
+}
+
+/**
+ * The records due now, taken for another ledger's message (records-queued.ts,
+ * takeRecords; issue 49), read in the caller's synchronous step right after
+ * its write. None while a coupon claim or release is due: its reward's
+ * projection waits for the code, as in this ledger's own flush.
+ */
+export function carryRecords(host: FlushHost): ProjectionMessage | null {
+	const now = Date.now();
+	const due = host.sql
+		.exec<LedgerOutboxEntry>(
+			`SELECT * FROM outbox WHERE next_attempt_at <= ? AND ${NOT_HELD_SQL} ORDER BY id LIMIT ?`,
+			now,
+			host.inFlight?.heldJson(now) ?? NO_HOLDS,
+			BATCH,
+		)
+		.toArray();
+	if (due.some(isCouponEntry)) return null;
+	return takeRecords(
+		host,
+		due.filter((e) => e.kind === "projection" || e.kind === "webhook" || e.kind === "audit"),
+	);
 }
 
 /** The entries waiting in the outbox, as a subquery for the FlushSchedule's one read of what is due. */

@@ -31,7 +31,8 @@ const projectedRowSchema = z.object({
 	payout_state: z.string().nullable(),
 }) satisfies z.ZodType<ProjectedRow>;
 
-export const projectionMessageSchema = z.object({
+/** One ledger's records (a part of a message: db/projection-batch.ts, `also`). */
+const partSchema = z.object({
 	projection: z.literal(1),
 	appid: z.string(),
 	userkey: z.string(),
@@ -39,7 +40,10 @@ export const projectionMessageSchema = z.object({
 	rewards: z.array(z.object({ id: z.number(), ref: z.string(), row: projectedRowSchema, event: webhookEventSchema.optional() })),
 	webhooks: z.array(z.object({ id: z.number(), ref: z.string(), event: webhookEventSchema })),
 	audits: z.array(z.object({ id: z.number(), ref: z.string(), entry: auditEntrySchema })),
-}) satisfies z.ZodType<ProjectionMessage>;
+});
+
+/** A message: the sending ledger's part and the parts of other ledgers it carries (issue 49), at most one level deep. */
+export const projectionMessageSchema = partSchema.extend({ also: z.array(partSchema).optional() }) satisfies z.ZodType<ProjectionMessage>;
 
 /** The copy of a reward row a message carries: only what the projection and its counters read. */
 export function projectedRow(row: ProjectedRow): ProjectedRow {

@@ -65,6 +65,53 @@ function messagesOf(host: FlushHost, items: Item[]): { message: ProjectionMessag
 }
 
 /**
+ * Other ledgers' parts ride in the first message while it stays under
+ * MESSAGE_BYTES (issue 49: a conversion's two ledgers, one message); a part
+ * that does not fit goes as a message of its own in the same send. The parts
+ * are no entries of this ledger: a failed send leaves them to their own
+ * ledger, which sends them again when their hold ends.
+ */
+function withCarried(
+	messages: { message: ProjectionMessage; sent: SentEntry[] }[],
+	carried: ProjectionMessage[],
+): { message: ProjectionMessage; sent: SentEntry[] }[] {
+	const first = messages[0];
+	let bytes = first ? jsonBytes(first.message) : 0;
+	for (const part of carried) {
+		const size = jsonBytes(part);
+		if (first && bytes + size <= MESSAGE_BYTES) {
+			first.message.also = [...(first.message.also ?? []), part];
+			bytes += size;
+		} else messages.push({ message: part, sent: [] });
+	}
+	return messages;
+}
+
+/**
+ * The records of `entries` (read in the caller's synchronous step) taken for
+ * another ledger's message (issue 49): a conversion's referrer hands them to
+ * its friend's ledger, whose flush carries them in its own message, so a
+ * conversion sends one message, not one per ledger. ONE part at most (what
+ * does not fit waits for this ledger's own flush), stamped now, and held like
+ * a send (in-flight.ts): if the carrier never sends it (its call failed, it
+ * was evicted, its send failed), the hold ends and this ledger's alarm sends
+ * the entries itself. Null when there is nothing to carry.
+ */
+export function takeRecords(host: FlushHost, entries: LedgerOutboxEntry[]): ProjectionMessage | null {
+	const { items, gone } = itemsOf(
+		host,
+		entries.filter((e) => e.kind === "projection"),
+		entries.filter((e) => e.kind === "webhook"),
+		entries.filter((e) => e.kind === "audit"),
+	);
+	remove(host, gone);
+	const first = items.length > 0 ? messagesOf(host, items)[0] : undefined;
+	if (!first) return null;
+	host.inFlight?.hold(first.sent, Date.now() + IN_FLIGHT_MS);
+	return first.message;
+}
+
+/**
  * The entries as they are now: the pass read them before its awaits (coupon
  * claims, payouts), and meanwhile an erasure may have redacted a payload or
  * an acknowledgement removed an entry.
@@ -86,25 +133,13 @@ function reread(sql: SqlStorage, entries: LedgerOutboxEntry[]): LedgerOutboxEntr
 	});
 }
 
-/**
- * Sends a pass's records to the projection queue. Entries and rewards are
- * read now, in the same synchronous step that stamps the messages' sentAt,
- * so a message carries the newest state, and an erasure of a person it names
- * either came before (its payloads are redacted) or at or after sentAt (the
- * consumer holds its webhook events back: db/privacy.ts, erasedSince). A
- * reward that is gone has nothing to project. Answers the entries handled
- * (sent, or gone).
- */
-export async function sendRecords(
+/** The records of a pass's entries as message items; entries whose reward is gone are answered apart. */
+function itemsOf(
 	host: FlushHost,
-	readProjections: LedgerOutboxEntry[],
-	readWebhooks: LedgerOutboxEntry[],
-	readAudits: LedgerOutboxEntry[],
-): Promise<number> {
-	const fresh = reread(host.sql, [...readProjections, ...readWebhooks, ...readAudits]);
-	const projections = fresh.filter((e) => e.kind === "projection");
-	const webhooks = fresh.filter((e) => e.kind === "webhook");
-	const audits = fresh.filter((e) => e.kind === "audit");
+	projections: LedgerOutboxEntry[],
+	webhooks: LedgerOutboxEntry[],
+	audits: LedgerOutboxEntry[],
+): { items: Item[]; gone: LedgerOutboxEntry[] } {
 	const items: Item[] = [];
 	const gone: LedgerOutboxEntry[] = [];
 	for (const entry of audits) {
@@ -138,9 +173,34 @@ export async function sendRecords(
 			value: { id: entry.id, ref: entry.ref, event: payloadOf(entry, webhookEventSchema) },
 		});
 	}
+	return { items, gone };
+}
+
+/**
+ * Sends a pass's records to the projection queue. Entries and rewards are
+ * read now, in the same synchronous step that stamps the messages' sentAt,
+ * so a message carries the newest state, and an erasure of a person it names
+ * either came before (its payloads are redacted) or at or after sentAt (the
+ * consumer holds its webhook events back: db/privacy.ts, erasedSince). A
+ * reward that is gone has nothing to project. Answers the entries handled
+ * (sent, or gone). Other ledgers' parts handed to this one (`takeCarried`)
+ * ride along (withCarried).
+ */
+export async function sendRecords(
+	host: FlushHost,
+	readProjections: LedgerOutboxEntry[],
+	readWebhooks: LedgerOutboxEntry[],
+	readAudits: LedgerOutboxEntry[],
+): Promise<number> {
+	const fresh = reread(host.sql, [...readProjections, ...readWebhooks, ...readAudits]);
+	const projections = fresh.filter((e) => e.kind === "projection");
+	const webhooks = fresh.filter((e) => e.kind === "webhook");
+	const audits = fresh.filter((e) => e.kind === "audit");
+	const { items, gone } = itemsOf(host, projections, webhooks, audits);
+	const carried = host.takeCarried?.() ?? [];
 	remove(host, gone);
-	if (items.length === 0) return gone.length;
-	const messages = messagesOf(host, items);
+	if (items.length === 0 && carried.length === 0) return gone.length;
+	const messages = withCarried(items.length > 0 ? messagesOf(host, items) : [], carried);
 	let handled = gone.length;
 	for (const batch of packBatches(messages, (m) => jsonBytes(m.message))) {
 		const sent = batch.flatMap((m) => m.sent);

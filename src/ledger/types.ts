@@ -122,6 +122,13 @@ export interface GrantResult {
 	rewards: (LedgerReward & { created: boolean })[];
 	/** Grants skipped because the rule's rewardfrequency was reached. */
 	skipped: { key: string; reason: "frequency_limit" | "user_erased" | "zero_amount" | "milestone_pending" | "milestone_paid" }[];
+	/**
+	 * This ledger's records, taken for the caller's message when it asked (a conversion's referrer's grant for its
+	 * friend's ledger: conversion-grant.ts, issue 49), as the JSON of one projection message (db/projection-batch.ts;
+	 * its webhook payloads and audit changes hold `unknown`, which the RPC types do not carry); absent otherwise and
+	 * never passed on to the Worker.
+	 */
+	carried?: string;
 }
 
 export interface BalanceNumbers {

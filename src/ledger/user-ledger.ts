@@ -27,6 +27,7 @@ import { payoutsOf } from "./payouts";
 import { erasedAt, erasePersonInLedger } from "./privacy";
 import { balances, listRewards, rewardsForFriends } from "./reads";
 import { redeemAmount, redeemRewards } from "./redemption";
+import { type RestoreAnswer, type RestoreStep, resyncAfterRestore, startRestore } from "./restore";
 import { toLedgerReward } from "./rows";
 import { type ClawbackRow, LEDGER_MIGRATIONS, type PayoutRow } from "./schema";
 import { applyOperation } from "./transaction-kinds";
@@ -86,10 +87,17 @@ export class UserLedger extends DurableObject<Env> {
 
 	// ---- rewards -------------------------------------------------------------------------------
 
-	/** Creates the rewards of `grants` for this user (see grant.ts): idempotent by grant key, within `rewardfrequency`. */
-	grant(appid: string, userkey: string, grants: RewardGrant[], announcement?: ConversionAnnouncement): GrantResult {
+	/**
+	 * Creates the rewards of `grants` for this user (see grant.ts): idempotent by grant key, within `rewardfrequency`.
+	 * `carry`: the caller's ledger sends this one's records with its own (`carried`, conversion-grant.ts).
+	 */
+	grant(appid: string, userkey: string, grants: RewardGrant[], announcement?: ConversionAnnouncement, carry = false): GrantResult {
 		this.checkIdentity(appid, userkey);
-		return this.writer.write((tx) => grantRewards(tx, grants, announcement));
+		const result = this.writer.write((tx) => grantRewards(tx, grants, announcement));
+		if (!carry) return result;
+		// In the write's synchronous step, before its flush starts: the flush then finds these entries held.
+		const carried = this.schedule.recordsToCarry();
+		return carried ? { ...result, carried: JSON.stringify(carried) } : result;
 	}
 
 	/** A conversion's grants for this user (its friend) and, at the same time, its referrer's, then its webhook (see conversion-grant.ts). */
@@ -101,7 +109,7 @@ export class UserLedger extends DurableObject<Env> {
 		referrer: ReferrerSide,
 	): Promise<{ friend: GrantResult; referrer: GrantResult }> {
 		this.checkIdentity(appid, userkey);
-		return grantWithReferrer(this.writer, this.env, grants, announcement, referrer);
+		return grantWithReferrer(this.writer, this.env, grants, announcement, referrer, (part) => this.schedule.carry(part));
 	}
 
 	/** One reward of this ledger by its public id, or null (tests and admin). */
@@ -318,7 +326,20 @@ export class UserLedger extends DurableObject<Env> {
 		this.schedule.projectionWritten(acks);
 	}
 
-	/** Refuses a call meant for another ledger: that would be a routing bug, and would mix two users' rewards. */
+	/**
+	 * Point-in-time restore of this ledger (restore.ts; admin/ledger-restore.ts): `restore` sets the storage to
+	 * restore on its next start and aborts the object; `resync`, on the restored object, sends it to D1 again.
+	 */
+	async restoreLedger(appid: string, userkey: string, step: RestoreStep): Promise<RestoreAnswer> {
+		this.checkIdentity(appid, userkey);
+		if (step.step === "restore") return startRestore(this.ctx.storage, this.writer, step.target, () => this.ctx.abort("ledger restored"));
+		const resynced = resyncAfterRestore(this.ctx.storage, this.writer, step, Date.now());
+		// Straight to D1, so the route's answer sees D1 in line; if D1 fails now, the alarm delivers the entries later.
+		if (resynced.ok && this.writer.hasSchema())
+			await this.schedule.flush(true).catch((error) => console.error("ledger flush after a restore failed", error));
+		return resynced;
+	}
+
 	/**
 	 * Erases this ledger whole, alarm included: DELETE .../testdata
 	 * (docs/test-mode.md). Refused (false) unless the ledger is a test twin's,
@@ -333,6 +354,7 @@ export class UserLedger extends DurableObject<Env> {
 		return true;
 	}
 
+	/** Refuses a call meant for another ledger: that would be a routing bug, and would mix two users' rewards. */
 	private checkIdentity(appid: string, userkey: string): void {
 		const expected = ledgerName(this.identity.appid, this.identity.userkey);
 		if (expected !== ledgerName(appid, userkey)) throw new Error(`ledger ${expected} called for ${ledgerName(appid, userkey)}`);

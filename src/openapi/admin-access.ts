@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { restoreSchema } from "../admin/ledger-restore";
 import { createMemberSchema, updateMemberSchema } from "../admin/members";
 import { createTokenSchema } from "../admin/tokens";
 import { ROLES } from "../db/admin-tokens";
@@ -49,6 +50,23 @@ export const accessApi: AdminRoute[] = [
 		summary: "Pay again the user's approved Stripe rewards still unpaid (after Stripe refused, or the customer was fixed in Stripe)",
 		status: 202,
 		response: z.object({ userkey: z.string(), queued: z.number() }),
+	},
+	{
+		method: "post",
+		path: "/apps/{appid}/users/{userkey}/ledger:restore",
+		summary:
+			"Restore the user's ledger (rewards, balance) by Durable Objects point-in-time recovery to `at` (within the last 30 days) or to a `bookmark` (an earlier restore's `undobookmark`), then bring D1's projection in line (superuser only; docs/deploy.md). 501 restore_unavailable where the runtime has no point-in-time recovery (local dev)",
+		body: restoreSchema,
+		status: 200,
+		response: z.object({
+			userkey: z.string(),
+			at: z.string().nullable(),
+			restoredto: z.string(),
+			undobookmark: z.string(),
+			rewards: z.number(),
+			forgottenrewards: z.number(),
+			reerased: z.number(),
+		}),
 	},
 	{
 		method: "post",

@@ -62,6 +62,8 @@ export const ERROR_CODES = [
 	"invalid_event",
 	"unknown_variable",
 	"testkeys_exist",
+	"restore_unavailable",
+	"restore_past_payout",
 	"internal_error",
 ] as const satisfies readonly ErrorCode[];
 

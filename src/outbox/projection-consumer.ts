@@ -1,5 +1,5 @@
 import { appTimeZone } from "../db/leaderboard";
-import { eventsOf, needsZone, type ProjectionMessage, type ProjectionWrite, writeProjectionBatch } from "../db/projection-batch";
+import { eventsOf, needsZone, type ProjectionMessage, type ProjectionWrite, partsOf, writeProjectionBatch } from "../db/projection-batch";
 import { isD1Unavailable } from "../instrument/d1-availability";
 import { instrumentEnv, recordProjectionLag } from "../instrument/d1-metrics";
 import type { SentEntry } from "../ledger/outbox-entries";
@@ -22,6 +22,11 @@ import { forEachLimited } from "./parallel";
  * batch that fails is retried by the queue, and a ledger whose
  * acknowledgement does not arrive sends its entries again when their hold
  * ends (records-queued.ts), which the version guard makes harmless.
+ *
+ * A message may carry the parts of several ledgers (a conversion's referrer's
+ * records ride in its friend's message: db/projection-batch.ts, `also`):
+ * each part is written and acknowledged as a message of its own would be,
+ * and the queue message is acknowledged or retried once, as a whole.
  */
 
 const log = (level: "log" | "warn" | "error", msg: string, fields: Record<string, unknown>) =>
@@ -32,17 +37,21 @@ const RETRY_DELAY_S = 2;
 /** Acknowledgements sent at a time. */
 const ACK_PARALLEL = 16;
 
+/** One ledger's part of a queue message (several parts may share one message). */
 interface Accepted {
 	message: Message<unknown>;
 	body: ProjectionMessage;
 }
+
+/** The queue messages of `items`, each once. */
+const messagesOf = (items: Accepted[]) => new Set(items.map((i) => i.message));
 
 export async function projectionQueue(batch: MessageBatch<unknown>, rawEnv: Env, _ctx?: ExecutionContext): Promise<void> {
 	const env = instrumentEnv(rawEnv, "projection");
 	const accepted: Accepted[] = [];
 	for (const message of batch.messages) {
 		const parsed = projectionMessageSchema.safeParse(message.body);
-		if (parsed.success) accepted.push({ message, body: parsed.data });
+		if (parsed.success) for (const body of partsOf(parsed.data)) accepted.push({ message, body });
 		else {
 			// A body this code cannot read would fail every retry: dropped, and the ledger sends its entries again.
 			log("error", "projection message with an invalid body dropped", { messageid: message.id, issues: parsed.error.issues.slice(0, 3) });
@@ -70,13 +79,14 @@ async function zonesOf(db: D1Database, accepted: Accepted[]): Promise<Map<string
 
 function retry(items: Accepted[], error: unknown): void {
 	log("warn", "projection batch not written, retried", { messages: items.length, error: String(error).slice(0, 300) });
-	for (const { message } of items) message.retry({ delaySeconds: RETRY_DELAY_S });
+	for (const message of messagesOf(items)) message.retry({ delaySeconds: RETRY_DELAY_S });
 }
 
 /**
  * Writes the batch as ONE D1 batch. When that fails for a reason other than
- * D1 being busy or down, one message may be what D1 refuses: each message is
- * then written on its own, so the others are not held back with it.
+ * D1 being busy or down, one message may be what D1 refuses: each message
+ * (with the parts it carries) is then written on its own, so the others are
+ * not held back with it.
  */
 async function writeGroups(
 	env: Env,
@@ -93,17 +103,26 @@ async function writeGroups(
 		);
 		return [{ items: accepted, written }];
 	} catch (error) {
-		if (accepted.length === 1 || isD1Unavailable(error)) {
+		if (messagesOf(accepted).size === 1 || isD1Unavailable(error)) {
 			retry(accepted, error);
 			return [];
 		}
 	}
 	const groups: { items: Accepted[]; written: ProjectionWrite }[] = [];
-	for (const item of accepted) {
+	for (const message of messagesOf(accepted)) {
+		const items = accepted.filter((a) => a.message === message);
 		try {
-			groups.push({ items: [item], written: await writeProjectionBatch(env.DB, [item.body], zones, nowIso) });
+			groups.push({
+				items,
+				written: await writeProjectionBatch(
+					env.DB,
+					items.map((i) => i.body),
+					zones,
+					nowIso,
+				),
+			});
 		} catch (error) {
-			retry([item], error);
+			retry(items, error);
 		}
 	}
 	return groups;
@@ -154,5 +173,5 @@ async function afterWrite(env: Env, items: Accepted[], written: ProjectionWrite)
 			log("warn", "projection: acknowledgement to a ledger failed", { appid, userkey, error: String(error).slice(0, 300) });
 		}
 	});
-	for (const { message } of items) message.ack();
+	for (const message of messagesOf(items)) message.ack();
 }

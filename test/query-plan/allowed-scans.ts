@@ -16,6 +16,26 @@ export const ALLOWED_SCANS: readonly AllowedScan[] = [
 	},
 	// ---- a ledger's own SQLite (one user's rewards) ----
 	{
+		file: "src/ledger/restore.ts",
+		sql: "SELECT COALESCE(MAX(seq), 0) AS seq, COALESCE(MAX(version), 0) AS version FROM rewards",
+		table: "rewards",
+		bound:
+			"one user's rewards, read once per point-in-time restore of that ledger (a superuser's admin call, issue 51), never on a product's path",
+	},
+	{
+		file: "src/ledger/restore.ts",
+		sql: "SELECT COUNT(*) AS n FROM payouts WHERE state IN ('sending', 'paid') AND sent_at >= ?",
+		table: "payouts",
+		bound:
+			"one user's payouts (one or two per Stripe reward), read once per point-in-time restore of that ledger (a superuser's admin call)",
+	},
+	{
+		file: "src/ledger/restore.ts",
+		sql: "UPDATE rewards SET version = ? RETURNING seq, version",
+		table: "rewards",
+		bound: "one user's rewards, each re-sent to D1 once per point-in-time restore of that ledger (a superuser's admin call, issue 51)",
+	},
+	{
 		file: "src/ledger/reads.ts",
 		sql: "FROM balances",
 		table: "balances",

@@ -19,6 +19,7 @@ import { cookieOf, csrfOf, ok, page } from "./tour-http";
 import { membersTour } from "./tour-members";
 import { messagesTour } from "./tour-messages";
 import { passkeysTour } from "./tour-passkeys";
+import { restoreTour } from "./tour-restore";
 import { stripeTour } from "./tour-stripe";
 import { testModeTour } from "./tour-test-mode";
 
@@ -384,4 +385,5 @@ export async function tour(): Promise<void> {
 	await testModeTour();
 	await messagesTour();
 	await scheduledJobs();
+	await restoreTour();
 }
