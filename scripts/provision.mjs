@@ -2,7 +2,7 @@
 // checks that wrangler is signed in to an account (`wrangler whoami`), flags
 // example values left in the environment's section of wrangler.toml, creates
 // with wrangler what the environment needs and does not have yet (its D1
-// database, its queues and their dead-letter queues), writes the new
+// database, its queues and their dead-letter queues, its R2 bucket of logos), writes the new
 // database's id into wrangler.toml, and prints the secrets still to set and
 // the deploy command. `--set-secrets` also sets them: each from the variable
 // of the same name in the environment (CI), else asked for at the terminal.
@@ -39,6 +39,7 @@ export function environmentOf(toml, name) {
 		databaseId: values("database_id")[0] ?? null,
 		queues: queues.filter((q) => !dlqs.has(q)),
 		deadLetterQueues: [...dlqs],
+		buckets: values("bucket_name"),
 	};
 }
 
@@ -77,6 +78,10 @@ export function planOf(env, resources) {
 		const dead = resources.deadLetterQueues.includes(queue);
 		steps.push({ kind: "queue", name: queue, command: ["wrangler", "queues", "create", queue], note: dead ? "dead-letter queue" : "" });
 	}
+	// The R2 bucket of the apps' uploaded logos (docs/deploy.md).
+	for (const bucket of resources.buckets ?? []) {
+		steps.push({ kind: "r2", name: bucket, command: ["wrangler", "r2", "bucket", "create", bucket], note: "uploaded logos" });
+	}
 	return {
 		steps,
 		secrets: SECRETS.map(([name, why]) => ({ name, why, command: `npx wrangler secret put ${name} --env ${env}` })),
@@ -89,7 +94,7 @@ function printPlan(env, plan, dryRun) {
 	console.log(`${dryRun ? "Plan (dry run: nothing is called)" : "Provisioning"} for --env ${env}:`);
 	for (const step of plan.steps) {
 		console.log(
-			`  ${step.kind === "d1" ? "D1 database" : "queue      "} ${step.name.padEnd(34)} npx ${step.command.join(" ")}${step.note ? `  # ${step.note}` : ""}`,
+			`  ${{ d1: "D1 database", queue: "queue      ", r2: "R2 bucket  " }[step.kind]} ${step.name.padEnd(34)} npx ${step.command.join(" ")}${step.note ? `  # ${step.note}` : ""}`,
 		);
 	}
 }

@@ -6,6 +6,7 @@ import { sha256Hex } from "../domain/crypto";
 import { randomString } from "../domain/ids";
 import { PUBLIC_ORIGIN_UNSET, publicOrigin } from "../domain/public-origin";
 import { ApiError } from "../http/errors";
+import { brandOf } from "../outbox/branded";
 import { invitationEmail } from "../outbox/emails";
 import { emailEvent, sendOutboxEvents } from "../outbox/events";
 import { body } from "./body";
@@ -81,7 +82,7 @@ memberRoutes.post("/apps/:appid/members", async (c) => {
 			role: input.role,
 			url,
 			expiresAt,
-			brand: { name: app.name, logourl: app.logourl, accentcolor: app.accentcolor },
+			brand: brandOf(app, c.env),
 		}),
 		app.livemode,
 	);

@@ -5,6 +5,7 @@ import { campaignMessages, campaignRewardEmail, deleteCampaignMessage, saveCampa
 import { shareLinkBase } from "../domain/public-origin";
 import { emailShareUrl } from "../domain/share-url";
 import { ApiError, badRequest, campaignNotFound } from "../http/errors";
+import { brandOf } from "../outbox/branded";
 import { previewMessage } from "../outbox/emails";
 import { DEFAULT_TEMPLATES } from "../outbox/template-defaults";
 import {
@@ -159,6 +160,6 @@ messageRoutes.post(`${BASE}/:kind/:language/preview`, async (c) => {
 	const template = await body(c.req.raw, templateSchema);
 	refuseProblems(checkTemplate(kind, template));
 	const [app, campaign] = await Promise.all([requireApp(c.env.DB, appid), requireCampaign(c.env.DB, appid, c.req.param("campaignid"))]);
-	const brand = { name: app.name, logourl: app.logourl, accentcolor: app.accentcolor };
+	const brand = brandOf(app, c.env);
 	return c.json({ kind, language: lang, ...previewMessage(kind, template, campaign, brand, lang, sampleShareLink(c)) });
 });

@@ -7,7 +7,7 @@ import type { RequestAuth } from "./principal";
 /**
  * Who may call which admin route (docs/operators.md). Roles, from least to
  * most: viewer reads; reviewer also changes reward statuses and redelivers
- * webhooks; manager also edits campaigns, coupons and imports; owner also
+ * webhooks; manager also edits campaigns, coupons, imports and the app's logo; owner also
  * changes the app's settings, keys, tokens, and erases and exports people.
  * `superuser` is the deployment's ADMIN_TOKEN alone (apps across the
  * deployment). Every admin route must have a line here: the rights test
@@ -25,6 +25,9 @@ export const RIGHTS: Readonly<Record<string, Needed>> = {
 	"POST /apps/:appid/rotate-webhooksecret": "owner",
 	"POST /apps/:appid/testkeys": "owner",
 	"DELETE /apps/:appid/testdata": "owner",
+	// The logo is branding, as campaigns' look is: a manager's (issue 48).
+	"PUT /apps/:appid/logo": "manager",
+	"DELETE /apps/:appid/logo": "manager",
 	"POST /apps/:appid/campaigns": "manager",
 	"GET /apps/:appid/campaigns": "viewer",
 	"GET /apps/:appid/campaigns/:campaignid": "viewer",

@@ -19,6 +19,7 @@ import { requireApp } from "./guard";
 import { importRoutes } from "./import";
 import { leaderboardRoutes } from "./leaderboard";
 import { ledgerRestoreRoutes } from "./ledger-restore";
+import { dropReplacedLogo, logoRoutes } from "./logos";
 import { memberRoutes } from "./members";
 import { messageRoutes } from "./messages";
 import { pageOf } from "./paging";
@@ -218,6 +219,8 @@ adminRoutes.patch("/apps/:appid", async (c) => {
 	}
 	if (stripe !== undefined) await applyStripeSettings(c, appid, stripe);
 	if (teststripe !== undefined) await applyStripeSettings(c, testAppid(appid), teststripe);
+	// A logo URL set over an uploaded logo: the uploaded file goes (logos.ts).
+	if (fields.logourl !== undefined) await dropReplacedLogo(c.env, before, fields.logourl);
 	forgetCachedApp(appid);
 	forgetCachedApp(testAppid(appid));
 	const stripeViews = { stripe: await stripeView(c, appid), teststripe: await stripeView(c, testAppid(appid)) };
@@ -309,3 +312,4 @@ adminRoutes.route("/", memberRoutes);
 adminRoutes.route("/", auditRoutes);
 adminRoutes.route("/", stripeRoutes);
 adminRoutes.route("/", testDataRoutes);
+adminRoutes.route("/", logoRoutes);

@@ -262,10 +262,10 @@ export const addCouponsSchema = z.object({
 	coupons: z
 		.array(
 			z.object({
-				coupon: z.string().trim().min(1, "is required").max(200),
-				couponname: z.string().max(200).default(""),
-				coupondetails: z.string().max(2000).default(""),
-				couponimage: z.string().max(2000).default(""),
+				coupon: z.string().trim().min(1, "is required").max(200, "must be at most 200 characters"),
+				couponname: z.string().max(200, "must be at most 200 characters").default(""),
+				coupondetails: z.string().max(2000, "must be at most 2000 characters").default(""),
+				couponimage: z.string().max(2000, "must be at most 2000 characters").default(""),
 			}),
 		)
 		.min(1, "must hold at least one coupon")

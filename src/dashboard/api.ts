@@ -45,10 +45,12 @@ export type Api = <T = any>(method: string, path: string, body?: unknown) => Pro
 export function apiFor(c: Context<any>, personid: string | null): Api {
 	const person = { personid, ip: clientIp(c.req.raw), origin: new URL(c.req.url).origin };
 	return async (method, path, body) => {
+		// A file (an uploaded logo) goes as its bytes with its own type; anything else as JSON.
+		const file = body instanceof Blob ? body : null;
 		const request = new Request(`http://dashboard.internal/admin/v1${dashboardApiPath(c, path)}`, {
 			method,
-			headers: { "content-type": "application/json" },
-			body: body === undefined ? undefined : JSON.stringify(body),
+			headers: { "content-type": file ? file.type || "application/octet-stream" : "application/json" },
+			body: file ?? (body === undefined ? undefined : JSON.stringify(body)),
 		});
 		// The person travels with this dispatch only (admin/principal.ts), into the admin API's context variables.
 		const res = await admin.fetch(request, handingOff(c.env, { person }), c.executionCtx);

@@ -10,6 +10,7 @@ import { stripeWebhookRoutes } from "../integrations/stripe/webhook";
 import { openApiRoutes } from "../openapi/routes";
 import { operations } from "../operations";
 import { shareLinkRoutes } from "../operations/share-link";
+import { logoFileRoutes } from "../sharepage/logos";
 import { sharePageRoutes } from "../sharepage/routes";
 import { authenticate } from "./auth";
 import { d1Metrics, TOTALS_PATH } from "./d1-metrics";
@@ -118,6 +119,7 @@ app.route("/r", shareLinkRoutes);
 app.route("/dashboard", dashboardRoutes);
 app.route("/", devMailRoutes);
 app.route("/", sharePageRoutes);
+app.route("/", logoFileRoutes);
 app.route("/", openApiRoutes);
 
 app.notFound((c) => c.json(errorBody("not_found", `No route for ${c.req.method} ${new URL(c.req.url).pathname}.`), 404));

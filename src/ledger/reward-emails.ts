@@ -5,6 +5,7 @@ import { langOfTag, sendsRewardEmail } from "../domain/messages";
 import type { OutboxEvent } from "../domain/outbox-event";
 import { shareLinkBase } from "../domain/public-origin";
 import { emailShareUrl } from "../domain/share-url";
+import { brandOf } from "../outbox/branded";
 import { rewardEarnedText, rewardEmail } from "../outbox/emails";
 import { emailEvent, sendInBatches } from "../outbox/events";
 import { NEXT_OUTBOX_ID } from "./outbox-entries";
@@ -106,7 +107,7 @@ async function renderEmails(host: EmailHost, rewards: RewardRow[]): Promise<Outb
 	const { user, app } = context;
 	if (!user?.email || user.erased || !app) return [];
 	const livemode = !isTestAppid(host.appid);
-	const brand = { name: app.name, logourl: app.logourl, accentcolor: app.accentcolor };
+	const brand = brandOf(app, host.env);
 	// The configured base (SHARE_BASE_URL, else PUBLIC_ORIGIN); without one, no {{sharelink}} (its line is left out).
 	const shareurl = emailShareUrl(user.referralcode, user.customdomain, shareLinkBase(host.env));
 	return rewards.flatMap((row) => {

@@ -7,6 +7,10 @@ export interface AdminRoute {
 	path: string;
 	summary: string;
 	body?: z.ZodType;
+	/** A raw (non-JSON) body: the content types it may have (e.g. an uploaded image). */
+	rawBody?: { types: string[]; description: string };
+	/** Error answers of this route beyond the common ones (status: when). */
+	errors?: Record<string, string>;
 	query?: Record<string, z.ZodType>;
 	status: number;
 	response: z.ZodType;

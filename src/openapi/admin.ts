@@ -12,7 +12,7 @@ import {
 import { statusChangesSchema } from "../operations/schemas";
 import { LANGS, MESSAGE_KINDS, REWARD_EMAIL_MODES } from "../outbox/templates";
 import { accessApi } from "./admin-access";
-import { app } from "./admin-app";
+import { app, logoApi } from "./admin-app";
 import { adminReward, rewardDetail } from "./admin-reward";
 import type { AdminRoute } from "./admin-route";
 
@@ -374,4 +374,5 @@ export const adminApi: AdminRoute[] = [
 		}),
 	},
 	...accessApi,
+	...logoApi,
 ];

@@ -149,6 +149,13 @@ function neededRole(route: AdminRoute): string {
 	return rule.needed;
 }
 
+/** A body sent as its bytes (an uploaded logo), one entry per content type. */
+const rawRequestBody = (raw: NonNullable<AdminRoute["rawBody"]>) => ({
+	required: true,
+	description: raw.description,
+	content: Object.fromEntries(raw.types.map((type) => [type, { schema: { type: "string", format: "binary" } }])),
+});
+
 function adminOperation(route: AdminRoute): Record<string, unknown> {
 	const pathParams = [...route.path.matchAll(/\{(\w+)\}/g)].map((m) => ({
 		name: m[1],
@@ -189,8 +196,10 @@ function adminOperation(route: AdminRoute): Record<string, unknown> {
 		...(route.body
 			? { requestBody: { required: true, content: { "application/json": { schema: jsonSchema(route.body, "input") } } } }
 			: {}),
+		...(route.rawBody ? { requestBody: rawRequestBody(route.rawBody) } : {}),
 		responses: {
 			[String(route.status)]: { description: "Success", content: { "application/json": { schema: jsonSchema(route.response, "output") } } },
+			...Object.fromEntries(Object.entries(route.errors ?? {}).map(([status, when]) => [status, errorResponse(when)])),
 			"400": errorResponse("Invalid body or parameter"),
 			"401": errorResponse("Missing or wrong admin token"),
 			"403": errorResponse("The caller's role is below the one this route needs (forbidden, with needed and role)"),

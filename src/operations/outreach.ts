@@ -1,5 +1,4 @@
 import { z } from "zod";
-import type { App } from "../db/apps";
 import { getCampaignWithDetails } from "../db/campaigns";
 import { recordNetwork } from "../db/identifiers";
 import { campaignMessages, rememberLanguage } from "../db/messages";
@@ -13,6 +12,7 @@ import { emailShareUrl } from "../domain/share-url";
 import { ApiError, campaignNotFound, refuseErased, userNotFound } from "../http/errors";
 import { optionalEmail, optionalId, optionalPhone, optionalText } from "../http/fields";
 import { defineOperation, type OperationContext } from "../http/operation";
+import { brandOf } from "../outbox/branded";
 import { mailAction, outreachEmail, reminderEmail, sideReward } from "../outbox/emails";
 import { emailEvent, sendOutboxEvents } from "../outbox/events";
 import { type Lang, langOfTag } from "../outbox/templates";
@@ -35,9 +35,6 @@ function keepLanguage(ctx: OperationContext, userid: number, lang: Lang): void {
 		rememberLanguage(ctx.env.DB, userid, lang).catch((error) => console.warn("language not kept", { userid, error: String(error) })),
 	);
 }
-
-/** The app's logo and colour on its emails (docs/messages.md). */
-const brandOf = (app: App) => ({ name: app.name, logourl: app.logourl, accentcolor: app.accentcolor });
 
 /** The recipient's language as the product knows it (a BCP 47 tag, docs/messages.md); an unknown one is English. */
 const language = optionalText(35);
@@ -111,7 +108,7 @@ export const invokeoutreach = defineOperation({
 					referralcode: user.referralcode,
 					lang: lang ?? "en",
 					templates,
-					brand: brandOf(app),
+					brand: brandOf(app, env),
 					reward: sideReward(campaign.rewardrules, "Referrer"),
 				}),
 				app.livemode,
@@ -187,7 +184,7 @@ export const remindfriend = defineOperation({
 				landingurl: app.landingurl,
 				lang: lang ?? "en",
 				templates,
-				brand: brandOf(app),
+				brand: brandOf(app, env),
 				shareurl: emailShareUrl(referrer.referralcode, referrer.customdomain, shareLinkBase(env)),
 				referralcode: referrer.referralcode,
 				reward: sideReward(campaign.rewardrules, "Friend"),

@@ -1,17 +1,32 @@
+import { isShownLogo } from "../domain/logo";
+import { publicOrigin } from "../domain/public-origin";
 import { html, raw, safeHref } from "./html";
 import { headerText } from "./mail-headers";
 import { fill, type Lang, type Template, type Values } from "./templates";
 
 /**
  * An app's look on its emails (issue 34, docs/messages.md): its name (the
- * logo's text alternative), its logo (an https URL the admin API checked)
+ * logo's text alternative), its logo (an https URL the admin API checked, or one uploaded here)
  * and its accent colour (`#rrggbb`, checked too).
  */
 export interface Brand {
 	name: string;
 	logourl: string | null;
 	accentcolor: string | null;
+	/** The deployment's public origin: a logo uploaded here (served on it, domain/logo.ts) is shown too, locally over http. */
+	ownorigin?: string | null;
 }
+
+/** An app's brand on its emails, with the deployment's origin for its uploaded logo. */
+export const brandOf = (
+	app: { name: string; logourl: string | null; accentcolor: string | null },
+	env: { PUBLIC_ORIGIN?: string },
+): Brand => ({
+	name: app.name,
+	logourl: app.logourl,
+	accentcolor: app.accentcolor,
+	ownorigin: publicOrigin(env),
+});
 
 /** The colour of an email's rule and links when the app set none. */
 export const DEFAULT_ACCENT = "#1a56db";
@@ -20,8 +35,8 @@ export const DEFAULT_ACCENT = "#1a56db";
 const accentOf = (brand: Brand | null) =>
 	brand?.accentcolor && /^#[0-9a-f]{6}$/i.test(brand.accentcolor) ? brand.accentcolor : DEFAULT_ACCENT;
 
-/** Only an https logo is shown (a mail client would warn on, or block, anything else). */
-const logoOf = (brand: Brand | null) => (brand?.logourl?.startsWith("https://") ? safeHref(brand.logourl) : null);
+/** Only an https logo is shown (a mail client would warn on, or block, anything else), or one uploaded here (https when deployed). */
+const logoOf = (brand: Brand | null) => (brand && isShownLogo(brand.logourl, brand.ownorigin ?? null) ? safeHref(brand.logourl) : null);
 
 /** Plain text with URLs turned into links (in the accent colour), every other character escaped. */
 export function linkify(text: string, accent = DEFAULT_ACCENT): string {

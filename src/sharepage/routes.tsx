@@ -6,6 +6,7 @@ import { readStanding } from "../db/leaderboard";
 import { findUser } from "../db/users";
 import { exactOrigin } from "../domain/frame-origin";
 import { bucketOf } from "../domain/leaderboard";
+import { isShownLogo } from "../domain/logo";
 import { publicOrigin } from "../domain/public-origin";
 import { shareUrl } from "../domain/share-url";
 import { ledgerFor } from "../ledger/stub";
@@ -36,11 +37,12 @@ export function frameOrigin(app: { frameorigin: string | null; landingurl: strin
 	return app.landingurl ? exactOrigin(app.landingurl) : null;
 }
 
-/** The app's logo as the page shows it: an https URL (the admin API allows no other), else none. */
-function logoOf(app: { logourl: string | null }): { url: string; origin: string } | null {
+/** The app's logo as the page shows it: an https URL (the admin API allows no other) or one uploaded here (domain/logo.ts), else none. */
+function logoOf(app: { logourl: string | null }, env: Env): { url: string; origin: string } | null {
 	try {
-		const url = app.logourl ? new URL(app.logourl) : null;
-		return url?.protocol === "https:" ? { url: url.href, origin: url.origin } : null;
+		if (!isShownLogo(app.logourl, publicOrigin(env))) return null;
+		const url = new URL(app.logourl);
+		return { url: url.href, origin: url.origin };
 	} catch {
 		return null;
 	}
@@ -97,7 +99,7 @@ sharePageRoutes.get("/share/:appid/:userkey", async (c) => {
 		: undefined;
 	const shareurl = shareUrl(user.referralcode, user.customdomain, c.env.SHARE_BASE_URL, publicOrigin(c.env) ?? new URL(c.req.url).origin);
 	const background = safeColor(campaign?.campaignbgcolor);
-	const logo = logoOf(app);
+	const logo = logoOf(app, c.env);
 	const offertitle = campaign?.offertitle ?? "";
 	const data: SharePageData = {
 		offertitle,

@@ -55,3 +55,38 @@ export async function seriousAxeViolations(page: Page): Promise<string[]> {
 		.filter((v) => v.impact === "serious" || v.impact === "critical")
 		.map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(" ")).join(", ")}`);
 }
+
+/**
+ * Draws this run's `wrangler dev` address as `npm start`'s (127.0.0.1:8787) in
+ * the page as it is now: its text, its fields and its preview frames
+ * (`iframe[srcdoc]`, reloaded). Called just before a screenshot of the docs,
+ * so a share link on the page does not make the image differ on every run
+ * (each run gets a free port) and a test run leaves the tree clean.
+ */
+export async function drawSteadyOrigin(page: Page, base: string): Promise<void> {
+	const from = new URL(base).host;
+	await page.evaluate(
+		async (from, to) => {
+			const swap = (s: string) => s.split(from).join(to);
+			const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+			for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+				if (node.nodeValue?.includes(from)) node.nodeValue = swap(node.nodeValue);
+			}
+			for (const field of document.querySelectorAll<HTMLInputElement | HTMLTextAreaElement>("input, textarea")) {
+				if (field.type !== "file" && field.value.includes(from)) field.value = swap(field.value);
+			}
+			const frames = [...document.querySelectorAll("iframe[srcdoc]")].filter((f) => f.getAttribute("srcdoc")?.includes(from));
+			await Promise.all(
+				frames.map(
+					(frame) =>
+						new Promise((loaded) => {
+							frame.addEventListener("load", loaded, { once: true });
+							frame.setAttribute("srcdoc", swap(frame.getAttribute("srcdoc") ?? ""));
+						}),
+				),
+			);
+		},
+		from,
+		"127.0.0.1:8787",
+	);
+}

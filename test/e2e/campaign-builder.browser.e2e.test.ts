@@ -2,7 +2,7 @@ import { mkdirSync } from "node:fs";
 import type { Browser, HTTPRequest, Page } from "puppeteer-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startService } from "../../scripts/dev-service.mjs";
-import { brokenAssets, launchBrowser, seriousAxeViolations } from "./browser";
+import { brokenAssets, drawSteadyOrigin, launchBrowser, seriousAxeViolations } from "./browser";
 import { serviceClient } from "./service-client";
 import { waitFor } from "./wait";
 
@@ -129,6 +129,7 @@ describe("the campaign builder", () => {
 		expect([await value("#f-r0_t1_fromcount"), await value("#f-r0_t1_reward")]).toEqual(["5", "50"]);
 		expect(await campaignNames()).not.toContain("Launch offer");
 		await axeClean();
+		await drawSteadyOrigin(page, service.base);
 		await page.screenshot({ path: `${IMAGES}campaign-builder-errors.png` });
 
 		// Fixed, it saves: the tiers as rows became the campaign's tiers.
@@ -179,6 +180,7 @@ describe("the campaign builder", () => {
 			},
 		);
 		await axeClean();
+		await drawSteadyOrigin(page, service.base);
 		await page.screenshot({ path: `${IMAGES}campaign-builder-preview.png` });
 
 		// Without script: app.js is never delivered, so only the Preview button's own form post can show the preview.
@@ -220,6 +222,7 @@ describe("the campaign builder", () => {
 		expect(await value("#f-campaignname")).toBe("Quiet campaign");
 		expect(await campaignNames()).not.toContain("Quiet campaign");
 		await axeClean();
+		await drawSteadyOrigin(page, service.base);
 		await page.screenshot({ path: `${IMAGES}campaign-builder-no-share.png` });
 		await page.click("input[name=confirm][value=noshare]");
 		expect(await submit("button[name=save]")).toBe(200);
@@ -248,6 +251,7 @@ describe("archive, restore and delete", () => {
 		expect(await text("[data-testid=archived-campaigns]")).toContain("Summer 2025");
 		expect(await page.$$eval("table", (tables) => tables[0]?.textContent ?? "")).not.toContain("Summer 2025");
 		await axeClean();
+		await drawSteadyOrigin(page, service.base);
 		await page.screenshot({ path: `${IMAGES}campaign-archived.png` });
 
 		// A conversion against it is refused with its code, and nothing is recorded.

@@ -2,7 +2,7 @@ import { mkdirSync } from "node:fs";
 import type { Browser, Page } from "puppeteer-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startService } from "../../scripts/dev-service.mjs";
-import { brokenAssets, launchBrowser, seriousAxeViolations } from "./browser";
+import { brokenAssets, drawSteadyOrigin, launchBrowser, seriousAxeViolations } from "./browser";
 import { serviceClient } from "./service-client";
 import { waitFor } from "./wait";
 
@@ -35,7 +35,7 @@ const api = async (operation: string, body: Record<string, unknown>) =>
 /** The page as it is now, axe-clean, saved for the walkthrough. */
 async function checked(shot?: string) {
 	expect(await seriousAxeViolations(page)).toEqual([]);
-	if (shot) await page.screenshot({ path: `${SHOTS}console-${shot}.png` });
+	if (shot) await drawSteadyOrigin(page, service.base).then(() => page.screenshot({ path: `${SHOTS}console-${shot}.png` }));
 }
 
 /** The `dt` -> `dd` text pairs of a definition list. */

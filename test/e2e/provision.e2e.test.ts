@@ -26,6 +26,7 @@ describe("provision --dry-run", () => {
 		expect(run.stdout).toMatch(/referral-outbox-dlq-staging .*# dead-letter queue/);
 		expect(run.stdout).toMatch(/referral-stripe-dlq-staging .*# dead-letter queue/);
 		expect(run.stdout).toMatch(/referral-projection-dlq-staging .*# dead-letter queue/);
+		expect(run.stdout).toMatch(/R2 bucket +referral-logos-staging .*npx wrangler r2 bucket create referral-logos-staging/);
 		expect(run.stdout).toMatch(/Account check: npx wrangler whoami \(not called in a dry run\)/);
 		for (const secret of ["ADMIN_TOKEN", "IP_HASH_KEY", "SECRETS_KEY"])
 			expect(run.stdout).toContain(`wrangler secret put ${secret} --env staging`);
@@ -78,6 +79,7 @@ describe("provision --dry-run", () => {
 			databaseId: expect.any(String),
 			queues: ["referral-outbox", "referral-projection", "referral-stripe"],
 			deadLetterQueues: ["referral-outbox-dlq", "referral-projection-dlq", "referral-stripe-dlq"],
+			buckets: ["referral-logos"],
 		});
 		expect(environmentOf(toml, "staging")?.queues).toEqual([
 			"referral-outbox-staging",

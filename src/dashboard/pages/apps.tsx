@@ -1,13 +1,16 @@
 /** @jsxImportSource hono/jsx */
 
+import type { Child } from "hono/jsx";
 import { appsOfPerson } from "../../db/members";
 import { ApiError } from "../../http/errors";
 import { must } from "../api";
 import { type AppInfo, back, type Dash, type DashContext, field, flash } from "../context";
 import { CheckedField, type FormErrors, formErrors } from "../form-errors";
 import { Csrf, dateTime, Page, Table } from "../layout";
+import { mayAct, roleIn } from "../role";
 import { putSecrets, takeSecrets } from "../secret-flash";
 import { Secrets, TestKeys } from "./app-keys";
+import { LogoSection, registerLogo } from "./app-logo";
 import { StripeSection } from "./stripe";
 
 /** Apps: list, create, settings, keys (the private key shown once), rotations. */
@@ -62,7 +65,7 @@ function TimeZoneField({ value, error }: { value: string; error?: string | undef
 }
 
 /** What only an owner (or the superuser) sees of an app: the webhook secret, key rotations and the settings. */
-function OwnerSections({ app, csrf, errors }: { app: AppInfo; csrf: string; errors: Record<string, string> }) {
+function OwnerSections({ app, csrf, errors, logo }: { app: AppInfo; csrf: string; errors: Record<string, string>; logo: Child }) {
 	const base = `/dashboard/apps/${app.appid}`;
 	return (
 		<>
@@ -107,7 +110,7 @@ function OwnerSections({ app, csrf, errors }: { app: AppInfo; csrf: string; erro
 						name="logourl"
 						type="url"
 						value={app.logourl}
-						hint="https only; on the share page, the widget and every email"
+						hint="https only; on the share page, the widget and every email; or upload a file under Logo"
 					/>
 					<CheckedField
 						error={errors.accentcolor}
@@ -135,6 +138,7 @@ function OwnerSections({ app, csrf, errors }: { app: AppInfo; csrf: string; erro
 					<button type="submit">Save settings</button>
 				</div>
 			</form>
+			{logo}
 			<StripeSection app={app} csrf={csrf} />
 		</>
 	);
@@ -263,16 +267,19 @@ export function registerApps(dash: Dash) {
 	});
 
 	/** The app's page; after a refused save, with what was typed in the settings (not the stored values) and the error. */
-	const overview = (
+	const overview = async (
 		c: DashContext,
 		app: AppInfo,
 		messages: { ok?: string | null; error?: string | null },
 		status: 200 | 400 = 200,
 		errors: Record<string, string> = {},
+		logoError?: string,
 	) => {
 		const csrf = c.var.session.csrf;
 		// The webhook secret comes back only to an owner (or the superuser): the settings and keys are theirs alone.
 		const owner = app.webhooksecret !== null;
+		// The logo is a manager's too (admin/rights.ts): an owner finds it with the other branding settings.
+		const logo = owner || mayAct(await roleIn(c, app.appid), "manager") ? <LogoSection app={app} csrf={csrf} error={logoError} /> : null;
 		return c.html(
 			<Page title={app.name} appid={app.appid} appname={app.name} tab="overview" csrf={csrf} {...messages}>
 				<h2>Keys</h2>
@@ -287,7 +294,7 @@ export function registerApps(dash: Dash) {
 					<dd>{app.defaultcampaignid ?? "none yet"}</dd>
 				</dl>
 				<TestKeys app={app} csrf={csrf} owner={owner} />
-				{owner && <OwnerSections app={app} csrf={csrf} errors={errors} />}
+				{owner ? <OwnerSections app={app} csrf={csrf} errors={errors} logo={logo} /> : logo}
 			</Page>,
 			status,
 		);
@@ -298,10 +305,12 @@ export function registerApps(dash: Dash) {
 	dash.post("/apps/:appid", async (c) => {
 		const appid = c.req.param("appid");
 		const typed = appForm(await c.req.parseBody(), true);
-		const res = await c.var.api("PATCH", `/apps/${encodeURIComponent(appid)}`, typed);
+		const stored = await loadApp(c, appid);
+		// An uploaded logo's URL left as it was is not sent again (locally it is http, which the field would refuse).
+		const sent = typed.logourl === stored.logourl ? { ...typed, logourl: undefined } : typed;
+		const res = await c.var.api("PATCH", `/apps/${encodeURIComponent(appid)}`, sent);
 		if (res.ok) return back(c, `/dashboard/apps/${appid}`, { ok: "Settings saved." });
 		// Shown again as typed, so a fix is one field, not the whole form again.
-		const stored = await loadApp(c, appid);
 		const shown: AppInfo = {
 			...stored,
 			name: typed.name || stored.name,
@@ -317,6 +326,8 @@ export function registerApps(dash: Dash) {
 		const refused = formErrors(res, SETTINGS_LABELS, "The settings were not saved");
 		return overview(c, shown, { error: refused.summary }, 400, refused.fields);
 	});
+
+	registerLogo(dash, (c, app, logoError) => overview(c, app, {}, 400, {}, logoError), loadApp);
 
 	dash.post("/apps/:appid/rotate-privatekey", async (c) => {
 		const appid = c.req.param("appid");

@@ -4,11 +4,12 @@ import { apiFieldName, checkCampaign, type FieldProblem } from "../campaign-chec
 import { newCampaign, typedFromForm, typedFromStored } from "../campaign-typed";
 import { back, type Dash, type DashContext, field, flash } from "../context";
 import { campaignFromForm, couponsFromText } from "../forms";
-import { Csrf, Page, Table, TextArea } from "../layout";
+import { Csrf, Page, Table } from "../layout";
 import { mayAct, roleIn } from "../role";
 import { loadApp } from "./apps";
 import { type BuilderProps, CampaignForm } from "./campaign-form";
 import { CampaignPreview, previewHtml } from "./campaign-preview";
+import { CouponForm, type CouponFormState, couponError, NO_CODES } from "./coupon-form";
 
 /** Campaigns: the list (active and archived), the builder (campaign-form.tsx), archive, restore, delete, coupon pool upload. */
 
@@ -34,6 +35,7 @@ export async function renderEdit(
 	campaign: Values,
 	messages: { ok?: string | null; error?: string | null },
 	builder?: Partial<BuilderProps>,
+	coupons?: CouponFormState,
 ) {
 	const app = await loadApp(c, appid);
 	const base = `${campaignsPath(appid)}/${campaign.campaignid}`;
@@ -84,21 +86,7 @@ export async function renderEdit(
 			<p>
 				<strong data-testid="couponsavailable">{campaign.couponsavailable ?? 0}</strong> code(s) left.
 			</p>
-			{manager && (
-				<form class="grid" method="post" action={`${base}/coupons`} enctype="multipart/form-data" aria-labelledby="coupons">
-					<Csrf token={csrf} />
-					<TextArea label="Codes" name="codes" hint="one per line" rows={4} />
-					<div>
-						<label for="f-csv">
-							Or a CSV file <span class="hint">(first column the code; optional name and details columns)</span>
-						</label>
-						<input id="f-csv" type="file" name="csv" accept=".csv,text/csv,text/plain" />
-					</div>
-					<div>
-						<button type="submit">Add codes</button>
-					</div>
-				</form>
-			)}
+			{manager && <CouponForm action={`${base}/coupons`} csrf={csrf} state={coupons} />}
 		</Page>
 	);
 }
@@ -343,13 +331,15 @@ export function registerCampaigns(dash: Dash) {
 		const form = await c.req.parseBody();
 		const file = form.csv;
 		const csv = file instanceof File ? await file.text() : "";
-		const coupons = couponsFromText(field(form, "codes"), csv);
-		if (coupons.length === 0) return back(c, `/dashboard${path}#coupons`, { error: "Paste codes or choose a CSV file." });
-		const res = await c.var.api("POST", `${path}/coupons`, { coupons });
-		return back(
-			c,
-			`/dashboard${path}#coupons`,
-			res.ok ? { ok: `Added ${res.body.added} code(s); ${res.body.skipped} already in the pool.` } : { error: res.error },
-		);
+		const codes = field(form, "codes");
+		const coupons = couponsFromText(codes, csv);
+		const res = coupons.length > 0 ? await c.var.api("POST", `${path}/coupons`, { coupons }) : null;
+		if (res?.ok)
+			return back(c, `/dashboard${path}#coupons`, { ok: `Added ${res.body.added} code(s); ${res.body.skipped} already in the pool.` });
+		if (res && res.status !== 400) return back(c, `/dashboard${path}#coupons`, { error: res.error });
+		// Refused: the page again with the codes as typed and the reason at the box (issue 48), nothing added.
+		const error = res ? couponError(res, coupons, csv !== "") : NO_CODES;
+		const stored = must(await c.var.api<Values>("GET", path));
+		return c.html(await renderEdit(c, appid, stored, { error }, undefined, { codes, error }), 400);
 	});
 }
