@@ -1,4 +1,4 @@
-import { readFileSync } from "node:fs";
+import { mkdirSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import chromium from "@sparticuz/chromium";
 import puppeteer, { type Browser, type Page } from "puppeteer-core";
@@ -89,4 +89,15 @@ export async function drawSteadyOrigin(page: Page, base: string): Promise<void> 
 		from,
 		"127.0.0.1:8787",
 	);
+}
+
+/**
+ * Where a walkthrough screenshot goes: docs/screenshots/ when DOCS_SCREENSHOTS=1 (regenerating the images
+ * docs/operators.md shows), else the ignored screenshots/ at the root, so a test run leaves the tree as it was.
+ */
+export function docsScreenshots(): string {
+	const dir = process.env.DOCS_SCREENSHOTS === "1" ? "../../docs/screenshots/" : "../../screenshots/";
+	const path = new URL(dir, import.meta.url).pathname;
+	mkdirSync(path, { recursive: true });
+	return path;
 }
