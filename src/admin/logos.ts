@@ -4,6 +4,7 @@ import { LOGO_CONTENT_TYPES, LOGO_MAX_BYTES, LOGO_PATH_PREFIX, type LogoType, lo
 import { PUBLIC_ORIGIN_UNSET, publicOrigin } from "../domain/public-origin";
 import { forgetCachedApp } from "../http/auth";
 import { ApiError } from "../http/errors";
+import { readBytesLimited } from "../http/json-body";
 import { requireApp } from "./guard";
 import { type AdminContext, type AdminEnv, auditEntry } from "./principal";
 
@@ -27,27 +28,7 @@ const tooLarge = () =>
 /** The body's bytes, refused at the first byte over the cap (a declared length over it is refused before any read). */
 async function readImage(request: Request): Promise<Uint8Array> {
 	if (Number(request.headers.get("content-length") ?? "0") > LOGO_MAX_BYTES) throw tooLarge();
-	if (!request.body) return new Uint8Array();
-	const reader = request.body.getReader();
-	const chunks: Uint8Array[] = [];
-	let size = 0;
-	for (;;) {
-		const { done, value } = await reader.read();
-		if (done) break;
-		size += value.byteLength;
-		if (size > LOGO_MAX_BYTES) {
-			await reader.cancel();
-			throw tooLarge();
-		}
-		chunks.push(value);
-	}
-	const bytes = new Uint8Array(size);
-	let offset = 0;
-	for (const chunk of chunks) {
-		bytes.set(chunk, offset);
-		offset += chunk.byteLength;
-	}
-	return bytes;
+	return readBytesLimited(request, LOGO_MAX_BYTES, tooLarge);
 }
 
 const unsupported = (message: string) => new ApiError(415, "unsupported_media_type", `logo: ${message}`, { fields: ["logo"] });

@@ -41,7 +41,12 @@ const tooLarge = (maxBytes: number) => new ApiError(413, "payload_too_large", `T
 
 /** Reads the body as text, stopping as soon as it passes the limit (chunked bodies have no length). */
 async function readLimited(request: Request, maxBytes: number): Promise<string> {
-	if (!request.body) return "";
+	return new TextDecoder().decode(await readBytesLimited(request, maxBytes, () => tooLarge(maxBytes)));
+}
+
+/** The body's bytes, refused with `tooBig()` at the first byte over `maxBytes` (chunked bodies have no length). */
+export async function readBytesLimited(request: Request, maxBytes: number, tooBig: () => Error): Promise<Uint8Array> {
+	if (!request.body) return new Uint8Array();
 	const reader = request.body.getReader();
 	const chunks: Uint8Array[] = [];
 	let size = 0;
@@ -51,7 +56,7 @@ async function readLimited(request: Request, maxBytes: number): Promise<string> 
 		size += value.byteLength;
 		if (size > maxBytes) {
 			await reader.cancel();
-			throw tooLarge(maxBytes);
+			throw tooBig();
 		}
 		chunks.push(value);
 	}
@@ -61,5 +66,5 @@ async function readLimited(request: Request, maxBytes: number): Promise<string> 
 		bytes.set(chunk, offset);
 		offset += chunk.byteLength;
 	}
-	return new TextDecoder().decode(bytes);
+	return bytes;
 }
