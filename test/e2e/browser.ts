@@ -101,3 +101,12 @@ export function docsScreenshots(): string {
 	mkdirSync(path, { recursive: true });
 	return path;
 }
+
+/** The `dt` -> `dd` text pairs of a definition list on the page. */
+export const definitionList = (page: Page, selector: string): Promise<Record<string, string>> =>
+	page.$eval(selector, (dl) => {
+		const out: Record<string, string> = {};
+		for (const dt of dl.querySelectorAll("dt"))
+			out[dt.textContent?.trim() ?? ""] = dt.nextElementSibling?.textContent?.replace(/\s+/g, " ").trim() ?? "";
+		return out;
+	});

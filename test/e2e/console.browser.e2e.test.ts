@@ -1,7 +1,7 @@
 import type { Browser, Cookie, Page } from "puppeteer-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startService } from "../../scripts/dev-service.mjs";
-import { brokenAssets, launchBrowser, seriousAxeViolations } from "./browser";
+import { brokenAssets, definitionList, launchBrowser, seriousAxeViolations } from "./browser";
 import { INVITATION_LINK, linkFromMailbox } from "./mailbox";
 import { serviceClient } from "./service-client";
 import { waitFor } from "./wait";
@@ -62,15 +62,7 @@ const invitationLink = (email: string, _added: Record<string, unknown>) =>
 	linkFromMailbox(service.base, email, /invited/, INVITATION_LINK, context);
 
 /** The `dt` -> `dd` text pairs of a definition list. */
-const props = (selector: string) =>
-	page.$eval(selector, (dl) => {
-		const out: Record<string, string> = {};
-		for (const dt of dl.querySelectorAll("dt")) {
-			const dd = dt.nextElementSibling;
-			out[dt.textContent?.trim() ?? ""] = dd?.textContent?.replace(/\s+/g, " ").trim() ?? "";
-		}
-		return out;
-	});
+const props = (selector: string) => definitionList(page, selector);
 
 async function rewardOf(userkey: string, friend: string) {
 	return waitFor(

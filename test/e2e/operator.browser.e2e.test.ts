@@ -2,7 +2,7 @@ import { mkdirSync } from "node:fs";
 import type { Browser, Page } from "puppeteer-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startService } from "../../scripts/dev-service.mjs";
-import { brokenAssets, docsScreenshots, drawSteadyOrigin, launchBrowser, seriousAxeViolations } from "./browser";
+import { brokenAssets, definitionList, docsScreenshots, drawSteadyOrigin, launchBrowser, seriousAxeViolations } from "./browser";
 import { serviceClient } from "./service-client";
 import { waitFor } from "./wait";
 
@@ -41,13 +41,7 @@ async function checked(shot?: string) {
 }
 
 /** The `dt` -> `dd` text pairs of a definition list. */
-const props = (selector: string) =>
-	page.$eval(selector, (dl) => {
-		const out: Record<string, string> = {};
-		for (const dt of dl.querySelectorAll("dt"))
-			out[dt.textContent?.trim() ?? ""] = dt.nextElementSibling?.textContent?.replace(/\s+/g, " ").trim() ?? "";
-		return out;
-	});
+const props = (selector: string) => definitionList(page, selector);
 
 /** The rewarddtlids of the review queue's rows on the page now. */
 const queueRows = () => page.$$eval("tr[data-reward]", (trs) => trs.map((tr) => tr.getAttribute("data-reward") ?? ""));

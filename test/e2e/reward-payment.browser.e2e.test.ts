@@ -1,6 +1,6 @@
 import type { Browser, Page } from "puppeteer-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { launchBrowser, seriousAxeViolations } from "./browser";
+import { definitionList, launchBrowser, seriousAxeViolations } from "./browser";
 import { type Harness, invoicePaid, startHarness } from "./stripe-harness";
 
 // Issue 48, "each row links to the reward's page, which shows the order id, the event, its payment (for Stripe)":
@@ -29,13 +29,7 @@ afterAll(async () => {
 });
 
 /** The `dt` -> `dd` text pairs of a definition list. */
-const props = (selector: string) =>
-	page.$eval(selector, (dl) => {
-		const out: Record<string, string> = {};
-		for (const dt of dl.querySelectorAll("dt"))
-			out[dt.textContent?.trim() ?? ""] = dt.nextElementSibling?.textContent?.replace(/\s+/g, " ").trim() ?? "";
-		return out;
-	});
+const props = (selector: string) => definitionList(page, selector);
 
 describe("a Stripe-paid reward's page (issue 48)", () => {
 	it("shows the payment: amount paid, refunded, invoice and payment intent", async () => {
