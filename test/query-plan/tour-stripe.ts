@@ -3,7 +3,9 @@ import { stripeObjectSchema } from "../../src/integrations/stripe/events";
 import { runStripeEvent } from "../../src/integrations/stripe/handle";
 import { runPayout } from "../../src/integrations/stripe/payouts";
 import { redriveStuckPayouts, sweepStripeInbox } from "../../src/integrations/stripe/sweep";
+import { appKeyAudit } from "../../src/ledger/audit";
 import { ledgerFor } from "../../src/ledger/stub";
+import { freshLedger, grantOf } from "../ledger/support";
 import { admin, createApp } from "../support/api";
 
 /**
@@ -125,6 +127,16 @@ export async function stripeTour(request: (path: string, init?: RequestInit) => 
 		{ appid: app.appid, eventid: "evt_plan_dp_4", type: "charge.dispute.created", object: { ...lost, status: "needs_response" } },
 		waitUntil,
 	);
+	// A hold of an Approved Stripe reward withdraws its credit not sent yet (ledger/dispute-holds.ts).
+	const holder = freshLedger(app.appid);
+	await holder.stub.grant(app.appid, holder.userkey, [grantOf({ customid: "plan_hold", amount: 10, rewardtype: "Stripe" })]);
+	const holdAudit = { ...appKeyAudit(app.apikey), entryid: "plan_hold" };
+	await holder.stub.disputePhase(app.appid, holder.userkey, {
+		customid: "plan_hold",
+		dispute: "dp_plan_hold",
+		phase: "hold",
+		audit: holdAudit,
+	});
 	// Promotion codes at checkout (issue 34): a referrer's code read from Stripe once and kept; a new customer becomes a
 	// referred user (claimed once), and a customer whose email is a user's is linked to nobody: a case (issue 47).
 	const promo = `promo_plan_${crypto.randomUUID().slice(0, 8)}`;
