@@ -8,10 +8,13 @@
  *
  * The hash is FNV-1a (32 bit) of the UTF-8 bytes of `appid`, a 0 byte, and
  * `key` (the separator keeps ("ab", "c") and ("a", "bc") apart), finished
- * with murmur3's fmix32 so that the low bits the modulo keeps depend on every
- * input byte: FNV-1a alone leaves its low bits weak for keys that differ only
- * in their last characters (user-1, user-2, ...). The EventGate design of
- * issue 49 uses the same FNV-1a over (appid, customid).
+ * with murmur3's fmix32. The finisher is needed: FNV-1a multiplies modulo
+ * 2^32, so the low k bits of its result depend only on the low k bits of each
+ * byte, and with a power-of-two count (4, 32) keys that differ only in higher
+ * bits of a byte always share a shard ("user-a", "user-e", "user-i" ... all
+ * on one of 4; "codea" and "codeA" on one of 32). fmix32 folds the high bits
+ * down. The EventGate design of issue 49 uses the same FNV-1a over (appid,
+ * customid).
  */
 
 /** The hash's name as recorded in `shard_directory.hash`; never change it for a deployed directory. */

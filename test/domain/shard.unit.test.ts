@@ -46,6 +46,19 @@ describe("shardHash: FNV-1a 32 of appid, 0, key, finished by fmix32", () => {
 		expect(shardHash("a", "bc")).toBe(4196258390);
 	});
 
+	it("spreads keys that differ only in the high bits of a byte (FNV-1a alone puts them on one shard of a power of two)", () => {
+		// FNV-1a's low k bits depend only on the low k bits of each byte. These 14 letters agree in their low 2 bits,
+		// so without the finisher all 196 keys land on one of 4 shards; with it, each shard has its share.
+		const letters = [..."AEIMQUYaeimquy"];
+		const keys = letters.flatMap((a) => letters.map((b): [string, string] => ["app", `user-${a}${b}`]));
+		within(spread(4, keys), keys.length, 0.3);
+		// a and A differ in bit 5 only: without the finisher a code and its other case share one of 32 shards, all 26.
+		const apart = [..."abcdefghijklmnopqrstuvwxyz"].filter(
+			(c) => shardIndex(32, "app", `code${c}`) !== shardIndex(32, "app", `code${c.toUpperCase()}`),
+		);
+		expect(apart.length).toBeGreaterThan(20);
+	});
+
 	it("refuses a shard count that is not a positive integer", () => {
 		for (const count of [0, -1, 1.5, Number.NaN]) expect(() => shardIndex(count, "a", "b")).toThrow(RangeError);
 		expect(shardIndex(1, "a", "b")).toBe(0);
