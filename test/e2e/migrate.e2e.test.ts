@@ -191,6 +191,6 @@ describe("the places that run it", () => {
 		expect(read("scripts/deploy.mjs")).toMatch(/\["node", "scripts\/migrate\.mjs", "--env", env, "--remote"\]/);
 		expect(read("scripts/start.mjs")).toContain('["scripts/migrate.mjs", "--local"]');
 		expect(read("scripts/dev-service.mjs")).toContain('"scripts", "migrate.mjs"), "--local", "--persist-to", making]');
-		expect(read(".ci/run")).toMatch(/^npm run migrate -- --local --persist-to /m);
+		expect(read(".ci/run")).toMatch(/^npm run migrate -- --local --persist-to "\$migrated"$/m);
 	});
 });
