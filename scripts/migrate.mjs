@@ -126,6 +126,8 @@ function query(binding, sql, target) {
 	}
 }
 
+/** Migration names for a message: all of a few, the count and the ends of many. */
+const listed = (names) => (names.length > 3 ? `${names.length} migrations, ${names[0]} ... ${names.at(-1)}` : names.join(", "));
 const q = (text) => `'${String(text).replaceAll("'", "''")}'`;
 const NOW = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')";
 
@@ -144,8 +146,7 @@ function migrate(layout, target, check, log) {
 	const apply = (db, before) => {
 		const missing = missingMigrations(before.applied, expectedMigrations(db.dir));
 		if (missing.length === 0) return true;
-		const names = missing.length > 3 ? `${missing.length} migrations, ${missing[0]} ... ${missing.at(-1)}` : missing.join(", ");
-		log(`  ${db.binding.padEnd(9)} ${db.name}: applying ${names}`);
+		log(`  ${db.binding.padEnd(9)} ${db.name}: applying ${listed(missing)}`);
 		const run = wrangler(["d1", "migrations", "apply", db.binding], target);
 		if (!run.ok) log(run.out.trim().split("\n").slice(-12).join("\n"));
 		return run.ok;
@@ -205,9 +206,9 @@ function versions(states, log) {
 		const missing = missingMigrations(applied, expected);
 		const at = applied.at(-1) ?? "(none)";
 		log(
-			`  ${db.binding.padEnd(9)} ${db.name.padEnd(34)} at ${at.padEnd(36)} ${missing.length ? `BEHIND: lacks ${missing.join(", ")}` : "ok"}`,
+			`  ${db.binding.padEnd(9)} ${db.name.padEnd(34)} at ${at.padEnd(36)} ${missing.length ? `BEHIND: lacks ${listed(missing)}` : "ok"}`,
 		);
-		if (missing.length) behind.push(`${db.binding} (${db.name}) lacks ${missing.join(", ")}`);
+		if (missing.length) behind.push(`${db.binding} (${db.name}) lacks ${listed(missing)}`);
 	}
 	return behind;
 }
