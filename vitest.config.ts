@@ -7,6 +7,8 @@ export default defineConfig(async () => {
 	// served docs/api.md, target of every error answer's docs link, is the checkout's.
 	execFileSync(process.execPath, ["scripts/static-assets.mjs"]);
 	const migrations = await readD1Migrations("./migrations");
+	// The shards' own schema (issue 50): applied to SHARD_0 ... SHARD_3 by test/apply-migrations.ts.
+	const shardMigrations = await readD1Migrations("./migrations-shard");
 	return {
 		plugins: [
 			// A function, so the webhook receiver's URL (from globalSetup) reaches the bindings.
@@ -24,6 +26,7 @@ export default defineConfig(async () => {
 						IP_HASH_KEY: "test-ip-hash-key",
 						SECRETS_KEY: "test-secrets-key",
 						TEST_MIGRATIONS: migrations,
+						TEST_SHARD_MIGRATIONS: shardMigrations,
 						WEBHOOK_RECEIVER_URL: inject("webhookReceiverUrl"),
 						WEBHOOK_TIMEOUT_MS: "1000",
 					},

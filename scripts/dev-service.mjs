@@ -56,20 +56,23 @@ function holdsD1(dir) {
 }
 
 /**
- * A local state directory with the D1 migrations applied, made once per set of migrations and copied for each
- * service: `wrangler d1 migrations apply --local` takes about 33 s for the 35 migrations on this 2-core machine
- * (17:30 UTC, 2026-11-27), which every e2e file paid, against milliseconds for the copy. Kept in the temp dir
- * under a hash of the migrations, the lockfile and wrangler.toml, so a changed migration, wrangler or database id
- * makes a new one. Made in a directory of its own and renamed into place: a process that loses the
- * race to another keeps the other's. A state found without its D1 file (holdsD1) is made again.
+ * A local state directory with the D1 migrations applied to the control database and every shard (`npm run
+ * migrate`, scripts/migrate.mjs), made once per set of migrations and copied for each service: migrating takes
+ * about 45 s for the control database's 41 migrations and 4 shards on this 2-core machine (issue 50, 2026-11-29),
+ * which every e2e file paid, against milliseconds for the copy. Kept in the temp dir under a hash of both
+ * migration folders, the migrate script, the lockfile and wrangler.toml, so a changed migration, wrangler,
+ * binding or database id makes a new one. Made in a directory of its own and renamed into place: a process that
+ * loses the race to another keeps the other's. A state found without its D1 file (holdsD1) is made again.
  * @param {NodeJS.ProcessEnv} env
  */
 export function migratedState(env) {
 	const hash = createHash("sha256");
-	const migrations = join(ROOT, "migrations");
-	for (const file of readdirSync(migrations).sort()) hash.update(file).update(readFileSync(join(migrations, file)));
-	// The lockfile: wrangler's version decides the state's layout; wrangler.toml: the database's id names its file.
-	for (const file of ["package-lock.json", "wrangler.toml"]) hash.update(readFileSync(join(ROOT, file)));
+	for (const folder of ["migrations", "migrations-shard"]) {
+		const migrations = join(ROOT, folder);
+		for (const file of readdirSync(migrations).sort()) hash.update(`${folder}/${file}`).update(readFileSync(join(migrations, file)));
+	}
+	// The lockfile: wrangler's version decides the state's layout; wrangler.toml: the databases' ids name their files.
+	for (const file of ["package-lock.json", "wrangler.toml", "scripts/migrate.mjs"]) hash.update(readFileSync(join(ROOT, file)));
 	const template = join(tmpdir(), `referral-migrated-${hash.digest("hex").slice(0, 16)}`);
 	if (existsSync(template)) {
 		if (holdsD1(template)) return template;
@@ -84,7 +87,8 @@ export function migratedState(env) {
 		rmSync(broken, { recursive: true, force: true });
 	}
 	const making = mkdtempSync(`${template}-making-`);
-	const migrate = spawnSync("npx", ["wrangler", "d1", "migrations", "apply", "DB", "--local", "--persist-to", making], {
+	// The same command as `npm run migrate -- --local`; through npx, so the project's node runs it (wrangler needs 22+).
+	const migrate = spawnSync("npx", ["node", join(ROOT, "scripts", "migrate.mjs"), "--local", "--persist-to", making], {
 		cwd: ROOT,
 		env,
 		encoding: "utf8",

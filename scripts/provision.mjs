@@ -2,7 +2,8 @@
 // checks that wrangler is signed in to an account (`wrangler whoami`), flags
 // example values left in the environment's section of wrangler.toml, creates
 // with wrangler what the environment needs and does not have yet (its D1
-// database, its queues and their dead-letter queues, its R2 bucket of logos), writes the new
+// databases: the control database and every shard of its pool; its queues and
+// their dead-letter queues, its R2 bucket of logos), writes each new
 // database's id into wrangler.toml, and prints the secrets still to set and
 // the deploy command. `--set-secrets` also sets them: each from the variable
 // of the same name in the environment (CI), else asked for at the terminal.
@@ -13,6 +14,14 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { createInterface } from "node:readline/promises";
 
 export const PLACEHOLDER_ID = "00000000-0000-4000-8000-000000000000";
+/**
+ * Whether a database_id is one of wrangler.toml's placeholders: the control
+ * database's PLACEHOLDER_ID, or a shard's (`00000000-0000-4000-8000-1000000000<n>`,
+ * one per shard, since a local database is kept per id). No account has them.
+ */
+export function isPlaceholderId(id) {
+	return !id || id.startsWith("00000000-0000-4000-8000-");
+}
 /** Secrets the Worker refuses to run without (README "Deploying", docs/deploy.md). */
 export const SECRETS = [
 	["ADMIN_TOKEN", "32+ random characters: the admin API and the dashboard answer 503 without it"],
@@ -33,6 +42,16 @@ export function environmentOf(toml, name) {
 	if (mine.length === 0) return null;
 	const values = (key) => [...mine.join("\n").matchAll(new RegExp(`^\\s*${key}\\s*=\\s*"([^"]*)"`, "gm"))].map((m) => m[1]);
 	const queues = [...new Set([...values("queue"), ...values("dead_letter_queue")])];
+	// Every D1 database of the section, in order: the control database DB, then the shards (SHARD_0 ...).
+	const databases = mine
+		.join("\n")
+		.split(/^\s*\[\[[^\]]*d1_databases\]\]\s*$/m)
+		.slice(1)
+		.map((section) => {
+			const block = section.split(/^\s*\[/m)[0];
+			const field = (key) => new RegExp(`^\\s*${key}\\s*=\\s*"([^"]*)"`, "m").exec(block)?.[1] ?? null;
+			return { binding: field("binding"), name: field("database_name"), id: field("database_id") };
+		});
 	const dlqs = new Set(values("dead_letter_queue"));
 	return {
 		database: values("database_name")[0] ?? null,
@@ -40,6 +59,7 @@ export function environmentOf(toml, name) {
 		queues: queues.filter((q) => !dlqs.has(q)),
 		deadLetterQueues: [...dlqs],
 		buckets: values("bucket_name"),
+		databases,
 	};
 }
 
@@ -63,15 +83,17 @@ export function exampleValuesOf(toml, name) {
 /** What to create, in order, and the commands that would do it. */
 export function planOf(env, resources) {
 	const steps = [];
-	if (resources.database) {
-		const known = resources.databaseId && resources.databaseId !== PLACEHOLDER_ID;
+	// The control database, then every shard of the pool (issue 50): each created only if missing.
+	for (const database of resources.databases ?? []) {
+		if (!database.name) continue;
+		const known = !isPlaceholderId(database.id);
 		steps.push({
 			kind: "d1",
-			name: resources.database,
-			command: ["wrangler", "d1", "create", resources.database],
-			note: known
-				? `database_id ${resources.databaseId} already in wrangler.toml: checked, created only if missing`
-				: "then its id goes into wrangler.toml",
+			name: database.name,
+			binding: database.binding,
+			known,
+			command: ["wrangler", "d1", "create", database.name],
+			note: `${database.binding}: ${known ? `database_id ${database.id} already in wrangler.toml: checked, created only if missing` : "then its id goes into wrangler.toml"}`,
 		});
 	}
 	for (const queue of [...resources.queues, ...resources.deadLetterQueues]) {
@@ -85,7 +107,7 @@ export function planOf(env, resources) {
 	return {
 		steps,
 		secrets: SECRETS.map(([name, why]) => ({ name, why, command: `npx wrangler secret put ${name} --env ${env}` })),
-		migrate: `npx wrangler d1 migrations apply DB --remote --env ${env}`,
+		migrate: `npm run migrate -- --env ${env} --remote`,
 		deploy: `npm run deploy:${env}`,
 	};
 }
@@ -145,15 +167,15 @@ function main(argv) {
 					const id =
 						/database_id\s*=\s*"([0-9a-f-]{36})"/.exec(result.out)?.[1] ?? /"database_id":\s*"([0-9a-f-]{36})"/.exec(result.out)?.[1];
 					if (!id) throw new Error(`could not read the new database's id from:\n${result.out}`);
-					writeDatabaseId(tomlPath, env, id);
-					console.log(`  wrote database_id ${id} into [env.${env}] of wrangler.toml`);
+					writeDatabaseId(tomlPath, env, step.name, id);
+					console.log(`  wrote database_id ${id} of ${step.name} into [env.${env}] of wrangler.toml`);
 				}
 			} else if (alreadyExists(result.out)) {
 				console.log(`  ${step.name} exists already`);
-				if (step.kind === "d1" && (resources.databaseId === PLACEHOLDER_ID || !resources.databaseId)) {
+				if (step.kind === "d1" && !step.known) {
 					const info = wrangler(["d1", "info", step.name, "--json"]);
 					const id = /"uuid":\s*"([0-9a-f-]{36})"/.exec(info.out)?.[1];
-					if (id) writeDatabaseId(tomlPath, env, id);
+					if (id) writeDatabaseId(tomlPath, env, step.name, id);
 					console.log(
 						id ? `  wrote its database_id ${id} into wrangler.toml` : "  put its database_id into wrangler.toml by hand (wrangler d1 info)",
 					);
@@ -172,7 +194,7 @@ function main(argv) {
 }
 
 function finish(plan) {
-	console.log(`\nThen: ${plan.deploy}   (applies the remote D1 migrations, then deploys)`);
+	console.log(`\nThen: ${plan.deploy}   (${plan.migrate}: the remote D1 migrations of the control database and every shard, then deploys)`);
 	console.log("Before a first production deploy, go through docs/deploy.md's checklist.");
 	return 0;
 }
@@ -216,15 +238,21 @@ async function setSecrets(env, plan, dryRun) {
 	}
 }
 
-/** Replaces the database_id of `[env.<env>]`'s D1 binding (and only that one). */
-function writeDatabaseId(tomlPath, env, id) {
-	const toml = readFileSync(tomlPath, "utf8");
+/** Replaces the database_id of the `[env.<env>]` D1 binding named `name` (and only that one). */
+export function withDatabaseId(toml, env, name, id) {
 	const header = `[[env.${env}.d1_databases]]`;
-	const at = toml.indexOf(header);
-	if (at < 0) throw new Error(`no ${header} in wrangler.toml`);
-	const end = toml.indexOf("\n[", at + header.length);
-	const section = toml.slice(at, end < 0 ? undefined : end).replace(/database_id\s*=\s*"[^"]*"/, `database_id = "${id}"`);
-	writeFileSync(tomlPath, toml.slice(0, at) + section + (end < 0 ? "" : toml.slice(end)));
+	for (let at = toml.indexOf(header); at >= 0; at = toml.indexOf(header, at + header.length)) {
+		const next = toml.indexOf("\n[", at + header.length);
+		const end = next < 0 ? toml.length : next;
+		const section = toml.slice(at, end);
+		if (!new RegExp(`^\\s*database_name\\s*=\\s*"${name.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}"`, "m").test(section)) continue;
+		return toml.slice(0, at) + section.replace(/database_id\s*=\s*"[^"]*"/, `database_id = "${id}"`) + toml.slice(end);
+	}
+	throw new Error(`no ${header} with database_name = "${name}" in wrangler.toml`);
+}
+
+function writeDatabaseId(tomlPath, env, name, id) {
+	writeFileSync(tomlPath, withDatabaseId(readFileSync(tomlPath, "utf8"), env, name, id));
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) process.exitCode = await main(process.argv.slice(2));

@@ -49,9 +49,10 @@ if (!existsSync(".dev.vars")) {
 }
 const adminToken = /^ADMIN_TOKEN=(.*)$/m.exec(readFileSync(".dev.vars", "utf8"))?.[1]?.trim() ?? "";
 
-// wrangler prints every migration twice in tables (hundreds of lines on a first
-// start): keep its output, show one line, and the whole of it only on failure.
-const migrate = spawnSync("npx", ["wrangler", "d1", "migrations", "apply", "DB", "--local"], {
+// The control database and the 4 local shards, with `npm run migrate`'s script
+// (scripts/migrate.mjs): its output is kept, one line shown, and the whole of
+// it only on failure.
+const migrate = spawnSync(process.execPath, ["scripts/migrate.mjs", "--local"], {
 	encoding: "utf8",
 	env: { ...process.env, CI: "true" },
 });
@@ -59,11 +60,11 @@ if (migrate.status !== 0) {
 	process.stdout.write(`${migrate.stdout ?? ""}${migrate.stderr ?? ""}`);
 	process.exit(migrate.status ?? 1);
 }
-const applied = [...new Set([...(migrate.stdout ?? "").matchAll(/(\d{4}_[\w-]+\.sql)/g)].map((m) => m[1]))];
+const applying = [...(migrate.stdout ?? "").matchAll(/^ +(\w+) .*: applying /gm)].map((m) => m[1]);
 console.log(
-	applied.length === 0
-		? "Local D1: migrations up to date"
-		: `Local D1: applied ${applied.length} migration(s), ${applied[0]} ... ${applied.at(-1)}`,
+	applying.length === 0
+		? "Local D1: migrations up to date (the control database and every shard)"
+		: `Local D1: migrated ${applying.join(", ")}; every database at the code's version`,
 );
 
 // wrangler dev's start-up output (banner, bindings table, warnings) is held

@@ -3,6 +3,7 @@ import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { experimental_readRawConfig, unstable_readConfig } from "wrangler";
 import { deployPlan, migrationCommands, refusal } from "../../scripts/deploy.mjs";
+import { layoutOf } from "../../scripts/migrate.mjs";
 
 // A deploy that cannot go to the wrong place (docs/deploy.md, issue 51): no
 // deploy without an environment, every environment with its own names, every
@@ -40,19 +41,26 @@ describe("npm run deploy", () => {
 		}
 	});
 
-	it("refuses an environment not provisioned yet (the placeholder database_id)", () => {
-		expect(refusal(["--env", "staging"], toml)).toMatch(/placeholder D1 database_id: run `npm run provision -- --env staging` first/);
+	it("refuses an environment not provisioned yet (the placeholder database_id), also when only a shard's is left", () => {
+		expect(refusal(["--env", "staging"], toml)).toMatch(
+			/placeholder D1 database_id \(DB, SHARD_0, SHARD_1 and 30 more\): run `npm run provision -- --env staging` first/,
+		);
+		const allButOne = toml
+			.replaceAll('database_id = "00000000-0000-4000-8000-000000000000"', `database_id = "${REAL_ID}"`)
+			.replace(/database_id = "00000000-0000-4000-8000-1000000000(?!17")\d\d"/g, `database_id = "${REAL_ID}"`);
+		expect(refusal(["--env", "production"], allButOne)).toMatch(/placeholder D1 database_id \(SHARD_17\)/);
 	});
 
 	it("refuses production with example values unless told they are meant; then migrates, then deploys", () => {
-		const provisioned = toml.replaceAll('database_id = "00000000-0000-4000-8000-000000000000"', `database_id = "${REAL_ID}"`);
+		const provisioned = toml.replace(/database_id = "00000000-0000-4000-8000-[0-9]{12}"/g, `database_id = "${REAL_ID}"`);
 		expect(refusal(["--env", "production"], provisioned)).toMatch(/DEFAULT_EMAIL_SENDER = "referrals@example.com"/);
 		expect(refusal(["--env", "production", "--allow-example-values"], provisioned)).toBeNull();
 		expect(refusal(["--env", "staging"], provisioned)).toBeNull();
 		const real = provisioned.replaceAll('"referrals@example.com"', '"referrals@mail.shop.test"');
 		expect(refusal(["--env", "production"], real)).toBeNull();
-		expect(deployPlan("production")).toEqual([...migrationCommands("production"), ["wrangler", "deploy", "--env", "production"]]);
-		expect(migrationCommands("production")).toEqual([["wrangler", "d1", "migrations", "apply", "DB", "--remote", "--env", "production"]]);
+		expect(deployPlan("production")).toEqual([...migrationCommands("production"), ["npx", "wrangler", "deploy", "--env", "production"]]);
+		// Every database, control and shards, through one command that fails on a database behind the code (issue 50).
+		expect(migrationCommands("production")).toEqual([["node", "scripts/migrate.mjs", "--env", "production", "--remote"]]);
 	});
 
 	it("is what package.json's deploy scripts run", () => {
@@ -100,6 +108,37 @@ describe("wrangler.toml", () => {
 		}
 		const localVars = Object.keys(configOf(undefined).vars).sort();
 		for (const env of ENVIRONMENTS) expect(Object.keys(configOf(env).vars).sort(), env).toEqual(localVars);
+	});
+
+	it("binds each environment's pool of D1 shards: 4 locally and in the tests, 32 deployed, as SHARD_COUNT says (issue 50)", () => {
+		for (const [env, count] of [
+			[undefined, 4],
+			["staging", 32],
+			["production", 32],
+		] as const) {
+			const config = configOf(env);
+			const layout = layoutOf(config, ROOT);
+			expect(layout.problems, String(env)).toEqual([]);
+			expect(layout.count, String(env)).toBe(count);
+			expect(config.vars.SHARD_COUNT, String(env)).toBe(String(count));
+			expect(layout.control?.dir).toBe(`${ROOT}migrations`);
+			for (const shard of layout.shards) expect(shard.dir, `${env} ${shard.binding}`).toBe(`${ROOT}migrations-shard`);
+			// Locally a database is kept per id: every shard its own.
+			expect(new Set(config.d1_databases.map((d) => d.database_id)).size, String(env)).toBe(count + 1);
+		}
+		// What the migrate script refuses: a count that is not the bindings', a gap, a shard on the control schema.
+		const local = configOf(undefined);
+		expect(layoutOf({ ...local, vars: { ...local.vars, SHARD_COUNT: "5" } }, ROOT).problems).toEqual([
+			'SHARD_COUNT is "5" but 4 SHARD_<n> bindings are bound',
+		]);
+		const gap = local.d1_databases.filter((d) => d.binding !== "SHARD_1");
+		expect(layoutOf({ ...local, d1_databases: gap, vars: { ...local.vars, SHARD_COUNT: "3" } }, ROOT).problems).toContain(
+			"SHARD_1 is missing: shard bindings must be SHARD_0 ... SHARD_2",
+		);
+		const controlSchema = local.d1_databases.map((d) => (d.binding === "SHARD_2" ? { ...d, migrations_dir: "migrations" } : d));
+		expect(layoutOf({ ...local, d1_databases: controlSchema }, ROOT).problems).toEqual([
+			"SHARD_2 takes the control database's migrations folder",
+		]);
 	});
 
 	it("says nothing about deploying the top level", () => {

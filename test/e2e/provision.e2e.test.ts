@@ -1,7 +1,7 @@
 import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { environmentOf, exampleValuesOf } from "../../scripts/provision.mjs";
+import { environmentOf, exampleValuesOf, withDatabaseId } from "../../scripts/provision.mjs";
 
 // `npm run provision -- --env staging --dry-run` (docs/deploy.md): the plan,
 // with nothing called. The script runs with every way out (processes,
@@ -24,6 +24,14 @@ describe("provision --dry-run", () => {
 			expect(run.stdout).toContain(name);
 		}
 		expect(run.stdout).toMatch(/referral-outbox-dlq-staging .*# dead-letter queue/);
+		// Every shard database of the pool is created too, each with its binding named (issue 50).
+		for (let i = 0; i < 32; i++)
+			expect(run.stdout).toMatch(
+				new RegExp(
+					`D1 database referral-rewards-staging-shard-${i} +npx wrangler d1 create referral-rewards-staging-shard-${i} +# SHARD_${i}: then its id goes into wrangler.toml`,
+				),
+			);
+		expect(run.stdout).toContain("npm run migrate -- --env staging --remote");
 		expect(run.stdout).toMatch(/referral-stripe-dlq-staging .*# dead-letter queue/);
 		expect(run.stdout).toMatch(/referral-projection-dlq-staging .*# dead-letter queue/);
 		expect(run.stdout).toMatch(/R2 bucket +referral-logos-staging .*npx wrangler r2 bucket create referral-logos-staging/);
@@ -80,11 +88,37 @@ describe("provision --dry-run", () => {
 			queues: ["referral-outbox", "referral-projection", "referral-stripe"],
 			deadLetterQueues: ["referral-outbox-dlq", "referral-projection-dlq", "referral-stripe-dlq"],
 			buckets: ["referral-logos"],
+			databases: expect.any(Array),
 		});
+		// The control database, then the 32 shards of the pool (issue 50), each its own name.
+		const databases = environmentOf(toml, "production")?.databases ?? [];
+		expect(databases.map((d) => d.binding)).toEqual(["DB", ...Array.from({ length: 32 }, (_, i) => `SHARD_${i}`)]);
+		expect(databases[0]?.name).toBe("referral-rewards");
+		expect(databases.slice(1).map((d) => d.name)).toEqual(Array.from({ length: 32 }, (_, i) => `referral-rewards-shard-${i}`));
 		expect(environmentOf(toml, "staging")?.queues).toEqual([
 			"referral-outbox-staging",
 			"referral-projection-staging",
 			"referral-stripe-staging",
 		]);
+	});
+});
+
+describe("provision writes each database's id into its own binding", () => {
+	it("replaces the id of the named database only, the control database's or a shard's", () => {
+		const id = "0f3c6a1e-5b7d-4c2a-9e8f-1a2b3c4d5e6f";
+		const shard = withDatabaseId(toml, "staging", "referral-rewards-staging-shard-5", id);
+		expect(
+			environmentOf(shard, "staging")
+				?.databases.filter((d) => d.id === id)
+				.map((d) => d.binding),
+		).toEqual(["SHARD_5"]);
+		expect(environmentOf(shard, "production")?.databases.some((d) => d.id === id)).toBe(false);
+		const control = withDatabaseId(toml, "production", "referral-rewards", id);
+		expect(
+			environmentOf(control, "production")
+				?.databases.filter((d) => d.id === id)
+				.map((d) => d.binding),
+		).toEqual(["DB"]);
+		expect(() => withDatabaseId(toml, "staging", "referral-rewards-shard-5", id)).toThrow(/no \[\[env\.staging\.d1_databases\]\]/);
 	});
 });

@@ -20,7 +20,17 @@ let base: string;
 
 beforeAll(async () => {
 	dir = mkdtempSync(join(tmpdir(), "npm-start-"));
-	for (const path of ["package.json", "wrangler.toml", ".dev.vars.example", "src", "migrations", "scripts", "docs", "public"])
+	for (const path of [
+		"package.json",
+		"wrangler.toml",
+		".dev.vars.example",
+		"src",
+		"migrations",
+		"migrations-shard",
+		"scripts",
+		"docs",
+		"public",
+	])
 		cpSync(join(ROOT, path), join(dir, path), { recursive: true });
 	symlinkSync(join(ROOT, "node_modules"), join(dir, "node_modules"));
 	cpSync(migratedState({ ...process.env, CI: "true" }), join(dir, ".wrangler/state"), { recursive: true });

@@ -82,7 +82,8 @@ export const GROWING_TABLES: Record<Engine, readonly string[]> = {
 /** Tables that stay small whatever happens: bookkeeping of SQLite, D1 and the ledger's schema version. */
 export const BOUNDED_TABLES: Record<Engine, readonly string[]> = {
 	// leaderboard_tie_widths: the six slice widths of leaderboard_ties (migration 0033), fixed.
-	d1: ["d1_migrations", "sqlite_sequence", "_cf_METADATA", "_cf_KV", "leaderboard_tie_widths"],
+	// shard_directory: one row, the shard count and hash (issue 50, scripts/migrate.mjs).
+	d1: ["d1_migrations", "sqlite_sequence", "_cf_METADATA", "_cf_KV", "leaderboard_tie_widths", "shard_directory"],
 	ledger: ["meta", "sqlite_sequence", "_cf_METADATA", "_cf_KV"],
 };
 
