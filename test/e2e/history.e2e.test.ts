@@ -36,6 +36,7 @@ describe("the history checker", () => {
 			if (violations.length > 0) {
 				const file = `/tmp/history-seed-${seed}.json`;
 				writeFileSync(file, JSON.stringify(result, null, 1));
+				writeFileSync(`/tmp/history-seed-${seed}.log`, live.logs());
 				console.log(`seed ${seed} broke ${violations.length} invariant(s); replay: npm run history -- --seed ${seed} (details in ${file})`);
 			}
 			expect(result.ops).toBeGreaterThanOrEqual(OPS);
