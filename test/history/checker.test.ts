@@ -229,6 +229,13 @@ describe("the history checker's verdict", () => {
 		expect(failuresExplained(w).map((v) => v.rule)).toEqual(["refusal-explained"]);
 		w.rewards[0]!.comment = "Stripe refused the payout (resource_missing, request req_10): fix it in Stripe, then retry.";
 		expect(failuresExplained(w).map((v) => v.rule)).toEqual(["refusal-explained"]);
+		// Rejected, and Stripe holds nothing of it (-1000 then +1000): nothing owed, nothing to act on.
+		w.rewards[0] = { ...w.rewards[0]!, status: "Rejected", comment: "Refunded in Stripe" };
+		w.stripe.created[1]!.amount = 1000;
+		expect(failuresExplained(w)).toEqual([]);
+		// Rejected while Stripe still holds its credit: the refused clawback must say why.
+		w.stripe.created[1]!.amount = 500;
+		expect(failuresExplained(w).map((v) => v.rule)).toEqual(["refusal-explained"]);
 	});
 
 	it("a lost dispute acknowledged reverses the whole reward; one won, or not acknowledged, may leave it (issue 47)", () => {

@@ -200,7 +200,7 @@ function refusals(world: World): Violation[] {
 export function failuresExplained(world: World): Violation[] {
 	const calls = (world.stripe.calls ?? []).filter((c) => final(c.status) && c.status !== 400);
 	return world.rewards
-		.filter((r) => !r.wallet && r.payoutstate === "failed")
+		.filter((r) => !r.wallet && r.payoutstate === "failed" && !settledRejected(world, r))
 		.filter(
 			(r) =>
 				!calls.some(
@@ -232,6 +232,16 @@ function crossings(plan: Plan, world: World, secretkey: string | undefined): Vio
 				detail: `${r.rewarddtlid}: a Stripe reward of friend ${r.friend}, who paid no invoice on this side`,
 			});
 	return out;
+}
+
+/**
+ * A Rejected reward of which Stripe holds nothing owes nothing and has nothing to retry: its payout state may still
+ * say `failed` (a refused credit, then a retry cancelled unsent by a full refund), and its comment the refund's
+ * reason, with nothing for the operator to act on (docs/stripe.md, "History checker").
+ */
+export function settledRejected(world: World, r: RewardState): boolean {
+	const net = world.stripe.created.filter((t) => t.rewarddtlid === r.rewarddtlid).reduce((sum, t) => sum + t.amount, 0);
+	return r.status === "Rejected" && net === 0;
 }
 
 function keys(world: World): Violation[] {

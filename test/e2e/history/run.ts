@@ -1,5 +1,5 @@
 import { type FakeStripe, startFakeStripe } from "../fake-stripe";
-import { check, type Entry, failuresExplained, type Violation } from "./checker";
+import { check, type Entry, failuresExplained, settledRejected, type Violation } from "./checker";
 import { generate, type Op, type Plan, testPlanOptions } from "./generator";
 import { type Answer, admin, chargeRefundedEvent, deliver, disputeEvent, invoicePaidEvent, type Live, request } from "./service";
 import { SECRETS, STRIPE_KEYS, setUp } from "./setup";
@@ -284,8 +284,9 @@ async function quiet(
 				const op: Op = { kind: "status", referrer: r.referrer, seq: Number(r.rewarddtlid.split("-").pop()), status: "Approved" };
 				operator(op, await api("changerewardstatus", { rewardslist: [{ rewarddtlid: r.rewarddtlid, rewardstatus: "Approved" }] }));
 			}
-			// A refused payout of a reward that owes nothing (Rejected) stays `failed`, its reason kept: nothing to retry.
-			const failedRewards = world.rewards.filter((r) => !r.wallet && r.payoutstate === "failed" && r.status !== "Rejected");
+			// A refused payout of a reward that owes nothing (Rejected) and of which Stripe holds nothing stays `failed`, its
+			// reason kept: a retry has nothing to book. A refused clawback of a Rejected reward is retried like any other.
+			const failedRewards = world.rewards.filter((r) => !r.wallet && r.payoutstate === "failed" && !settledRejected(world, r));
 			const failed = new Set(failedRewards.map((r) => r.referrer));
 			for (const referrer of failed) {
 				const op: Op = { kind: "retry", referrer };
