@@ -10,6 +10,9 @@ import { type Live, startLive } from "./history/service";
 // `wrangler dev`, a local Stripe answers 500s, cuts connections after
 // applying and adds latency, the service is killed (`kill -9`) and restarted
 // mid-run; once quiet, the money invariants are checked (history/checker.ts).
+// Issue 47: disputes, unknown outcomes from a real client timeout, and a
+// test-mode tenant (the app's test twin, its own local Stripe) beside the live
+// one, each side judged on its own and nothing crossing between them.
 // `npm run history -- --seed N` replays a seed; HISTORY_SEEDS / HISTORY_OPS
 // choose them here (scripts/history.mjs sets them).
 

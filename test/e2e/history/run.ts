@@ -8,8 +8,10 @@ import { readWorld, type SeedApp } from "./world";
 /**
  * One seed of the history checker against a running service: an app with a
  * Stripe campaign (10 % of a payment to the referrer, paid into Stripe) and
- * a wallet campaign (5 USD per Purchase), `clients` concurrent clients
- * running the plan, the service killed and restarted when the plan says, then
+ * a wallet campaign (5 USD per Purchase), in live mode and, beside it, its
+ * test twin with a plan and a local Stripe of its own (setup.ts; issue 47),
+ * `clients` concurrent clients running both plans interleaved, the service
+ * killed and restarted when the plan says, then
  * the drain (Stripe resends what was not answered 2xx, clients resend
  * conversions without an answer), and the checks once the system is quiet.
  */
