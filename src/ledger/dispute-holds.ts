@@ -1,7 +1,7 @@
 import { type LedgerAudit, queueRewardAudits, rewardsBefore } from "./audit";
 import { assertUnlocked } from "./locks";
 import { rewardRow, updateReward } from "./mutations";
-import { reconcileReward } from "./payouts";
+import { payoutStatePatch, reconcileReward } from "./payouts";
 import { toLedgerReward } from "./rows";
 import type { RewardRow } from "./schema";
 import type { TxContext } from "./transaction-types";
@@ -17,8 +17,9 @@ import type { LedgerReward, RewardStatus } from "./types";
  * - `hold`: each reward of the event not held by this dispute yet is
  *   recorded in `dispute_holds` with its status, then an Approved (or held
  *   for review) reward becomes `UnderReview`, out of automatic approval, and
- *   a payout record still `due` (never sent: its key never left) is
- *   cancelled, so nothing more is paid while the dispute is open. A reward
+ *   a credit still `due` (never sent: its key never left) is cancelled, so
+ *   nothing more is paid while the dispute is open (a debit still due
+ *   leaves as booked: it takes back, never pays). A reward
  *   already paid, Suspicious or Rejected keeps its status (none of them
  *   books a new payout while it holds it). Every held reward's
  *   comment names the dispute (and its audit entry, the reward's history).
@@ -57,6 +58,14 @@ const comments = {
 	release: (d: string) => `Stripe dispute ${d} lost: reversed as a full refund.`,
 };
 
+/**
+ * The comment a dispute phase leaves: the dispute's, except on a reward whose payout Stripe refused (its code and
+ * request id stay until the operator's retry: docs/stripe.md) or whose outcome is unknown (what the resolver says),
+ * as for a refund (reversal.ts). The dispute stays named in the reward's audit entry (`reward.dispute`) and the
+ * app's Stripe cases. Found by the history checker (seed 2 with the test-mode tenant).
+ */
+const commentOf = (row: RewardRow, text: string) => (row.payout_state === "failed" || row.payout_state === "unknown" ? row.comment : text);
+
 export function applyDisputePhase(tx: TxContext, request: DisputeRequest): { rewards: LedgerReward[] } {
 	const { sql } = tx;
 	const rows = sql.exec<RewardRow>("SELECT * FROM rewards WHERE customid = ? ORDER BY seq", request.customid).toArray();
@@ -88,19 +97,23 @@ function hold(tx: TxContext, rows: RewardRow[], dispute: string): RewardRow[] {
 			.toArray();
 		if (placed.length === 0) continue;
 		const status = heldStatus(row.status);
-		// A credit never sent of a reward this hold holds may be withdrawn (its key never left); a won dispute books what
-		// the reward owes again, under a new key, once its status pays again. Nothing else is touched: a debit due (a
-		// refund's, or this dispute's own loss reversed before this late hold) still leaves, and a reward the hold does
-		// not hold (Rejected, Rewarded, Suspicious) keeps its records, since no reconcile runs here to book them again.
+		// A credit never sent of a reward this hold holds may be withdrawn (its key never left); a won dispute books
+		// what the reward owes again, under a new key, once its status pays again. A debit (a refund's, or this
+		// dispute's own loss reversed before this late hold) stays: it takes back what the reward no longer owes, and
+		// nothing would book it again (no reconcile runs here; a lost dispute releases a Rejected reward unchanged);
+		// a reward the hold does not hold (Rejected, Rewarded, Suspicious) keeps its records. Found by the history
+		// checker, seed 1.
 		if (HELD.includes(row.status))
 			tx.sql.exec(
 				"UPDATE payouts SET state = 'cancelled', updated_at = ? WHERE seq = ? AND state = 'due' AND amount > 0",
 				tx.nowMs,
 				row.seq,
 			);
-		const patch = HELD.includes(row.status)
-			? { status, hold_until: null, comment: comments.hold(dispute) }
-			: { comment: comments.hold(dispute) };
+		const held = HELD.includes(row.status)
+			? { status, hold_until: null, comment: commentOf(row, comments.hold(dispute)) }
+			: { comment: commentOf(row, comments.hold(dispute)) };
+		// The reward row's payout summary follows its records (the admin list's `payoutstate`).
+		const patch = { ...held, ...payoutStatePatch(tx, row) };
 		const event = status !== row.status ? { type: "reward.status_changed" as const, extra: { previousstatus: row.status } } : undefined;
 		changed.push(updateReward(tx, row, patch, event));
 	}
@@ -118,10 +131,14 @@ function release(tx: TxContext, dispute: string, restore: boolean): RewardRow[] 
 		// Gone, or changed by someone since the hold (an operator, a refund): theirs is the last word.
 		if (!row || row.status !== heldStatus(held.previous_status)) continue;
 		if (!restore) {
-			changed.push(updateReward(tx, row, { comment: comments.release(dispute) }));
+			changed.push(updateReward(tx, row, { comment: commentOf(row, comments.release(dispute)) }));
 			continue;
 		}
-		const patch = { status: held.previous_status, hold_until: held.previous_hold_until, comment: comments.restore(dispute) };
+		const patch = {
+			status: held.previous_status,
+			hold_until: held.previous_hold_until,
+			comment: commentOf(row, comments.restore(dispute)),
+		};
 		const event =
 			held.previous_status !== row.status ? { type: "reward.status_changed" as const, extra: { previousstatus: row.status } } : undefined;
 		const after = updateReward(tx, row, patch, event);

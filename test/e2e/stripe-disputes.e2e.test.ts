@@ -144,6 +144,52 @@ describe("chargebacks", { timeout: 150_000 }, () => {
 		expect(h.fake.net(won.customer)).toBe(-500);
 	});
 
+	it("a reward rejected while its payout is in flight, then disputed and lost: the clawback behind the payout still leaves", async () => {
+		// Found by the history checker (seed 1 with the test-mode tenant): the hold withdrew every payout record not
+		// sent yet, the debit waiting behind the credit in flight too, and a lost dispute releases a Rejected reward
+		// unchanged, so nothing booked it again: Stripe kept the credit of a rejected reward.
+		const r = await h.referral("rejected-in-flight");
+		const stuck = h.fake.hold(r.customer);
+		const paid = invoicePaid(r.friendCustomer, 6000);
+		expect(await h.deliver(paid)).toBe(200);
+		await stuck.arrived;
+		const rejected = await h.api("changerewardstatus", { rewardslist: [{ rewarddtlid: r.rewardid, rewardstatus: "Rejected" }] });
+		expect(rejected.status).toBe(200);
+		const before = await h.counts();
+		expect(await h.deliver(opened(paid))).toBe(200);
+		await counted("dispute_opened", (before.dispute_opened ?? 0) + 1);
+		// The credit lands: the clawback booked by the rejection leaves after it, dispute open or not.
+		h.fake.release(r.customer);
+		await h.settlesAt(r.customer, 0);
+		expect(await h.deliver(closed(paid, "lost"))).toBe(200);
+		await counted("dispute_lost", (before.dispute_lost ?? 0) + 1);
+		await h.settlesAt(r.customer, 0);
+		expect(h.fake.created.filter((t) => t.customer === r.customer).map((t) => t.amount)).toEqual([-600, 600]);
+		expect((await h.status(r.rewardid)).rewardstatus).toBe("Rejected");
+	});
+
+	it("a payout Stripe refused keeps its reason through a dispute opened and won, and pays after the operator's retry", async () => {
+		// Found by the history checker (seed 2 with the test-mode tenant): the dispute's comments replaced the refusal's
+		// code and request id, which the operator needs to fix the customer in Stripe before retrying.
+		const r = await h.referral("refused-disputed");
+		h.fake.failNext(r.customer, 1, 402);
+		const paid = invoicePaid(r.friendCustomer, 4000);
+		expect(await h.deliver(paid)).toBe(200);
+		const refused = await h.until("the payout refused", async () => {
+			const s = await h.status(r.rewardid);
+			return /Stripe refused the payout \(\w+, request req_\d+\)/.test(String(s.comment)) ? s : undefined;
+		});
+		const before = await h.counts();
+		expect(await h.deliver(opened(paid))).toBe(200);
+		await counted("dispute_opened", (before.dispute_opened ?? 0) + 1);
+		expect(await h.status(r.rewardid)).toMatchObject({ rewardstatus: "UnderReview", comment: refused.comment });
+		expect(await h.deliver(closed(paid, "won"))).toBe(200);
+		await counted("dispute_won", (before.dispute_won ?? 0) + 1);
+		expect(await h.status(r.rewardid)).toMatchObject({ rewardstatus: "Approved", comment: refused.comment });
+		expect((await h.admin("POST", `/apps/${h.appid}/users/${r.referrerkey}/payouts/retry`)).status).toBe(202);
+		await h.settlesAt(r.customer, -400);
+	});
+
 	it("an open and its close delivered at once, each twice, converge: lost reverses once, won restores", async () => {
 		for (const outcome of ["lost", "won"] as const) {
 			const r = await h.referral(`race-${outcome}`);

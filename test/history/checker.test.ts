@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { check, type Entry, failuresExplained, subsetSums, type World } from "../e2e/history/checker";
-import { generate, type Op, type Plan } from "../e2e/history/generator";
+import { generate, type Op, type Plan, testPlanOptions } from "../e2e/history/generator";
 
 // The history checker's pure parts (test/e2e/history/): the seeded plan and
 // the verdict. Each rule is shown to fire on a history that breaks it, and
@@ -229,6 +229,13 @@ describe("the history checker's verdict", () => {
 		expect(failuresExplained(w).map((v) => v.rule)).toEqual(["refusal-explained"]);
 		w.rewards[0]!.comment = "Stripe refused the payout (resource_missing, request req_10): fix it in Stripe, then retry.";
 		expect(failuresExplained(w).map((v) => v.rule)).toEqual(["refusal-explained"]);
+		// Rejected, and Stripe holds nothing of it (-1000 then +1000): nothing owed, nothing to act on.
+		w.rewards[0] = { ...w.rewards[0]!, status: "Rejected", comment: "Refunded in Stripe" };
+		w.stripe.created[1]!.amount = 1000;
+		expect(failuresExplained(w)).toEqual([]);
+		// Rejected while Stripe still holds its credit: the refused clawback must say why.
+		w.stripe.created[1]!.amount = 500;
+		expect(failuresExplained(w).map((v) => v.rule)).toEqual(["refusal-explained"]);
 	});
 
 	it("a lost dispute acknowledged reverses the whole reward; one won, or not acknowledged, may leave it (issue 47)", () => {
@@ -246,6 +253,28 @@ describe("the history checker's verdict", () => {
 		expect(rules(w, [...history(), entry({ ...lost, state: "won" })])).toEqual([]);
 	});
 
+	it("a side's Stripe sent another key, or a Stripe reward of a friend this side never paid (test and live apart, issue 47)", () => {
+		const w = world();
+		w.stripe.authorizations = ["Bearer sk_test_history4242"];
+		expect(check(plan, history(), w, "sk_test_history4242")).toEqual([]);
+		// The live key at the test twin's Stripe: a payout of the other side through this connection.
+		w.stripe.authorizations = ["Bearer sk_test_history4242", "Bearer sk_live_history4242"];
+		expect(check(plan, history(), w, "sk_test_history4242").map((v) => v.rule)).toEqual(["nothing-crosses"]);
+		// Friend 1 paid no invoice on this side (the other side's invoice.paid, on the customer both sides share).
+		const crossed = world();
+		crossed.rewards.push({
+			rewarddtlid: "rk-3",
+			referrer: 0,
+			friend: 1,
+			wallet: false,
+			status: "Approved",
+			reward: 0,
+			reversed: 0,
+			payoutstate: null,
+		});
+		expect(rules(crossed)).toContain("nothing-crosses");
+	});
+
 	it("subset sums of the unknown amounts", () => {
 		expect([...subsetSums([100, 250])].sort((a, b) => a - b)).toEqual([0, 100, 250, 350]);
 	});
@@ -255,6 +284,16 @@ describe("the history checker's plan", () => {
 	it("is the same for the same seed, and another for another", () => {
 		expect(generate(7, { ops: 200 })).toEqual(generate(7, { ops: 200 }));
 		expect(generate(8, { ops: 200 }).ops).not.toEqual(generate(7, { ops: 200 }).ops);
+	});
+
+	it("gives the seed's test-mode tenant a plan of its own, and leaves the live plan as it was (issue 47)", () => {
+		const test = generate(7, testPlanOptions(200));
+		expect(test).toEqual(generate(7, testPlanOptions(200)));
+		expect(test).toMatchObject({ referrers: 2, friends: 12 });
+		expect(test.ops.length).toBeGreaterThanOrEqual(50);
+		expect(test.ops.some((o) => o.kind === "dispute")).toBe(true);
+		expect(test.ops.every((o) => !("friend" in o) || o.friend < 12)).toBe(true);
+		expect(generate(7, { ops: 200, stream: "live" })).toEqual(generate(7, { ops: 200 }));
 	});
 
 	it("has every kind of operation, a kill mid-run, one invoice per friend and refunds within their payment", () => {

@@ -62,7 +62,9 @@ export interface StripeState {
 	lookups?: { customer: string; at: number }[];
 	/** When the service was up again after the kill: a webhook queued before may come only with the outbox sweep, minutes later. */
 	restartedAt?: number;
-	/** The service's `reward.payout_failed` webhooks as the local Stripe's receiver got them. */
+	/** Every `Authorization` this side's local Stripe was sent (one: the side's own secret key). */
+	authorizations?: string[];
+	/** The service's `reward.payout_failed` webhooks of this side (`livemode`) as the receiver got them. */
 	failedHooks?: { rewarddtlid: string; code: string; reason: string }[];
 }
 
@@ -81,7 +83,8 @@ export interface Violation {
 		| "balance-equals-rewards"
 		| "no-payout-sending"
 		| "retryable-retried"
-		| "refusal-explained";
+		| "refusal-explained"
+		| "nothing-crosses";
 	detail: string;
 }
 
@@ -96,8 +99,13 @@ export function subsetSums(amounts: number[]): Set<number> {
 	return sums;
 }
 
-export function check(plan: Plan, history: Entry[], world: World): Violation[] {
+/**
+ * `secretkey`: the side's Stripe key (the seed's live app or its test twin, issue 47); given, its local Stripe
+ * must have been sent that key only.
+ */
+export function check(plan: Plan, history: Entry[], world: World, secretkey?: string): Violation[] {
 	return [
+		...crossings(plan, world, secretkey),
 		...keys(world),
 		...netOwed(world),
 		...conversions(plan, history, world),
@@ -192,7 +200,7 @@ function refusals(world: World): Violation[] {
 export function failuresExplained(world: World): Violation[] {
 	const calls = (world.stripe.calls ?? []).filter((c) => final(c.status) && c.status !== 400);
 	return world.rewards
-		.filter((r) => !r.wallet && r.payoutstate === "failed")
+		.filter((r) => !r.wallet && r.payoutstate === "failed" && !settledRejected(world, r))
 		.filter(
 			(r) =>
 				!calls.some(
@@ -203,6 +211,37 @@ export function failuresExplained(world: World): Violation[] {
 				),
 		)
 		.map((r) => ({ rule: "refusal-explained" as const, detail: `${r.rewarddtlid} failed, its comment: ${JSON.stringify(r.comment)}` }));
+}
+
+/**
+ * Test mode and live mode stay apart (issue 47): a side's local Stripe was called with the side's key only (no
+ * payout of a test reward through the live connection, nor the reverse), and no friend has a Stripe reward that
+ * this side never paid an invoice of (the two sides' users share Stripe customer ids: the other side's
+ * `invoice.paid` applied here would land on one). Wallet rewards from the other side's keys break
+ * `one-conversion-per-customid`, the other side's payouts `net-equals-owed` and `refusal-explained`.
+ */
+function crossings(plan: Plan, world: World, secretkey: string | undefined): Violation[] {
+	const out: Violation[] = [];
+	if (secretkey !== undefined)
+		for (const a of world.stripe.authorizations ?? [])
+			if (a !== `Bearer ${secretkey}`) out.push({ rule: "nothing-crosses", detail: `the local Stripe was sent ${a || "no key"}` });
+	for (const r of world.rewards)
+		if (!r.wallet && !plan.invoices.has(r.friend))
+			out.push({
+				rule: "nothing-crosses",
+				detail: `${r.rewarddtlid}: a Stripe reward of friend ${r.friend}, who paid no invoice on this side`,
+			});
+	return out;
+}
+
+/**
+ * A Rejected reward of which Stripe holds nothing owes nothing and has nothing to retry: its payout state may still
+ * say `failed` (a refused credit, then a retry cancelled unsent by a full refund), and its comment the refund's
+ * reason, with nothing for the operator to act on (docs/stripe.md, "History checker").
+ */
+export function settledRejected(world: World, r: RewardState): boolean {
+	const net = world.stripe.created.filter((t) => t.rewarddtlid === r.rewarddtlid).reduce((sum, t) => sum + t.amount, 0);
+	return r.status === "Rejected" && net === 0;
 }
 
 function keys(world: World): Violation[] {
@@ -324,5 +363,8 @@ function balances(plan: Plan, history: Entry[], world: World): Violation[] {
 function payoutStates(world: World): Violation[] {
 	return world.rewards
 		.filter((r) => !r.wallet && (r.payoutstate === "sending" || r.payoutstate === "due" || r.payoutstate === "unknown"))
-		.map((r) => ({ rule: "no-payout-sending" as const, detail: `${r.rewarddtlid} left ${r.payoutstate} (${r.status})` }));
+		.map((r) => ({
+			rule: "no-payout-sending" as const,
+			detail: `${r.rewarddtlid} left ${r.payoutstate} (${r.status})${r.comment ? `: ${JSON.stringify(r.comment)}` : ""}`,
+		}));
 }

@@ -46,15 +46,29 @@ export interface PlanOptions {
 	ops: number;
 	referrers?: number;
 	friends?: number;
+	/**
+	 * `test`: the plan of the seed's test-mode tenant (the app's test twin, issue 47), drawn from streams of its own
+	 * so the live plan of a seed stays what it was.
+	 */
+	stream?: "live" | "test";
 }
+
+/** The seed's test-mode tenant: a quarter of the live plan's operations, 2 referrers and 12 friends. */
+export const testPlanOptions = (ops: number): PlanOptions => ({
+	ops: Math.max(8, Math.round(ops / 4)),
+	referrers: 2,
+	friends: 12,
+	stream: "test",
+});
 
 const WALLET_REWARD = 500;
 
 /** What one wallet conversion earns the referrer (minor units): the wallet campaign's fixed 5 USD. */
 export const walletReward = WALLET_REWARD;
 
-export function generate(seed: number, { ops: count, referrers = 4, friends = 40 }: PlanOptions): Plan {
-	const random = seededRandom(seed * 7919 + 17);
+export function generate(seed: number, { ops: count, referrers = 4, friends = 40, stream = "live" }: PlanOptions): Plan {
+	const salt = stream === "test" ? 1_000_003 : 0;
+	const random = seededRandom(seed * 7919 + 17 + salt);
 	const int = (n: number) => Math.floor(random() * n);
 	const pick = <T>(items: readonly T[]): T => items[int(items.length)] as T;
 	const invoices = new Map<number, number>();
@@ -124,7 +138,7 @@ export function generate(seed: number, { ops: count, referrers = 4, friends = 40
 	}
 	// Payments still held back arrive at the end (Stripe delivers every event, in some order).
 	for (const l of later) ops.push(l.op);
-	addDisputes(seed, ops);
+	addDisputes(seed, ops, salt);
 	const killAt = Math.floor(ops.length * (0.35 + random() * 0.3));
 	return { seed, referrers, friends, invoices, ops, killAt };
 }
@@ -143,8 +157,8 @@ export function refundTotals(plan: Plan): Map<number, number[]> {
  * after the payment, the close first one time in five (Stripe does not order
  * its events), either delivered twice at once one time in four.
  */
-export function addDisputes(seed: number, ops: Op[]): void {
-	const random = seededRandom(seed * 104_729 + 3);
+export function addDisputes(seed: number, ops: Op[], salt = 0): void {
+	const random = seededRandom(seed * 104_729 + 3 + salt);
 	const int = (n: number) => Math.floor(random() * n);
 	const paid = [...new Set(ops.flatMap((op) => (op.kind === "pay" ? [op.friend] : [])))];
 	for (let d = 0; d < Math.min(4, paid.length); d++) {

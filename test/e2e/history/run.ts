@@ -1,14 +1,17 @@
 import { type FakeStripe, startFakeStripe } from "../fake-stripe";
-import { check, type Entry, failuresExplained, type Violation } from "./checker";
-import { generate, type Op, type Plan } from "./generator";
+import { check, type Entry, failuresExplained, settledRejected, type Violation } from "./checker";
+import { generate, type Op, type Plan, testPlanOptions } from "./generator";
 import { type Answer, admin, chargeRefundedEvent, deliver, disputeEvent, invoicePaidEvent, type Live, request } from "./service";
+import { SECRETS, STRIPE_KEYS, setUp } from "./setup";
 import { readWorld, type SeedApp } from "./world";
 
 /**
  * One seed of the history checker against a running service: an app with a
  * Stripe campaign (10 % of a payment to the referrer, paid into Stripe) and
- * a wallet campaign (5 USD per Purchase), `clients` concurrent clients
- * running the plan, the service killed and restarted when the plan says, then
+ * a wallet campaign (5 USD per Purchase), in live mode and, beside it, its
+ * test twin with a plan and a local Stripe of its own (setup.ts; issue 47),
+ * `clients` concurrent clients running both plans interleaved, the service
+ * killed and restarted when the plan says, then
  * the drain (Stripe resends what was not answered 2xx, clients resend
  * conversions without an answer), and the checks once the system is quiet.
  */
@@ -35,101 +38,75 @@ export interface SeedResult {
 	refused: number;
 	/** The service's lookups of a customer's balance transactions: unknown outcomes resolved from Stripe's record (issue 47). */
 	lookups: number;
+	/** Dispute events in the live plan (issue 47). */
+	disputes: number;
+	/** The test-mode tenant's figures (the app's test twin, its own local Stripe; issue 47). */
+	test: { ops: number; requests: number; unknown: number; disputes: number; stripeCalls: number; lookups: number };
 	restartMs: number;
 	/** Set-up (app, campaigns, users), the plan's operations (with the restart), the drain and the quiet phase. */
 	phases: { setupMs: number; runMs: number; drainMs: number; quietMs: number };
 	ms: number;
 	violations: Violation[];
-	/** Only when a violation was found: the rewards and Stripe calls it names (written to the replay file). */
-	evidence?: ReturnType<typeof evidenceOf>;
 }
 
-const WEBHOOK_SECRET = "whsec_historyCheckerSigningSecret0123";
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function setUp(live: Live, plan: Plan, fake: FakeStripe, tag: string): Promise<SeedApp> {
-	const must = (what: string, a: Answer) => {
-		if (a.status < 200 || a.status >= 300)
-			throw new Error(`seed ${plan.seed} set-up: ${what} answered ${a.status} ${JSON.stringify(a.body)}`);
-		return a.body ?? {};
-	};
-	const app = must("app", await admin(live, "POST", "/apps", { name: `history ${tag}`, webhookurl: `${fake.url}/hooks` }));
-	const appid: string = app.appid;
-	must(
-		"Stripe campaign",
-		await admin(live, "POST", `/apps/${appid}/campaigns`, {
-			campaignname: "10% of a payment, into Stripe",
-			distribution: "Stripe",
-			currency: "USD",
-			velocitythreshold: 0,
-			rewardtype: 1,
-			rewardrules: [{ rewardusertype: "Referrer", eventname: "Transaction", reward: 10, rewardunit: "%" }],
-		}),
-	);
-	const wallet = must(
-		"wallet campaign",
-		await admin(live, "POST", `/apps/${appid}/campaigns`, {
-			campaignname: "5 USD a purchase",
-			velocitythreshold: 0,
-			rewardtype: 1,
-			rewardrules: [{ rewardusertype: "Referrer", eventname: "Purchase", reward: 5, rewardunit: "USD" }],
-		}),
-	).campaignid;
-	must(
-		"Stripe connection",
-		await admin(live, "PATCH", `/apps/${appid}`, {
-			stripe: { secretkey: "sk_test_history4242", webhooksecret: WEBHOOK_SECRET, apiurl: fake.url },
-		}),
-	);
-	const creds = { apikey: app.apikey, privatekey: app.privatekey };
-	const api = (op: string, body: object) => request(live, "POST", `/saas/v1_0/${op}`, { ...creds, ...body });
-	const referrers: SeedApp["referrers"] = [];
-	for (let i = 0; i < plan.referrers; i++) {
-		const customer = `cus_${tag}_r${i}`;
-		const r = must("referrer", await api("register", { email: `r${i}.${tag}@example.com`, paymentcustomerid: customer }));
-		referrers.push({ userkey: r.userkey, customer, code: r.referralcode });
-	}
-	const friends: SeedApp["friends"] = [];
-	for (let i = 0; i < plan.friends; i += 8) {
-		const batch = [...Array(Math.min(8, plan.friends - i)).keys()].map(async (k) => {
-			const f = i + k;
-			const customer = `cus_${tag}_f${f}`;
-			const referrer = referrers[f % plan.referrers]!;
-			const body = must(
-				"friend",
-				await api("register", { email: `f${f}.${tag}@example.net`, paymentcustomerid: customer, referrercode: referrer.code }),
-			);
-			friends[f] = { userkey: body.userkey, customer };
-		});
-		await Promise.all(batch);
-	}
-	return { appid, creds, wallet, referrers, friends };
+type Side = "live" | "test";
+/** The plan's operations and the test tenant's, interleaved: one test-side operation after every `every` live ones. */
+interface Step {
+	side: Side;
+	index: number;
+	op: Op;
 }
+
+function interleave(plans: Record<Side, Plan>): { steps: Step[]; killAt: number } {
+	const steps: Step[] = [];
+	const every = Math.max(1, Math.floor(plans.live.ops.length / Math.max(1, plans.test.ops.length)));
+	let t = 0;
+	let killAt = 0;
+	plans.live.ops.forEach((op, index) => {
+		if (index === plans.live.killAt) killAt = steps.length;
+		steps.push({ side: "live", index, op });
+		if ((index + 1) % every === 0 && t < plans.test.ops.length) steps.push({ side: "test", index: t, op: plans.test.ops[t++]! });
+	});
+	for (; t < plans.test.ops.length; t++) steps.push({ side: "test", index: t, op: plans.test.ops[t]! });
+	return { steps, killAt };
+}
+
+const CHAOS = { fail5xx: 0.1, late: 0.05, lateMs: 400, maxLatencyMs: 60, rateLimit: 0.05, refuse: 0.04, hang: 0.03, hangMs: 2_500 };
 
 export async function runSeed(live: Live, seed: number, options: SeedOptions): Promise<SeedResult> {
 	const t0 = Date.now();
-	const plan = generate(seed, { ops: options.ops });
+	const plans = { live: generate(seed, { ops: options.ops }), test: generate(seed, testPlanOptions(options.ops)) };
 	// hang: a key never answered, past the client's timeout (STRIPE_TIMEOUT_MS, service.ts), until its lookup (issue 47).
-	const fake = await startFakeStripe({
-		seed,
-		fail5xx: 0.1,
-		late: 0.05,
-		lateMs: 400,
-		maxLatencyMs: 60,
-		rateLimit: 0.05,
-		refuse: 0.04,
-		hang: 0.03,
-		hangMs: 2_500,
-	});
+	// The test twin's local Stripe misbehaves the same way, on a schedule of its own.
+	const [liveFake, testFake] = await Promise.all([
+		startFakeStripe({ seed, ...CHAOS }),
+		startFakeStripe({ seed: seed + 1_000_003, ...CHAOS }),
+	]);
+	const fakes: Record<Side, FakeStripe> = { live: liveFake, test: testFake };
 	const tag = `h${seed}${Date.now().toString(36)}`;
 	try {
-		const w = await setUp(live, plan, fake, tag);
+		const apps = await setUp(live, plans, fakes, tag);
 		const t1 = Date.now();
-		const history: Entry[] = [];
-		const api = (op: string, body: object) => request(live, "POST", `/saas/v1_0/${op}`, { ...w.creds, ...body });
-		const refkey = (r: number) => w.referrers[r]!.userkey;
+		const histories: Record<Side, Entry[]> = { live: [], test: [] };
+		const apis = {
+			live: (op: string, body: object) => request(live, "POST", `/saas/v1_0/${op}`, { ...apps.live.creds, ...body }),
+			test: (op: string, body: object) => request(live, "POST", `/saas/v1_0/${op}`, { ...apps.test.creds, ...body }),
+		};
 
-		const send = (op: Op): Promise<Answer>[] => {
+		const send = (side: Side, op: Op): Promise<Answer>[] => {
+			const w = apps[side];
+			const api = apis[side];
+			const plan = plans[side];
+			const refkey = (r: number) => w.referrers[r]!.userkey;
+			const mode = side === "test" ? "?mode=test" : "";
+			// The test twin's Stripe objects have ids of their own (Stripe's ids are unique across modes), its customers not.
+			const eventTag = side === "test" ? `${tag}t` : tag;
+			const signed = (event: Record<string, unknown>, twice: boolean) =>
+				Array.from({ length: twice ? 2 : 1 }, () =>
+					deliver(live, side === "test" ? `${w.appid}_test` : w.appid, SECRETS[side], event, side === "live"),
+				);
 			switch (op.kind) {
 				case "convert":
 					return [
@@ -142,14 +119,11 @@ export async function runSeed(live: Live, seed: number, options: SeedOptions): P
 							campaignid: w.wallet,
 						}),
 					];
-				case "pay": {
-					const event = invoicePaidEvent(tag, op.friend, w.friends[op.friend]!.customer, plan.invoices.get(op.friend)!);
-					return Array.from({ length: op.twice ? 2 : 1 }, () => deliver(live, w.appid, WEBHOOK_SECRET, event));
-				}
+				case "pay":
+					return signed(invoicePaidEvent(eventTag, op.friend, w.friends[op.friend]!.customer, plan.invoices.get(op.friend)!), op.twice);
 				case "refund": {
 					const amount = plan.invoices.get(op.friend)!;
-					const event = chargeRefundedEvent(tag, op.friend, w.friends[op.friend]!.customer, amount, op.total);
-					return Array.from({ length: op.twice ? 2 : 1 }, () => deliver(live, w.appid, WEBHOOK_SECRET, event));
+					return signed(chargeRefundedEvent(eventTag, op.friend, w.friends[op.friend]!.customer, amount, op.total), op.twice);
 				}
 				case "status":
 					return [
@@ -158,22 +132,21 @@ export async function runSeed(live: Live, seed: number, options: SeedOptions): P
 				case "redeem":
 					return [api("redeemrewards", { userkey: refkey(op.referrer), amount: op.amount / 100, rewardunit: "USD", campaignid: w.wallet })];
 				case "retry":
-					return [admin(live, "POST", `/apps/${w.appid}/users/${refkey(op.referrer)}/payouts/retry`)];
-				case "dispute": {
-					const event = disputeEvent(tag, op.friend, plan.invoices.get(op.friend)!, op.state);
-					return Array.from({ length: op.twice ? 2 : 1 }, () => deliver(live, w.appid, WEBHOOK_SECRET, event));
-				}
+					return [admin(live, "POST", `/apps/${w.appid}/users/${refkey(op.referrer)}/payouts/retry${mode}`)];
+				case "dispute":
+					return signed(disputeEvent(eventTag, op.friend, plan.invoices.get(op.friend)!, op.state), op.twice);
 			}
 		};
-		const perform = async (client: number, index: number, op: Op) => {
+		const perform = async (side: Side, client: number, index: number, op: Op) => {
 			const start = Date.now();
-			const answers = await Promise.all(send(op));
+			const answers = await Promise.all(send(side, op));
 			const end = Date.now();
-			for (const a of answers) history.push({ client, index, op, status: a.status, body: a.body, start, end });
+			for (const a of answers) histories[side].push({ client, index, op, status: a.status, body: a.body, start, end });
 			return answers;
 		};
 
-		// The clients: each takes the plan's next operation; the one reaching killAt crashes the service, the others wait.
+		// The clients: each takes the next step; the one reaching killAt crashes the service, the others wait.
+		const { steps, killAt } = interleave(plans);
 		let next = 0;
 		let gate: Promise<unknown> = Promise.resolve();
 		let restartMs = 0;
@@ -182,8 +155,8 @@ export async function runSeed(live: Live, seed: number, options: SeedOptions): P
 			for (;;) {
 				await gate;
 				const index = next++;
-				if (index >= plan.ops.length) return;
-				if (index === plan.killAt) {
+				if (index >= steps.length) return;
+				if (index === killAt) {
 					// In-flight requests of the other clients are cut: their outcomes are unknown.
 					gate = live.crash().then((ms) => {
 						restartMs = ms;
@@ -191,40 +164,56 @@ export async function runSeed(live: Live, seed: number, options: SeedOptions): P
 					});
 					await gate;
 				}
-				await perform(id, index, plan.ops[index]!);
+				const step = steps[index]!;
+				await perform(step.side, id, step.index, step.op);
 			}
 		};
 		await Promise.all(Array.from({ length: options.clients }, (_, id) => client(id)));
 
 		const t2 = Date.now();
-		await drain(plan, history, perform);
+		await Promise.all((["live", "test"] as const).map((side) => drain(plans[side], histories[side], (...a) => perform(side, ...a))));
 		const t3 = Date.now();
-		const { violations, world } = await quiet(live, plan, w, fake, history, options.quietMs, api, restartedAt);
+		const sides = (["live", "test"] as const).map((side) => ({
+			side,
+			plan: plans[side],
+			w: apps[side],
+			fake: fakes[side],
+			history: histories[side],
+			api: apis[side],
+		}));
+		const violations = await quiet(live, sides, liveFake.hooks, options.quietMs, restartedAt);
 		const phases = { setupMs: t1 - t0, runMs: t2 - t1, drainMs: t3 - t2, quietMs: Date.now() - t3 };
-		const cut = fake.calls.filter((c) => c.status === -1).length;
-		const injected5xx = fake.calls.filter((c) => c.status === 500).length;
-		const count = (p: (c: (typeof fake.calls)[number]) => boolean) => fake.calls.filter(p).length;
+		const count = (p: (c: FakeStripe["calls"][number]) => boolean) => liveFake.calls.filter(p).length;
+		const lookups = (f: FakeStripe) => f.calls.filter((c) => c.method === "GET" && c.path.endsWith("/balance_transactions")).length;
+		const history = histories.live;
 		return {
 			seed,
-			ops: plan.ops.length,
+			ops: plans.live.ops.length,
 			requests: history.length,
 			unknown: history.filter((e) => e.status === 0).length,
-			stripeCalls: fake.calls.length,
-			injected5xx,
-			cut,
+			disputes: plans.live.ops.filter((op) => op.kind === "dispute").length,
+			stripeCalls: liveFake.calls.length,
+			injected5xx: count((c) => c.status === 500),
+			cut: count((c) => c.status === -1),
 			rateLimited: count((c) => c.status === 429),
 			inUse: count((c) => c.status === 409),
 			refused: count((c) => (c.status === 402 || c.status === 404) && !c.replayed && c.path.endsWith("/balance_transactions")),
-			lookups: count((c) => c.method === "GET" && c.path.endsWith("/balance_transactions")),
+			lookups: lookups(liveFake),
+			test: {
+				ops: plans.test.ops.length,
+				requests: histories.test.length,
+				unknown: histories.test.filter((e) => e.status === 0).length,
+				disputes: plans.test.ops.filter((op) => op.kind === "dispute").length,
+				stripeCalls: testFake.calls.length,
+				lookups: lookups(testFake),
+			},
 			restartMs,
 			phases,
 			ms: Date.now() - t0,
 			violations,
-			// For a broken seed's replay file only: the rewards and Stripe calls each violation names.
-			...(violations.length > 0 ? { evidence: evidenceOf(violations, world, fake.calls) } : {}),
 		};
 	} finally {
-		await fake.close();
+		await Promise.all([liveFake.close(), testFake.close()]);
 	}
 }
 
@@ -256,54 +245,67 @@ async function drain(plan: Plan, history: Entry[], perform: (client: number, ind
 	}
 }
 
+interface QuietSide {
+	side: Side;
+	plan: Plan;
+	w: SeedApp;
+	fake: FakeStripe;
+	history: Entry[];
+	api: (op: string, body: object) => Promise<Answer>;
+}
+
 /**
  * Runs the scheduled job (inbox resends, payout redrives) until every check
- * passes or `quietMs` ran out; approves, as an operator would, Stripe
- * rewards held for review, so that each owes a definite amount; and, once a
- * reward's refused payout says why (checked then: its comment names
+ * passes on both sides or `quietMs` ran out; approves, as an operator would,
+ * Stripe rewards held for review, so that each owes a definite amount; and,
+ * once a reward's refused payout says why (checked then: its comment names
  * Stripe's code and request id), retries its payouts as the operator would
- * after fixing the customer in Stripe.
+ * after fixing the customer in Stripe. A test-side violation says so.
  */
 async function quiet(
 	live: Live,
-	plan: Plan,
-	w: SeedApp,
-	fake: FakeStripe,
-	history: Entry[],
+	sides: QuietSide[],
+	hooks: FakeStripe["hooks"],
 	quietMs: number,
-	api: (op: string, body: object) => Promise<Answer>,
 	restartedAt: number,
-): Promise<{ violations: Violation[]; world: Awaited<ReturnType<typeof readWorld>> }> {
+): Promise<Violation[]> {
 	const deadline = Date.now() + quietMs;
 	const unexplained = new Map<string, Violation>();
 	for (;;) {
 		await request(live, "GET", `/__scheduled?cron=${encodeURIComponent("* * * * *")}`);
-		const world = await readWorld(live, plan, w, fake, api, restartedAt);
-		for (const v of failuresExplained(world)) unexplained.set(v.detail, v);
-		const operator = (op: Op, a: Answer) =>
-			history.push({ client: -2, index: -1, op, status: a.status, body: a.body, start: Date.now(), end: Date.now() });
-		const held = world.rewards.filter((r) => !r.wallet && (r.status === "UnderReview" || r.status === "Suspicious"));
-		for (const r of held) {
-			const op: Op = { kind: "status", referrer: r.referrer, seq: Number(r.rewarddtlid.split("-").pop()), status: "Approved" };
-			operator(op, await api("changerewardstatus", { rewardslist: [{ rewarddtlid: r.rewarddtlid, rewardstatus: "Approved" }] }));
+		const violations: Violation[] = [];
+		const waiting: string[] = [];
+		for (const { side, plan, w, fake, history, api } of sides) {
+			const label = (v: Violation) => (side === "test" ? { ...v, detail: `test side: ${v.detail}` } : v);
+			const world = await readWorld(live, plan, w, fake, api, restartedAt, hooks);
+			for (const v of failuresExplained(world)) unexplained.set(`${side} ${v.detail}`, label(v));
+			const operator = (op: Op, a: Answer) =>
+				history.push({ client: -2, index: -1, op, status: a.status, body: a.body, start: Date.now(), end: Date.now() });
+			const held = world.rewards.filter((r) => !r.wallet && (r.status === "UnderReview" || r.status === "Suspicious"));
+			for (const r of held) {
+				const op: Op = { kind: "status", referrer: r.referrer, seq: Number(r.rewarddtlid.split("-").pop()), status: "Approved" };
+				operator(op, await api("changerewardstatus", { rewardslist: [{ rewarddtlid: r.rewarddtlid, rewardstatus: "Approved" }] }));
+			}
+			// A refused payout of a reward that owes nothing (Rejected) and of which Stripe holds nothing stays `failed`, its
+			// reason kept: a retry has nothing to book. A refused clawback of a Rejected reward is retried like any other.
+			const failedRewards = world.rewards.filter((r) => !r.wallet && r.payoutstate === "failed" && !settledRejected(world, r));
+			const failed = new Set(failedRewards.map((r) => r.referrer));
+			for (const referrer of failed) {
+				const op: Op = { kind: "retry", referrer };
+				const path = `/apps/${w.appid}/users/${w.referrers[referrer]!.userkey}/payouts/retry${side === "test" ? "?mode=test" : ""}`;
+				operator(op, await admin(live, "POST", path));
+			}
+			for (const r of held) waiting.push(`${side} ${r.rewarddtlid} ${r.status}`);
+			for (const r of failedRewards) waiting.push(`${side} ${r.rewarddtlid} payout failed`);
+			violations.push(...check(plan, history, world, STRIPE_KEYS[side]).map(label));
 		}
-		const failed = new Set(world.rewards.filter((r) => !r.wallet && r.payoutstate === "failed").map((r) => r.referrer));
-		for (const referrer of failed) {
-			const op: Op = { kind: "retry", referrer };
-			operator(op, await admin(live, "POST", `/apps/${w.appid}/users/${w.referrers[referrer]!.userkey}/payouts/retry`));
+		const all = [...unexplained.values(), ...violations];
+		if (waiting.length === 0 && all.length === 0) return all;
+		if (Date.now() > deadline) {
+			// What the operator was still acting on when the quiet phase ran out: a slow machine, or a reward that never settles.
+			if (waiting.length > 0) console.log(`seed quiet phase ran out, still acting on: ${waiting.join("; ")}`);
+			return all;
 		}
-		const violations = [...unexplained.values(), ...check(plan, history, world)];
-		if ((held.length === 0 && failed.size === 0 && violations.length === 0) || Date.now() > deadline) return { violations, world };
 		await sleep(1500);
 	}
-}
-
-/** What a violation's detail names (reward ids), with the world's rows and the Stripe calls that carry them. */
-function evidenceOf(violations: Violation[], world: Awaited<ReturnType<typeof readWorld>>, calls: FakeStripe["calls"]) {
-	const ids = new Set(violations.flatMap((v) => v.detail.match(/[a-z0-9]{20}-\d+/g) ?? []));
-	return [...ids].map((id) => ({
-		id,
-		rewards: world.rewards.filter((r) => r.rewarddtlid === id),
-		calls: calls.filter((c) => JSON.stringify(c.form).includes(id) || (c.idempotencyKey ?? "").includes(id)),
-	}));
 }

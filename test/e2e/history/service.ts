@@ -1,3 +1,4 @@
+import { cpSync } from "node:fs";
 import Stripe from "stripe";
 import { startService } from "../../../scripts/dev-service.mjs";
 
@@ -60,6 +61,12 @@ export async function startLive(): Promise<Live> {
 			}
 		},
 		async stop() {
+			// HISTORY_KEEP_STATE=<dir>: the run's state (D1, each ledger's SQLite) copied there for a look at what the checks saw.
+			const keep = process.env.HISTORY_KEEP_STATE;
+			if (keep) {
+				await current.kill();
+				cpSync(first.persist, keep, { recursive: true });
+			}
 			if (current !== first) await current.stop();
 			await first.stop(); // removes the state
 		},
@@ -96,11 +103,14 @@ export const admin = (live: Live, method: string, path: string, body?: unknown) 
 
 const stripeLib = new Stripe("sk_test_unused");
 
-/** Posts a Stripe event signed as Stripe signs it (the official library's test header: HMAC-SHA256 of `t.payload`). */
-export function deliver(live: Live, appid: string, secret: string, event: Record<string, unknown>): Promise<Answer> {
-	const payload = JSON.stringify(event);
+/**
+ * Posts a Stripe event signed as Stripe signs it (the official library's test header: HMAC-SHA256 of `t.payload`),
+ * in the mode of its endpoint: `livemode` true to the live app's, false to its test twin's (`<appid>_test`).
+ */
+export function deliver(live: Live, endpoint: string, secret: string, event: Record<string, unknown>, livemode: boolean): Promise<Answer> {
+	const payload = JSON.stringify({ ...event, livemode });
 	const signature = stripeLib.webhooks.generateTestHeaderString({ payload, secret });
-	return request(live, "POST", `/integrations/stripe/${appid}`, payload, { "stripe-signature": signature });
+	return request(live, "POST", `/integrations/stripe/${endpoint}`, payload, { "stripe-signature": signature });
 }
 
 /** `invoice.paid` of a friend's invoice (the previous payload shape, naming its charge and payment intent). */

@@ -10,8 +10,13 @@ import { type Answer, admin, type Live } from "./service";
  * API's rewards list, and what the local Stripe recorded.
  */
 
-/** The seed's app as set up: keys, the wallet campaign, its users by index (friend `i`'s referrer is `i % referrers`). */
+/**
+ * One side of the seed's app as set up: keys, the wallet campaign, its users by index (friend `i`'s referrer is
+ * `i % referrers`). `test`: the app's test twin (test keys, its own Stripe connection and local Stripe, issue 47),
+ * whose users share the live users' emails and Stripe customer ids, so anything crossing sides lands on a user.
+ */
 export interface SeedApp {
+	side: "live" | "test";
 	appid: string;
 	creds: { apikey: string; privatekey: string };
 	wallet: number;
@@ -34,8 +39,11 @@ export async function readWorld(
 	w: SeedApp,
 	fake: FakeStripe,
 	api: (op: string, body: object) => Promise<Answer>,
-	restartedAt = 0,
+	restartedAt: number,
+	/** The service's webhooks: both sides deliver to the app's one webhook URL (the live local Stripe's), told apart by `livemode`. */
+	hooks: FakeStripe["hooks"],
 ): Promise<World> {
+	const mode = w.side === "test" ? "&mode=test" : "";
 	const friendOf = new Map(w.friends.map((f, i) => [f.userkey, i]));
 	const payoutstate = new Map<string, string | null>();
 	const comment = new Map<string, string | null>();
@@ -44,7 +52,7 @@ export async function readWorld(
 		const page: Answer = await admin(
 			live,
 			"GET",
-			`/apps/${w.appid}/rewards?limit=200${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`,
+			`/apps/${w.appid}/rewards?limit=200${mode}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`,
 		);
 		if (page.status !== 200) throw new Error(`admin rewards list answered ${page.status} ${JSON.stringify(page.body)}`);
 		for (const r of page.body?.rewards ?? []) {
@@ -105,12 +113,13 @@ export async function readWorld(
 					requestId: c.requestId,
 					at: c.at,
 				})),
+			authorizations: [...new Set(fake.calls.map((c) => c.authorization ?? ""))],
 			lookups: fake.calls
 				.filter((c) => c.method === "GET" && c.path.endsWith("/balance_transactions"))
 				.map((c) => ({ customer: c.path.split("/")[3] ?? "", at: c.at })),
 			restartedAt,
-			failedHooks: fake.hooks
-				.filter((h) => h.type === "reward.payout_failed")
+			failedHooks: hooks
+				.filter((h) => h.type === "reward.payout_failed" && h.livemode === (w.side === "live"))
 				.map((h) => ({
 					rewarddtlid: String(h.data.reward?.rewarddtlid ?? ""),
 					code: String(h.data.code ?? ""),
