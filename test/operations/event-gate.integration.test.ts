@@ -1,0 +1,149 @@
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { EVENT_GATE_SHARDS, fnv1a32, gateShard } from "../../src/domain/gate-shard";
+import { eventGateFor } from "../../src/ledger/event-gate";
+import { ledgerFor } from "../../src/ledger/stub";
+import { COMPLETION_DELAY_MS, completeRecordedConversions } from "../../src/operations/conversion-completion";
+import { createApp } from "../support/api";
+import { until } from "../support/until";
+
+/**
+ * The (app, customid) gate of conversion events in Durable Objects (issue
+ * 49, src/ledger/event-gate.ts): a customid is still one event of one user
+ * under concurrency, and events recorded in D1 before the gates (today's
+ * code) are still found, completed and refused as before.
+ */
+
+async function referral() {
+	const app = await createApp();
+	const referrer = (await app.api("register", { email: "ref@x.com" })).body;
+	const friend = (await app.api("register", { email: "fr@x.com", referrercode: referrer.referralcode })).body;
+	const other = (await app.api("register", { email: "fr2@x.com", referrercode: referrer.referralcode })).body;
+	return { ...app, referrer: referrer.userkey as string, friend: friend.userkey as string, other: other.userkey as string };
+}
+
+const signup = (api: Awaited<ReturnType<typeof createApp>>["api"], userkey: string, customid: string) =>
+	api("registerconversionevent", { userkey, eventname: "Signup", customid, growthhack: "SaaS_Referrals" });
+
+/**
+ * What today's code (before the gates) left in D1 for an event: its row with the frozen decision, recorded by
+ * insertEvent, `pending` its grants-pending mark. Its app is marked as one with events from before the gates, as
+ * migration 0045 marks every app that has events.
+ */
+async function recordedByTodaysCode(appid: string, userkey: string, customid: string, amount: number, pending: boolean) {
+	const user = await env.DB.prepare("SELECT userid, campaignid, email FROM users WHERE appid = ? AND userkey = ?")
+		.bind(appid, userkey)
+		.first<{ userid: number; campaignid: number; email: string }>();
+	if (!user) throw new Error("no such user");
+	const grant = {
+		key: `${customid}:0`,
+		ruleid: 0,
+		rewardfrequency: 0,
+		usertype: "Friend",
+		amount,
+		rewardunit: "USD",
+		rewardtype: "InstoreCredits",
+		campaignid: user.campaignid,
+		campaignname: "Give $10, get $10",
+		growthhack: "SaaS_Referrals",
+		eventname: "Signup",
+		customid,
+		friend: { userkey, email: user.email, name: null, profileimage: null },
+		status: "Approved",
+		holdUntil: null,
+		comment: null,
+	};
+	await env.DB.batch([
+		env.DB.prepare(
+			`INSERT INTO conversion_events (appid, customid, userid, eventname, transactionvalue, extrainfo, campaignid, growthhack, created_at,
+			   decision, grants_pending) VALUES (?, ?, ?, 'Signup', NULL, NULL, ?, 'SaaS_Referrals', ?, ?, ?)`,
+		).bind(
+			appid,
+			customid,
+			user.userid,
+			user.campaignid,
+			new Date().toISOString(),
+			JSON.stringify([{ owner: "friend", grant }]),
+			pending ? 1 : null,
+		),
+		env.DB.prepare("UPDATE apps SET legacy_events = 1 WHERE appid = ?").bind(appid),
+	]);
+}
+
+describe("the event gate", () => {
+	it("answers 409 to every call of one customid for the user that did not claim it, under 20 concurrent calls", async () => {
+		const app = await referral();
+		const users = Array.from({ length: 20 }, (_, i) => (i % 2 === 0 ? app.friend : app.other));
+		const answers = await Promise.all(users.map((userkey) => signup(app.api, userkey, "order-409")));
+		const won = answers.filter((a) => a.status === 200 && a.body.duplicate === false);
+		expect(won).toHaveLength(1);
+		const winner = users[answers.indexOf(won[0]!)]!;
+		const loser = winner === app.friend ? app.other : app.friend;
+		for (const [i, answer] of answers.entries()) {
+			if (users[i] === winner) expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+			else expect(answer.body, JSON.stringify(answer.body)).toMatchObject({ success: false, errorcode: "customid_conflict" });
+		}
+		// One event, one set of rewards: the winner's, none for the loser.
+		expect(await ledgerFor(env, app.appid, app.referrer).listRewards()).toHaveLength(1);
+		expect(await ledgerFor(env, app.appid, winner).listRewards()).toHaveLength(1);
+		expect(await ledgerFor(env, app.appid, loser).listRewards()).toHaveLength(0);
+		const rows = await until(
+			"the event in D1",
+			() => env.DB.prepare("SELECT u.userkey FROM conversion_events e JOIN users u USING (userid) WHERE e.appid = ?").bind(app.appid).all(),
+			(r) => r.results.length > 0,
+		);
+		expect(rows.results).toEqual([{ userkey: winner }]);
+	});
+
+	it("finds an event today's code recorded in D1: a repeat completes its frozen decision, another user is 409", async () => {
+		const app = await referral();
+		// A decision of 3.33 USD for the friend alone, which today's rules (10 and 10) would not make.
+		await recordedByTodaysCode(app.appid, app.friend, "legacy-1", 3.33, false);
+		expect((await signup(app.api, app.other, "legacy-1")).body).toMatchObject({ errorcode: "customid_conflict" });
+		const repeat = await signup(app.api, app.friend, "legacy-1");
+		expect(repeat.body).toMatchObject({ success: true, duplicate: true, rewardscreated: 1 });
+		expect(await ledgerFor(env, app.appid, app.friend).listRewards()).toEqual([expect.objectContaining({ reward: "3.33" })]);
+		expect(await ledgerFor(env, app.appid, app.referrer).listRewards()).toHaveLength(0);
+		// Read from D1 once, then kept: the gate answers without D1's row.
+		await env.DB.prepare("DELETE FROM conversion_events WHERE appid = ? AND customid = ?").bind(app.appid, "legacy-1").run();
+		const kept = await eventGateFor(env, app.appid, "legacy-1").peek(app.appid, "legacy-1", true);
+		expect(kept).toMatchObject({ userkey: app.friend, customid: "legacy-1" });
+		expect((await signup(app.api, app.friend, "legacy-1")).body).toMatchObject({ duplicate: true, rewardscreated: 0 });
+	});
+
+	it("completes an event today's code recorded in D1 and left waiting for its grants", async () => {
+		const app = await referral();
+		await recordedByTodaysCode(app.appid, app.friend, "legacy-2", 4.44, true);
+		for (let pass = 0; pass < 20 && (await ledgerFor(env, app.appid, app.friend).listRewards()).length === 0; pass++)
+			await completeRecordedConversions(env, Date.now() + COMPLETION_DELAY_MS + 1_000);
+		expect(await ledgerFor(env, app.appid, app.friend).listRewards()).toEqual([expect.objectContaining({ reward: "4.44" })]);
+		await ledgerFor(env, app.appid, app.friend).flush();
+		const mark = await until(
+			"the mark cleared",
+			() =>
+				env.DB.prepare("SELECT grants_pending FROM conversion_events WHERE appid = ? AND customid = ?").bind(app.appid, "legacy-2").first(),
+			(row) => row?.grants_pending === null,
+		);
+		expect(mark).toEqual({ grants_pending: null });
+	});
+
+	it("does not read D1 for an app without events from before the gates: its gate's miss is the answer", async () => {
+		const app = await referral();
+		await recordedByTodaysCode(app.appid, app.friend, "unmarked-1", 5.55, false);
+		await env.DB.prepare("UPDATE apps SET legacy_events = 0 WHERE appid = ?").bind(app.appid).run();
+		expect(await eventGateFor(env, app.appid, "unmarked-1").peek(app.appid, "unmarked-1", false)).toBeNull();
+	});
+});
+
+describe("the gate's shard", () => {
+	it("is FNV-1a of (app, customid) over 64 objects, fixed forever", () => {
+		expect(EVENT_GATE_SHARDS).toBe(64);
+		// The standard function's published values, and fixed shards: a change would send a customid to another gate.
+		expect([fnv1a32(""), fnv1a32("a"), fnv1a32("foobar")]).toEqual([0x811c9dc5, 0xe40c292c, 0xbf9cf968]);
+		expect([gateShard("app_1", "1001"), gateShard("app_1", "1002"), gateShard("app_2", "1001"), gateShard("app_1", "ordre n°7 ✓")]).toEqual(
+			[22, 3, 37, 40],
+		);
+		const spread = new Set(Array.from({ length: 2000 }, (_, i) => gateShard("app_1", `order-${i}`)));
+		expect(spread.size).toBe(64);
+	});
+});
