@@ -199,18 +199,26 @@ export async function readEventContext(db: D1Database, input: EventInput): Promi
 	};
 }
 
-/** The event stored in D1 under (app, customid) with its app and product, or null (the gate's read of an event from before it). */
-export async function findStoredEvent(
-	db: D1Database,
-	appid: string,
-	customid: string,
-): Promise<(StoredEvent & { appid: string; productid: string | null; category: string | null }) | null> {
-	const row = await db
-		.prepare(STORED_EVENT)
-		.bind(appid, customid)
-		.first<EventRow & { appid: string; productid: string | null; category: string | null }>();
-	if (!row) return null;
-	return { ...toStoredEvent(row), appid: row.appid, productid: row.productid, category: row.category };
+/** A stored event with its app and what was bought (the gate keeps events so: ledger/event-gate.ts). */
+export type StoredEventWithApp = StoredEvent & { appid: string; productid: string | null; category: string | null };
+type StoredEventRow = EventRow & { appid: string; productid: string | null; category: string | null };
+const withApp = (row: StoredEventRow): StoredEventWithApp => ({
+	...toStoredEvent(row),
+	appid: row.appid,
+	productid: row.productid,
+	category: row.category,
+});
+
+/** The event stored in D1 under (app, customid), or null (the gate's read of an event from before it). */
+export async function findStoredEvent(db: D1Database, appid: string, customid: string): Promise<StoredEventWithApp | null> {
+	const row = await db.prepare(STORED_EVENT).bind(appid, customid).first<StoredEventRow>();
+	return row ? withApp(row) : null;
+}
+
+/** The stored events a statement of db/ selects (`e.*, u.userkey`, as STORED_EVENT does). */
+export async function findStoredEventRows(statement: D1PreparedStatement, args: unknown[]): Promise<StoredEventWithApp[]> {
+	const { results } = await statement.bind(...args).all<StoredEventRow>();
+	return results.map(withApp);
 }
 
 /**

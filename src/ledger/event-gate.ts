@@ -173,6 +173,17 @@ export class EventGate extends DurableObject<Env> {
 		return { isNew, event: isNew ? event : now };
 	}
 
+	/**
+	 * The backfill (operations/event-gate-backfill.ts): events recorded in D1 before the gates, kept here as D1 has
+	 * them, without a pending row (D1's own completion pass owns the grants of events it recorded). An event
+	 * already here stays as it is.
+	 */
+	async remember(events: GateEvent[]): Promise<void> {
+		this.storage.transactionSync(() => {
+			for (const event of events) this.insert(event);
+		});
+	}
+
 	/** Up to `limit` pending events recorded before `cutoff` (ISO), those that failed less first, then the oldest. */
 	async pendingBefore(cutoff: string, limit: number): Promise<PendingEvent[]> {
 		const rows = this.sql

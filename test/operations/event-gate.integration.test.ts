@@ -4,6 +4,7 @@ import { EVENT_GATE_SHARDS, fnv1a32, gateShard } from "../../src/domain/gate-sha
 import { eventGateFor } from "../../src/ledger/event-gate";
 import { ledgerFor } from "../../src/ledger/stub";
 import { COMPLETION_DELAY_MS, completeRecordedConversions } from "../../src/operations/conversion-completion";
+import { backfillEventGates, PAGE } from "../../src/operations/event-gate-backfill";
 import { createApp } from "../support/api";
 import { until } from "../support/until";
 
@@ -132,6 +133,43 @@ describe("the event gate", () => {
 		await recordedByTodaysCode(app.appid, app.friend, "unmarked-1", 5.55, false);
 		await env.DB.prepare("UPDATE apps SET legacy_events = 0 WHERE appid = ?").bind(app.appid).run();
 		expect(await eventGateFor(env, app.appid, "unmarked-1").peek(app.appid, "unmarked-1", false)).toBeNull();
+	});
+});
+
+describe("the backfill of the gates (migration 0045)", () => {
+	it("copies an app's events from D1 into their gates, unmarks the app, and its events are then found without D1", async () => {
+		const app = await referral();
+		const customids = Array.from({ length: PAGE + 3 }, (_, i) => `backfill-${String(i).padStart(4, "0")}`);
+		for (const customid of customids.slice(0, 3)) await recordedByTodaysCode(app.appid, app.friend, customid, 2.22, false);
+		// A page and more: the rest by hand, as today's code left them (no decision: events from before decisions were kept).
+		const user = await env.DB.prepare("SELECT userid, campaignid FROM users WHERE appid = ? AND userkey = ?")
+			.bind(app.appid, app.friend)
+			.first<{ userid: number; campaignid: number }>();
+		await env.DB.batch(
+			customids.slice(3).map((customid) =>
+				env.DB.prepare(
+					`INSERT INTO conversion_events (appid, customid, userid, eventname, campaignid, growthhack, created_at)
+					 VALUES (?, ?, ?, 'Signup', ?, 'SaaS_Referrals', ?)`,
+				).bind(app.appid, customid, user?.userid, user?.campaignid, new Date().toISOString()),
+			),
+		);
+		const marked = () =>
+			env.DB.prepare("SELECT legacy_events FROM apps WHERE appid = ?").bind(app.appid).first<{ legacy_events: number }>();
+		expect(await marked()).toEqual({ legacy_events: 1 });
+		// The job takes the marked apps of every test file in turn: runs until this one is done.
+		for (let run = 0; run < 50 && (await marked())?.legacy_events === 1; run++) await backfillEventGates(env);
+		expect(await marked()).toEqual({ legacy_events: 0 });
+		// Gone from D1, still found: the gates hold every one, as D1 had it.
+		await env.DB.prepare("DELETE FROM conversion_events WHERE appid = ?").bind(app.appid).run();
+		for (const customid of customids) {
+			expect(await eventGateFor(env, app.appid, customid).peek(app.appid, customid, false), customid).toMatchObject({
+				userkey: app.friend,
+				customid,
+			});
+		}
+		expect((await signup(app.api, app.other, customids[0]!)).body).toMatchObject({ errorcode: "customid_conflict" });
+		expect((await signup(app.api, app.friend, customids[0]!)).body).toMatchObject({ duplicate: true, rewardscreated: 1 });
+		expect(await ledgerFor(env, app.appid, app.friend).listRewards()).toEqual([expect.objectContaining({ reward: "2.22" })]);
 	});
 });
 

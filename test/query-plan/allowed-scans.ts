@@ -144,6 +144,13 @@ export const ALLOWED_SCANS: readonly AllowedScan[] = [
 		table: "rewards",
 		bound: "the erased person's own ledger (one user's rewards), once, at erasure",
 	},
+	{
+		file: "src/db/event-backfill.ts",
+		sql: "FROM apps WHERE legacy_events = 1 ORDER BY appid LIMIT 1",
+		table: "apps",
+		bound:
+			"the partial index apps_legacy_events holds only the apps still marked by migration 0045 (those with events from before the gates), fewer every run of the backfill; its first entry, once a page",
+	},
 	// ---- an event gate's own SQLite (src/ledger/event-gate.ts) ----
 	{
 		file: "src/ledger/event-gate.ts",

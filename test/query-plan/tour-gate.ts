@@ -2,6 +2,7 @@ import { env } from "cloudflare:workers";
 import { eventGateFor } from "../../src/ledger/event-gate";
 import { completeRecordedConversions } from "../../src/operations/conversion-completion";
 import { recordConversion } from "../../src/operations/conversion-work";
+import { backfillEventGates } from "../../src/operations/event-gate-backfill";
 import { admin, createApp } from "../support/api";
 import { until } from "../support/until";
 import { ok } from "./tour-http";
@@ -13,6 +14,26 @@ import { ok } from "./tour-http";
  * person with an event recorded in D1 before the gates, with its decision
  * (redacted in D1 as before).
  */
+/** A grant as today's code froze it in D1, naming the friend by email. */
+const oldGrant = (userkey: string, campaignid: number) => ({
+	key: "plan-gate-old:0",
+	ruleid: 0,
+	rewardfrequency: 0,
+	usertype: "Friend",
+	amount: 1,
+	rewardunit: "USD",
+	rewardtype: "InstoreCredits",
+	campaignid,
+	campaignname: "Plan",
+	growthhack: "SaaS_Referrals",
+	eventname: "Signup",
+	customid: "plan-gate-old",
+	friend: { userkey, email: "plan-gate-fr@x.com", name: null, profileimage: null },
+	status: "Approved",
+	holdUntil: null,
+	comment: null,
+});
+
 export async function gateTour(): Promise<void> {
 	const app = await createApp();
 	const referrer = ok(await app.api("register", { email: "plan-gate-ref@x.com" }), "register").body;
@@ -50,7 +71,16 @@ export async function gateTour(): Promise<void> {
 		`INSERT INTO conversion_events (appid, customid, userid, eventname, campaignid, growthhack, created_at, decision)
 		 VALUES (?, 'plan-gate-old', ?, 'Signup', ?, 'SaaS_Referrals', ?, ?)`,
 	)
-		.bind(app.appid, user?.userid, user?.campaignid, new Date().toISOString(), JSON.stringify([{ email: "plan-gate-fr@x.com" }]))
+		.bind(
+			app.appid,
+			user?.userid,
+			user?.campaignid,
+			new Date().toISOString(),
+			JSON.stringify([{ owner: "friend", grant: oldGrant(friend.userkey, user?.campaignid ?? 0) }]),
+		)
 		.run();
+	// The app marked as one with events from before the gates (migration 0045), and its backfill in pages of one.
+	await env.DB.prepare("UPDATE apps SET legacy_events = 1 WHERE appid = ?").bind(app.appid).run();
+	for (let run = 0; run < 20 && (await backfillEventGates(env, 1)).events > 0; run++);
 	ok(await admin("DELETE", `/apps/${app.appid}/users/${friend.userkey}`), "erase");
 }
