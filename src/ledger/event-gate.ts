@@ -88,11 +88,11 @@ const toGateEvent = (row: EventRow): GateEvent => ({
 
 /**
  * The decision as the gate stores it: the friend's snapshot without the
- * person's email and name (an erasure need not find it here); the Worker
- * fills them from the user's profile when it reads the decision back.
+ * person's email, name and image (an erasure need not find them here); the
+ * Worker fills them from the user's profile when it reads the decision back.
  */
 export function withoutPerson(decision: OwnedGrant[]): OwnedGrant[] {
-	return decision.map((g) => ({ ...g, grant: { ...g.grant, friend: { ...g.grant.friend, email: null, name: null } } }));
+	return decision.map((g) => ({ ...g, grant: { ...g.grant, friend: { ...g.grant.friend, email: null, name: null, profileimage: null } } }));
 }
 
 export class EventGate extends DurableObject<Env> {

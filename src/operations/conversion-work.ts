@@ -100,13 +100,13 @@ function fraudReview(context: Extract<EventContext, { ok: true }>): FraudReview 
 	return checkSignals(user, referrer, campaign, facts);
 }
 
-/** The user's profile as the decision's friend snapshot: the gate keeps it without the person's email and name (event-gate.ts). */
+/** The user's profile as the decision's friend snapshot: the gate keeps it without the person's email, name and image (event-gate.ts). */
 function withPerson(decision: OwnedGrant[], user: User): OwnedGrant[] {
-	return decision.map((g) =>
-		g.grant.friend.userkey === user.userkey && g.grant.friend.email === null && g.grant.friend.name === null
-			? { ...g, grant: { ...g.grant, friend: { ...g.grant.friend, email: user.email, name: user.name } } }
-			: g,
-	);
+	return decision.map((g) => {
+		const { friend } = g.grant;
+		if (friend.userkey !== user.userkey || friend.email !== null || friend.name !== null || friend.profileimage !== null) return g;
+		return { ...g, grant: { ...g.grant, friend: { ...friend, email: user.email, name: user.name, profileimage: user.profileimage } } };
+	});
 }
 
 /**

@@ -96,6 +96,31 @@ describe("the event gate", () => {
 		expect(rows.results).toEqual([{ userkey: winner }]);
 	});
 
+	it("keeps the decision without the person's email, name and image, which a repeat takes from the profile", async () => {
+		const app = await createApp();
+		const referrer = (await app.api("register", { email: "pic-ref@x.com" })).body;
+		const friend = (
+			await app.api("register", {
+				email: "pic-fr@x.com",
+				name: "Pic Friend",
+				profileimage: "https://img.example.com/pic.png",
+				referrercode: referrer.referralcode,
+			})
+		).body;
+		expect((await signup(app.api, friend.userkey, "pic-1")).body).toMatchObject({ duplicate: false, rewardscreated: 2 });
+		const stored = await eventGateFor(env, app.appid, "pic-1").peek(app.appid, "pic-1", false);
+		const text = JSON.stringify(stored);
+		for (const value of ["pic-fr@x.com", "Pic Friend", "https://img.example.com/pic.png"]) expect(text).not.toContain(value);
+		expect(stored?.decision?.map((g) => g.grant.friend)).toEqual([
+			{ userkey: friend.userkey, email: null, name: null, profileimage: null },
+			{ userkey: friend.userkey, email: null, name: null, profileimage: null },
+		]);
+		// The rewards granted carry the snapshot all the same.
+		expect(await ledgerFor(env, app.appid, referrer.userkey).listRewards()).toEqual([
+			expect.objectContaining({ friendemail: "pic-fr@x.com", friendname: "Pic Friend" }),
+		]);
+	});
+
 	it("finds an event today's code recorded in D1: a repeat completes its frozen decision, another user is 409", async () => {
 		const app = await referral();
 		// A decision of 3.33 USD for the friend alone, which today's rules (10 and 10) would not make.
