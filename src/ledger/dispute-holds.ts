@@ -88,9 +88,16 @@ function hold(tx: TxContext, rows: RewardRow[], dispute: string): RewardRow[] {
 			.toArray();
 		if (placed.length === 0) continue;
 		const status = heldStatus(row.status);
-		// A record never sent may be withdrawn (its key never left); a won dispute books what the reward owes again,
-		// under a new key, once its status pays again.
-		tx.sql.exec("UPDATE payouts SET state = 'cancelled', updated_at = ? WHERE seq = ? AND state = 'due'", tx.nowMs, row.seq);
+		// A credit never sent of a reward this hold holds may be withdrawn (its key never left); a won dispute books what
+		// the reward owes again, under a new key, once its status pays again. Nothing else is touched: a debit due (a
+		// refund's, or this dispute's own loss reversed before this late hold) still leaves, and a reward the hold does
+		// not hold (Rejected, Rewarded, Suspicious) keeps its records, since no reconcile runs here to book them again.
+		if (HELD.includes(row.status))
+			tx.sql.exec(
+				"UPDATE payouts SET state = 'cancelled', updated_at = ? WHERE seq = ? AND state = 'due' AND amount > 0",
+				tx.nowMs,
+				row.seq,
+			);
 		const patch = HELD.includes(row.status)
 			? { status, hold_until: null, comment: comments.hold(dispute) }
 			: { comment: comments.hold(dispute) };

@@ -31,7 +31,7 @@ describe("the history checker", () => {
 	for (const seed of SEEDS)
 		it(`seed ${seed}: ${OPS} operations, a kill -9 and a restart, no invariant broken`, { timeout: 300_000 }, async () => {
 			const result = await runSeed(live, seed, { ops: OPS, clients: CLIENTS, quietMs: 60_000 });
-			const { violations, ...figures } = result;
+			const { violations, evidence: _evidence, ...figures } = result;
 			console.log(`history ${JSON.stringify({ ...figures, violations: violations.length })}`);
 			if (violations.length > 0) {
 				const file = `/tmp/history-seed-${seed}.json`;

@@ -40,6 +40,8 @@ export interface SeedResult {
 	phases: { setupMs: number; runMs: number; drainMs: number; quietMs: number };
 	ms: number;
 	violations: Violation[];
+	/** Only when a violation was found: the rewards and Stripe calls it names (written to the replay file). */
+	evidence?: ReturnType<typeof evidenceOf>;
 }
 
 const WEBHOOK_SECRET = "whsec_historyCheckerSigningSecret0123";
@@ -197,7 +199,7 @@ export async function runSeed(live: Live, seed: number, options: SeedOptions): P
 		const t2 = Date.now();
 		await drain(plan, history, perform);
 		const t3 = Date.now();
-		const violations = await quiet(live, plan, w, fake, history, options.quietMs, api, restartedAt);
+		const { violations, world } = await quiet(live, plan, w, fake, history, options.quietMs, api, restartedAt);
 		const phases = { setupMs: t1 - t0, runMs: t2 - t1, drainMs: t3 - t2, quietMs: Date.now() - t3 };
 		const cut = fake.calls.filter((c) => c.status === -1).length;
 		const injected5xx = fake.calls.filter((c) => c.status === 500).length;
@@ -218,6 +220,8 @@ export async function runSeed(live: Live, seed: number, options: SeedOptions): P
 			phases,
 			ms: Date.now() - t0,
 			violations,
+			// For a broken seed's replay file only: the rewards and Stripe calls each violation names.
+			...(violations.length > 0 ? { evidence: evidenceOf(violations, world, fake.calls) } : {}),
 		};
 	} finally {
 		await fake.close();
@@ -269,7 +273,7 @@ async function quiet(
 	quietMs: number,
 	api: (op: string, body: object) => Promise<Answer>,
 	restartedAt: number,
-): Promise<Violation[]> {
+): Promise<{ violations: Violation[]; world: Awaited<ReturnType<typeof readWorld>> }> {
 	const deadline = Date.now() + quietMs;
 	const unexplained = new Map<string, Violation>();
 	for (;;) {
@@ -289,7 +293,17 @@ async function quiet(
 			operator(op, await admin(live, "POST", `/apps/${w.appid}/users/${w.referrers[referrer]!.userkey}/payouts/retry`));
 		}
 		const violations = [...unexplained.values(), ...check(plan, history, world)];
-		if ((held.length === 0 && failed.size === 0 && violations.length === 0) || Date.now() > deadline) return violations;
+		if ((held.length === 0 && failed.size === 0 && violations.length === 0) || Date.now() > deadline) return { violations, world };
 		await sleep(1500);
 	}
+}
+
+/** What a violation's detail names (reward ids), with the world's rows and the Stripe calls that carry them. */
+function evidenceOf(violations: Violation[], world: Awaited<ReturnType<typeof readWorld>>, calls: FakeStripe["calls"]) {
+	const ids = new Set(violations.flatMap((v) => v.detail.match(/[a-z0-9]{20}-\d+/g) ?? []));
+	return [...ids].map((id) => ({
+		id,
+		rewards: world.rewards.filter((r) => r.rewarddtlid === id),
+		calls: calls.filter((c) => JSON.stringify(c.form).includes(id) || (c.idempotencyKey ?? "").includes(id)),
+	}));
 }
