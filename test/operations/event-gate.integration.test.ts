@@ -121,6 +121,24 @@ describe("the event gate", () => {
 		]);
 	});
 
+	it("refunds an event whose row is not in D1 yet: its parties come from the gate", async () => {
+		const app = await referral();
+		expect((await signup(app.api, app.friend, "refund-early")).body).toMatchObject({ duplicate: false, rewardscreated: 2 });
+		// As if the projection had not landed yet: D1 has no row of the event.
+		await until(
+			"the event in D1",
+			() => env.DB.prepare("SELECT 1 AS x FROM conversion_events WHERE appid = ? AND customid = ?").bind(app.appid, "refund-early").first(),
+			(row) => row !== null,
+		);
+		await env.DB.prepare("DELETE FROM conversion_events WHERE appid = ? AND customid = ?").bind(app.appid, "refund-early").run();
+		const refund = await app.api("reverseconversionevent", { customid: "refund-early" });
+		expect(refund.body).toMatchObject({ success: true, customid: "refund-early", full: true });
+		for (const userkey of [app.friend, app.referrer])
+			expect((await ledgerFor(env, app.appid, userkey).listRewards()).map((r) => r.rewardstatus)).toEqual(["Rejected"]);
+		// An event no gate and no D1 knows is still not found.
+		expect((await app.api("reverseconversionevent", { customid: "never-sent" })).body.errorcode).toBe("event_not_found");
+	});
+
 	it("finds an event today's code recorded in D1: a repeat completes its frozen decision, another user is 409", async () => {
 		const app = await referral();
 		// A decision of 3.33 USD for the friend alone, which today's rules (10 and 10) would not make.
