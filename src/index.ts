@@ -3,12 +3,13 @@ import { app } from "./http/app";
 import { countPart } from "./instrument/platform-parts";
 import { stripeQueue } from "./integrations/stripe/consumer";
 import { StripeGovernor } from "./integrations/stripe/governor";
+import { EventGate } from "./ledger/event-gate";
 import { UserLedger } from "./ledger/user-ledger";
 import { queue } from "./outbox/consumer";
 import { projectionQueue } from "./outbox/projection-consumer";
 import { scheduled } from "./scheduled";
 
-export { ClickCounter, StripeGovernor, UserLedger };
+export { ClickCounter, EventGate, StripeGovernor, UserLedger };
 
 export default {
 	fetch: app.fetch,

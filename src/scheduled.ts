@@ -7,6 +7,7 @@ import { UNIQUE_CLICK_WINDOW_MS } from "./fraud/clicks";
 import { instrumentEnv } from "./instrument/d1-metrics";
 import { redriveStuckPayouts, sweepStripeInbox } from "./integrations/stripe/sweep";
 import { completeRecordedConversions } from "./operations/conversion-completion";
+import { backfillEventGates } from "./operations/event-gate-backfill";
 import { sweepOutbox } from "./outbox/sweep";
 
 const EVERY_MINUTE = "* * * * *";
@@ -32,6 +33,8 @@ export const JOBS: ScheduledJob[] = [
 		cron: EVERY_MINUTE,
 		run: (env, controller) => completeRecordedConversions(env, controller.scheduledTime),
 	},
+	// Events recorded in D1 before the event gates, copied into them (issue 49, migration 0045).
+	{ name: "event-gate-backfill", cron: EVERY_MINUTE, run: (env) => backfillEventGates(env) },
 	// Stripe payouts due or sending that nothing moved for a while (integrations/stripe/sweep.ts).
 	{ name: "stripe-payout-redrive", cron: EVERY_MINUTE, run: (env, controller) => redriveStuckPayouts(env, controller.scheduledTime) },
 	// Stripe events stored and not done (a message lost in a crash): sent again.

@@ -4,15 +4,32 @@ import { deleteUnreferencedCampaign, setCampaignArchived } from "../db/campaign-
 import { listCampaignsWithDetails } from "../db/campaign-list";
 import { type Campaign, getCampaign, getCampaignWithDetails, insertCampaign, updateCampaign } from "../db/campaigns";
 import { addCoupons, countFreeCoupons } from "../db/coupons";
+import { recordedAmong } from "../db/event-grants";
 import { nowIso } from "../domain/dates";
+import { EVENT_GATE_SHARDS } from "../domain/gate-shard";
 import { forgetCachedApp } from "../http/auth";
 import { ApiError, badRequest, campaignArchived, campaignNotFound } from "../http/errors";
+import { gateStub } from "../ledger/event-gate";
 import { body } from "./body";
 import { requireApp } from "./guard";
 import { pageOf } from "./paging";
 import { type AdminContext, type AdminEnv, auditEntry, diff } from "./principal";
 import { addCouponsSchema, createCampaignSchema, updateCampaignSchema } from "./schemas";
 import { poolIsLive } from "./test-mode";
+
+/**
+ * Whether a conversion naming the campaign is claimed in its gate and not yet granted (issue 49): it holds the
+ * campaign as D1's waiting events do. A gate's pending event whose row is in D1 already was granted (its
+ * completion pass has not settled it yet).
+ */
+async function conversionsInFlight(env: Env, appid: string, campaignid: number): Promise<boolean> {
+	const pending = await Promise.all(
+		Array.from({ length: EVENT_GATE_SHARDS }, (_, shard) => gateStub(env, shard).pendingOfCampaign(appid, campaignid, 100)),
+	);
+	const events = pending.flat().map((customid) => ({ appid, customid }));
+	if (events.length === 0) return false;
+	return (await recordedAmong(env.DB, events)).size < events.length;
+}
 
 /** Campaigns and their coupon pools (admin API, under /admin/v1); every change with its audit entry. */
 export const campaignRoutes = new Hono<AdminEnv>();
@@ -192,7 +209,9 @@ campaignRoutes.delete("/apps/:appid/campaigns/:campaignid", async (c) => {
 		targetId: String(campaignid),
 		changes: { campaignname: { before: before.campaignname, after: null } },
 	});
-	const outcome = await deleteUnreferencedCampaign(c.env.DB, appid, campaignid, audit);
+	const outcome: Awaited<ReturnType<typeof deleteUnreferencedCampaign>> = (await conversionsInFlight(c.env, appid, campaignid))
+		? { ok: false, reason: "referenced", by: "conversions" }
+		: await deleteUnreferencedCampaign(c.env.DB, appid, campaignid, audit);
 	if (!outcome.ok && outcome.reason === "referenced") {
 		throw new ApiError(
 			409,

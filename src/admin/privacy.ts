@@ -2,9 +2,19 @@ import { type Context, Hono } from "hono";
 import { clickCounterFor } from "../clicks/click-counter";
 import { findApp } from "../db/apps";
 import { recordAudit } from "../db/audit";
-import { erasePersonInD1, findPerson, logPrivacyAction, type PersonRecord, personActivity, privacyLog } from "../db/privacy";
+import {
+	erasePersonInD1,
+	eventCustomids,
+	findPerson,
+	logPrivacyAction,
+	type PersonRecord,
+	personActivity,
+	privacyLog,
+} from "../db/privacy";
 import { nowIso } from "../domain/dates";
+import { gateShard } from "../domain/gate-shard";
 import { ApiError, userNotFound } from "../http/errors";
+import { gateStub } from "../ledger/event-gate";
 import { ledgerFor } from "../ledger/stub";
 import { erasableValues } from "../privacy/redact";
 import { type AdminEnv, auditEntry, authOf } from "./principal";
@@ -23,6 +33,16 @@ async function requirePerson(db: D1Database, appid: string, userkey: string): Pr
 	const person = await findPerson(db, appid, userkey);
 	if (!person) throw userNotFound();
 	return person;
+}
+
+/** Asks each gate holding some of `customids` to drop their free text. */
+async function redactGates(env: Env, appid: string, customids: string[]): Promise<void> {
+	const byShard = new Map<number, string[]>();
+	for (const customid of customids) {
+		const shard = gateShard(appid, customid);
+		byShard.set(shard, [...(byShard.get(shard) ?? []), customid]);
+	}
+	await Promise.all([...byShard].map(([shard, ids]) => gateStub(env, shard).redact(appid, ids)));
 }
 
 /** Who asked: the request's authenticated actor, as the auth middleware settled it (admin/principal.ts). */
@@ -53,6 +73,9 @@ privacyRoutes.delete("/apps/:appid/users/:userkey", async (c) => {
 	// Not before either ledger's redaction on its own clock: the projection queue's consumer compares it with the
 	// ledgers' messages' sentAt and holds back the webhook events of any sent before it (db/privacy.ts, erasedSince).
 	const at = new Date(Math.max(Date.now(), ...erased.map((e) => e.atMs))).toISOString();
+	// The free text of the person's events in their gates (ledger/event-gate.ts); before D1, which lists them. An event
+	// not in D1 yet is refused there from now on (erased), and the completion pass redacts it when it settles it.
+	await redactGates(c.env, appid, await eventCustomids(c.env.DB, user.userid));
 	const audit = auditEntry(c, appid, { action: "user.erase", targetType: "user", targetId: user.userkey });
 	await erasePersonInD1(c.env.DB, person, values, { actor: actorOf(c), at }, audit);
 	// The code's click counter forgets where it led and its pending clicks: the link is a 404 from now on.

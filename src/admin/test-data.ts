@@ -1,6 +1,8 @@
 import { Hono } from "hono";
 import { findTestApp } from "../db/apps";
-import { auditTestDataErased, deleteTestAppRows, deleteTestUsers, testUsersRound } from "../db/test-data";
+import { auditTestDataErased, deleteTestAppRows, deleteTestUsers, ROUND, testUsersRound } from "../db/test-data";
+import { EVENT_GATE_SHARDS } from "../domain/gate-shard";
+import { gateStub } from "../ledger/event-gate";
 import { ledgerFor } from "../ledger/stub";
 import { requireApp } from "./guard";
 import { type AdminEnv, auditEntry } from "./principal";
@@ -35,8 +37,13 @@ testDataRoutes.delete("/apps/:appid/testdata", async (c) => {
 			deleted.users += users.length;
 			continue;
 		}
-		const rows = await deleteTestAppRows(c.env.DB, twin.appid);
+		// The twin's event claims in every gate (ledger/event-gate.ts), up to ROUND each, with its D1 rows.
+		const [rows, ...claims] = await Promise.all([
+			deleteTestAppRows(c.env.DB, twin.appid),
+			...Array.from({ length: EVENT_GATE_SHARDS }, (_, shard) => gateStub(c.env, shard).forgetApp(twin.appid, ROUND)),
+		]);
 		deleted.rows += rows;
+		if (rows === 0 && claims.some((n) => n > 0)) continue;
 		if (rows === 0) {
 			const audit = auditEntry(c, app.appid, {
 				action: "app.delete_testdata",

@@ -1,4 +1,5 @@
 import { type AuditEntry, auditStatement } from "./audit";
+import { forgetCampaigns } from "./campaign-cache";
 import { firstRowOf } from "./rows";
 
 /**
@@ -44,6 +45,7 @@ export async function setCampaignArchived(
 			)
 			.bind(campaignid, appid),
 	]);
+	forgetCampaigns();
 	const row = firstRowOf<{ archived_at: string | null; isdefault: number }>(state);
 	if (!row) return { ok: false, reason: "campaign_not_found" };
 	const changed = (result?.meta.changes ?? 0) > 0;
@@ -110,6 +112,7 @@ export async function deleteUnreferencedCampaign(
 		db.prepare(`DELETE FROM campaigns WHERE campaignid = ?1 AND ${unreferenced}`).bind(campaignid, appid),
 		auditStatement(db, audit, { onlyIfChanged: true }),
 	]);
+	forgetCampaigns();
 	// Referenced between the read and the batch: every guarded delete matched nothing.
 	if ((results[4]?.meta.changes ?? 0) === 0) return deleteUnreferencedCampaign(db, appid, campaignid, audit);
 	return { ok: true };

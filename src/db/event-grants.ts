@@ -1,4 +1,5 @@
-import type { EventInput } from "./events";
+import type { OutboxEvent } from "../domain/outbox-event";
+import { type EventInput, recordedEventOf, recordedEventStatements } from "./events";
 import { rowsOf } from "./rows";
 
 /**
@@ -61,4 +62,44 @@ export async function eventsAwaitingGrants(db: D1Database, cutoff: string, limit
 		.bind(cutoff, limit)
 		.all();
 	return rowsOf<PendingRow>(result);
+}
+
+/**
+ * Which of `events` D1 holds (their rows came through the projection, so their grants were done: ledger/event-gate.ts),
+ * as `appid \0 customid` keys: one read, a seek of the (appid, customid) key per event.
+ */
+export async function recordedAmong(db: D1Database, events: { appid: string; customid: string }[]): Promise<Set<string>> {
+	if (events.length === 0) return new Set();
+	const byApp = new Map<string, string[]>();
+	for (const e of events) byApp.set(e.appid, [...(byApp.get(e.appid) ?? []), e.customid]);
+	// D1 binds at most 100 parameters per statement: the app and up to 90 customids each.
+	const chunks = [...byApp].flatMap(([appid, customids]) =>
+		Array.from({ length: Math.ceil(customids.length / 90) }, (_, i) => ({ appid, customids: customids.slice(i * 90, i * 90 + 90) })),
+	);
+	const results = await db.batch(
+		chunks.map(({ appid, customids }) =>
+			db
+				.prepare(`SELECT appid, customid FROM conversion_events WHERE appid = ? AND customid IN (${customids.map(() => "?").join(", ")})`)
+				.bind(appid, ...customids),
+		),
+	);
+	return new Set(results.flatMap((r) => rowsOf<{ appid: string; customid: string }>(r).map((row) => `${row.appid}\u0000${row.customid}`)));
+}
+
+/**
+ * The statements a flush adds for the `conversion.recorded` events among `events`: D1's copy of each event
+ * (recordedEventStatements, issue 49: its row now follows the projection, not the request), and the mark of an event
+ * recorded in D1 before the gates cleared, as before. The announcing ledger writes the event only once every grant of
+ * the conversion was done, so both say the same: its grants are confirmed.
+ */
+export function announcedStatements(db: D1Database, appid: string, events: OutboxEvent[]): D1PreparedStatement[] {
+	const statements: D1PreparedStatement[] = [];
+	for (const event of events) {
+		if (event.type !== "conversion.recorded") continue;
+		const recorded = recordedEventOf(event.payload);
+		if (recorded) statements.push(...recordedEventStatements(db, appid, recorded));
+		const customid = event.payload.customid;
+		if (typeof customid === "string") statements.push(grantsConfirmed(db, appid, customid));
+	}
+	return statements;
 }

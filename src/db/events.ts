@@ -1,12 +1,12 @@
 import { z } from "zod";
-import { nowIso } from "../domain/dates";
 import { newEventId } from "../domain/ids";
 import { sendsRewardEmail } from "../domain/messages";
 import { FRAUD_SIGNALS, type SignalFacts } from "../fraud/signals";
 import type { OwnedGrant } from "../rewards/rules";
-import { ACTIVE_RULE, type Campaign, type CampaignRow, type RewardRule, type RuleRow, toCampaign, toRule } from "./campaigns";
+import { campaignWithRules } from "./campaign-context";
+import type { Campaign, RewardRule } from "./campaigns";
 import { type SignalFactsRow, signalFactsLookup, toSignalFacts } from "./identifiers";
-import { firstRowOf, rowsOf } from "./rows";
+import { firstRowOf } from "./rows";
 import { CONVERTED_FRIEND, conversionCounters } from "./stats";
 import { parseStoredJson } from "./stored-json";
 import { toUser, USER_VIEW, type User, type UserRow } from "./users";
@@ -39,11 +39,10 @@ export interface StoredEvent {
 	decision: OwnedGrant[] | null;
 }
 
-/** What deciding an event needs: the stored event when the customid is known, its user, referrer, campaign and active rules. */
+/** What deciding an event needs: its user, referrer, campaign and active rules. */
 export type EventContext =
 	| {
 			ok: true;
-			stored: StoredEvent | null;
 			user: User;
 			referrer: User | null;
 			campaign: Campaign;
@@ -62,6 +61,8 @@ export type EventContext =
 			 * for an app without one (docs/webhooks.md).
 			 */
 			webhooks: boolean;
+			/** Whether the app has events recorded in D1 before the event gate (migration 0045): a gate miss then asks D1. */
+			legacy: boolean;
 	  }
 	| { ok: false; reason: "user_not_found" | "campaign_not_found" };
 
@@ -113,7 +114,9 @@ const decisionJson = z.array(
 	}),
 );
 
-const toDecision = (text: string): OwnedGrant[] => parseStoredJson("conversion_events", "decision", text, decisionJson);
+/** A stored decision, parsed with its schema; `table` names where it was read (D1's events, or the event gate's). */
+export const parseDecision = (text: string, table = "conversion_events"): OwnedGrant[] =>
+	parseStoredJson(table, "decision", text, decisionJson);
 
 /** The event stored under (app ?1, customid ?2) with its user's key. */
 const STORED_EVENT = `SELECT e.*, u.userkey FROM conversion_events e JOIN users u ON u.userid = e.userid
@@ -128,106 +131,129 @@ const toStoredEvent = (row: EventRow): StoredEvent => ({
 	campaignid: row.campaignid,
 	growthhack: row.growthhack,
 	createdAt: row.created_at,
-	decision: row.decision === null ? null : toDecision(row.decision),
+	decision: row.decision === null ? null : parseDecision(row.decision),
 });
 
 /**
- * Reads, in one D1 round trip, what deciding an event needs: the event
- * already stored under (app, customid) if any, its user (the stored event's,
- * else the caller's), the user's referrer, the campaign (the stored event's,
- * else the one asked for, else the user's) and its active rules.
+ * Reads, in one D1 round trip, what deciding an event needs: its user, the
+ * user's referrer, the fraud facts and the app's settings; the campaign (the
+ * one asked for, else the user's) and its active rules from the isolate's
+ * cache (campaign-cache.ts: a miss is one more round trip). The event
+ * already stored under (app, customid), if any, is the gate's to answer
+ * (ledger/event-gate.ts, issue 49), not D1's.
  */
 export async function readEventContext(db: D1Database, input: EventInput): Promise<EventContext> {
-	const stored = "(SELECT userid FROM conversion_events WHERE appid = ?1 AND customid = ?2)";
-	const userid = `COALESCE(${stored}, (SELECT userid FROM users WHERE appid = ?1 AND userkey = ?3))`;
-	const campaignid = `COALESCE((SELECT campaignid FROM conversion_events WHERE appid = ?1 AND customid = ?2), ?4,
-		(SELECT campaignid FROM users WHERE userid = ${userid}))`;
+	const userid = "(SELECT userid FROM users WHERE appid = ?1 AND userkey = ?3)";
+	const campaignid = `COALESCE(?4, (SELECT campaignid FROM users WHERE userid = ${userid}))`;
 	const args = [input.appid, input.customid, input.userkey, input.campaignid];
 	const referrerid = `(SELECT referrer_userid FROM users WHERE userid = ${userid})`;
-	// A test twin reads its live app's campaigns (docs/test-mode.md); found by the apps primary key, in the same statement.
-	const campaignApp = "(SELECT COALESCE(live_appid, appid) FROM apps WHERE appid = ?1)";
-	const [eventResult, userResult, referrerResult, campaignResult, rulesResult, factsResult, firstResult] = await db.batch([
-		db.prepare(STORED_EVENT).bind(input.appid, input.customid),
+	const [userResult, referrerResult, factsResult, firstResult] = await db.batch([
 		db.prepare(`${USER_VIEW} WHERE u.userid = ${userid}`).bind(...args.slice(0, 3)),
-		db.prepare(`${USER_VIEW} WHERE u.userid = (SELECT referrer_userid FROM users WHERE userid = ${userid})`).bind(...args.slice(0, 3)),
-		db.prepare(`SELECT * FROM campaigns WHERE campaignid = ${campaignid} AND appid = ${campaignApp}`).bind(...args),
-		db
-			.prepare(
-				`SELECT r.* FROM reward_rules r JOIN campaigns c USING (campaignid) WHERE r.campaignid = ${campaignid} AND c.appid = ${campaignApp}
-				   AND r.${ACTIVE_RULE} ORDER BY r.position`,
-			)
-			.bind(...args),
+		db.prepare(`${USER_VIEW} WHERE u.userid = ${referrerid}`).bind(...args.slice(0, 3)),
 		// In the same round trip, though only events of referred users need them.
 		signalFactsLookup(db, userid, referrerid, args.slice(0, 3)),
 		// Recurring windows start at the friend's first event of the name: one seek of conversion_events_first (migration 0024).
+		// D1's rows lag the gate by the projection (seconds): an event within that lag of the friend's first sees a later
+		// first or none, which moves its window's start by those seconds; only an event at the very end of a window of
+		// months could land on the other side, and by then D1 holds the first (docs/scaling.md, "Conversions without D1").
+		// The campaign and its rules come from the isolate's cache (campaign-cache.ts); a test twin reads its live app's
+		// campaigns (docs/test-mode.md).
 		db
 			.prepare(
-				`SELECT (SELECT timezone FROM apps WHERE appid = ?1) AS timezone, (SELECT emailsender FROM apps WHERE appid = ?1) AS emailsender,
-				   (SELECT COALESCE(webhookurl, '') <> '' FROM apps WHERE appid = ?1) AS webhooks,
+				`SELECT a.timezone, a.emailsender, COALESCE(a.webhookurl, '') <> '' AS webhooks, a.legacy_events,
+				   COALESCE(a.live_appid, a.appid) AS campaignapp, ${campaignid} AS campaignid,
 				   (SELECT MIN(created_at) FROM conversion_events WHERE userid = ${userid} AND campaignid = ${campaignid}
-				      AND lower(trim(eventname)) = lower(trim(?5))) AS first_at`,
+				      AND lower(trim(eventname)) = lower(trim(?5))) AS first_at
+				 FROM apps a WHERE a.appid = ?1`,
 			)
 			.bind(...args, input.eventname),
 	]);
-	const eventRow = firstRowOf<EventRow>(eventResult);
 	const userRow = firstRowOf<UserRow>(userResult);
-	const campaignRow = firstRowOf<CampaignRow>(campaignResult);
 	if (!userRow) return { ok: false, reason: "user_not_found" };
-	if (!campaignRow) return { ok: false, reason: "campaign_not_found" };
+	const first = firstRowOf<{
+		timezone: string | null;
+		emailsender: string | null;
+		webhooks: number | null;
+		legacy_events: number | null;
+		campaignapp: string | null;
+		campaignid: number | null;
+		first_at: string | null;
+	}>(firstResult);
+	const found = first?.campaignapp && first.campaignid !== null ? await campaignWithRules(db, first.campaignapp, first.campaignid) : null;
+	if (!found) return { ok: false, reason: "campaign_not_found" };
 	const referrerRow = firstRowOf<UserRow>(referrerResult);
-	const first = firstRowOf<{ timezone: string | null; emailsender: string | null; webhooks: number | null; first_at: string | null }>(
-		firstResult,
-	);
-	const campaign = toCampaign(campaignRow);
+	const { campaign, rules } = found;
 	return {
 		ok: true,
-		stored: eventRow ? toStoredEvent(eventRow) : null,
 		user: toUser(userRow),
 		referrer: referrerRow ? toUser(referrerRow) : null,
 		campaign,
-		rules: rowsOf<RuleRow>(rulesResult).map(toRule),
+		rules,
 		facts: toSignalFacts(firstRowOf<SignalFactsRow>(factsResult)),
 		firstEventAt: first?.first_at ?? null,
 		timezone: first?.timezone ?? "UTC",
 		rewardemail: sendsRewardEmail(campaign.rewardemail ?? "auto", first?.emailsender ?? null),
 		webhooks: first?.webhooks === 1,
+		legacy: first?.legacy_events === 1,
 	};
 }
 
+/** A stored event with its app and what was bought (the gate keeps events so: ledger/event-gate.ts). */
+export type StoredEventWithApp = StoredEvent & { appid: string; productid: string | null; category: string | null };
+type StoredEventRow = EventRow & { appid: string; productid: string | null; category: string | null };
+const withApp = (row: StoredEventRow): StoredEventWithApp => ({
+	...toStoredEvent(row),
+	appid: row.appid,
+	productid: row.productid,
+	category: row.category,
+});
+
+/** The event stored in D1 under (app, customid), or null (the gate's read of an event from before it). */
+export async function findStoredEvent(db: D1Database, appid: string, customid: string): Promise<StoredEventWithApp | null> {
+	const row = await db.prepare(STORED_EVENT).bind(appid, customid).first<StoredEventRow>();
+	return row ? withApp(row) : null;
+}
+
+/** The stored events a statement of db/ selects (`e.*, u.userkey`, as STORED_EVENT does). */
+export async function findStoredEventRows(statement: D1PreparedStatement, args: unknown[]): Promise<StoredEventWithApp[]> {
+	const { results } = await statement.bind(...args).all<StoredEventRow>();
+	return results.map(withApp);
+}
+
 /**
- * Records the event once per (app, customid) with its decision, marked as
- * waiting for its grants (db/event-grants.ts), in one D1 batch (a transaction): the guarded insert, the friend's move to
- * `Converted` (counted once on the referrer) and the stored event read back.
- * When another call recorded the customid first, its event and decision win.
+ * D1's copy of a conversion event (admin lists, exports, stats, refunds'
+ * lookup, erasure), written by the projection of its `conversion.recorded`
+ * entry (db/projection-batch.ts, ledger/outbox.ts), which the announcing
+ * ledger writes once every grant of the event is done: the event row (not
+ * for an erased user: its event is refused, and a late message must not
+ * bring the person back), the friend's move to `Converted` (counted once on
+ * the referrer) and the stats counters, the statements `insertEvent` ran on
+ * the request path before issue 49. Each is idempotent: the row by its key,
+ * the move by the friend's status, the counters by the token of the move.
  */
-export async function insertEvent(
-	db: D1Database,
-	input: EventInput & { campaignid: number; userid: number },
-	decision: OwnedGrant[],
-	createdAt = nowIso(),
-): Promise<{ isNew: boolean; event: StoredEvent }> {
+export function recordedEventStatements(db: D1Database, appid: string, event: RecordedEvent): D1PreparedStatement[] {
 	const conversionId = newEventId();
 	const eventOf = "(SELECT userid FROM conversion_events WHERE appid = ?1 AND customid = ?2)";
-	const [insert, , , read] = await db.batch([
+	return [
 		db
 			.prepare(
 				`INSERT INTO conversion_events (appid, customid, userid, eventname, transactionvalue, extrainfo, campaignid, growthhack, created_at,
-				   decision, grants_pending, productid, category)
-				 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 1, ?11, ?12) ON CONFLICT (appid, customid) DO NOTHING`,
+				   productid, category)
+				 SELECT ?1, ?2, u.userid, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11 FROM users u WHERE u.appid = ?1 AND u.userkey = ?3 AND u.erased_at IS NULL
+				 ON CONFLICT (appid, customid) DO NOTHING`,
 			)
 			.bind(
-				input.appid,
-				input.customid,
-				input.userid,
-				input.eventname,
-				input.transactionvalue,
-				input.extrainfo,
-				input.campaignid,
-				input.growthhack,
-				createdAt,
-				JSON.stringify(decision),
-				input.productid ?? null,
-				input.category ?? null,
+				appid,
+				event.customid,
+				event.userkey,
+				event.eventname,
+				event.transactionvalue,
+				event.extrainfo,
+				event.campaignid,
+				event.growthhack,
+				event.recordedat,
+				event.productid,
+				event.category,
 			),
 		// The friend converts on its first event not named Signup; the token makes the referrer's counter move once.
 		db
@@ -236,28 +262,62 @@ export async function insertEvent(
 				 WHERE userid = ${eventOf} AND status = 'SignUp' AND referrer_userid IS NOT NULL
 				   AND lower(trim((SELECT eventname FROM conversion_events WHERE appid = ?1 AND customid = ?2))) <> 'signup'`,
 			)
-			.bind(input.appid, input.customid, conversionId, createdAt),
+			.bind(appid, event.customid, conversionId, event.recordedat),
 		db
 			.prepare(
 				`UPDATE users SET converted_friends_count = converted_friends_count + 1
 				 WHERE userid = (SELECT referrer_userid FROM users WHERE ${CONVERTED_FRIEND})`,
 			)
-			.bind(conversionId, input.appid, input.customid),
-		db.prepare(STORED_EVENT).bind(input.appid, input.customid),
-		// After the read, so its position stays fixed; they count only when this call converted the friend.
-		...conversionCounters(db, conversionId, input.appid, input.customid),
-	]);
-	if (insert?.meta.changes === 1) {
-		// This call's insert: the event is what it wrote (its decision need not be parsed back from JSON).
-		const { customid, userkey, eventname, transactionvalue, extrainfo, campaignid, growthhack } = input;
-		return {
-			isNew: true,
-			event: { customid, userkey, eventname, transactionvalue, extrainfo, campaignid, growthhack, createdAt, decision },
-		};
-	}
-	const row = firstRowOf<EventRow>(read);
-	if (!row) throw new Error("conversion event not readable after its insert");
-	return { isNew: false, event: toStoredEvent(row) };
+			.bind(conversionId, appid, event.customid),
+		...conversionCounters(db, conversionId, appid, event.customid),
+	];
+}
+
+/** What D1's copy of an event takes from its `conversion.recorded` payload (docs/webhooks.md). */
+export interface RecordedEvent {
+	customid: string;
+	userkey: string;
+	eventname: string;
+	transactionvalue: number | null;
+	extrainfo: string | null;
+	campaignid: number;
+	growthhack: string;
+	recordedat: string;
+	productid: string | null;
+	category: string | null;
+}
+
+const recordedPayload = z.looseObject({
+	customid: z.string(),
+	userkey: z.string(),
+	eventname: z.string(),
+	transactionvalue: z.number().nullable(),
+	extrainfo: z.string().nullable().optional(),
+	campaignid: z.number(),
+	growthhack: z.string(),
+	recordedat: z.string(),
+	productid: z.string().optional(),
+	category: z.string().optional(),
+});
+
+/** The event of a `conversion.recorded` payload, or null for a payload without its fields (a hand-made or redacted one). */
+export function recordedEventOf(payload: Record<string, unknown>): RecordedEvent | null {
+	const parsed = recordedPayload.safeParse(payload);
+	if (!parsed.success) return null;
+	const { extrainfo, ...rest } = parsed.data;
+	// The webhook payload says "" for no free text (conversion-grants.ts); D1 keeps NULL as it did.
+	return {
+		customid: rest.customid,
+		userkey: rest.userkey,
+		eventname: rest.eventname,
+		transactionvalue: rest.transactionvalue,
+		extrainfo: extrainfo === "" || extrainfo === undefined ? null : extrainfo,
+		campaignid: rest.campaignid,
+		growthhack: rest.growthhack,
+		recordedat: rest.recordedat,
+		productid: rest.productid ?? null,
+		category: rest.category ?? null,
+	};
 }
 
 /** A recorded event as a refund needs it: its value and whose ledgers its rewards went to. */
@@ -298,5 +358,31 @@ export async function findEventParties(db: D1Database, appid: string, customid: 
 		growthhack: row.growthhack,
 		friendUserkey: row.friend_userkey,
 		referrerUserkey: row.referrer_userkey,
+	};
+}
+
+/**
+ * The parties of an event the gate holds and D1 does not yet (its projection lags the answer by seconds: issue 49), so
+ * a refund right after its conversion finds it: the friend as the gate recorded it, its referrer from D1's user row.
+ */
+export async function partiesOfClaimedEvent(
+	db: D1Database,
+	appid: string,
+	event: Pick<StoredEvent, "customid" | "eventname" | "transactionvalue" | "growthhack" | "userkey">,
+): Promise<EventParties> {
+	const row = await db
+		.prepare(
+			`SELECT r.userkey AS referrer_userkey FROM users u LEFT JOIN users r ON r.userid = u.referrer_userid
+			 WHERE u.appid = ? AND u.userkey = ?`,
+		)
+		.bind(appid, event.userkey)
+		.first<{ referrer_userkey: string | null }>();
+	return {
+		customid: event.customid,
+		eventname: event.eventname,
+		transactionvalue: event.transactionvalue,
+		growthhack: event.growthhack,
+		friendUserkey: event.userkey,
+		referrerUserkey: row?.referrer_userkey ?? null,
 	};
 }

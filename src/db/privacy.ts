@@ -43,6 +43,12 @@ export async function findPerson(db: D1Database, appid: string, userkey: string)
 	};
 }
 
+/** The customids of the person's events in D1 (a seek of conversion_events_first by userid; bounded by the person's events). */
+export async function eventCustomids(db: D1Database, userid: number): Promise<string[]> {
+	const rows = await db.prepare("SELECT customid FROM conversion_events WHERE userid = ?").bind(userid).all<{ customid: string }>();
+	return rows.results.map((r) => r.customid);
+}
+
 /** What D1 holds about a person beyond the user row: friends, events and share-link clicks. */
 export async function personActivity(db: D1Database, user: User) {
 	const [friends, events, daily, clicks] = await db.batch<Record<string, unknown>>([

@@ -2,7 +2,7 @@ import { z } from "zod";
 import { rewardId } from "../domain/ledger-ids";
 import type { OutboxEvent } from "../domain/outbox-event";
 import { type AuditEntry, auditStatement } from "./audit";
-import { grantsConfirmed } from "./event-grants";
+import { announcedStatements } from "./event-grants";
 import { type LeaderboardReward, leaderboardCounters } from "./leaderboard";
 import { batchLeaderboardCounters, summableRewards } from "./leaderboard-batch";
 import { allOf, appHasWebhook, insertOutboxEvent, type SqlCondition } from "./outbox-events";
@@ -61,13 +61,6 @@ export const eventsOf = (message: ProjectionMessage): OutboxEvent[] => [
 	...message.rewards.flatMap((r) => (r.event ? [r.event] : [])),
 ];
 
-/** The customids of the `conversion.recorded` events of a message: the conversion's grants were all confirmed (db/event-grants.ts). */
-function announcedConversions(message: ProjectionMessage): string[] {
-	return eventsOf(message).flatMap((event) =>
-		event.type === "conversion.recorded" && typeof event.payload.customid === "string" ? [event.payload.customid] : [],
-	);
-}
-
 /** The statements of one message, in the order the ledger's own flush ran them. `zones`: time zones of the apps with referrer rewards. */
 function messageStatements(
 	db: D1Database,
@@ -93,7 +86,7 @@ function messageStatements(
 	// batch), and only when nobody the ledger copies was erased since the message was sent (db/privacy.ts).
 	const onlyIf = allOf(appHasWebhook(appid), notErased(message));
 	for (const event of eventsOf(message)) statements.push(insertOutboxEvent(db, event, onlyIf, { enqueuedAt: nowIso }));
-	for (const customid of announcedConversions(message)) statements.push(grantsConfirmed(db, appid, customid));
+	statements.push(...announcedStatements(db, appid, eventsOf(message)));
 	return statements;
 }
 

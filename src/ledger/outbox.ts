@@ -1,6 +1,6 @@
 import { isTestAppid } from "../db/apps";
 import { auditEntrySchema, auditStatement } from "../db/audit";
-import { grantsConfirmed } from "../db/event-grants";
+import { announcedStatements } from "../db/event-grants";
 import { appTimeZone, leaderboardCounters } from "../db/leaderboard";
 import { appHasWebhook, insertOutboxEvent } from "../db/outbox-events";
 import { type AssignedCoupon, claimCoupon, projectionStatement, releaseCoupon, sendFlushBatch } from "../db/projection";
@@ -97,10 +97,6 @@ export function queueWebhook(sql: SqlStorage, event: OutboxEvent, nowMs: number)
  * before the entries were removed) sends again: at least once, as the
  * consumer (which skips delivered events) and receivers (`webhook-id`) expect.
  */
-/** The customids of the `conversion.recorded` events among `events`. */
-function announcedConversions(events: OutboxEvent[]): string[] {
-	return events.flatMap((e) => (e.type === "conversion.recorded" && typeof e.payload.customid === "string" ? [e.payload.customid] : []));
-}
 
 /**
  * The leaderboard's counters of a pass's projected rows (db/leaderboard.ts),
@@ -162,8 +158,8 @@ async function deliverRecords(
 	const hooks = appHasWebhook(host.appid);
 	const now = new Date().toISOString();
 	for (const event of events) statements.push(insertOutboxEvent(db, event, hooks, { enqueuedAt: now }));
-	// A conversion is announced once every grant of it was confirmed: its event needs no completion (db/event-grants.ts).
-	for (const customid of announcedConversions(events)) statements.push(grantsConfirmed(db, host.appid, customid));
+	// A conversion is announced once every grant of it was confirmed: D1's copy of the event, and no completion (db/event-grants.ts).
+	statements.push(...announcedStatements(db, host.appid, events));
 	if (gone.length > 0) remove(host, gone);
 	if (statements.length === 0) return gone.length;
 	let hasHooks: boolean;

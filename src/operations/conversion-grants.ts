@@ -20,7 +20,14 @@ import type { OwnedGrant } from "../rewards/rules";
 export async function grantConversion(
 	env: Env,
 	appid: string,
-	conversion: { event: StoredEvent; user: User; referrer: User | null; decision: OwnedGrant[]; rewardemail: boolean; webhooks: boolean },
+	conversion: {
+		event: StoredEvent & { productid?: string | null; category?: string | null };
+		user: User;
+		referrer: User | null;
+		decision: OwnedGrant[];
+		rewardemail: boolean;
+		webhooks: boolean;
+	},
 ): Promise<{ friend: GrantResult["rewards"]; referrer: GrantResult["rewards"] }> {
 	const { event, user, referrer, decision, rewardemail, webhooks } = conversion;
 	// The email setting as it is now (not frozen with the decision): a campaign switched off stops its emails. So the
@@ -41,6 +48,9 @@ export async function grantConversion(
 			campaignid: event.campaignid,
 			growthhack: event.growthhack,
 			recordedat: event.createdAt,
+			// What was bought, only for events that name it (docs/webhooks.md): D1's copy of the event takes it from here.
+			...(event.productid ? { productid: event.productid } : {}),
+			...(event.category ? { category: event.category } : {}),
 		},
 		otherRewards: [],
 	};

@@ -1,10 +1,12 @@
 import { z } from "zod";
-import { type EventContext, type EventInput, insertEvent, readEventContext, type StoredEvent } from "../db/events";
+import { type EventContext, type EventInput, readEventContext, type StoredEvent } from "../db/events";
+import type { User } from "../db/users";
 import type { WorkOutcome } from "../domain/outcome";
 import { checkSignals } from "../fraud/check";
 import type { FraudReview } from "../fraud/signals";
 import { ApiError, badRequest, campaignArchived, campaignNotFound, refuseErased, userNotFound } from "../http/errors";
 import { amount, customId, id, MAX_MONEY, optionalCampaignId, optionalEmail, optionalId, optionalText } from "../http/fields";
+import { eventGateFor } from "../ledger/event-gate";
 import { toHundredths } from "../rewards/money";
 import { campaignClosed, firingRules, isPercentRule, matchingRules, type OwnedGrant, rewardsForEvent } from "../rewards/rules";
 import { grantConversion } from "./conversion-grants";
@@ -98,51 +100,106 @@ function fraudReview(context: Extract<EventContext, { ok: true }>): FraudReview 
 	return checkSignals(user, referrer, campaign, facts);
 }
 
+/** The user's profile as the decision's friend snapshot: the gate keeps it without the person's email, name and image (event-gate.ts). */
+function withPerson(decision: OwnedGrant[], user: User): OwnedGrant[] {
+	return decision.map((g) => {
+		const { friend } = g.grant;
+		if (friend.userkey !== user.userkey || friend.email !== null || friend.name !== null || friend.profileimage !== null) return g;
+		return { ...g, grant: { ...g.grant, friend: { ...friend, email: user.email, name: user.name, profileimage: user.profileimage } } };
+	});
+}
+
 /**
  * Records the event once per (app, customid) with its frozen decision, or
- * reads the one already recorded. Exported for tests that simulate a call
- * dying right after this step.
+ * reads the one already recorded: the claim is the event gate's
+ * (ledger/event-gate.ts, issue 49), so the only D1 round trip is the
+ * context read. A call refused before its claim (an erased or unknown user,
+ * an archived or unknown campaign, an event its rules cannot price) first
+ * asks the gate whether the customid is recorded: a repeat of a recorded
+ * event completes as recorded, and one customid for two users is 409,
+ * whatever the refusal would have been. Exported for tests that simulate a
+ * call dying right after this step, and for the completion pass.
  */
-export async function recordConversion(db: D1Database, input: EventInput) {
-	const read = await readEventContext(db, input);
+export async function recordConversion(env: Env, input: EventInput) {
+	const read = await readEventContext(env.DB, input);
+	const gate = eventGateFor(env, input.appid, input.customid);
+	const legacy = read.ok ? read.legacy : true;
+	let prepared: Prepared;
+	try {
+		prepared = prepare(read, input);
+	} catch (refusal) {
+		// The rare path: is it a repeat? Then its stored decision decides, not today's refusal.
+		const stored = await gate.peek(input.appid, input.customid, legacy);
+		if (!stored) throw refusal;
+		assertSameEvent(stored, input);
+		if (!read.ok || read.user.erasedAt) throw refusal;
+		const again =
+			read.campaign.campaignid === stored.campaignid ? read : await readEventContext(env.DB, { ...input, campaignid: stored.campaignid });
+		if (!again.ok) throw refusal;
+		return recorded(again, input, stored);
+	}
+	const { context, decision, createdAt } = prepared;
+	const event = {
+		...input,
+		campaignid: context.campaign.campaignid,
+		extrainfo: input.extrainfo,
+		createdAt: createdAt.toISOString(),
+		productid: input.productid ?? null,
+		category: input.category ?? null,
+		decision,
+	};
+	const claimed = await gate.claim(event, legacy);
+	// Lost a race for the customid (or a repeat): the stored event must be this one, else nothing is granted.
+	if (!claimed.isNew) assertSameEvent(claimed.event, input);
+	if (claimed.isNew) return { isNew: true, ...facts(context, input), event, decision };
+	// A repeat in another campaign than the one asked for now: its email setting and rules are its campaign's.
+	const own =
+		claimed.event.campaignid === context.campaign.campaignid
+			? context
+			: await readEventContext(env.DB, { ...input, campaignid: claimed.event.campaignid });
+	if (!own.ok) throw own.reason === "user_not_found" ? userNotFound() : campaignNotFound();
+	return recorded(own, input, claimed.event);
+}
+
+type Context = Extract<EventContext, { ok: true }>;
+type Prepared = { context: Context; decision: OwnedGrant[]; createdAt: Date };
+
+/** Everything before the claim: the checks of a new event and its decision, computed now. Throws the refusal. */
+function prepare(read: EventContext, input: EventInput): Prepared {
 	if (!read.ok) throw read.reason === "user_not_found" ? userNotFound() : campaignNotFound();
-	if (read.stored) assertSameEvent(read.stored, input);
 	// Erasure is final (docs/fraud.md): an erased user's events are refused, and an erased referrer is no
 	// referrer any more, so it earns nothing new (a stored decision's grants for it are left out too).
 	refuseErased(read.user);
 	// An archived campaign takes no new event (issue 48, docs/api.md); a repeat of an event recorded before
 	// completes as recorded (exactly once), so archiving never strands a conversion half granted.
-	if (!read.stored && read.campaign.archivedAt !== null) throw campaignArchived(read.campaign);
+	if (read.campaign.archivedAt !== null) throw campaignArchived(read.campaign);
 	const context = read.referrer?.erasedAt ? { ...read, referrer: null } : read;
-	const { stored, user, referrer, rules, campaign } = context;
-	const matched = matchingRules(rules, input.eventname).length > 0;
-	const facts = {
+	const createdAt = new Date();
+	return { context, decision: decide(context, input, createdAt, fraudReview(context)), createdAt };
+}
+
+/** What the grants and the answer need besides the event and its decision. */
+function facts(read: Context, input: EventInput) {
+	const context = read.referrer?.erasedAt ? { ...read, referrer: null } : read;
+	const { user, referrer, rules, campaign } = context;
+	return {
 		user,
 		referrer,
 		campaign,
-		matched,
+		matched: matchingRules(rules, input.eventname).length > 0,
 		eventnames: [...new Set(rules.map((r) => r.eventname))],
 		rewardemail: context.rewardemail,
 		webhooks: context.webhooks,
 	};
-	if (stored?.decision) return { isNew: false, event: stored, decision: stored.decision, ...facts };
-	const fraud = fraudReview(context);
-	if (stored) {
-		// Events from before decisions were kept are decided from the current rules (the old behaviour).
-		const decision = decide(context, { ...input, ...stored }, new Date(stored.createdAt), fraud);
-		return { isNew: false, event: stored, decision, ...facts };
-	}
-	const createdAt = new Date();
-	const decision = decide(context, input, createdAt, fraud);
-	const { isNew, event } = await insertEvent(
-		db,
-		{ ...input, campaignid: context.campaign.campaignid, userid: user.userid },
-		decision,
-		createdAt.toISOString(),
-	);
-	// Lost a race for the customid: the winner's event must be this one, else nothing is granted.
-	if (!isNew) assertSameEvent(event, input);
-	return { isNew, event, decision: event.decision ?? decision, ...facts };
+}
+
+/** A repeat of a recorded event: its stored decision, or for events from before decisions were kept, one from the current rules at its time. */
+function recorded(read: Context, input: EventInput, stored: StoredEvent) {
+	const known = facts(read, input);
+	if (stored.decision) return { isNew: false, ...known, event: stored, decision: withPerson(stored.decision, known.user) };
+	const context = read.referrer?.erasedAt ? { ...read, referrer: null } : read;
+	const decision = decide(context, { ...input, ...stored }, new Date(stored.createdAt), fraudReview(context));
+	return { isNew: false, ...known, event: stored, decision };
 }
 
 export type ConversionRequest = z.output<typeof conversionSchema>;
@@ -160,21 +217,18 @@ export type ConversionAnswer = { message: string; duplicate: boolean; rewardscre
 export function recordConversionEvent(ctx: WorkContext, input: ConversionRequest): Promise<WorkOutcome<ConversionAnswer>> {
 	return outcomeOf(async () => {
 		const { env, app } = ctx;
-		const { isNew, event, decision, user, referrer, campaign, matched, eventnames, rewardemail, webhooks } = await recordConversion(
-			env.DB,
-			{
-				appid: app.appid,
-				userkey: input.userkey,
-				customid: input.customid,
-				eventname: input.eventname,
-				transactionvalue: input.transactionvalue,
-				extrainfo: input.extrainfo ?? null,
-				campaignid: input.campaignid ?? null,
-				growthhack: input.growthhack,
-				productid: input.productid ?? null,
-				category: input.category ?? null,
-			},
-		);
+		const { isNew, event, decision, user, referrer, campaign, matched, eventnames, rewardemail, webhooks } = await recordConversion(env, {
+			appid: app.appid,
+			userkey: input.userkey,
+			customid: input.customid,
+			eventname: input.eventname,
+			transactionvalue: input.transactionvalue,
+			extrainfo: input.extrainfo ?? null,
+			campaignid: input.campaignid ?? null,
+			growthhack: input.growthhack,
+			productid: input.productid ?? null,
+			category: input.category ?? null,
+		});
 		const { friend: friendRewards, referrer: referrerRewards } = await grantConversion(env, app.appid, {
 			event,
 			user,

@@ -1,11 +1,12 @@
 import { type CoordinatedResult, type CoordinationOptions, type LedgerPart, runAcrossLedgers } from "../coordination/ledger-transaction";
-import { type EventParties, findEventParties } from "../db/events";
+import { type EventParties, findEventParties, partiesOfClaimedEvent } from "../db/events";
 import { allOf, appHasWebhook, insertOutboxEvent } from "../db/outbox-events";
 import { customIdToken } from "../domain/ids";
 import type { OutboxEvent } from "../domain/outbox-event";
 import type { WorkOutcome } from "../domain/outcome";
 import { ApiError, ledgerError } from "../http/errors";
 import type { LedgerAudit } from "../ledger/audit";
+import { eventGateFor } from "../ledger/event-gate";
 import type { LedgerOperation, ReversalOutcome } from "../ledger/transaction-types";
 import { sendOutboxEvents, webhookEvent } from "../outbox/events";
 import { fromHundredths, toHundredths } from "../rewards/money";
@@ -100,9 +101,21 @@ const refused = (error: ApiError) => ({ ...failureOf(error), kind: "refused" as 
 
 export type ReverseAnswer = { message: string; customid: string; duplicate: boolean } & Record<string, unknown>;
 
+/**
+ * The event's parties from D1, else from its gate: D1's row follows the projection (issue 49), so an event refunded
+ * within seconds of its conversion is found in the gate that claimed it (D1 was read already, hence no legacy read).
+ * Refunds and Stripe disputes (integrations/stripe/disputes.ts) find an event's parties here.
+ */
+export async function eventParties(env: Env, appid: string, customid: string): Promise<EventParties | null> {
+	const fromD1 = await findEventParties(env.DB, appid, customid);
+	if (fromD1) return fromD1;
+	const claimed = await eventGateFor(env, appid, customid).peek(appid, customid, false);
+	return claimed ? partiesOfClaimedEvent(env.DB, appid, claimed) : null;
+}
+
 /** Reverses a conversion event's rewards in every ledger they reached, all or none; a lock held by another change is retried a few times, then `retry_later`. */
 export async function reverseConversion(ctx: WorkContext, input: ReverseRequest): Promise<WorkOutcome<ReverseAnswer>> {
-	const event = await findEventParties(ctx.env.DB, ctx.app.appid, input.customid);
+	const event = await eventParties(ctx.env, ctx.app.appid, input.customid);
 	if (!event) return refused(eventNotFound(input.customid));
 	if (input.growthhack !== undefined && input.growthhack.toLowerCase() !== event.growthhack.toLowerCase()) {
 		return refused(eventNotFound(input.customid));

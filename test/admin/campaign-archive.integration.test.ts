@@ -131,7 +131,7 @@ describe("deleting a campaign", () => {
 		const third = (await admin<{ campaignid: number }>("POST", `/apps/${app.appid}/campaigns`, campaignBody({ campaignname: "Named" })))
 			.body.campaignid;
 		// Recorded, its grants not confirmed yet (a call that died after recording): the event still holds the campaign.
-		await recordConversion(env.DB, {
+		await recordConversion(env, {
 			appid: app.appid,
 			userkey: app.friend,
 			customid: "named-pending",

@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { ledgerFor } from "../../src/ledger/stub";
 import { admin, createApp, request } from "../support/api";
 import { flushClicks } from "../support/clicks";
+import { until } from "../support/until";
 
 type App = Awaited<ReturnType<typeof createApp>>;
 let nextCustomId = 1;
@@ -73,7 +74,12 @@ describe("GET /apps/{appid}/users", { timeout: 30_000 }, () => {
 		expect(await search(ref.referralcode.toLowerCase())).toEqual([ref.userkey]);
 		expect(await search(friend.userkey.slice(0, 12))).toEqual([friend.userkey]);
 		expect(await search("%")).toEqual([]);
-		const [alice] = (await admin("GET", `/apps/${app.appid}/users?q=alice`)).body.users;
+		// The admin views follow the projection of the event (issue 49).
+		const [alice] = await until(
+			"the conversion counted",
+			async () => (await admin("GET", `/apps/${app.appid}/users?q=alice`)).body.users,
+			(users) => users[0]?.converted === 1,
+		);
 		expect(alice).toMatchObject({ email: "alice@shop.com", name: "Alice", friends: 1, converted: 1, referreruserkey: null });
 		expect(alice.createdat).toMatch(/^\d{4}-/);
 		const [bob] = (await admin("GET", `/apps/${app.appid}/users?q=bob`)).body.users;
@@ -271,7 +277,12 @@ describe("stats counters under retries, races and replays", { timeout: 30_000 },
 				app.api("registerconversionevent", { userkey: friendKey, eventname: "Purchase", customid: "777", growthhack: "SaaS_Referrals" }),
 			),
 		);
-		const { totals, topreferrers } = (await admin("GET", `/apps/${app.appid}/stats`)).body;
+		// The stats follow the projection of the event (issue 49): counted once it is in.
+		const { totals, topreferrers } = await until(
+			"the conversion counted",
+			async () => (await admin("GET", `/apps/${app.appid}/stats`)).body,
+			(stats) => stats.totals.conversions > 0,
+		);
 		expect(totals).toMatchObject({ signups: 2, referredsignups: 1, conversions: 1 });
 		expect(topreferrers).toMatchObject([{ userkey: ref.userkey, conversions: 1 }]);
 	});

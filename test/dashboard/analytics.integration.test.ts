@@ -4,6 +4,7 @@ import { localDay } from "../../src/domain/time-zone";
 import { admin, createApp, request } from "../support/api";
 import { flushClicks } from "../support/clicks";
 import { conversion, flushLedger, newCustomId, registerUser, signIn } from "../support/dashboard";
+import { until } from "../support/until";
 
 /** Counters written straight into slots, as the service's hooks write them (src/db/stats.ts). */
 async function putSlots(appid: string, campaignid: number, slots: [string, string, number, string?][]) {
@@ -58,7 +59,12 @@ describe("analytics in the app's time zone", { timeout: 60_000 }, () => {
 		const friend = await registerUser(app, { email: "live-friend@x.com", referrercode: ref.referralcode });
 		await conversion(app, friend.userkey, "Purchase", { transactionvalue: "20" });
 		const today = localDay("Pacific/Kiritimati", Date.now());
-		const stats = (await admin("GET", `/apps/${app.appid}/stats`)).body;
+		// The stats follow the projection of the event (issue 49).
+		const stats = await until(
+			"the conversion counted",
+			async () => (await admin("GET", `/apps/${app.appid}/stats`)).body,
+			(body) => body.totals.conversions > 0,
+		);
 		expect(stats.to).toBe(today);
 		expect(dayOf(stats, today)).toMatchObject({ signups: 2, referredsignups: 1, conversions: 1 });
 	});

@@ -1,6 +1,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { admin, createApp } from "../support/api";
+import { until } from "../support/until";
 
 /**
  * Line breaks are LF (issue 24 item 3): CRLF and CR, what browsers send from
@@ -20,7 +21,12 @@ describe("CRLF and CR become LF", () => {
 			extrainfo: "line one\r\nline two\rline three",
 		});
 		expect(event.status).toBe(200);
-		const stored = await env.DB.prepare("SELECT extrainfo FROM conversion_events WHERE appid = ?").bind(app.appid).first();
+		// D1's row of the event follows the projection (issue 49).
+		const stored = await until(
+			"the event in D1",
+			() => env.DB.prepare("SELECT extrainfo FROM conversion_events WHERE appid = ?").bind(app.appid).first(),
+			(row) => row !== null,
+		);
 		expect(stored).toEqual({ extrainfo: "line one\nline two\nline three" });
 		const named = await app.api("updateuser", { userkey: friend.userkey, AppUserName: "A\r\nB" });
 		expect(named.status).toBe(400);

@@ -1,16 +1,20 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { eventsAwaitingGrants } from "../../src/db/event-grants";
+import { gateShard } from "../../src/domain/gate-shard";
 import { withBindings } from "../../src/instrument/d1-metrics";
+import { eventGateFor } from "../../src/ledger/event-gate";
 import { ledgerFor } from "../../src/ledger/stub";
 import { COMPLETION_DELAY_MS, completeRecordedConversions } from "../../src/operations/conversion-completion";
 import { recordConversion } from "../../src/operations/conversion-work";
 import { admin, createApp } from "../support/api";
+import { until } from "../support/until";
 
 /**
  * The server completes recorded conversions (issue 20 item 10): an event
- * recorded by a call that died before its grants is granted by the
- * scheduled pass, without a client retry.
+ * claimed in its gate by a call that died before its grants is granted by
+ * the scheduled pass, without a client retry (issue 49: the pending mark is
+ * the gate's, settled once D1 holds the event's row, which only the
+ * announcement of its completed grants writes).
  */
 
 async function referral() {
@@ -21,7 +25,7 @@ async function referral() {
 }
 
 const diedAfterRecording = (appid: string, userkey: string, customid: string) =>
-	recordConversion(env.DB, {
+	recordConversion(env, {
 		appid,
 		userkey,
 		customid,
@@ -32,46 +36,77 @@ const diedAfterRecording = (appid: string, userkey: string, customid: string) =>
 		growthhack: "SaaS_Referrals",
 	});
 
-const pendingMark = (appid: string, customid: string) =>
-	env.DB.prepare("SELECT grants_pending FROM conversion_events WHERE appid = ? AND customid = ?").bind(appid, customid).first();
+/** The event's pending row in its gate (ledger/event-gate.ts): its failures, or null once settled. */
+async function pendingMark(appid: string, customid: string): Promise<{ failures: number } | null> {
+	const all = await eventGateFor(env, appid, customid).pendingBefore("9999-01-01T00:00:00.000Z", 100_000);
+	const mine = all.find((e) => e.appid === appid && e.customid === customid);
+	return mine ? { failures: mine.failures } : null;
+}
+
+/** D1's row of the event, once the projection of its announcement wrote it. */
+const inD1 = (appid: string, customid: string) =>
+	until(
+		"the event in D1",
+		() => env.DB.prepare("SELECT grants_pending FROM conversion_events WHERE appid = ? AND customid = ?").bind(appid, customid).first(),
+		(row) => row !== null,
+	);
+
+/** A customid other than `customid` whose events of `appid` meet in the same gate. */
+function sameGate(appid: string, customid: string): string {
+	for (let i = 0; ; i++) if (gateShard(appid, `${customid}-${i}`) === gateShard(appid, customid)) return `${customid}-${i}`;
+}
 
 /** A pass as the minute's cron would run it once the event is older than the delay. */
 const passAfterDelay = () => completeRecordedConversions(env, Date.now() + COMPLETION_DELAY_MS + 1_000);
 
 describe("completion of recorded conversions", () => {
-	it("grants an event whose call died after recording it, once, and clears its mark", async () => {
+	it("grants an event whose call died after claiming it, once, and settles it once its row is in D1", async () => {
 		const app = await referral();
 		expect((await diedAfterRecording(app.appid, app.friend, "9001")).isNew).toBe(true);
-		expect(await pendingMark(app.appid, "9001")).toEqual({ grants_pending: 1 });
+		expect(await pendingMark(app.appid, "9001")).toEqual({ failures: 0 });
 		expect(await ledgerFor(env, app.appid, app.referrer).listRewards()).toHaveLength(0);
 		// Not before the delay: the request's own grants may still be under way.
 		await completeRecordedConversions(env);
-		expect(await pendingMark(app.appid, "9001")).toEqual({ grants_pending: 1 });
+		expect(await pendingMark(app.appid, "9001")).toEqual({ failures: 0 });
 		expect(await ledgerFor(env, app.appid, app.referrer).listRewards()).toHaveLength(0);
 
-		// The pass takes every app's events (the test files share D1): this event's own outcome is what is checked.
+		// The pass takes every app's events (the test files share the gates): this event's own outcome is what is checked.
 		expect((await passAfterDelay()).completed).toBeGreaterThanOrEqual(1);
 		expect(await ledgerFor(env, app.appid, app.referrer).listRewards()).toHaveLength(1);
 		expect(await ledgerFor(env, app.appid, app.friend).listRewards()).toHaveLength(1);
-		// The announcing ledger's flush confirms the grants; later passes leave the event alone.
+		// The announcing ledger's flush writes D1's row; the next pass settles the event and grants nothing more.
 		await ledgerFor(env, app.appid, app.friend).flush();
-		expect(await pendingMark(app.appid, "9001")).toEqual({ grants_pending: null });
+		expect(await inD1(app.appid, "9001")).toEqual({ grants_pending: null });
+		expect((await passAfterDelay()).confirmed).toBeGreaterThanOrEqual(1);
+		expect(await pendingMark(app.appid, "9001")).toBeNull();
 		await passAfterDelay();
 		expect(await ledgerFor(env, app.appid, app.referrer).listRewards()).toHaveLength(1);
 	});
 
-	it("a conversion whose grants ran is confirmed by its own flush; an erased user's event is dropped from the pass", async () => {
+	it("settles a conversion whose grants ran by its D1 row; refuses an erased user's event for good and drops its free text", async () => {
 		const app = await referral();
 		await app.api("registerconversionevent", { userkey: app.friend, eventname: "Signup", customid: "9002", growthhack: "SaaS_Referrals" });
-		await ledgerFor(env, app.appid, app.friend).flush();
-		expect(await pendingMark(app.appid, "9002")).toEqual({ grants_pending: null });
+		await inD1(app.appid, "9002");
+		await passAfterDelay();
+		expect(await pendingMark(app.appid, "9002")).toBeNull();
+		expect(await ledgerFor(env, app.appid, app.referrer).listRewards()).toHaveLength(1);
 
 		const other = await referral();
-		await diedAfterRecording(other.appid, other.friend, "9003");
+		await recordConversion(env, {
+			appid: other.appid,
+			userkey: other.friend,
+			customid: "9003",
+			eventname: "Signup",
+			transactionvalue: null,
+			extrainfo: "note of the person",
+			campaignid: null,
+			growthhack: "SaaS_Referrals",
+		});
 		expect((await admin("DELETE", `/apps/${other.appid}/users/${other.friend}`)).status).toBeLessThan(300);
 		const report = await passAfterDelay();
 		expect(report.refused).toBeGreaterThanOrEqual(1);
-		expect(await pendingMark(other.appid, "9003")).toEqual({ grants_pending: null });
+		expect(await pendingMark(other.appid, "9003")).toBeNull();
+		expect((await eventGateFor(env, other.appid, "9003").peek(other.appid, "9003", false))?.extrainfo).toBeNull();
 		expect(await ledgerFor(env, other.appid, other.referrer).listRewards()).toHaveLength(0);
 	});
 
@@ -93,18 +128,21 @@ describe("completion of recorded conversions", () => {
 			}),
 		});
 		await diedAfterRecording(app.appid, app.friend, "9101");
-		// The pass takes at most 50 events and the test files share D1: passes until this event's has failed once.
-		for (let pass = 0; pass < 20 && (await pendingMark(app.appid, "9101"))?.grants_pending === 1; pass++) {
+		// The pass takes at most 50 events and the test files share the gates: passes until this event's has failed once.
+		for (let pass = 0; pass < 20 && (await pendingMark(app.appid, "9101"))?.failures === 0; pass++) {
 			await completeRecordedConversions(ledgersDown, Date.now() + COMPLETION_DELAY_MS + 1_000);
 		}
-		expect(await pendingMark(app.appid, "9101")).toEqual({ grants_pending: 2 });
+		expect(await pendingMark(app.appid, "9101")).toEqual({ failures: 1 });
 		expect(await ledgerFor(env, app.appid, app.referrer).listRewards()).toHaveLength(0);
 
-		// A newer event that never failed comes first, though the failed one is older.
-		await diedAfterRecording(app.appid, second.userkey, "9102");
+		// A newer event that never failed comes first in its gate, though the failed one is older.
+		const newer = sameGate(app.appid, "9101");
+		await diedAfterRecording(app.appid, second.userkey, newer);
 		const cutoff = new Date(Date.now() + 1_000).toISOString();
-		const order = (await eventsAwaitingGrants(env.DB, cutoff, 100_000)).filter((e) => e.appid === app.appid).map((e) => e.customid);
-		expect(order).toEqual(["9102", "9101"]);
+		const order = (await eventGateFor(env, app.appid, "9101").pendingBefore(cutoff, 100_000))
+			.filter((e) => e.appid === app.appid)
+			.map((e) => e.customid);
+		expect(order).toEqual([newer, "9101"]);
 
 		// Once the ledgers answer, both are granted (the referrer's two rewards, one per friend).
 		for (let pass = 0; pass < 20 && (await ledgerFor(env, app.appid, app.referrer).listRewards()).length < 2; pass++)

@@ -1,6 +1,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../support/api";
+import { until } from "../support/until";
 
 /**
  * Issue 33: rows written per conversion. D1 bills every row and index entry a
@@ -57,6 +58,12 @@ describe("rows a conversion event writes to D1", () => {
 			});
 			expect(res.status).toBe(200);
 		}
+		// D1's rows of the events, and what they move, follow the projection (issue 49): read once both events are there.
+		await until(
+			"both events in D1",
+			() => env.DB.prepare("SELECT COUNT(*) AS n FROM conversion_events WHERE appid = ?").bind(app.appid).first<{ n: number }>(),
+			(row) => row?.n === 2,
+		);
 		const counted = await env.DB.prepare(
 			`SELECT (SELECT converted_friends_count FROM users WHERE userkey = ?1) AS converted,
 			   (SELECT SUM(conversions) FROM stats_referrer_daily WHERE appid = ?2) AS daily,

@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { ledgerFor } from "../../src/ledger/stub";
 import { recordConversion } from "../../src/operations/conversion-work";
 import { admin, createApp, withWebhook } from "../support/api";
+import { until } from "../support/until";
 
 type Api = Awaited<ReturnType<typeof createApp>>["api"];
 
@@ -38,7 +39,12 @@ describe("registerconversionevent", () => {
 		expect(theirs).toEqual([
 			expect.objectContaining({ usertype: "Friend", reward: "10", rewardstatus: "Approved", friendemail: "friend@x.com" }),
 		]);
-		const stored = await env.DB.prepare("SELECT extrainfo FROM conversion_events WHERE appid = ?").bind(appid).first();
+		// D1's row of the event follows the projection (issue 49).
+		const stored = await until(
+			"the event in D1",
+			() => env.DB.prepare("SELECT extrainfo FROM conversion_events WHERE appid = ?").bind(appid).first(),
+			(row) => row !== null,
+		);
 		expect(stored).toEqual({ extrainfo: "order=42" });
 		// conversion.recorded leaves through the friend's ledger outbox, flushed just after its write.
 		await ledgerFor(env, appid, friend.userkey).flush();
@@ -63,7 +69,11 @@ describe("registerconversionevent", () => {
 		expect(results.find((r) => r.body.duplicate)?.body.message).toMatch(/duplicate/i);
 		expect(await rewardsOf(appid, referrer.userkey)).toHaveLength(1);
 		expect(await rewardsOf(appid, friend.userkey)).toHaveLength(1);
-		const events = await env.DB.prepare("SELECT COUNT(*) AS n FROM conversion_events WHERE appid = ?").bind(appid).first();
+		const events = await until(
+			"the event in D1",
+			() => env.DB.prepare("SELECT COUNT(*) AS n FROM conversion_events WHERE appid = ?").bind(appid).first<{ n: number }>(),
+			(row) => (row?.n ?? 0) > 0,
+		);
 		expect(events).toEqual({ n: 1 });
 	});
 
@@ -83,7 +93,7 @@ describe("registerconversionevent", () => {
 	it("completes on retry what a call that died after recording the event left undone", async () => {
 		const { api, appid, referrer, friend } = await referral();
 		// The first call "dies" right after its D1 batch: the event is stored, no ledger was told.
-		const recorded = await recordConversion(env.DB, {
+		const recorded = await recordConversion(env, {
 			appid,
 			userkey: friend.userkey,
 			customid: "4242",
@@ -192,7 +202,8 @@ describe("registerconversionevent", () => {
 		const status = async () => (await api("getfriendsandrewards", { userkey: referrer.userkey })).body;
 		expect((await status()).friends[0].status).toBe("SignUp");
 		await Promise.all([event(api, friend.userkey, { eventname: "Purchase" }), event(api, friend.userkey, { eventname: "Purchase" })]);
-		const after = await status();
+		// The friend's status in D1 follows the projection of its event (issue 49).
+		const after = await until("the friend converted", status, (page) => page.friends[0].status === "Converted");
 		expect(after.friends[0].status).toBe("Converted");
 		expect(after.convertedfriends).toBe(1);
 	});

@@ -2,6 +2,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { ledgerFor } from "../../src/ledger/stub";
 import { admin, createApp } from "../support/api";
+import { until } from "../support/until";
 
 type Api = Awaited<ReturnType<typeof createApp>>["api"];
 
@@ -76,9 +77,13 @@ describe("products and categories", () => {
 		expect(await fired({ category: "Gift%20cards", productid: "Sku-Gift" })).toBe(6);
 		// A category alone, not listed: the unrestricted rule and the exclusions-only rule.
 		expect(await fired({ category: "books" })).toBe(12);
-		const stored = await env.DB.prepare("SELECT productid, category FROM conversion_events WHERE appid = ? AND category = 'Gift cards'")
-			.bind(appid)
-			.first();
+		// D1's row of the event follows the projection of its announcement, which carries what was bought (issue 49).
+		const stored = await until(
+			"the event in D1",
+			() =>
+				env.DB.prepare("SELECT productid, category FROM conversion_events WHERE appid = ? AND category = 'Gift cards'").bind(appid).first(),
+			(row) => row !== null,
+		);
 		expect(stored).toEqual({ productid: "Sku-Gift", category: "Gift cards" });
 	});
 

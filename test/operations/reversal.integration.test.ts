@@ -1,6 +1,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { request } from "../support/api";
+import { until } from "../support/until";
 import { purchaseReferral } from "./reversal-support";
 
 const versions = async (ctx: Awaited<ReturnType<typeof purchaseReferral>>) =>
@@ -48,7 +49,12 @@ describe("reverseconversionevent: full and partial reversals", () => {
 		expect(again.body.duplicate).toBe(true);
 		expect(await versions(ctx)).toEqual(before);
 
-		const friends = (await ctx.api("getfriendsandrewards", { userkey: ctx.referrer.userkey })).body;
+		// The friend's status in D1 follows the projection of its event (issue 49).
+		const friends = await until(
+			"the friend converted",
+			async () => (await ctx.api("getfriendsandrewards", { userkey: ctx.referrer.userkey })).body,
+			(page) => page.friends[0].status === "Converted",
+		);
 		expect(friends.friends[0].status).toBe("Converted");
 		expect(friends.convertedfriends).toBe(1);
 		const listed = friends.friends[0].rewards ?? friends.rewards;

@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { ledgerFor } from "../../src/ledger/stub";
 import { ADMIN_TOKEN, admin, createApp, request } from "../support/api";
 import { flushClicks } from "../support/clicks";
+import { until } from "../support/until";
 
 type App = Awaited<ReturnType<typeof createApp>>;
 
@@ -47,6 +48,12 @@ async function family() {
 	const cy = (await app.api("register", { email: "cy@example.com", name: "Cy", referrercode: bob.referralcode })).body;
 	await event(app, bob.userkey);
 	await event(app, cy.userkey);
+	// D1's rows of the events follow the projection (issue 49): the family is complete once both are there.
+	await until(
+		"both events in D1",
+		() => env.DB.prepare("SELECT COUNT(*) AS n FROM conversion_events WHERE appid = ?").bind(app.appid).first<{ n: number }>(),
+		(row) => row?.n === 2,
+	);
 	expect((await app.api("redeemrewards", { userkey: ann.userkey, amount: "4" })).status).toBe(200);
 	await request(`/r/${bob.referralcode}`, {
 		headers: { "cf-connecting-ip": "203.0.113.5", "user-agent": "Clicker/1" },

@@ -144,4 +144,31 @@ export const ALLOWED_SCANS: readonly AllowedScan[] = [
 		table: "rewards",
 		bound: "the erased person's own ledger (one user's rewards), once, at erasure",
 	},
+	{
+		file: "src/db/event-backfill.ts",
+		sql: "FROM apps WHERE legacy_events = 1 ORDER BY appid LIMIT 1",
+		table: "apps",
+		bound:
+			"the partial index apps_legacy_events holds only the apps still marked by migration 0045 (those with events from before the gates), fewer every run of the backfill; its first entry, once a page",
+	},
+	// ---- an event gate's own SQLite (src/ledger/event-gate.ts) ----
+	{
+		file: "src/ledger/event-gate.ts",
+		sql: "FROM pending p JOIN events e ON e.appid = p.appid AND e.customid = p.customid WHERE p.created_at < ?",
+		table: "pending",
+		bound:
+			"the gate's events not yet confirmed, read in key order up to LIMIT 100: it passes over at most those claimed in the last minute (the completion delay), about a minute of one gate's 1/64 of the claims; once a minute, by the completion pass",
+	},
+	{
+		file: "src/ledger/event-gate.ts",
+		sql: "DELETE FROM pending WHERE appid = ? AND customid = ?",
+		table: "pending",
+		bound: "a test twin's reset only (admin/test-data.ts): the gate's events not yet confirmed, about a minute of its claims",
+	},
+	{
+		file: "src/ledger/event-gate.ts",
+		sql: "WHERE e.appid = ? AND e.campaignid = ? LIMIT ?",
+		table: "pending",
+		bound: "a campaign's deletion only (an admin call): the gate's events not yet confirmed, about a minute of its claims",
+	},
 ];

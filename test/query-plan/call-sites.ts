@@ -79,7 +79,10 @@ export function scan(sources: Record<string, string>, method: "prepare" | "exec"
 
 /** Every D1 and ledger SQL call site of the service. */
 export function callSites(): CallSite[] {
-	return [...scan(D1_SOURCES, "prepare", "d1"), ...scan(LEDGER_SOURCES, "exec", "ledger")];
+	// The event gate's statements run on its own SQLite (recorder.ts: engine "gate").
+	return [...scan(D1_SOURCES, "prepare", "d1"), ...scan(LEDGER_SOURCES, "exec", "ledger")].map((site) =>
+		site.file === "src/ledger/event-gate.ts" ? { ...site, engine: "gate" as const } : site,
+	);
 }
 
 /** True when one of `statements`, sent from the site's file, holds the site's literal parts in order. */

@@ -1,5 +1,6 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
+import { gateStub } from "../../src/ledger/event-gate";
 import { migrateLedger } from "../../src/ledger/migrate";
 import { LEDGER_MIGRATIONS } from "../../src/ledger/schema";
 import { ledgerFor } from "../../src/ledger/stub";
@@ -77,6 +78,8 @@ export const GROWING_TABLES: Record<Engine, readonly string[]> = {
 		"payouts",
 		"dispute_holds",
 	],
+	// The event gates (src/ledger/event-gate.ts): every event ever claimed, and those whose grants are not yet confirmed.
+	gate: ["events", "pending"],
 };
 
 /** Tables that stay small whatever happens: bookkeeping of SQLite, D1 and the ledger's schema version. */
@@ -85,6 +88,7 @@ export const BOUNDED_TABLES: Record<Engine, readonly string[]> = {
 	// shard_directory: one row, the shard count and hash (issue 50, scripts/migrate.mjs).
 	d1: ["d1_migrations", "sqlite_sequence", "_cf_METADATA", "_cf_KV", "leaderboard_tie_widths", "shard_directory"],
 	ledger: ["meta", "sqlite_sequence", "_cf_METADATA", "_cf_KV"],
+	gate: ["_cf_METADATA", "_cf_KV"],
 };
 
 /**
@@ -196,6 +200,21 @@ export async function explainAll(statements: Recorded[], allowList: readonly All
 			),
 		);
 	}
+	// A gate object's (its constructor makes its tables).
+	const gateQueries = queries.filter((q) => q.engine === "gate");
+	await runInDurableObject(gateStub(env, 0), async (_instance, state) => {
+		for (const s of gateQueries) {
+			const nulls = Array<null>(parameterCount(s.sql)).fill(null);
+			const rows = state.storage.sql.exec<{ detail: string }>(`EXPLAIN QUERY PLAN ${s.sql}`, ...nulls).toArray();
+			plans.push(
+				classify(
+					s,
+					rows.map((r) => r.detail),
+					allowList,
+				),
+			);
+		}
+	});
 	const ledgerQueries = queries.filter((q) => q.engine === "ledger");
 	// A ledger of its own, at the newest schema (migrated here: a ledger no one wrote to has no tables).
 	await runInDurableObject(ledgerFor(env, "plan-explain", "scratch"), async (_instance, state) => {
@@ -239,5 +258,12 @@ export async function schemaTables(): Promise<Record<Engine, string[]>> {
 			.toArray()
 			.map((r) => r.name);
 	});
-	return { d1: d1.results.map((r) => r.name), ledger };
+	let gate: string[] = [];
+	await runInDurableObject(gateStub(env, 0), async (_instance, state) => {
+		gate = state.storage.sql
+			.exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table'")
+			.toArray()
+			.map((r) => r.name);
+	});
+	return { d1: d1.results.map((r) => r.name), ledger, gate };
 }

@@ -41,7 +41,7 @@ describe("query plans", { timeout: 120_000 }, () => {
 
 	it("knows every table of both schemas as growing or bounded", async () => {
 		const tables = await schemaTables();
-		for (const engine of ["d1", "ledger"] as const) {
+		for (const engine of ["d1", "ledger", "gate"] as const) {
 			const known = new Set([...GROWING_TABLES[engine], ...BOUNDED_TABLES[engine]]);
 			expect(
 				tables[engine].filter((t) => !known.has(t)),

@@ -13,7 +13,8 @@ import { ledgerFor } from "../../src/ledger/stub";
  * service's.
  */
 
-export type Engine = "d1" | "ledger";
+/** `gate`: the EventGate objects (src/ledger/event-gate.ts), whose SQLite has its own schema. */
+export type Engine = "d1" | "ledger" | "gate";
 
 export interface Recorded {
 	engine: Engine;
@@ -40,7 +41,8 @@ function callerFile(): string | null {
 function record(engine: Engine, sql: unknown): void {
 	if (typeof sql !== "string") return;
 	const file = callerFile();
-	if (file) recorded.set(`${engine}\n${file}\n${sql}`, { engine, sql, file });
+	const on: Engine = engine === "ledger" && file === "src/ledger/event-gate.ts" ? "gate" : engine;
+	if (file) recorded.set(`${on}\n${file}\n${sql}`, { engine: on, sql, file });
 }
 
 type Patchable = Record<string, (this: unknown, ...args: unknown[]) => unknown>;

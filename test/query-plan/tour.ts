@@ -15,6 +15,7 @@ import { projectionQueue } from "../../src/outbox/projection-consumer";
 import { hookUrl, recordWebhook, runBatch, setAnswers, uniqueKey } from "../outbox/support";
 import { ADMIN_TOKEN, admin, createApp, request } from "../support/api";
 import { flushClicks } from "../support/clicks";
+import { gateTour } from "./tour-gate";
 import { cookieOf, csrfOf, ok, page } from "./tour-http";
 import { membersTour } from "./tour-members";
 import { messagesTour } from "./tour-messages";
@@ -386,4 +387,5 @@ export async function tour(): Promise<void> {
 	await messagesTour();
 	await scheduledJobs();
 	await restoreTour();
+	await gateTour();
 }

@@ -1,4 +1,3 @@
-import { findEventParties } from "../../db/events";
 import { type FoundLink, raiseRefunded } from "../../db/stripe";
 import { type DisputeState, disputeState, recordDisputeState } from "../../db/stripe-disputes";
 import { recordStripeCase } from "../../db/stripe-identity";
@@ -6,7 +5,7 @@ import { minorToUnits } from "../../domain/currency";
 import { appKeyAudit } from "../../ledger/audit";
 import type { DisputePhase } from "../../ledger/dispute-holds";
 import { ledgerFor } from "../../ledger/stub";
-import { reverseConversion } from "../../operations/reversal-work";
+import { eventParties, reverseConversion } from "../../operations/reversal-work";
 import type { WorkContext } from "../../operations/work";
 import type { StripeEventMessage } from "./events";
 import { linkedPaymentOrWait } from "./payment-link";
@@ -51,7 +50,7 @@ export async function runDispute(ctx: WorkContext, work: StripeEventMessage, fin
 	}
 	const outcome = said === "open" && state !== "open" ? "dispute_opened_after_close" : `dispute_${said === "open" ? "opened" : state}`;
 	if (outcome !== "dispute_opened_after_close") {
-		const parties = await findEventParties(env.DB, app.appid, link.customid);
+		const parties = await eventParties(env, app.appid, link.customid);
 		const amount = dispute.amount ?? link.amount_minor;
 		await recordStripeCase(env.DB, app.appid, {
 			eventid: work.eventid,
@@ -87,7 +86,7 @@ async function applyState(ctx: WorkContext, dispute: string, link: FoundLink, st
 /** Runs the phase in the ledgers of the conversion's friend and referrer; a reward locked by another change is retried. */
 async function inLedgers(ctx: WorkContext, customid: string, dispute: string, phase: DisputePhase): Promise<Settle> {
 	const { env, app } = ctx;
-	const parties = await findEventParties(env.DB, app.appid, customid);
+	const parties = await eventParties(env, app.appid, customid);
 	if (!parties) return "ack";
 	const userkeys = [...new Set([parties.friendUserkey, parties.referrerUserkey].filter((k): k is string => k !== null))];
 	// The same audit entry id for a phase of a dispute: a repeat that changes nothing writes nothing, and never twice.

@@ -1,0 +1,35 @@
+import type { Campaign, RewardRule } from "./campaigns";
+
+/**
+ * A campaign and its active rules as a conversion reads them, kept per
+ * isolate for CAMPAIGN_TTL_MS (issue 49, piece 6: the conversion's context
+ * without D1, as the app's settings come from auth's cache): a miss is one
+ * D1 round trip. Every write to a campaign or its rules in this isolate
+ * empties the cache (db/campaigns.ts, db/campaign-archive.ts,
+ * db/messages.ts), so an edit applies at once where it was made and within
+ * CAMPAIGN_TTL_MS everywhere else; a decision, once made, is frozen in the
+ * event's gate as before (docs/rewards.md).
+ */
+
+export const CAMPAIGN_TTL_MS = 30_000;
+/** Campaigns kept per isolate: a bound on memory, whatever the number of tenants. */
+const MAX_CAMPAIGNS = 1_000;
+
+const cache = new Map<number, { campaign: Campaign; rules: RewardRule[]; until: number }>();
+
+/** Empties the cache: called by every write to campaigns or their rules. */
+export function forgetCampaigns(): void {
+	cache.clear();
+}
+
+/** What is kept of campaign `campaignid`, if it is still fresh at `nowMs`. */
+export function keptCampaign(campaignid: number, nowMs: number): { campaign: Campaign; rules: RewardRule[] } | null {
+	const kept = cache.get(campaignid);
+	return kept && kept.until > nowMs ? kept : null;
+}
+
+/** Keeps what was read of campaign `campaignid` until `nowMs` + CAMPAIGN_TTL_MS. */
+export function keepCampaign(campaignid: number, entry: { campaign: Campaign; rules: RewardRule[] }, nowMs: number): void {
+	if (cache.size >= MAX_CAMPAIGNS) cache.delete(cache.keys().next().value ?? campaignid);
+	cache.set(campaignid, { ...entry, until: nowMs + CAMPAIGN_TTL_MS });
+}
