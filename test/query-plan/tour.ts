@@ -20,6 +20,7 @@ import { membersTour } from "./tour-members";
 import { messagesTour } from "./tour-messages";
 import { passkeysTour } from "./tour-passkeys";
 import { restoreTour } from "./tour-restore";
+import { shardsTour } from "./tour-shards";
 import { stripeTour } from "./tour-stripe";
 import { testModeTour } from "./tour-test-mode";
 
@@ -386,4 +387,5 @@ export async function tour(): Promise<void> {
 	await messagesTour();
 	await scheduledJobs();
 	await restoreTour();
+	await shardsTour();
 }
