@@ -65,14 +65,16 @@ function holdsD1(dir) {
  * loses the race to another keeps the other's. A state found without its D1 file (holdsD1) is made again.
  * @param {NodeJS.ProcessEnv} env
  */
-export function migratedState(env) {
+export function migratedState(env, config = join(ROOT, "wrangler.toml")) {
 	const hash = createHash("sha256");
 	for (const folder of ["migrations", "migrations-shard"]) {
 		const migrations = join(ROOT, folder);
 		for (const file of readdirSync(migrations).sort()) hash.update(`${folder}/${file}`).update(readFileSync(join(migrations, file)));
 	}
 	// The lockfile: wrangler's version decides the state's layout; wrangler.toml: the databases' ids name their files.
-	for (const file of ["package-lock.json", "wrangler.toml", "scripts/migrate.mjs"]) hash.update(readFileSync(join(ROOT, file)));
+	for (const file of ["package-lock.json", "scripts/migrate.mjs"]) hash.update(readFileSync(join(ROOT, file)));
+	// The configuration whose databases are migrated (wrangler.toml, or the bench's one-shard copy: bench/shards.mjs).
+	hash.update(readFileSync(config));
 	const template = join(tmpdir(), `referral-migrated-${hash.digest("hex").slice(0, 16)}`);
 	if (existsSync(template)) {
 		if (holdsD1(template)) return template;
@@ -88,7 +90,7 @@ export function migratedState(env) {
 	}
 	const making = mkdtempSync(`${template}-making-`);
 	// The same command as `npm run migrate -- --local`; through npx, so the project's node runs it (wrangler needs 22+).
-	const migrate = spawnSync("npx", ["node", join(ROOT, "scripts", "migrate.mjs"), "--local", "--persist-to", making], {
+	const migrate = spawnSync("npx", ["node", join(ROOT, "scripts", "migrate.mjs"), "--local", "--persist-to", making, "--config", config], {
 		cwd: ROOT,
 		env,
 		encoding: "utf8",
@@ -106,8 +108,10 @@ export function migratedState(env) {
 }
 
 /**
- * @param {{ name?: string, vars?: Record<string, string>, logLevel?: string, args?: string[], persistBase?: string, persistTo?: string }} options
+ * @param {{ name?: string, vars?: Record<string, string>, logLevel?: string, args?: string[], persistBase?: string, persistTo?: string, config?: string }} options
  *   `persistTo`: the state directory of an earlier service (its `persist`), to restart on it; it is then not removed by `stop()`.
+ *   `config`: a wrangler configuration other than wrangler.toml (an absolute path in the project's root, so its relative
+ *   paths hold), e.g. the bench's one-shard copy (bench/shards.mjs); its databases are migrated and served.
  * @returns {Promise<{ base: string, adminToken: string, persist: string, logs: () => string, sql: (statement: string) => void, cpuSeconds: () => number, cpuByProcess: () => Record<string, number>, stop: () => Promise<void>, kill: () => Promise<void> }>}
  */
 export function startService(options = {}) {
@@ -125,7 +129,7 @@ async function start_(options) {
 	const env = { ...process.env, CI: "true", WRANGLER_SEND_METRICS: "false" };
 	// A restart on an earlier service's state finds its migrations applied; a new service starts on a copy of the
 	// migrated state (migratedState).
-	if (ownsState) cpSync(migratedState(env), persist, { recursive: true });
+	if (ownsState) cpSync(migratedState(env, options.config), persist, { recursive: true });
 
 	const port = await freePort();
 	// Local receivers on 127.0.0.1 are webhook targets in tests: allowed only by this development var.
@@ -142,6 +146,7 @@ async function start_(options) {
 	};
 	const args = ["wrangler", "dev", "--ip", "127.0.0.1", "--port", String(port), "--persist-to", persist];
 	args.push("--show-interactive-dev-session=false");
+	if (options.config) args.push("--config", options.config);
 	if (options.logLevel) args.push("--log-level", options.logLevel);
 	args.push(...(options.args ?? []));
 	for (const [key, value] of Object.entries(vars)) args.push("--var", `${key}:${value}`);
@@ -208,10 +213,15 @@ async function start_(options) {
 	}
 	/** Runs SQL on the local D1 the service uses (to set up states no API call makes). */
 	const sql = (statement) => {
-		const run = spawnSync("npx", ["wrangler", "d1", "execute", "DB", "--local", "--persist-to", persist, "--command", statement], {
-			env,
-			encoding: "utf8",
-		});
+		const config = options.config ? ["--config", options.config] : [];
+		const run = spawnSync(
+			"npx",
+			["wrangler", "d1", "execute", "DB", "--local", "--persist-to", persist, ...config, "--command", statement],
+			{
+				env,
+				encoding: "utf8",
+			},
+		);
 		if (run.status !== 0) throw new Error(`d1 execute failed:\n${run.stdout}\n${run.stderr}`);
 	};
 	return { base, adminToken, persist, logs: output.get, sql, cpuSeconds, cpuByProcess, stop, kill };

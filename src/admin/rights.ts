@@ -69,6 +69,9 @@ export const RIGHTS: Readonly<Record<string, Needed>> = {
 	"POST /apps/:appid/users/:userkey/payouts/retry": "reviewer",
 	// Rewinds a user's rewards and balance (docs/deploy.md): the deployment's operator alone, never an app's role.
 	[`POST /apps/:appid/users/:userkey/ledger${COLON}restore`]: "superuser",
+	// The deployment's shard pool (issue 50): the operator's, across every app.
+	"GET /shards": "superuser",
+	"GET /shards/:shard": "superuser",
 };
 
 /** A route pattern as Hono writes it, as a regular expression with its parameters' names. */

@@ -8,6 +8,7 @@ import type { ErrorCode } from "../http/errors";
 import { clientIp, RETRY_AFTER_SECONDS } from "../http/rate-limits";
 import { errorDocsUrl, logErrorAnswer, requestIdOf } from "../http/request-id";
 import { busyError } from "../http/service-busy";
+import { unavailableDatabase } from "../instrument/d1-availability";
 import { apiFor } from "./api";
 import type { DashContext, DashEnv } from "./context";
 import { Csrf, ErrorReference, Field, Page } from "./layout";
@@ -210,7 +211,14 @@ dashboardRoutes.notFound((c) => errorPage(c, 404, "not_found", "Not found", "No 
 dashboardRoutes.onError((err, c) => {
 	const busy = busyError(err);
 	if (busy) {
-		console.error(JSON.stringify({ msg: "D1 unavailable: dashboard answered 503", path: c.req.path, error: String(err) }));
+		console.error(
+			JSON.stringify({
+				msg: "D1 unavailable: dashboard answered 503",
+				path: c.req.path,
+				database: unavailableDatabase(err),
+				error: String(err),
+			}),
+		);
 		for (const [name, value] of Object.entries(busy.headers)) c.header(name, value);
 		return errorPage(c, 503, "service_busy", "Busy", "The service is busy. Try again in a few seconds.");
 	}

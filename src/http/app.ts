@@ -5,6 +5,7 @@ import { z } from "zod";
 import { adminRoutes } from "../admin/routes";
 import { dashboardRoutes } from "../dashboard/routes";
 import { publicOrigin } from "../domain/public-origin";
+import { unavailableDatabase } from "../instrument/d1-availability";
 import { d1Totals, metricsEnabled } from "../instrument/d1-metrics";
 import { stripeWebhookRoutes } from "../integrations/stripe/webhook";
 import { openApiRoutes } from "../openapi/routes";
@@ -132,6 +133,8 @@ app.onError((err, c) => {
 				msg: "D1 unavailable: answered 503 service_busy",
 				requestid: requestIdOf(c.req.raw),
 				path: c.req.path,
+				// Which database failed (DB or SHARD_<n>, issue 50): a shard's trouble shows as its own.
+				database: unavailableDatabase(err),
 				error: String(err),
 			}),
 		);

@@ -1,4 +1,5 @@
 import type { MiddlewareHandler } from "hono";
+import { everyD1Wrapped } from "../instrument/d1-availability";
 import {
 	countingD1,
 	countingLedgers,
@@ -6,6 +7,7 @@ import {
 	instrumentEnv,
 	metricsEnabled,
 	newMetrics,
+	type RequestMetrics,
 	withBindings,
 } from "../instrument/d1-metrics";
 
@@ -39,8 +41,20 @@ export const d1Metrics: MiddlewareHandler<{ Bindings: Env }> = async (c, next) =
 		return next();
 	}
 	const m = newMetrics();
-	c.env = withBindings(counted, { DB: countingD1(counted.DB, m), USER_LEDGER: countingLedgers(counted.USER_LEDGER, m) });
+	// Each D1 binding (DB and every shard) counted into the request's total and its own line.
+	const perDatabase = new Map<string, RequestMetrics>();
+	const own = (name: string) => {
+		const mine = perDatabase.get(name) ?? newMetrics();
+		perDatabase.set(name, mine);
+		return mine;
+	};
+	c.env = withBindings(counted, {
+		...everyD1Wrapped(counted, (db, name) => countingD1(countingD1(db, own(name)), m)),
+		USER_LEDGER: countingLedgers(counted.USER_LEDGER, m),
+	});
 	await next();
+	const used = [...perDatabase].filter(([, mine]) => mine.d1RoundTrips > 0);
+	c.header("x-d1-roundtrips-by-database", used.map(([name, mine]) => `${name}=${mine.d1RoundTrips}`).join(", "));
 	c.header("x-d1-roundtrips", String(m.d1RoundTrips));
 	c.header("x-d1-statements", String(m.d1Statements));
 	c.header("x-d1-rows-written", String(m.d1RowsWritten));

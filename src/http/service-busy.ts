@@ -1,5 +1,5 @@
 import type { MiddlewareHandler } from "hono";
-import { isD1Unavailable, retryingReads } from "../instrument/d1-availability";
+import { everyD1Wrapped, isD1Unavailable, retryingReads } from "../instrument/d1-availability";
 import { withBindings } from "../instrument/d1-metrics";
 import { type ApiError, serviceBusy } from "./errors";
 
@@ -12,11 +12,16 @@ import { type ApiError, serviceBusy } from "./errors";
 
 const retrying = new WeakMap<Env, Env>();
 
-/** The env whose D1 retries a failed read once; made once per env object (the isolate's env is one object). */
+/**
+ * The env whose D1 bindings, the control database and every shard (issue 50),
+ * each retry a failed read once and name themselves when they fail; made once
+ * per env object (the isolate's env is one object). A failing shard fails only
+ * the requests that use it.
+ */
 export function withRetryingReads(env: Env): Env {
 	let wrapped = retrying.get(env);
 	if (!wrapped) {
-		wrapped = withBindings(env, { DB: retryingReads(env.DB) });
+		wrapped = withBindings(env, everyD1Wrapped(env, retryingReads));
 		retrying.set(env, wrapped);
 	}
 	return wrapped;

@@ -1,3 +1,5 @@
+import { shardBinding } from "../domain/shard";
+
 /**
  * D1 busy or down (issue 33). One D1 database runs one query at a time; when
  * its queue is full it refuses with `overloaded`, and a reset or a lost
@@ -29,6 +31,36 @@ export function isD1Unavailable(error: unknown): boolean {
 	return TRANSIENT.some((pattern) => pattern.test(message));
 }
 
+/**
+ * D1 busy or down, naming the database that failed (`DB`, the control
+ * database, or `SHARD_<n>`, issue 50): the message is D1's own with the
+ * binding after it, so `isD1Unavailable` still recognises it (also after an
+ * RPC hop, which keeps only the message), and the 503's log line says which
+ * shard a request needed. The answer itself never names a shard.
+ */
+export class D1UnavailableError extends Error {
+	override name = "D1UnavailableError";
+	constructor(
+		readonly database: string,
+		override readonly cause: unknown,
+	) {
+		super(`${cause instanceof Error ? cause.message : String(cause)} [${database}]`);
+	}
+}
+
+/** `error` named after `database` when it is D1 busy or down (and not named yet); any other error as it is. */
+export function namedD1Error(error: unknown, database: string): unknown {
+	if (error instanceof D1UnavailableError || !isD1Unavailable(error)) return error;
+	return new D1UnavailableError(database, error);
+}
+
+/** The database a D1-unavailable error names (`DB`, `SHARD_<n>`), or null. */
+export function unavailableDatabase(error: unknown): string | null {
+	if (error instanceof D1UnavailableError) return error.database;
+	const message = error instanceof Error ? error.message : String(error);
+	return isD1Unavailable(error) ? (/\[((?:DB|SHARD_\d+))\]\s*$/.exec(message)?.[1] ?? null) : null;
+}
+
 /** A statement that only reads: retrying it cannot write twice. */
 export function isReadOnly(sql: string): boolean {
 	const text = sql.trimStart().toUpperCase();
@@ -45,13 +77,17 @@ const RETRY_DELAY_MS = 40;
  * and upper-casing and matching each statement's text before each call cost
  * its share of a conversion for an answer needed only on a failure.
  */
-async function onceMore<T>(run: () => Promise<T>, readOnly: () => boolean): Promise<T> {
+async function onceMore<T>(run: () => Promise<T>, readOnly: () => boolean, database: string): Promise<T> {
 	try {
 		return await run();
 	} catch (error) {
-		if (!isD1Unavailable(error) || !readOnly()) throw error;
+		if (!isD1Unavailable(error) || !readOnly()) throw namedD1Error(error, database);
 		await new Promise((resolve) => setTimeout(resolve, RETRY_DELAY_MS + Math.random() * RETRY_DELAY_MS));
-		return run();
+		try {
+			return await run();
+		} catch (again) {
+			throw namedD1Error(again, database);
+		}
 	}
 }
 
@@ -67,9 +103,11 @@ function own(target: object, prop: string | symbol): unknown {
  * `db` with every read-only round trip (a statement, or a batch of only
  * reads) retried once when D1 is unavailable. Writes are never retried here:
  * a write that timed out may have committed, and each write path has its own
- * guard or idempotency key for the client's retry.
+ * guard or idempotency key for the client's retry. What still fails for D1's
+ * own reasons is thrown as a D1UnavailableError naming `database` (the
+ * binding: `DB` or `SHARD_<n>`).
  */
-export function retryingReads(db: D1Database): D1Database {
+export function retryingReads(db: D1Database, database = "DB"): D1Database {
 	const sqlOf = new WeakMap<object, string>();
 	const real = new WeakMap<object, D1PreparedStatement>();
 	const wrap = (statement: D1PreparedStatement, sql: string): D1PreparedStatement => {
@@ -82,6 +120,7 @@ export function retryingReads(db: D1Database): D1Database {
 						onceMore(
 							() => method(...args),
 							() => isReadOnly(sql),
+							database,
 						);
 				}
 				return own(target, prop);
@@ -100,13 +139,43 @@ export function retryingReads(db: D1Database): D1Database {
 					return onceMore(
 						() => target.batch(statements.map((s) => real.get(s) ?? s)),
 						() => texts.every(isReadOnly),
+						database,
 					);
 				};
 			}
 			if (prop === "withSession") {
-				return (constraint?: string) => retryingReads(target.withSession(constraint) as unknown as D1Database);
+				return (constraint?: string) => retryingReads(target.withSession(constraint) as unknown as D1Database, database);
 			}
 			return own(target, prop);
 		},
 	});
+}
+
+function isD1(value: unknown): value is D1Database {
+	return typeof value === "object" && value !== null && "prepare" in value && "batch" in value;
+}
+
+/**
+ * The env's shard bindings by name (`SHARD_0`, `SHARD_1`, ... while they are
+ * bound), for the wrappers that every D1 binding gets (the read retry here, the
+ * bench's counting). Not a check of SHARD_COUNT: routing checks that
+ * (db/shards.ts `shardPool`), and a wrapper must not fail a request that needs
+ * no shard.
+ */
+export function boundShardNames(env: object): string[] {
+	const names: string[] = [];
+	for (let i = 0; ; i++) {
+		if (!isD1(Reflect.get(env, shardBinding(i)))) return names;
+		names.push(shardBinding(i));
+	}
+}
+
+/** Every D1 binding of `env` (DB and each bound shard) wrapped by `wrap`, keyed by binding name, for `withBindings`. */
+export function everyD1Wrapped(env: Env, wrap: (db: D1Database, name: string) => D1Database): Record<string, D1Database> {
+	const out: Record<string, D1Database> = { DB: wrap(env.DB, "DB") };
+	for (const name of boundShardNames(env)) {
+		const binding: unknown = Reflect.get(env, name);
+		if (isD1(binding)) out[name] = wrap(binding, name);
+	}
+	return out;
 }

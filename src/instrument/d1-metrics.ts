@@ -1,3 +1,4 @@
+import { everyD1Wrapped } from "./d1-availability";
 import { countingLimiter, countingOutboxQueue, countingProjectionQueue, type PlatformPart, platformParts } from "./platform-parts";
 
 /**
@@ -10,7 +11,9 @@ import { countingLimiter, countingOutboxQueue, countingProjectionQueue, type Pla
  * - `x-d1-statements`: SQL statements in them (a batch counts each of its statements),
  * - `x-d1-rows-written`: D1's `meta.rows_written` of those calls, summed,
  * - `x-d1-ms`: the summed wall time of those calls (overlapping calls both count),
- * - `x-do-calls` / `x-do-ms`: the same for RPC calls to UserLedger objects.
+ * - `x-do-calls` / `x-do-ms`: the same for RPC calls to UserLedger objects,
+ * - `x-d1-roundtrips-by-database`: the round trips per database that had any
+ *   (`DB=2, SHARD_3=1`): the control database and each shard (issue 50).
  *
  * Only the request's own path until its response is ready is counted in
  * those headers. Besides, every use of `env.DB` in the isolate is counted
@@ -18,7 +21,8 @@ import { countingLimiter, countingOutboxQueue, countingProjectionQueue, type Pla
  * (their `waitUntil` work included), the UserLedger objects (their outbox
  * flushes), the queue consumer (and its sweep) and scheduled jobs. `GET
  * /__metrics/d1` answers those totals, so the bench can divide what a run
- * caused, background included, by its requests ("all-in"). Off by default:
+ * caused, background included, by its requests ("all-in"), in all and per
+database (`byDatabase`: `DB` and each `SHARD_<n>`). Off by default:
  * then the middleware only reads the flag and `instrumentEnv` returns the
  * env it is given.
  *
@@ -168,8 +172,10 @@ export function instrumentEnv(env: Env, source: D1Source): Env {
 	let counted = bySource.get(source);
 	if (!counted) {
 		// Its ledger calls and projection messages too: the platform parts of bench/floors.mjs (platform-parts.ts).
+		// Every D1 binding, the control database and each shard (issue 50), into the source's totals and its own.
+		const bySql = (sql: string, rows: number) => countRowsBySql(source, sql, rows);
 		counted = withBindings(env, {
-			DB: countingD1(env.DB, totals[source], (sql, rows) => countRowsBySql(source, sql, rows)),
+			...everyD1Wrapped(env, (db, name) => countingD1(countingD1(db, databaseTotals(name)), totals[source], bySql)),
 			USER_LEDGER: countingLedgers(env.USER_LEDGER, totals[source]),
 			PROJECTION: countingProjectionQueue(env.PROJECTION),
 			OUTBOX: countingOutboxQueue(env.OUTBOX),
@@ -181,6 +187,19 @@ export function instrumentEnv(env: Env, source: D1Source): Env {
 }
 
 const instrumented = new WeakMap<Env, Map<D1Source, Env>>();
+
+/** The isolate's running totals per D1 database (`DB`, `SHARD_<n>`), all sources together: how the load spreads over the shards. */
+const byDatabase = new Map<string, RequestMetrics>();
+
+/** The running totals of one database, made on its first use. */
+function databaseTotals(name: string): RequestMetrics {
+	let m = byDatabase.get(name);
+	if (!m) {
+		m = newMetrics();
+		byDatabase.set(name, m);
+	}
+	return m;
+}
 
 /** The Rate Limiting bindings of wrangler.toml, each call a platform part (bench/floors.mjs prices one). */
 const LIMITERS = ["FAILED_AUTH_LIMITER", "FAILED_AUTH_IP_LIMITER", "APP_RATE_LIMITER", "ADMIN_AUTH_LIMITER", "CLICK_LIMITER"] as const;
@@ -210,6 +229,8 @@ export function d1Totals(): {
 	projectionLag: { count: number; sumMs: number; maxMs: number; bucketsMs: number[]; buckets: number[] };
 	parts: Record<PlatformPart, number>;
 	rowsBySql: Record<string, { statements: number; rows: number }>;
+	/** The same totals per database (`DB`, `SHARD_<n>`), all sources together; their sum is `total`. */
+	byDatabase: Record<string, Totals>;
 } & Record<D1Source, Totals> {
 	const view = (m: RequestMetrics) => ({
 		roundtrips: m.d1RoundTrips,
@@ -243,8 +264,14 @@ export function d1Totals(): {
 		},
 		parts: platformParts(),
 		rowsBySql: Object.fromEntries(rowsBySql),
+		byDatabase: Object.fromEntries(
+			[...byDatabase].sort(([a], [b]) => databaseOrder(a) - databaseOrder(b)).map(([name, m]) => [name, view(m)]),
+		),
 	};
 }
+
+/** DB first, then the shards by number. */
+const databaseOrder = (name: string) => (name === "DB" ? -1 : Number(/\d+$/.exec(name)?.[0] ?? 1e9));
 
 /** D1's rows written of one statement's result. */
 function rowsOfOne(r: unknown): number {

@@ -43,7 +43,34 @@ const auditEntry = z.object({
 		.describe("Secrets never: a rotated key shows (secret)"),
 });
 
+const shardView = z.object({
+	shard: z.number(),
+	binding: z.string().describe("SHARD_<n>"),
+	identityok: z
+		.boolean()
+		.describe("The database says it is this shard of this many by this hash (false: a binding points at another database)"),
+	identity: z.object({ shard: z.number(), shardcount: z.number().nullable(), hash: z.string().nullable() }).nullable(),
+	migrations: z.number().describe("Shard migrations applied (migrations-shard/)"),
+	lastmigration: z.string().nullable(),
+});
+
 export const accessApi: AdminRoute[] = [
+	{
+		method: "get",
+		path: "/shards",
+		summary:
+			"The D1 shard pool as this Worker routes by it (superuser only; docs/scaling.md, issue 50): the shard count and hash, each shard's identity and schema version. 503 service_busy when a shard does not answer",
+		status: 200,
+		response: z.object({ shardcount: z.number(), hash: z.string(), shards: z.array(shardView) }),
+	},
+	{
+		method: "get",
+		path: "/shards/{shard}",
+		summary: "One D1 shard's identity and schema version (superuser only); only this shard is asked",
+		errors: { "404": "no such shard (not_found)" },
+		status: 200,
+		response: shardView.extend({ shardcount: z.number(), hash: z.string() }),
+	},
 	{
 		method: "post",
 		path: "/apps/{appid}/users/{userkey}/payouts/retry",

@@ -65,6 +65,9 @@ export const GROWING_TABLES: Record<Engine, readonly string[]> = {
 		"leaderboard_ties",
 		"campaign_messages",
 	],
+	// The shards' own tables (migrations-shard/, issue 50): none grows yet; phase 2b's moved tables (users, claims,
+	// the admin views' rows) are named here as they arrive, and their statements are explained against the shard schema.
+	shard: [],
 	ledger: [
 		"rewards",
 		"balances",
@@ -87,6 +90,8 @@ export const BOUNDED_TABLES: Record<Engine, readonly string[]> = {
 	// leaderboard_tie_widths: the six slice widths of leaderboard_ties (migration 0033), fixed.
 	// shard_directory: one row, the shard count and hash (issue 50, scripts/migrate.mjs).
 	d1: ["d1_migrations", "sqlite_sequence", "_cf_METADATA", "_cf_KV", "leaderboard_tie_widths", "shard_directory"],
+	// shard_identity: one row, which shard of how many (scripts/migrate.mjs).
+	shard: ["d1_migrations", "sqlite_sequence", "_cf_METADATA", "_cf_KV", "shard_identity"],
 	ledger: ["meta", "sqlite_sequence", "_cf_METADATA", "_cf_KV"],
 	gate: ["_cf_METADATA", "_cf_KV"],
 };
@@ -187,9 +192,12 @@ function classify(statement: Recorded, details: string[], allowList: readonly Al
 export async function explainAll(statements: Recorded[], allowList: readonly AllowedScan[]): Promise<Plan[]> {
 	const queries = statements.filter((s) => !DDL.test(s.sql));
 	const plans: Plan[] = [];
-	for (const s of queries.filter((q) => q.engine === "d1")) {
+	for (const s of queries.filter((q) => q.engine === "d1" || q.engine === "shard")) {
 		const nulls = Array<null>(parameterCount(s.sql)).fill(null);
-		const { results } = await env.DB.prepare(`EXPLAIN QUERY PLAN ${s.sql}`)
+		// Every shard has the same schema (migrations-shard/): a statement sent to any is explained on SHARD_0.
+		const db = s.engine === "shard" ? env.SHARD_0 : env.DB;
+		const { results } = await db
+			.prepare(`EXPLAIN QUERY PLAN ${s.sql}`)
 			.bind(...nulls)
 			.all<{ detail: string }>();
 		plans.push(
@@ -247,9 +255,14 @@ export async function ledgerIndexes(): Promise<string[]> {
 	return names;
 }
 
-/** The tables of each engine's schema (D1 as migrated; a new ledger's). */
+/** The tables of each engine's schema (D1 and a shard as migrated, tests' scratch tables `test_*` aside; a new ledger's). */
 export async function schemaTables(): Promise<Record<Engine, string[]>> {
 	const d1 = await env.DB.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all<{ name: string }>();
+	const shard = await env.SHARD_0.prepare(
+		"SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'test\\_%' ESCAPE '\\'",
+	).all<{
+		name: string;
+	}>();
 	let ledger: string[] = [];
 	await runInDurableObject(ledgerFor(env, "plan-explain", "scratch"), async (_instance, state) => {
 		migrateLedger(state.storage, LEDGER_MIGRATIONS);
@@ -265,5 +278,5 @@ export async function schemaTables(): Promise<Record<Engine, string[]>> {
 			.toArray()
 			.map((r) => r.name);
 	});
-	return { d1: d1.results.map((r) => r.name), ledger, gate };
+	return { d1: d1.results.map((r) => r.name), shard: shard.results.map((r) => r.name), ledger, gate };
 }

@@ -41,7 +41,7 @@ describe("query plans", { timeout: 120_000 }, () => {
 
 	it("knows every table of both schemas as growing or bounded", async () => {
 		const tables = await schemaTables();
-		for (const engine of ["d1", "ledger", "gate"] as const) {
+		for (const engine of ["d1", "shard", "ledger", "gate"] as const) {
 			const known = new Set([...GROWING_TABLES[engine], ...BOUNDED_TABLES[engine]]);
 			expect(
 				tables[engine].filter((t) => !known.has(t)),
@@ -214,6 +214,26 @@ describe("query plans", { timeout: 120_000 }, () => {
 			},
 		];
 		expect((await explainAll(indexed, ALLOWED_SCANS)).flatMap((p) => p.scans)).toEqual([]);
+	});
+
+	it("explains statements sent to a shard against the shard schema (issue 50)", async () => {
+		const onShards = plans.filter((p) => p.statement.engine === "shard");
+		// The superuser's view of the pool reads each shard's identity and migrations there, never on DB.
+		expect(onShards.map((p) => p.statement.file)).toContain("src/db/shard-status.ts");
+		expect(plans.filter((p) => p.statement.engine === "d1" && p.statement.file === "src/db/shard-status.ts")).toEqual([]);
+		// The directory is the control database's.
+		expect(plans.some((p) => p.statement.engine === "d1" && /FROM shard_directory/.test(p.statement.sql))).toBe(true);
+		for (const p of onShards) expect(p.details.join("\n")).toMatch(/shard_identity|d1_migrations/);
+		// A statement that names a control table, sent to a shard, is refused by the shard schema: the guard fails on it.
+		const misplaced: Recorded = {
+			engine: "shard",
+			file: "src/db/throwaway.ts",
+			sql: "SELECT userkey FROM users WHERE appid = ? AND email = ?",
+		};
+		await expect(explainAll([misplaced], ALLOWED_SCANS)).rejects.toThrow(/no such table: users/);
+		// And the shard's own table is not the control database's.
+		const identity: Recorded = { engine: "d1", file: "src/db/throwaway.ts", sql: "SELECT shard FROM shard_identity WHERE id = 1" };
+		await expect(explainAll([identity], ALLOWED_SCANS)).rejects.toThrow(/no such table: shard_identity/);
 	});
 
 	it("fails a call site the tour does not reach (a throw-away source file)", () => {

@@ -1,5 +1,6 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
+import { everyShard } from "../../src/db/shards";
 import { ledgerFor } from "../../src/ledger/stub";
 
 /**
@@ -13,8 +14,8 @@ import { ledgerFor } from "../../src/ledger/stub";
  * service's.
  */
 
-/** `gate`: the EventGate objects (src/ledger/event-gate.ts), whose SQLite has its own schema. */
-export type Engine = "d1" | "ledger" | "gate";
+/** Where a statement ran: the control database (`d1`), a D1 shard (`shard`, issue 50: explained against the shard schema), a ledger, or an EventGate object (`gate`, src/ledger/event-gate.ts, whose SQLite has its own schema). */
+export type Engine = "d1" | "shard" | "ledger" | "gate";
 
 export interface Recorded {
 	engine: Engine;
@@ -38,6 +39,19 @@ function callerFile(): string | null {
 	return null;
 }
 
+/**
+ * The D1 databases by binding object: every shard binding (and each session
+ * made from one) is a shard, anything else the control database. The binding
+ * objects are the same in the Worker, its queue consumers and the Durable
+ * Objects of the test's isolate; the service's wrappers call the binding's own
+ * `prepare` with the binding as `this`.
+ */
+const shardDatabases = new WeakSet<object>();
+
+function engineOf(database: unknown, engine: Engine): Engine {
+	return engine === "d1" && typeof database === "object" && database !== null && shardDatabases.has(database) ? "shard" : engine;
+}
+
 function record(engine: Engine, sql: unknown): void {
 	if (typeof sql !== "string") return;
 	const file = callerFile();
@@ -51,15 +65,31 @@ function patch(proto: Patchable, method: string, engine: Engine): void {
 	const original = proto[method];
 	if (!original || (original as { recording?: boolean }).recording) return;
 	const wrapped = function (this: unknown, ...args: unknown[]) {
-		record(engine, args[0]);
+		record(engineOf(this, engine), args[0]);
 		return original.apply(this, args);
 	};
 	Object.assign(wrapped, { recording: true });
 	proto[method] = wrapped;
 }
 
+/** A session made from a shard is a shard too (the prototype's withSession, patched once). */
+function tagSessions(proto: Record<string, unknown>): void {
+	const original = proto.withSession;
+	if (typeof original !== "function" || (original as { tagging?: boolean }).tagging) return;
+	const wrapped = function (this: unknown, ...args: unknown[]) {
+		const session: unknown = original.apply(this, args);
+		if (typeof this === "object" && this !== null && shardDatabases.has(this) && typeof session === "object" && session !== null)
+			shardDatabases.add(session);
+		return session;
+	};
+	Object.assign(wrapped, { tagging: true });
+	proto.withSession = wrapped;
+}
+
 /** Starts recording (idempotent). Creates one scratch ledger to reach SqlStorage's prototype. */
 export async function startRecording(): Promise<void> {
+	for (const shard of everyShard(env)) shardDatabases.add(shard);
+	tagSessions(Object.getPrototypeOf(env.DB));
 	patch(Object.getPrototypeOf(env.DB), "prepare", "d1");
 	patch(Object.getPrototypeOf(env.DB.withSession()), "prepare", "d1");
 	await runInDurableObject(ledgerFor(env, "plan-probe", "recorder"), async (_instance, state) => {

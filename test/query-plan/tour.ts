@@ -21,6 +21,7 @@ import { membersTour } from "./tour-members";
 import { messagesTour } from "./tour-messages";
 import { passkeysTour } from "./tour-passkeys";
 import { restoreTour } from "./tour-restore";
+import { shardsTour } from "./tour-shards";
 import { stripeTour } from "./tour-stripe";
 import { testModeTour } from "./tour-test-mode";
 
@@ -388,4 +389,5 @@ export async function tour(): Promise<void> {
 	await scheduledJobs();
 	await restoreTour();
 	await gateTour();
+	await shardsTour();
 }
