@@ -1,4 +1,4 @@
-import { expireIdempotencyKeys, purgeClickLog, purgeDeliveredEvents, purgeOldAuditEntries } from "./cleanup";
+import { expireIdempotencyKeys, purgeClickLog, purgeDeliveredEvents, purgeOldAuditEntries, purgePasswordResets } from "./cleanup";
 import { purgeExpiredAdminSessions } from "./db/admin-sessions";
 import { deleteOldDecisions } from "./db/decisions";
 import { purgeUsedChallenges } from "./db/passkeys";
@@ -49,6 +49,8 @@ export const JOBS: ScheduledJob[] = [
 		cron: EVERY_MINUTE,
 		run: (env, controller) => purgeExpiredAdminSessions(env.DB, controller.scheduledTime),
 	},
+	// Password resets past their hour, used or not: no longer usable nor counted by the reset cap (issue 47's review).
+	{ name: "password-resets-expiry", cron: EVERY_MINUTE, run: purgePasswordResets },
 	// Passkey challenges used: past their 5-minute expiry they could not be used again anyway (dashboard/webauthn.ts).
 	{
 		name: "passkey-challenges-expiry",
