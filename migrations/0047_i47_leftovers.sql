@@ -12,3 +12,20 @@ CREATE INDEX password_resets_expiry ON password_resets(expires_at);
 -- (src/db/stripe-identity.ts, deleteStripeCasesOf), a seek of each index.
 CREATE INDEX stripe_cases_user ON stripe_cases(appid, userkey) WHERE userkey IS NOT NULL;
 CREATE INDEX stripe_cases_customer ON stripe_cases(appid, customer) WHERE customer IS NOT NULL;
+
+-- The month and week leaderboard counters that migration 0040 could not
+-- recount (their ranges are local to each app's time zone, which SQLite
+-- cannot compute): every app with counters is queued here, and the
+-- every-minute job leaderboard-recount (src/operations/leaderboard-recount.ts)
+-- recounts its current month's and week's counters from the projected
+-- rewards under the rule of 0040 (neither Suspicious nor Rejected), a chunk
+-- of the app's counters at a time in key order from `after_userkey`, and
+-- deletes the app's row when it reaches the end. Only the current periods
+-- are ever read (getleaderboard, the admin board, the share page's rank).
+CREATE TABLE leaderboard_recounts (
+	appid TEXT PRIMARY KEY,
+	-- The last userkey whose counters were recounted ('' before the first chunk).
+	after_userkey TEXT NOT NULL DEFAULT ''
+) WITHOUT ROWID;
+INSERT INTO leaderboard_recounts (appid)
+	SELECT appid FROM apps WHERE EXISTS (SELECT 1 FROM leaderboard_counts c WHERE c.appid = apps.appid);
