@@ -2,6 +2,7 @@ import { AUDIT_RETENTION_DAYS, purgeOldAudit } from "./db/audit";
 import { purgeOldClicks } from "./db/clicks";
 import { deleteExpiredKeys } from "./db/idempotency-replies";
 import { DELIVERED_RETENTION_DAYS, deleteDeliveredEvents } from "./db/outbox-retention";
+import { purgeExpiredPasswordResets } from "./db/password-resets";
 
 /**
  * Clean-up jobs that keep up however much is due: each deletes in bounded
@@ -64,6 +65,14 @@ const daysBefore = (ms: number, days: number) => new Date(ms - days * 86_400_000
 /** Idempotency keys past their 24 h (http/idempotency-key.ts), through idempotency_keys_expires. */
 export const expireIdempotencyKeys = (env: Env, controller: ScheduledController, budgetMs = MINUTE_BUDGET_MS) =>
 	drain("idempotency-keys-expiry", (limit) => deleteExpiredKeys(env.DB, controller.scheduledTime, limit), { budgetMs });
+
+/**
+ * Password resets past their hour, used or not (db/password-resets.ts): the
+ * reset cap counts only unexpired ones, so it loses nothing; through
+ * password_resets_expiry (migration 0047), CHUNK rows a statement.
+ */
+export const purgePasswordResets = (env: Env, controller: ScheduledController, budgetMs = MINUTE_BUDGET_MS) =>
+	drain("password-resets-expiry", (limit) => purgeExpiredPasswordResets(env.DB, controller.scheduledTime, limit), { budgetMs });
 
 /** Per-click rows older than 30 days (CLICK_RETENTION_DAYS; the daily counts stay), through link_click_log_time. */
 export const purgeClickLog = (env: Env, controller: ScheduledController, budgetMs = DAILY_BUDGET_MS) =>

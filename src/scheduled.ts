@@ -1,4 +1,4 @@
-import { expireIdempotencyKeys, purgeClickLog, purgeDeliveredEvents, purgeOldAuditEntries } from "./cleanup";
+import { expireIdempotencyKeys, purgeClickLog, purgeDeliveredEvents, purgeOldAuditEntries, purgePasswordResets } from "./cleanup";
 import { purgeExpiredAdminSessions } from "./db/admin-sessions";
 import { deleteOldDecisions } from "./db/decisions";
 import { purgeUsedChallenges } from "./db/passkeys";
@@ -8,6 +8,7 @@ import { instrumentEnv } from "./instrument/d1-metrics";
 import { redriveStuckPayouts, sweepStripeInbox } from "./integrations/stripe/sweep";
 import { completeRecordedConversions } from "./operations/conversion-completion";
 import { backfillEventGates } from "./operations/event-gate-backfill";
+import { recountCurrentBoards } from "./operations/leaderboard-recount";
 import { sweepOutbox } from "./outbox/sweep";
 
 const EVERY_MINUTE = "* * * * *";
@@ -35,6 +36,8 @@ export const JOBS: ScheduledJob[] = [
 	},
 	// Events recorded in D1 before the event gates, copied into them (issue 49, migration 0045).
 	{ name: "event-gate-backfill", cron: EVERY_MINUTE, run: (env) => backfillEventGates(env) },
+	// The current month's and week's leaderboard counters, recounted once under migration 0040's rule (migration 0047).
+	{ name: "leaderboard-recount", cron: EVERY_MINUTE, run: (env, controller) => recountCurrentBoards(env, controller.scheduledTime) },
 	// Stripe payouts due or sending that nothing moved for a while (integrations/stripe/sweep.ts).
 	{ name: "stripe-payout-redrive", cron: EVERY_MINUTE, run: (env, controller) => redriveStuckPayouts(env, controller.scheduledTime) },
 	// Stripe events stored and not done (a message lost in a crash): sent again.
@@ -49,6 +52,8 @@ export const JOBS: ScheduledJob[] = [
 		cron: EVERY_MINUTE,
 		run: (env, controller) => purgeExpiredAdminSessions(env.DB, controller.scheduledTime),
 	},
+	// Password resets past their hour, used or not: no longer usable nor counted by the reset cap (issue 47's review).
+	{ name: "password-resets-expiry", cron: EVERY_MINUTE, run: purgePasswordResets },
 	// Passkey challenges used: past their 5-minute expiry they could not be used again anyway (dashboard/webauthn.ts).
 	{
 		name: "passkey-challenges-expiry",

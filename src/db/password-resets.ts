@@ -60,3 +60,21 @@ export async function usePasswordReset(db: D1Database, tokenHash: string, now: n
 	]);
 	return (used?.meta.changes ?? 0) > 0;
 }
+
+/**
+ * Deletes up to `limit` resets expired at `now` (epoch ms), used or not: an
+ * expired reset can no longer be used (findPasswordReset, usePasswordReset)
+ * and no longer counts against the cap (insertPasswordReset counts those
+ * still unexpired), so nothing reads it again. Unexpired ones stay, used
+ * ones too: the cap counts them. Bounded: a range of
+ * password_resets_expiry (migration 0047) of at most `limit` entries per
+ * statement; the scheduled job repeats it until none is left
+ * (cleanup.ts, drain). Returns how many went.
+ */
+export async function purgeExpiredPasswordResets(db: D1Database, now: number, limit: number): Promise<number> {
+	const result = await db
+		.prepare("DELETE FROM password_resets WHERE token_hash IN (SELECT token_hash FROM password_resets WHERE expires_at <= ? LIMIT ?)")
+		.bind(now, limit)
+		.run();
+	return result.meta.changes ?? 0;
+}

@@ -3,6 +3,7 @@ import { type AuditEntry, auditStatement } from "./audit";
 import { deleteLeaderboardCounters } from "./leaderboard";
 import type { SqlCondition } from "./outbox-events";
 import { firstRowOf, rowsOf } from "./rows";
+import { deleteStripeCasesOf } from "./stripe-identity";
 import { toUser, USER_VIEW, type User, type UserRow } from "./users";
 
 /** Erasure and export of one person's data in D1 (admin, src/admin/privacy.ts). */
@@ -77,7 +78,8 @@ export async function personActivity(db: D1Database, user: User) {
  * click log of its code, its events' free text, and the person's values in
  * stored webhook and email payloads. The privacy log entry goes in the same
  * batch. Money (the rewards projection, stats counters) is untouched; the
- * person's leaderboard counters go (an erased user is on no board).
+ * person's leaderboard counters go (an erased user is on no board), and so
+ * do the Stripe cases naming it or its Stripe customer.
  */
 export async function erasePersonInD1(
 	db: D1Database,
@@ -131,6 +133,8 @@ export async function erasePersonInD1(
 		db.prepare("DELETE FROM link_click_log WHERE referralcode = ?").bind(user.referralcode),
 		db.prepare("DELETE FROM link_click_seen WHERE referralcode = ?").bind(user.referralcode),
 		db.prepare("UPDATE conversion_events SET extrainfo = NULL WHERE userid = ? AND extrainfo IS NOT NULL").bind(user.userid),
+		// The Stripe cases shown to the operator that name the person or its customer (issue 47's review).
+		...deleteStripeCasesOf(db, user.appid, { userkey: user.userkey, customer: user.paymentcustomerid }),
 		privacyLogInsert(db, user.appid, user.userkey, "erase", log),
 		auditStatement(db, audit),
 	]);

@@ -73,3 +73,24 @@ export async function recentStripeCases(db: D1Database, appid: string, limit = 2
 		.all();
 	return result.results.map((r) => caseRow.parse(r));
 }
+
+/**
+ * Deletes the cases of an erased person (db/privacy.ts, in the erasure's
+ * batch): those naming its userkey (e.g. `unlinked_email`: a payment carried
+ * its email) and, when it had one, those naming its Stripe customer (e.g. a
+ * dispute of its payment, named under its referrer). Deleted, not
+ * anonymised: a case without whom and which customer is nothing an operator
+ * can act on, and its event id still leads to the person's payment in
+ * Stripe; the app's counts (`stripe_event_counts`) keep the tally. A seek of
+ * stripe_cases_user or stripe_cases_customer each (migration 0047).
+ */
+export function deleteStripeCasesOf(
+	db: D1Database,
+	appid: string,
+	person: { userkey: string; customer: string | null },
+): D1PreparedStatement[] {
+	return [
+		db.prepare("DELETE FROM stripe_cases WHERE appid = ? AND userkey = ?").bind(appid, person.userkey),
+		...(person.customer ? [db.prepare("DELETE FROM stripe_cases WHERE appid = ? AND customer = ?").bind(appid, person.customer)] : []),
+	];
+}

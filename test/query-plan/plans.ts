@@ -89,7 +89,8 @@ export const GROWING_TABLES: Record<Engine, readonly string[]> = {
 export const BOUNDED_TABLES: Record<Engine, readonly string[]> = {
 	// leaderboard_tie_widths: the six slice widths of leaderboard_ties (migration 0033), fixed.
 	// shard_directory: one row, the shard count and hash (issue 50, scripts/migrate.mjs).
-	d1: ["d1_migrations", "sqlite_sequence", "_cf_METADATA", "_cf_KV", "leaderboard_tie_widths", "shard_directory"],
+	// leaderboard_recounts: the apps migration 0047 queued, never added to afterwards, each deleted once recounted.
+	d1: ["d1_migrations", "sqlite_sequence", "_cf_METADATA", "_cf_KV", "leaderboard_tie_widths", "shard_directory", "leaderboard_recounts"],
 	// shard_identity: one row, which shard of how many (scripts/migrate.mjs).
 	shard: ["d1_migrations", "sqlite_sequence", "_cf_METADATA", "_cf_KV", "shard_identity"],
 	ledger: ["meta", "sqlite_sequence", "_cf_METADATA", "_cf_KV"],

@@ -171,5 +171,7 @@ export async function stripeTour(request: (path: string, init?: RequestInit) => 
 	await runStripeEvent(env, { appid: app.appid, eventid: "evt_plan_promo_2", type: "invoice.paid", object: invoice }, waitUntil);
 	await admin("GET", `/apps/${app.appid}`);
 	await app.api("updateuser", { userkey: friend.userkey, paymentcustomerid: "cus_plan_fr2" });
+	// The erasure of a user with a Stripe customer deletes the cases naming that customer too (issue 47's review).
+	await admin("DELETE", `/apps/${app.appid}/users/${friend.userkey}`);
 	await admin("PATCH", `/apps/${app.appid}`, { stripe: null });
 }
