@@ -190,7 +190,7 @@ describe("the places that run it", () => {
 		expect(JSON.parse(read("package.json")).scripts.migrate).toBe("node scripts/migrate.mjs");
 		expect(read("scripts/deploy.mjs")).toMatch(/\["node", "scripts\/migrate\.mjs", "--env", env, "--remote"\]/);
 		expect(read("scripts/start.mjs")).toContain('["scripts/migrate.mjs", "--local"]');
-		expect(read("scripts/dev-service.mjs")).toContain('"scripts", "migrate.mjs"), "--local", "--persist-to", making]');
+		expect(read("scripts/dev-service.mjs")).toContain('"scripts", "migrate.mjs"), "--local", "--persist-to", making, "--config", config]');
 		expect(read(".ci/run")).toMatch(/^npm run migrate -- --local --persist-to "\$migrated"$/m);
 	});
 });
