@@ -1,3 +1,4 @@
+import type { ImportedPointer, ImportRow } from "../db/import";
 import { type ConversionUser, readStoredProfile, type StoredProfile, sharedIdentifiers } from "../db/user-profile";
 import { NO_FACTS, type SignalFacts } from "../fraud/signals";
 import { type LedgerProfile, PROFILE_IDENTIFIERS, type ProfileChange } from "../ledger/profile";
@@ -59,6 +60,36 @@ export async function keepProfile(env: Env, appid: string, stored: StoredProfile
 /** A new user's profile, read back by its registration's batch: kept unless the user changed since (profile.ts). */
 export function registerProfile(env: Env, appid: string, stored: StoredProfile): Promise<void> {
 	return change(env, appid, stored.user.userkey, { kind: "registered", profile: toLedgerProfile(stored) });
+}
+
+/** Ledgers written at once by an import: enough to overlap the calls, few enough not to crowd out requests. */
+const IMPORT_PARALLEL = 16;
+
+/**
+ * An import's referred users (admin/import.ts): each ledger keeps the profile its row inserted, with the referrer and
+ * the velocity count its batch read back. An import reports no device or network, so the identifiers are empty.
+ */
+export async function rememberImported(env: Env, appid: string, rows: ImportRow[], pointers: ImportedPointer[]): Promise<void> {
+	const byKey = new Map(pointers.map((p) => [p.userkey, p]));
+	const profiles = rows.flatMap((row): StoredProfile[] => {
+		const pointer = byKey.get(row.userkey);
+		if (!pointer) return [];
+		const { profile } = row;
+		const user = {
+			userkey: row.userkey,
+			email: profile.email ?? null,
+			name: profile.name ?? null,
+			profileimage: profile.profileimage ?? null,
+			phone: profile.phone ?? null,
+			paymentcustomerid: profile.paymentcustomerid ?? null,
+			isexistinguser: profile.isexistinguser ?? false,
+			campaignid: row.campaignid,
+			erasedAt: null,
+		};
+		return [{ user, referrerkey: pointer.referrerkey, recentReferrals: pointer.recent, devices: [], ips: [] }];
+	});
+	for (let i = 0; i < profiles.length; i += IMPORT_PARALLEL)
+		await Promise.all(profiles.slice(i, i + IMPORT_PARALLEL).map((p) => registerProfile(env, appid, p)));
 }
 
 async function change(env: Env, appid: string, userkey: string, profileChange: ProfileChange): Promise<void> {

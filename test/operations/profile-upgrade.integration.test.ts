@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { migrateLedger } from "../../src/ledger/migrate";
 import { LEDGER_MIGRATIONS } from "../../src/ledger/schema";
 import { ledgerFor } from "../../src/ledger/stub";
-import { createApp } from "../support/api";
+import { admin, createApp } from "../support/api";
 import { until } from "../support/until";
 
 /**
@@ -110,6 +110,24 @@ describe("conversions after the upgrade to the ledger's profile (issue 49)", () 
 		expect((await convert(app, friend.userkey)).body).toMatchObject({ success: true, rewardscreated: 2 });
 		expect(await rewardsOf(app.appid, referrer.userkey)).toEqual([
 			{ usertype: "Referrer", reward: "10", rewardstatus: "Suspicious", fraudsignals: ["same_phone"] },
+		]);
+	});
+
+	it("an import points its referred users' ledgers, with the velocity count today's code reads", async () => {
+		const app = await createApp({ velocitythreshold: 2 });
+		const referrer = (await app.api("register", { email: "fay@example.com" })).body;
+		const users = [1, 2, 3].map((i) => ({ email: `imp${i}@example.com`, referrercode: referrer.referralcode }));
+		const imported = await admin<{ users: { userkey: string }[] }>("POST", `/apps/${app.appid}/users:import`, { users });
+		expect(imported.status).toBe(201);
+		const keys = imported.body.users.map((u) => u.userkey);
+		for (const userkey of keys)
+			expect((await ledgerFor(env, app.appid, userkey).profile()).profile).toMatchObject({
+				referrerkey: referrer.userkey,
+				recentReferrals: 3,
+			});
+		expect((await convert(app, keys[0] ?? "")).body).toMatchObject({ success: true, rewardscreated: 2 });
+		expect(await rewardsOf(app.appid, referrer.userkey)).toEqual([
+			{ usertype: "Referrer", reward: "10", rewardstatus: "Suspicious", fraudsignals: ["velocity"] },
 		]);
 	});
 });
