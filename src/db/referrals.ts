@@ -20,8 +20,9 @@ const CLOSES_CYCLE = `EXISTS (
 export interface Attribution {
 	appid: string;
 	userid: number;
-	/** The user's key: its profile is read back at the end of the batch (issue 49: the user's ledger keeps it). */
+	/** The user's and the referrer's keys: their profiles are read back at the end of the batch (issue 49: their ledgers keep them). */
 	userkey: string;
+	referrerkey: string;
 	/** Device ids and IP hashes read back per kind (ledger/profile.ts PROFILE_IDENTIFIERS). */
 	identifiersKept: number;
 	referrer: { userid: number; campaignid: number };
@@ -34,7 +35,7 @@ export interface Attribution {
 
 export type AttributionOutcome =
 	/** `profile`: the user as the batch left it, with its referrer and the velocity count fixed now (db/user-profile.ts). */
-	| { applied: true; recorded: boolean; profile: StoredProfile | null }
+	| { applied: true; recorded: boolean; profile: StoredProfile | null; referrerProfile: StoredProfile | null }
 	/** `current`: the referrer the user has now (null: none); `cycle`: the referrer was referred, directly or not, by the user. */
 	| { applied: false; current: number | null; cycle: boolean };
 
@@ -62,10 +63,16 @@ export async function attributeReferrer(db: D1Database, a: Attribution): Promise
 		// The profile the user's ledger keeps (issue 49), read in this transaction after the write: its velocity count
 		// is the friends the referrer got in the hour up to now, fixed from here on (docs/fraud.md).
 		...storedProfileStatements(db, a.appid, a.userkey, a.identifiersKept),
+		...storedProfileStatements(db, a.appid, a.referrerkey, a.identifiersKept),
 	]);
 	const [update, , recorded, diagnosis] = results;
 	if (update?.meta.changes === 1)
-		return { applied: true, recorded: recorded?.meta.changes === 1, profile: toStoredProfile(results.slice(5), a.identifiersKept) };
+		return {
+			applied: true,
+			recorded: recorded?.meta.changes === 1,
+			profile: toStoredProfile(results.slice(5, 8), a.identifiersKept),
+			referrerProfile: toStoredProfile(results.slice(8, 11), a.identifiersKept),
+		};
 	const why = firstRowOf<{ current: number | null; cycle: number }>(diagnosis);
 	if (!why) throw new Error("applyreferrercode's diagnosis returned no row");
 	return { applied: false, current: why.current, cycle: why.cycle === 1 };

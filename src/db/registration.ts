@@ -63,6 +63,8 @@ export async function readRegistrationContext(
 export interface Registration extends NewUser {
 	/** Device ids and IP hashes the profile read back keeps per kind (ledger/profile.ts PROFILE_IDENTIFIERS). */
 	identifiersKept: number;
+	/** The referrer's key (with referrerUserid): its profile is read back too, for its ledger. */
+	referrerkey: string | null;
 	/** Webhook events of the registration, recorded only if the user is inserted and the app has a webhook URL. */
 	events: OutboxEvent[];
 	network: Network;
@@ -77,8 +79,9 @@ export type RegistrationOutcome =
 			isexistinguser: boolean;
 			/** The events this batch recorded. */
 			recorded: OutboxEvent[];
-			/** A referred user as the batch left it (db/user-profile.ts): its ledger keeps it (issue 49); null for others. */
+			/** A referred user and its referrer as the batch left them (db/user-profile.ts): their ledgers keep them (issue 49). */
 			profile: StoredProfile | null;
+			referrerProfile: StoredProfile | null;
 	  };
 
 /**
@@ -93,6 +96,7 @@ export async function insertRegistration(db: D1Database, registration: Registrat
 	// Recorded only if the user was inserted and the app has a webhook URL (an app without one gets no webhook events).
 	const inserted = allOf({ sql: "EXISTS (SELECT 1 FROM users WHERE userkey = ?)", args: [userkey] }, appHasWebhook(appid));
 	const friendCounted = referrerUserid !== null ? 1 : 0;
+	const referred = referrerUserid !== null ? registration.referrerkey : null;
 	const results = await db.batch([
 		insertUser(db, {
 			appid,
@@ -108,7 +112,8 @@ export async function insertRegistration(db: D1Database, registration: Registrat
 		...(network.deviceid ? [markExistingIfDeviceSeen(db, appid, userkey, network.deviceid)] : []),
 		...networkWrites(db, appid, userkey, network),
 		// A referred user's profile, read back for its ledger (issue 49): the conversions that reward read it there.
-		...(referrerUserid !== null ? storedProfileStatements(db, appid, userkey, registration.identifiersKept) : []),
+		...(referred ? storedProfileStatements(db, appid, userkey, registration.identifiersKept) : []),
+		...(referred ? storedProfileStatements(db, appid, referred, registration.identifiersKept) : []),
 		existingFlagLookup(db, userkey),
 	]);
 	const insert = results[0];
@@ -118,6 +123,7 @@ export async function insertRegistration(db: D1Database, registration: Registrat
 		userid: insert.meta.last_row_id,
 		isexistinguser: firstRowOf<{ isexistinguser: number }>(results.at(-1))?.isexistinguser === 1,
 		recorded: events.filter((_, i) => results[1 + friendCounted + i]?.meta.changes === 1),
-		profile: referrerUserid !== null ? toStoredProfile(results.slice(-4, -1), registration.identifiersKept) : null,
+		profile: referred ? toStoredProfile(results.slice(-7, -4), registration.identifiersKept) : null,
+		referrerProfile: referred ? toStoredProfile(results.slice(-4, -1), registration.identifiersKept) : null,
 	};
 }

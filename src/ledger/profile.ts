@@ -55,7 +55,10 @@ export interface ProfileRead {
 export type ProfileChange =
 	/** A profile read from D1 while the generation was `generation`: kept only if it still is. */
 	| { kind: "fill"; profile: LedgerProfile; generation: number }
-	/** A new user's whole profile, from its registration: kept only if nothing changed the user since (generation 0). */
+	/**
+	 * A profile read back by a write's own D1 batch (a referred registration, an import, the referrer of an
+	 * attribution): kept unless the profile was ever forgotten (generation 0), so no change it missed can be lost.
+	 */
 	| { kind: "registered"; profile: LedgerProfile }
 	/**
 	 * The user changes (or changed) in D1: the profile is dropped and read from D1 again. An attribution forgets

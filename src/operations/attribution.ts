@@ -6,7 +6,7 @@ import { isSelfReferral } from "../fraud/self-referral";
 import type { OperationContext } from "../http/operation";
 import { PROFILE_IDENTIFIERS } from "../ledger/profile";
 import { sendOutboxEvents, webhookEvent } from "../outbox/events";
-import { forgetProfile, keepProfile } from "./conversion-parties";
+import { forgetProfile, rememberParties } from "./conversion-parties";
 import { attributionData } from "./users";
 
 /**
@@ -59,6 +59,7 @@ export async function attributeUserToReferrer(
 		appid: app.appid,
 		userid: user.userid,
 		userkey: user.userkey,
+		referrerkey: referrer.userkey,
 		identifiersKept: PROFILE_IDENTIFIERS,
 		referrer: { userid: referrer.userid, campaignid: referrer.campaignid },
 		attributionId: newEventId(),
@@ -66,7 +67,7 @@ export async function attributeUserToReferrer(
 		event,
 	});
 	if (outcome.applied) {
-		if (outcome.profile) await keepProfile(env, app.appid, outcome.profile, profile);
+		if (outcome.profile) await rememberParties(env, app.appid, { stored: outcome.profile, generation: profile }, outcome.referrerProfile);
 		if (outcome.recorded) ctx.waitUntil(sendOutboxEvents(env, [event]));
 		return { kind: "applied" };
 	}

@@ -49,15 +49,28 @@ export function forgetProfile(env: Env, appid: string, userkey: string): Promise
 }
 
 /**
- * Keeps a profile read back from D1 after a change, under the generation `forgetProfile` answered before it. A
- * failure is logged, not answered: the ledger then has no profile, and the next conversion reads D1 once.
+ * Keeps the profiles an attribution's or a registration's batch read back: the friend's under the generation
+ * `forgetProfile` answered before the batch (an attribution), or as a new user's (`generation` null: a
+ * registration); its referrer's unless the referrer's was ever forgotten, so the conversions of its friends
+ * read no D1 for it either. A failure is logged, not answered: that ledger then has no profile (or keeps the
+ * one it had, which no change has made stale), and the next conversion reads D1 once.
  */
-export async function keepProfile(env: Env, appid: string, stored: StoredProfile, generation: number | null): Promise<void> {
-	if (generation === null) return;
-	await change(env, appid, stored.user.userkey, { kind: "fill", profile: toLedgerProfile(stored), generation });
+export async function rememberParties(
+	env: Env,
+	appid: string,
+	friend: { stored: StoredProfile; generation: number | null },
+	referrer: StoredProfile | null,
+): Promise<void> {
+	const profile = toLedgerProfile(friend.stored);
+	const own: ProfileChange =
+		friend.generation === null ? { kind: "registered", profile } : { kind: "fill", profile, generation: friend.generation };
+	await Promise.all([
+		change(env, appid, profile.userkey, own),
+		referrer && change(env, appid, referrer.user.userkey, { kind: "registered", profile: toLedgerProfile(referrer) }),
+	]);
 }
 
-/** A new user's profile, read back by its registration's batch: kept unless the user changed since (profile.ts). */
+/** A profile read back by a write's own batch (an import's row): kept unless the user's profile was ever forgotten. */
 export function registerProfile(env: Env, appid: string, stored: StoredProfile): Promise<void> {
 	return change(env, appid, stored.user.userkey, { kind: "registered", profile: toLedgerProfile(stored) });
 }
@@ -90,6 +103,19 @@ export async function rememberImported(env: Env, appid: string, rows: ImportRow[
 	});
 	for (let i = 0; i < profiles.length; i += IMPORT_PARALLEL)
 		await Promise.all(profiles.slice(i, i + IMPORT_PARALLEL).map((p) => registerProfile(env, appid, p)));
+	// Their referrers' ledgers keep theirs too (read from D1 once, here rather than on a conversion's path); logged, not
+	// answered, if it fails: the first conversion then reads it.
+	const referrers = [...new Set(pointers.map((p) => p.referrerkey))];
+	for (let i = 0; i < referrers.length; i += IMPORT_PARALLEL)
+		await Promise.all(
+			referrers
+				.slice(i, i + IMPORT_PARALLEL)
+				.map((key) =>
+					profileOf(env, appid, key).catch((error) =>
+						console.error("an import's referrer profile failed", { appid, key, error: String(error) }),
+					),
+				),
+		);
 }
 
 async function change(env: Env, appid: string, userkey: string, profileChange: ProfileChange): Promise<void> {

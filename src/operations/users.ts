@@ -15,7 +15,7 @@ import { defineOperation, type OperationContext } from "../http/operation";
 import { PROFILE_IDENTIFIERS } from "../ledger/profile";
 import { ledgerFor } from "../ledger/stub";
 import { sendOutboxEvents, webhookEvent } from "../outbox/events";
-import { forgetProfile, registerProfile } from "./conversion-parties";
+import { forgetProfile, rememberParties } from "./conversion-parties";
 import { networkFields, profileFields, profileOf } from "./schemas";
 
 /** The network fields sent, with the IP address replaced by its keyed hash: the address itself is never kept. */
@@ -118,11 +118,12 @@ export async function findOrRegisterUser(
 			events,
 			network,
 			identifiersKept: PROFILE_IDENTIFIERS,
+			referrerkey: referrerUser?.userkey ?? null,
 		});
 		if (outcome.inserted) {
 			// A referred user's ledger keeps its profile and pointer: its conversions read no D1 (issue 49). Others get no
 			// ledger from their registration (a ledger is made by a write that needs one); their first conversion reads D1 once.
-			if (outcome.profile) await registerProfile(env, app.appid, outcome.profile);
+			if (outcome.profile) await rememberParties(env, app.appid, { stored: outcome.profile, generation: null }, outcome.referrerProfile);
 			// A concurrent sign-up on the same device may have been stored between the lookup and this batch.
 			user.isexistinguser = outcome.isexistinguser;
 			if (outcome.recorded.length > 0) ctx.waitUntil(sendOutboxEvents(env, outcome.recorded));

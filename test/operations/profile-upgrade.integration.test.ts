@@ -105,6 +105,8 @@ describe("conversions after the upgrade to the ledger's profile (issue 49)", () 
 		// Registered without a code, its ledger keeps a profile without a referrer; the code applied later points it.
 		expect((await app.api("applyreferrercode", { userkey: friend.userkey, referrercode: referrer.referralcode })).status).toBe(200);
 		expect((await ledgerFor(env, app.appid, friend.userkey).profile()).profile).toMatchObject({ referrerkey: referrer.userkey });
+		// The referrer's ledger keeps its own, read back by the same batch: its friends' conversions read no D1 for it.
+		expect((await ledgerFor(env, app.appid, referrer.userkey).profile()).profile).toMatchObject({ phone: "15550002", referrerkey: null });
 		// The friend's phone changes to the referrer's: the next conversion sees it (same_phone).
 		expect((await app.api("updateuser", { userkey: friend.userkey, phone: "+15550002" })).status).toBe(200);
 		expect((await convert(app, friend.userkey)).body).toMatchObject({ success: true, rewardscreated: 2 });
@@ -125,6 +127,7 @@ describe("conversions after the upgrade to the ledger's profile (issue 49)", () 
 				referrerkey: referrer.userkey,
 				recentReferrals: 3,
 			});
+		expect((await ledgerFor(env, app.appid, referrer.userkey).profile()).profile).toMatchObject({ email: "fay@example.com" });
 		expect((await convert(app, keys[0] ?? "")).body).toMatchObject({ success: true, rewardscreated: 2 });
 		expect(await rewardsOf(app.appid, referrer.userkey)).toEqual([
 			{ usertype: "Referrer", reward: "10", rewardstatus: "Suspicious", fraudsignals: ["velocity"] },
