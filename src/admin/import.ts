@@ -1,12 +1,13 @@
 import { Hono } from "hono";
 import { z } from "zod";
 import { findApp } from "../db/apps";
-import { type ImportRow, importLookups, insertImportedUsers, type KnownUser } from "../db/import";
+import { type ImportedPointer, type ImportRow, importLookups, insertImportedUsers, type KnownUser } from "../db/import";
 import { newReferralCode, newUserKey } from "../domain/ids";
 import { ApiError } from "../http/errors";
 import { optionalEmail, optionalId } from "../http/fields";
 import { readJsonObject } from "../http/json-body";
 import { COLON } from "../http/router";
+import { rememberImported } from "../operations/conversion-parties";
 import { profileFields, profileOf } from "../operations/schemas";
 import { type AdminEnv, auditEntry } from "./principal";
 
@@ -130,8 +131,9 @@ const TAKEN = new Set(["email_taken", "useraccountid_taken", "referralcode_taken
 
 /**
  * POST /admin/v1/apps/{appid}/users:import `{"users": [...]}`: creates every
- * user or none. Two D1 round trips (the lookups, then one batch of three
- * statements), whatever the number of users. No webhook is sent for
+ * user or none. Two D1 round trips (the lookups, then one batch), whatever
+ * the number of users; then each referred user's ledger keeps its profile
+ * (one object call each, 16 at a time: issue 49). No webhook is sent for
  * imported users: they are not new sign-ups.
  */
 importRoutes.post(`/apps/:appid/users${COLON}import`, async (c) => {
@@ -152,8 +154,9 @@ importRoutes.post(`/apps/:appid/users${COLON}import`, async (c) => {
 			const status = planned.every((e) => TAKEN.has(e.errorcode)) ? 409 : 400;
 			throw new ApiError(status, "import_rejected", `${planned.length} user(s) refused; nothing was imported.`, { errors: planned });
 		}
+		let pointers: ImportedPointer[];
 		try {
-			await insertImportedUsers(
+			pointers = await insertImportedUsers(
 				c.env.DB,
 				app.appid,
 				planned.rows,
@@ -168,6 +171,8 @@ importRoutes.post(`/apps/:appid/users${COLON}import`, async (c) => {
 			if (!String(error).includes("UNIQUE")) throw error;
 			continue;
 		}
+		// Each referred user's ledger keeps its profile and pointer, so its conversions read no D1 (issue 49).
+		await rememberImported(c.env, app.appid, planned.rows, pointers);
 		return c.json(
 			{
 				imported: planned.rows.length,

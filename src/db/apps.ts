@@ -29,6 +29,11 @@ export interface App {
 	liveAppid: string;
 	/** Whose campaigns the app reads: a twin shares its live app's campaigns. */
 	campaignAppid: string;
+	/**
+	 * The app has events recorded in D1 before the event gate (migration 0046): a gate miss then asks D1. Read from
+	 * auth's cache by a conversion (issue 49): a mark cleared by the backfill is seen within its 30 s.
+	 */
+	legacyEvents: boolean;
 }
 
 interface AppRow {
@@ -49,6 +54,7 @@ interface AppRow {
 	created_at: string;
 	updated_at: string;
 	live_appid: string | null;
+	legacy_events: number | null;
 }
 
 const toApp = (row: AppRow): App => ({
@@ -71,6 +77,7 @@ const toApp = (row: AppRow): App => ({
 	livemode: row.live_appid === null,
 	liveAppid: row.live_appid ?? row.appid,
 	campaignAppid: row.live_appid ?? row.appid,
+	legacyEvents: row.legacy_events === 1,
 });
 
 /** The appid of an app's test twin (docs/test-mode.md). */

@@ -1,15 +1,11 @@
 import { z } from "zod";
 import { newEventId } from "../domain/ids";
-import { sendsRewardEmail } from "../domain/messages";
 import { FRAUD_SIGNALS, type SignalFacts } from "../fraud/signals";
 import type { OwnedGrant } from "../rewards/rules";
-import { campaignWithRules } from "./campaign-context";
 import type { Campaign, RewardRule } from "./campaigns";
-import { type SignalFactsRow, signalFactsLookup, toSignalFacts } from "./identifiers";
-import { firstRowOf } from "./rows";
 import { CONVERTED_FRIEND, conversionCounters } from "./stats";
 import { parseStoredJson } from "./stored-json";
-import { toUser, USER_VIEW, type User, type UserRow } from "./users";
+import type { ConversionUser } from "./user-profile";
 
 export interface EventInput {
 	appid: string;
@@ -39,12 +35,13 @@ export interface StoredEvent {
 	decision: OwnedGrant[] | null;
 }
 
-/** What deciding an event needs: its user, referrer, campaign and active rules. */
+/** What deciding an event needs: its user, referrer, campaign and active rules (operations/conversion-context.ts). */
 export type EventContext =
 	| {
 			ok: true;
-			user: User;
-			referrer: User | null;
+			/** From the user's ledger (operations/conversion-parties.ts, issue 49), or D1 once for a ledger without it. */
+			user: ConversionUser;
+			referrer: ConversionUser | null;
 			campaign: Campaign;
 			rules: RewardRule[];
 			/** What the fraud checks compare between the user and its referrer (docs/fraud.md). */
@@ -135,67 +132,28 @@ const toStoredEvent = (row: EventRow): StoredEvent => ({
 });
 
 /**
- * Reads, in one D1 round trip, what deciding an event needs: its user, the
- * user's referrer, the fraud facts and the app's settings; the campaign (the
- * one asked for, else the user's) and its active rules from the isolate's
- * cache (campaign-cache.ts: a miss is one more round trip). The event
- * already stored under (app, customid), if any, is the gate's to answer
- * (ledger/event-gate.ts, issue 49), not D1's.
+ * When the user's first event of this name in the campaign was recorded (ISO), or null: one seek of
+ * conversion_events_first (migration 0024), read for recurring windows only (operations/conversion-context.ts).
+ * D1's rows lag the gate by the projection (seconds): an event within that lag of the friend's first sees a later
+ * first or none, which moves its window's start by those seconds; only an event at the very end of a window of
+ * months could land on the other side, and by then D1 holds the first (docs/scaling.md, "Conversions without D1").
  */
-export async function readEventContext(db: D1Database, input: EventInput): Promise<EventContext> {
-	const userid = "(SELECT userid FROM users WHERE appid = ?1 AND userkey = ?3)";
-	const campaignid = `COALESCE(?4, (SELECT campaignid FROM users WHERE userid = ${userid}))`;
-	const args = [input.appid, input.customid, input.userkey, input.campaignid];
-	const referrerid = `(SELECT referrer_userid FROM users WHERE userid = ${userid})`;
-	const [userResult, referrerResult, factsResult, firstResult] = await db.batch([
-		db.prepare(`${USER_VIEW} WHERE u.userid = ${userid}`).bind(...args.slice(0, 3)),
-		db.prepare(`${USER_VIEW} WHERE u.userid = ${referrerid}`).bind(...args.slice(0, 3)),
-		// In the same round trip, though only events of referred users need them.
-		signalFactsLookup(db, userid, referrerid, args.slice(0, 3)),
-		// Recurring windows start at the friend's first event of the name: one seek of conversion_events_first (migration 0024).
-		// D1's rows lag the gate by the projection (seconds): an event within that lag of the friend's first sees a later
-		// first or none, which moves its window's start by those seconds; only an event at the very end of a window of
-		// months could land on the other side, and by then D1 holds the first (docs/scaling.md, "Conversions without D1").
-		// The campaign and its rules come from the isolate's cache (campaign-cache.ts); a test twin reads its live app's
-		// campaigns (docs/test-mode.md).
-		db
-			.prepare(
-				`SELECT a.timezone, a.emailsender, COALESCE(a.webhookurl, '') <> '' AS webhooks, a.legacy_events,
-				   COALESCE(a.live_appid, a.appid) AS campaignapp, ${campaignid} AS campaignid,
-				   (SELECT MIN(created_at) FROM conversion_events WHERE userid = ${userid} AND campaignid = ${campaignid}
-				      AND lower(trim(eventname)) = lower(trim(?5))) AS first_at
-				 FROM apps a WHERE a.appid = ?1`,
-			)
-			.bind(...args, input.eventname),
-	]);
-	const userRow = firstRowOf<UserRow>(userResult);
-	if (!userRow) return { ok: false, reason: "user_not_found" };
-	const first = firstRowOf<{
-		timezone: string | null;
-		emailsender: string | null;
-		webhooks: number | null;
-		legacy_events: number | null;
-		campaignapp: string | null;
-		campaignid: number | null;
-		first_at: string | null;
-	}>(firstResult);
-	const found = first?.campaignapp && first.campaignid !== null ? await campaignWithRules(db, first.campaignapp, first.campaignid) : null;
-	if (!found) return { ok: false, reason: "campaign_not_found" };
-	const referrerRow = firstRowOf<UserRow>(referrerResult);
-	const { campaign, rules } = found;
-	return {
-		ok: true,
-		user: toUser(userRow),
-		referrer: referrerRow ? toUser(referrerRow) : null,
-		campaign,
-		rules,
-		facts: toSignalFacts(firstRowOf<SignalFactsRow>(factsResult)),
-		firstEventAt: first?.first_at ?? null,
-		timezone: first?.timezone ?? "UTC",
-		rewardemail: sendsRewardEmail(campaign.rewardemail ?? "auto", first?.emailsender ?? null),
-		webhooks: first?.webhooks === 1,
-		legacy: first?.legacy_events === 1,
-	};
+export async function firstEventAt(
+	db: D1Database,
+	appid: string,
+	userkey: string,
+	campaignid: number,
+	eventname: string,
+): Promise<string | null> {
+	const row = await db
+		.prepare(
+			`SELECT MIN(created_at) AS first_at FROM conversion_events
+			 WHERE userid = (SELECT userid FROM users WHERE appid = ?1 AND userkey = ?2) AND campaignid = ?3
+			   AND lower(trim(eventname)) = lower(trim(?4))`,
+		)
+		.bind(appid, userkey, campaignid, eventname)
+		.first<{ first_at: string | null }>();
+	return row?.first_at ?? null;
 }
 
 /** A stored event with its app and what was bought (the gate keeps events so: ledger/event-gate.ts). */

@@ -1,5 +1,4 @@
 import { nowIso } from "../domain/dates";
-import type { SignalFacts } from "../fraud/signals";
 
 /**
  * Devices and networks a product reported for its users (table
@@ -82,38 +81,4 @@ export function markExistingIfDeviceSeen(db: D1Database, appid: string, userkey:
 /** `{ isexistinguser }` of a user, read back at the end of the registration batch. */
 export function existingFlagLookup(db: D1Database, userkey: string): D1PreparedStatement {
 	return db.prepare("SELECT isexistinguser FROM users WHERE userkey = ?").bind(userkey);
-}
-
-/**
- * The stored facts the signals of a friend and its referrer need, in one
- * query. `recentReferrals` counts the referrer's friends attributed in the
- * hour up to the friend's own attribution (the friend included), so a replay
- * of the event later reads the same number. The two users are SQL
- * expressions (subqueries over `args`), so the statement can join the batch
- * that finds them.
- */
-export function signalFactsLookup(db: D1Database, friendUserid: string, referrerUserid: string, args: unknown[]): D1PreparedStatement {
-	const shared = (kind: string) =>
-		`EXISTS (SELECT 1 FROM user_identifiers f JOIN user_identifiers r ON r.appid = f.appid AND r.kind = f.kind AND r.value = f.value
-		 WHERE f.userid = ${friendUserid} AND f.kind = '${kind}' AND r.userid = ${referrerUserid})`;
-	return db
-		.prepare(
-			`SELECT ${shared("device")} AS device, ${shared("ip")} AS ip,
-			 (SELECT COUNT(*) FROM users o, users me WHERE me.userid = ${friendUserid} AND o.referrer_userid = ${referrerUserid}
-			   AND o.attributed_at <= me.attributed_at
-			   AND o.attributed_at > strftime('%Y-%m-%dT%H:%M:%fZ', me.attributed_at, '-1 hour')) AS recent`,
-		)
-		.bind(...args);
-}
-
-/** The row signalFactsLookup selects. */
-export interface SignalFactsRow {
-	device: number;
-	ip: number;
-	recent: number;
-}
-
-/** The row of signalFactsLookup as the fraud checks read it. */
-export function toSignalFacts(row: SignalFactsRow | undefined): SignalFacts {
-	return { sharedDevice: row?.device === 1, sharedNetwork: row?.ip === 1, recentReferrals: row?.recent ?? 0 };
 }

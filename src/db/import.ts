@@ -64,7 +64,7 @@ export interface ImportRow {
  * second statement (an INSERT ... SELECT does not see its own rows); the
  * referrers' friend counters move by the number of friends each gained.
  */
-export async function insertImportedUsers(db: D1Database, appid: string, rows: ImportRow[], audit: AuditEntry): Promise<void> {
+export async function insertImportedUsers(db: D1Database, appid: string, rows: ImportRow[], audit: AuditEntry): Promise<ImportedPointer[]> {
 	const now = nowIso();
 	const json = JSON.stringify(
 		rows.map((r) => ({
@@ -85,7 +85,7 @@ export async function insertImportedUsers(db: D1Database, appid: string, rows: I
 	}
 	const counts = JSON.stringify([...gained].map(([k, n]) => (k.startsWith("#") ? { id: Number(k.slice(1)), n } : { key: k, n })));
 	const field = (name: string) => `json_extract(value, '$.${name}')`;
-	await db.batch([
+	const results = await db.batch([
 		db
 			.prepare(
 				`INSERT INTO users (appid, userkey, referralcode, campaignid, isexistinguser, referrer_userid, attributed_at, attribution_id,
@@ -112,5 +112,27 @@ export async function insertImportedUsers(db: D1Database, appid: string, rows: I
 			)
 			.bind(counts),
 		auditStatement(db, audit),
+		// The referred users' pointers for their ledgers (issue 49): the referrer's key and the velocity count, which is
+		// one per referrer (every row of the import is attributed at the same moment): one range count per referrer on
+		// users_referrer_attributed, not one per friend.
+		db
+			.prepare(
+				`WITH mine AS (SELECT userkey, referrer_userid, attributed_at FROM users
+				   WHERE appid = ?1 AND userkey IN (SELECT ${field("userkey")} FROM json_each(?2) WHERE ${field("referred")} = 1)),
+				 counts AS (SELECT g.referrer_userid, (SELECT COUNT(*) FROM users o WHERE o.referrer_userid = g.referrer_userid
+				     AND o.attributed_at <= g.at AND o.attributed_at > strftime('%Y-%m-%dT%H:%M:%fZ', g.at, '-1 hour')) AS recent
+				   FROM (SELECT referrer_userid, MAX(attributed_at) AS at FROM mine GROUP BY referrer_userid) g)
+				 SELECT m.userkey, r.userkey AS referrerkey, c.recent FROM mine m JOIN users r ON r.userid = m.referrer_userid
+				   JOIN counts c ON c.referrer_userid = m.referrer_userid`,
+			)
+			.bind(appid, json),
 	]);
+	return rowsOf<ImportedPointer>(results.at(-1));
+}
+
+/** A referred imported user's pointer: its referrer's key and the velocity count fixed at its attribution. */
+export interface ImportedPointer {
+	userkey: string;
+	referrerkey: string;
+	recent: number;
 }

@@ -2,6 +2,7 @@ import type { OutboxEvent } from "../domain/outbox-event";
 import { allOf, appHasWebhook, insertOutboxEvent } from "./outbox-events";
 import { firstRowOf } from "./rows";
 import { lateAttributionCounter } from "./stats";
+import { type StoredProfile, storedProfileStatements, toStoredProfile } from "./user-profile";
 import { attributionHappened, countNewFriend } from "./users";
 
 /**
@@ -19,6 +20,11 @@ const CLOSES_CYCLE = `EXISTS (
 export interface Attribution {
 	appid: string;
 	userid: number;
+	/** The user's and the referrer's keys: their profiles are read back at the end of the batch (issue 49: their ledgers keep them). */
+	userkey: string;
+	referrerkey: string;
+	/** Device ids and IP hashes read back per kind (ledger/profile.ts PROFILE_IDENTIFIERS). */
+	identifiersKept: number;
 	referrer: { userid: number; campaignid: number };
 	/** Names this attribution inside the batch, so the statements after the update can test that it happened. */
 	attributionId: string;
@@ -28,7 +34,8 @@ export interface Attribution {
 }
 
 export type AttributionOutcome =
-	| { applied: true; recorded: boolean }
+	/** `profile`: the user as the batch left it, with its referrer and the velocity count fixed now (db/user-profile.ts). */
+	| { applied: true; recorded: boolean; profile: StoredProfile | null; referrerProfile: StoredProfile | null }
 	/** `current`: the referrer the user has now (null: none); `cycle`: the referrer was referred, directly or not, by the user. */
 	| { applied: false; current: number | null; cycle: boolean };
 
@@ -36,10 +43,11 @@ export type AttributionOutcome =
  * Sets the user's referrer (and moves it to the referrer's campaign) once:
  * one guarded UPDATE decides, no referrer yet and no cycle, checked and
  * written atomically; in the same batch the referrer's friend count, the
- * webhook event, the diagnosis of a refusal and the late-attribution counter.
+ * webhook event, the diagnosis of a refusal, the late-attribution counter
+ * and the user's profile read back.
  */
 export async function attributeReferrer(db: D1Database, a: Attribution): Promise<AttributionOutcome> {
-	const [update, , recorded, diagnosis] = await db.batch([
+	const results = await db.batch([
 		db
 			.prepare(
 				`UPDATE users SET referrer_userid = ?1, campaignid = ?3, attributed_at = ?4, attribution_id = ?5, updated_at = ?4
@@ -52,8 +60,19 @@ export async function attributeReferrer(db: D1Database, a: Attribution): Promise
 			.prepare(`SELECT (SELECT referrer_userid FROM users WHERE userid = ?2) AS current, ${CLOSES_CYCLE} AS cycle`)
 			.bind(a.referrer.userid, a.userid),
 		lateAttributionCounter(db, a.attributionId),
+		// The profile the user's ledger keeps (issue 49), read in this transaction after the write: its velocity count
+		// is the friends the referrer got in the hour up to now, fixed from here on (docs/fraud.md).
+		...storedProfileStatements(db, a.appid, a.userkey, a.identifiersKept),
+		...storedProfileStatements(db, a.appid, a.referrerkey, a.identifiersKept),
 	]);
-	if (update?.meta.changes === 1) return { applied: true, recorded: recorded?.meta.changes === 1 };
+	const [update, , recorded, diagnosis] = results;
+	if (update?.meta.changes === 1)
+		return {
+			applied: true,
+			recorded: recorded?.meta.changes === 1,
+			profile: toStoredProfile(results.slice(5, 8), a.identifiersKept),
+			referrerProfile: toStoredProfile(results.slice(8, 11), a.identifiersKept),
+		};
 	const why = firstRowOf<{ current: number | null; cycle: number }>(diagnosis);
 	if (!why) throw new Error("applyreferrercode's diagnosis returned no row");
 	return { applied: false, current: why.current, cycle: why.cycle === 1 };

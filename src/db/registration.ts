@@ -3,6 +3,7 @@ import { deviceSeenLookup, existingFlagLookup, markExistingIfDeviceSeen, type Ne
 import { allOf, appHasWebhook, insertOutboxEvent } from "./outbox-events";
 import { firstRowOf } from "./rows";
 import { signupCounters } from "./stats";
+import { type StoredProfile, storedProfileStatements, toStoredProfile } from "./user-profile";
 import {
 	countNewFriend,
 	existingUserLookup,
@@ -60,6 +61,10 @@ export async function readRegistrationContext(
 }
 
 export interface Registration extends NewUser {
+	/** Device ids and IP hashes the profile read back keeps per kind (ledger/profile.ts PROFILE_IDENTIFIERS). */
+	identifiersKept: number;
+	/** The referrer's key (with referrerUserid): its profile is read back too, for its ledger. */
+	referrerkey: string | null;
 	/** Webhook events of the registration, recorded only if the user is inserted and the app has a webhook URL. */
 	events: OutboxEvent[];
 	network: Network;
@@ -74,12 +79,16 @@ export type RegistrationOutcome =
 			isexistinguser: boolean;
 			/** The events this batch recorded. */
 			recorded: OutboxEvent[];
+			/** A referred user and its referrer as the batch left them (db/user-profile.ts): their ledgers keep them (issue 49). */
+			profile: StoredProfile | null;
+			referrerProfile: StoredProfile | null;
 	  };
 
 /**
  * Inserts the user unless its email, account id, referral code or userkey is
  * taken, in one batch (a transaction) with the referrer's friend count, the
- * events, the sign-up counters, the device re-check and the network. When
+ * events, the sign-up counters, the device re-check, the network and (a
+ * referred user) its profile read back (issue 49). When
  * the insert did not happen, nothing else does.
  */
 export async function insertRegistration(db: D1Database, registration: Registration): Promise<RegistrationOutcome> {
@@ -87,6 +96,7 @@ export async function insertRegistration(db: D1Database, registration: Registrat
 	// Recorded only if the user was inserted and the app has a webhook URL (an app without one gets no webhook events).
 	const inserted = allOf({ sql: "EXISTS (SELECT 1 FROM users WHERE userkey = ?)", args: [userkey] }, appHasWebhook(appid));
 	const friendCounted = referrerUserid !== null ? 1 : 0;
+	const referred = referrerUserid !== null ? registration.referrerkey : null;
 	const results = await db.batch([
 		insertUser(db, {
 			appid,
@@ -101,6 +111,9 @@ export async function insertRegistration(db: D1Database, registration: Registrat
 		signupCounters(db, userkey),
 		...(network.deviceid ? [markExistingIfDeviceSeen(db, appid, userkey, network.deviceid)] : []),
 		...networkWrites(db, appid, userkey, network),
+		// A referred user's profile, read back for its ledger (issue 49): the conversions that reward read it there.
+		...(referred ? storedProfileStatements(db, appid, userkey, registration.identifiersKept) : []),
+		...(referred ? storedProfileStatements(db, appid, referred, registration.identifiersKept) : []),
 		existingFlagLookup(db, userkey),
 	]);
 	const insert = results[0];
@@ -110,5 +123,7 @@ export async function insertRegistration(db: D1Database, registration: Registrat
 		userid: insert.meta.last_row_id,
 		isexistinguser: firstRowOf<{ isexistinguser: number }>(results.at(-1))?.isexistinguser === 1,
 		recorded: events.filter((_, i) => results[1 + friendCounted + i]?.meta.changes === 1),
+		profile: referred ? toStoredProfile(results.slice(-7, -4), registration.identifiersKept) : null,
+		referrerProfile: referred ? toStoredProfile(results.slice(-4, -1), registration.identifiersKept) : null,
 	};
 }

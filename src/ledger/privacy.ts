@@ -32,7 +32,11 @@ export function erasePersonInLedger(
 	values: string[],
 	own: { at: string } | null,
 ): { rewards: number; webhooks: number } {
-	if (own) sql.exec("INSERT INTO meta (key, value) VALUES ('erased_at', ?) ON CONFLICT (key) DO NOTHING", own.at);
+	if (own) {
+		sql.exec("INSERT INTO meta (key, value) VALUES ('erased_at', ?) ON CONFLICT (key) DO NOTHING", own.at);
+		// The profile a conversion reads (profile.ts) keeps nothing of the person: a later read answers it erased.
+		sql.exec("UPDATE profile SET body = NULL, generation = generation + 1");
+	}
 	const copied = "(friend_email IS NOT NULL OR friend_name IS NOT NULL OR friend_profileimage IS NOT NULL)";
 	// Another user's rewards name the person as their friend only on Referrer rewards (rewards_friend holds those).
 	let rewards = sql.exec(

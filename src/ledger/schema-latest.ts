@@ -11,7 +11,7 @@
  * then new ledgers are migrated step by step (the versions differ).
  */
 export const LEDGER_SCHEMA = {
-	version: 13,
+	version: 14,
 	script: `
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE rewards (
@@ -159,6 +159,7 @@ CREATE TABLE dispute_holds (
 	at INTEGER NOT NULL,
 	PRIMARY KEY (dispute, seq)
 ) WITHOUT ROWID;
-INSERT INTO meta (key, value) VALUES ('schema_version', '13');
+CREATE TABLE profile (one INTEGER PRIMARY KEY CHECK (one = 1), generation INTEGER NOT NULL, body TEXT);
+INSERT INTO meta (key, value) VALUES ('schema_version', '14');
 `,
 } as const;

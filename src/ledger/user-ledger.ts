@@ -25,6 +25,7 @@ import {
 import { type PayoutOutcome, payoutUnknown, resolvePayout } from "./payout-resolution";
 import { payoutsOf } from "./payouts";
 import { erasedAt, erasePersonInLedger } from "./privacy";
+import { changeProfile, type ProfileChange, type ProfileRead, readProfile } from "./profile";
 import { balances, listRewards, rewardsForFriends } from "./reads";
 import { redeemAmount, redeemRewards } from "./redemption";
 import { type RestoreAnswer, type RestoreStep, resyncAfterRestore, startRestore } from "./restore";
@@ -164,6 +165,20 @@ export class UserLedger extends DurableObject<Env> {
 	liveBalance(filter: BalanceFilter = {}): BalanceRecord[] | null {
 		if (!this.writer.hasSchema()) return [];
 		return erasedAt(this.writer.sql) === null ? balances(this.writer.sql, filter) : null;
+	}
+
+	// ---- the profile a conversion reads (profile.ts, issue 49) ------------------------------------
+
+	/** The user's profile kept here (null: none, read it from D1 and `changeProfile` a fill), with its generation. */
+	profile(): ProfileRead {
+		if (!this.writer.hasSchema()) return { profile: null, generation: 0 };
+		return readProfile(this.writer.sql);
+	}
+
+	/** Keeps or forgets the profile (profile.ts): answers the generation it is now at, null for a fill that lost a race. */
+	changeProfile(appid: string, userkey: string, change: ProfileChange): number | null {
+		this.checkIdentity(appid, userkey);
+		return this.writer.transactionSync(() => changeProfile(this.writer.sql, change));
 	}
 
 	// ---- privacy -------------------------------------------------------------------------------

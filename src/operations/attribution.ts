@@ -4,7 +4,9 @@ import { nowIso } from "../domain/dates";
 import { newEventId } from "../domain/ids";
 import { isSelfReferral } from "../fraud/self-referral";
 import type { OperationContext } from "../http/operation";
+import { PROFILE_IDENTIFIERS } from "../ledger/profile";
 import { sendOutboxEvents, webhookEvent } from "../outbox/events";
+import { forgetProfile, rememberParties } from "./conversion-parties";
 import { attributionData } from "./users";
 
 /**
@@ -21,7 +23,9 @@ import { attributionData } from "./users";
  * - `cycle`: the referrer was referred, directly or not, by the user.
  * - `applied`: the one guarded D1 batch of db/referrals.ts (no referrer yet,
  *   no cycle, checked and written atomically, with the referrer's friend
- *   count and the `referral.attributed` webhook), then the webhook's delivery.
+ *   count and the `referral.attributed` webhook), then the webhook's delivery;
+ *   the friend's ledger keeps the profile the batch read back (its pointer to
+ *   the referrer and the velocity count: issue 49, conversion-parties.ts).
  */
 export type AttributionResult =
 	| { kind: "applied" }
@@ -48,15 +52,22 @@ export async function attributeUserToReferrer(
 		"referral.attributed",
 		attributionData(ctx, { ...user, campaignid: referrer.campaignid }, referrer, now),
 	);
+	// The user's ledger forgets its profile first, so a failure between D1's write and the ledger's leaves no
+	// profile without its referrer: the next conversion then reads D1 once (issue 49, ledger/profile.ts).
+	const profile = await forgetProfile(env, app.appid, user.userkey);
 	const outcome = await attributeReferrer(env.DB, {
 		appid: app.appid,
 		userid: user.userid,
+		userkey: user.userkey,
+		referrerkey: referrer.userkey,
+		identifiersKept: PROFILE_IDENTIFIERS,
 		referrer: { userid: referrer.userid, campaignid: referrer.campaignid },
 		attributionId: newEventId(),
 		at: now,
 		event,
 	});
 	if (outcome.applied) {
+		if (outcome.profile) await rememberParties(env, app.appid, { stored: outcome.profile, generation: profile }, outcome.referrerProfile);
 		if (outcome.recorded) ctx.waitUntil(sendOutboxEvents(env, [event]));
 		return { kind: "applied" };
 	}

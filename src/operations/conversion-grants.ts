@@ -22,8 +22,8 @@ export async function grantConversion(
 	appid: string,
 	conversion: {
 		event: StoredEvent & { productid?: string | null; category?: string | null };
-		user: User;
-		referrer: User | null;
+		user: Pick<User, "userkey">;
+		referrer: Pick<User, "userkey"> | null;
 		decision: OwnedGrant[];
 		rewardemail: boolean;
 		webhooks: boolean;

@@ -1,6 +1,7 @@
 import { z } from "zod";
-import { type EventContext, type EventInput, readEventContext, type StoredEvent } from "../db/events";
-import type { User } from "../db/users";
+import { findApp } from "../db/apps";
+import type { EventContext, EventInput, StoredEvent } from "../db/events";
+import type { ConversionUser } from "../db/user-profile";
 import type { WorkOutcome } from "../domain/outcome";
 import { checkSignals } from "../fraud/check";
 import type { FraudReview } from "../fraud/signals";
@@ -9,6 +10,7 @@ import { amount, customId, id, MAX_MONEY, optionalCampaignId, optionalEmail, opt
 import { eventGateFor } from "../ledger/event-gate";
 import { toHundredths } from "../rewards/money";
 import { campaignClosed, firingRules, isPercentRule, matchingRules, type OwnedGrant, rewardsForEvent } from "../rewards/rules";
+import { type ConversionApp, conversionContext } from "./conversion-context";
 import { grantConversion } from "./conversion-grants";
 import { outcomeOf, type WorkContext } from "./work";
 
@@ -101,7 +103,7 @@ function fraudReview(context: Extract<EventContext, { ok: true }>): FraudReview 
 }
 
 /** The user's profile as the decision's friend snapshot: the gate keeps it without the person's email, name and image (event-gate.ts). */
-function withPerson(decision: OwnedGrant[], user: User): OwnedGrant[] {
+function withPerson(decision: OwnedGrant[], user: ConversionUser): OwnedGrant[] {
 	return decision.map((g) => {
 		const { friend } = g.grant;
 		if (friend.userkey !== user.userkey || friend.email !== null || friend.name !== null || friend.profileimage !== null) return g;
@@ -112,16 +114,20 @@ function withPerson(decision: OwnedGrant[], user: User): OwnedGrant[] {
 /**
  * Records the event once per (app, customid) with its frozen decision, or
  * reads the one already recorded: the claim is the event gate's
- * (ledger/event-gate.ts, issue 49), so the only D1 round trip is the
- * context read. A call refused before its claim (an erased or unknown user,
+ * (ledger/event-gate.ts, issue 49), and the context comes from the
+ * ledgers' profiles and the isolate's caches (conversion-context.ts): no D1
+ * round trip once they are warm. A call refused before its claim (an erased or unknown user,
  * an archived or unknown campaign, an event its rules cannot price) first
  * asks the gate whether the customid is recorded: a repeat of a recorded
  * event completes as recorded, and one customid for two users is 409,
  * whatever the refusal would have been. Exported for tests that simulate a
  * call dying right after this step, and for the completion pass.
  */
-export async function recordConversion(env: Env, input: EventInput) {
-	const read = await readEventContext(env.DB, input);
+export async function recordConversion(env: Env, input: EventInput, cachedApp?: ConversionApp) {
+	// The app as auth cached it (http/auth.ts); the completion pass, which has none, reads it (off any request's path).
+	const app = cachedApp ?? (await findApp(env.DB, input.appid));
+	if (!app) throw userNotFound();
+	const read = await conversionContext(env, app, input);
 	const gate = eventGateFor(env, input.appid, input.customid);
 	const legacy = read.ok ? read.legacy : true;
 	let prepared: Prepared;
@@ -134,7 +140,9 @@ export async function recordConversion(env: Env, input: EventInput) {
 		assertSameEvent(stored, input);
 		if (!read.ok || read.user.erasedAt) throw refusal;
 		const again =
-			read.campaign.campaignid === stored.campaignid ? read : await readEventContext(env.DB, { ...input, campaignid: stored.campaignid });
+			read.campaign.campaignid === stored.campaignid
+				? read
+				: await conversionContext(env, app, { ...input, campaignid: stored.campaignid });
 		if (!again.ok) throw refusal;
 		return recorded(again, input, stored);
 	}
@@ -156,7 +164,7 @@ export async function recordConversion(env: Env, input: EventInput) {
 	const own =
 		claimed.event.campaignid === context.campaign.campaignid
 			? context
-			: await readEventContext(env.DB, { ...input, campaignid: claimed.event.campaignid });
+			: await conversionContext(env, app, { ...input, campaignid: claimed.event.campaignid });
 	if (!own.ok) throw own.reason === "user_not_found" ? userNotFound() : campaignNotFound();
 	return recorded(own, input, claimed.event);
 }
@@ -217,18 +225,22 @@ export type ConversionAnswer = { message: string; duplicate: boolean; rewardscre
 export function recordConversionEvent(ctx: WorkContext, input: ConversionRequest): Promise<WorkOutcome<ConversionAnswer>> {
 	return outcomeOf(async () => {
 		const { env, app } = ctx;
-		const { isNew, event, decision, user, referrer, campaign, matched, eventnames, rewardemail, webhooks } = await recordConversion(env, {
-			appid: app.appid,
-			userkey: input.userkey,
-			customid: input.customid,
-			eventname: input.eventname,
-			transactionvalue: input.transactionvalue,
-			extrainfo: input.extrainfo ?? null,
-			campaignid: input.campaignid ?? null,
-			growthhack: input.growthhack,
-			productid: input.productid ?? null,
-			category: input.category ?? null,
-		});
+		const { isNew, event, decision, user, referrer, campaign, matched, eventnames, rewardemail, webhooks } = await recordConversion(
+			env,
+			{
+				appid: app.appid,
+				userkey: input.userkey,
+				customid: input.customid,
+				eventname: input.eventname,
+				transactionvalue: input.transactionvalue,
+				extrainfo: input.extrainfo ?? null,
+				campaignid: input.campaignid ?? null,
+				growthhack: input.growthhack,
+				productid: input.productid ?? null,
+				category: input.category ?? null,
+			},
+			app,
+		);
 		const { friend: friendRewards, referrer: referrerRewards } = await grantConversion(env, app.appid, {
 			event,
 			user,

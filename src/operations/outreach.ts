@@ -16,6 +16,7 @@ import { brandOf } from "../outbox/branded";
 import { mailAction, outreachEmail, reminderEmail, sideReward } from "../outbox/emails";
 import { emailEvent, sendOutboxEvents } from "../outbox/events";
 import { type Lang, langOfTag } from "../outbox/templates";
+import { forgetProfile } from "./conversion-parties";
 import { networkFields, profileOf } from "./schemas";
 import { findOrRegisterUser, networkOf, userSummary } from "./users";
 
@@ -84,7 +85,11 @@ export const invokeoutreach = defineOperation({
 		// Checked before anything is recorded: a refused call changes nothing.
 		if (!user.email) throw noEmail("The user has no email address to send the outreach to.");
 		// A user found (not created) here still gets the device and network the product reports now.
-		if (alreadyRegistered) await recordNetwork(env.DB, app.appid, user.userkey, network);
+		if (alreadyRegistered && (network.deviceid || network.iphash)) {
+			await recordNetwork(env.DB, app.appid, user.userkey, network);
+			// Its ledger's profile (issue 49) holds the user's devices and networks: read from D1 again at the next conversion.
+			await forgetProfile(env, app.appid, user.userkey);
+		} else if (alreadyRegistered) await recordNetwork(env.DB, app.appid, user.userkey, network);
 		const lang = langOfTag(input.language);
 		// The campaign's own texts are read alongside it (by the campaign id the user holds): no extra round trip of latency.
 		const [campaign, templates] = await Promise.all([

@@ -12,8 +12,10 @@ import { shareUrl } from "../domain/share-url";
 import { ApiError, campaignNotFound, refuseErased, userErased, userNotFound } from "../http/errors";
 import { id, optionalCampaignId, optionalText } from "../http/fields";
 import { defineOperation, type OperationContext } from "../http/operation";
+import { PROFILE_IDENTIFIERS } from "../ledger/profile";
 import { ledgerFor } from "../ledger/stub";
 import { sendOutboxEvents, webhookEvent } from "../outbox/events";
+import { forgetProfile, rememberParties } from "./conversion-parties";
 import { networkFields, profileFields, profileOf } from "./schemas";
 
 /** The network fields sent, with the IP address replaced by its keyed hash: the address itself is never kept. */
@@ -115,8 +117,13 @@ export async function findOrRegisterUser(
 			referrerUserid: referrerUser?.userid ?? null,
 			events,
 			network,
+			identifiersKept: PROFILE_IDENTIFIERS,
+			referrerkey: referrerUser?.userkey ?? null,
 		});
 		if (outcome.inserted) {
+			// A referred user's ledger keeps its profile and pointer: its conversions read no D1 (issue 49). Others get no
+			// ledger from their registration (a ledger is made by a write that needs one); their first conversion reads D1 once.
+			if (outcome.profile) await rememberParties(env, app.appid, { stored: outcome.profile, generation: null }, outcome.referrerProfile);
 			// A concurrent sign-up on the same device may have been stored between the lookup and this batch.
 			user.isexistinguser = outcome.isexistinguser;
 			if (outcome.recorded.length > 0) ctx.waitUntil(sendOutboxEvents(env, outcome.recorded));
@@ -204,6 +211,9 @@ export const register = defineOperation({
 });
 
 /** Operation 6: changes only the fields sent. An erased user is refused (410): its data is not collected again. */
+/** The profile fields a conversion reads from the user's ledger (db/user-profile.ts): changing one forgets the profile there. */
+const CONVERSION_FIELDS = ["email", "name", "profileimage", "phone", "paymentcustomerid", "isexistinguser"] as const;
+
 /**
  * A vanity referral code (docs/integration.md, "Vanity codes"): 3-32 of A-Z a-z 0-9 _ -, stored upper case like every
  * code, so that codes compare ignoring case (the share link upper-cases what it is given).
@@ -221,7 +231,11 @@ export const updateuser = defineOperation({
 	schema: z.object({ userkey: id, ...profileFields, ...networkFields, referralcode: vanityCode }),
 	async handle({ env, app, waitUntil }, input) {
 		const network = await networkOf(env, input);
-		const outcome = await updateProfile(env.DB, app.appid, input.userkey, profileOf(input), network, input.referralcode);
+		const profile = profileOf(input);
+		const outcome = await updateProfile(env.DB, app.appid, input.userkey, profile, network, input.referralcode);
+		// What a conversion reads of the user changed: its ledger reads it from D1 again (issue 49, ledger/profile.ts).
+		if (outcome.updated && (CONVERSION_FIELDS.some((f) => profile[f] !== undefined) || network.deviceid || network.iphash))
+			await forgetProfile(env, app.appid, input.userkey);
 		if (outcome.updated && input.paymentcustomerid) {
 			// Stripe rewards that waited for a customer id are paid now (through the Stripe queue, not on this request).
 			const retry = ledgerFor(env, app.appid, input.userkey).retryPayouts();

@@ -104,7 +104,10 @@ export function initialStatus(
 	return { status: "Approved", holdUntil: null, comment: null };
 }
 
-const snapshot = (user: User): FriendSnapshot => ({
+/** The fields of a user the rules and the fraud checks read (a conversion reads them from the user's ledger: issue 49). */
+export type RuleUser = Pick<User, "userkey" | "email" | "name" | "profileimage" | "phone" | "paymentcustomerid" | "isexistinguser">;
+
+const snapshot = (user: RuleUser): FriendSnapshot => ({
 	userkey: user.userkey,
 	email: user.email,
 	name: user.name,
@@ -124,8 +127,8 @@ const snapshot = (user: User): FriendSnapshot => ({
 export function rewardsForEvent(
 	campaign: Campaign,
 	rules: RewardRule[],
-	friend: User,
-	referrer: User | null,
+	friend: RuleUser,
+	referrer: RuleUser | null,
 	event: ConversionEvent,
 	now: Date,
 	fraud?: FraudReview,

@@ -93,7 +93,8 @@ export const BOUNDED_TABLES: Record<Engine, readonly string[]> = {
 	d1: ["d1_migrations", "sqlite_sequence", "_cf_METADATA", "_cf_KV", "leaderboard_tie_widths", "shard_directory", "leaderboard_recounts"],
 	// shard_identity: one row, which shard of how many (scripts/migrate.mjs).
 	shard: ["d1_migrations", "sqlite_sequence", "_cf_METADATA", "_cf_KV", "shard_identity"],
-	ledger: ["meta", "sqlite_sequence", "_cf_METADATA", "_cf_KV"],
+	// profile: one row, the user's own (ledger/profile.ts, issue 49).
+	ledger: ["meta", "sqlite_sequence", "_cf_METADATA", "_cf_KV", "profile"],
 	gate: ["_cf_METADATA", "_cf_KV"],
 };
 

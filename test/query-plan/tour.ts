@@ -3,6 +3,7 @@ import { env } from "cloudflare:workers";
 import { grantsFailed } from "../../src/db/event-grants";
 import { releaseKey } from "../../src/db/idempotency-replies";
 import { markNotEnqueued } from "../../src/db/outbox-events";
+import { sharedIdentifiers } from "../../src/db/user-profile";
 import { withBindings } from "../../src/instrument/d1-metrics";
 import { redactComments } from "../../src/ledger/comment-redaction";
 import { migrateLedger, runStep } from "../../src/ledger/migrate";
@@ -298,6 +299,8 @@ async function rarePaths(tour: Awaited<ReturnType<typeof operations>>) {
 	await markNotEnqueued(env.DB, "evt_none");
 	// An event whose completion pass failed (conversion-completion.ts), counted.
 	await grantsFailed(env.DB, app.appid, "no-such-event").run();
+	// The shared device/network check of a user with more identifiers than its ledger's profile keeps (issue 49).
+	await sharedIdentifiers(env.DB, app.appid, friend.userkey, referrer.userkey);
 	const ledger = ledgerFor(env, app.appid, referrer.userkey);
 	await ledger.listClawbacks();
 	await ledger.rewardsForFriends([friend.userkey], 1);
@@ -369,6 +372,7 @@ async function oldLedger() {
 			"milestone_events",
 			"payouts",
 			"dispute_holds",
+			"profile",
 		])
 			sql.exec(`DROP TABLE ${name}`);
 		runStep(sql, LEDGER_MIGRATIONS[0] ?? []);
