@@ -54,7 +54,12 @@ export interface ImportRow {
 	profile: Profile;
 	referrerUserid: number | null;
 	referrerKey: string | null;
+	/** The referrer's userkey, existing or earlier in the import (its ledger keeps the friend: issue 49 piece 4); not written here. */
+	referrerUserkey: string | null;
 }
+
+/** A user the import inserted: its D1 userid and registration time (the referrers' ledgers keep them). */
+export type ImportedUser = { userid: number; userkey: string; created_at: string };
 
 /**
  * Inserts every row or none: one batch (one transaction) of three
@@ -64,7 +69,7 @@ export interface ImportRow {
  * second statement (an INSERT ... SELECT does not see its own rows); the
  * referrers' friend counters move by the number of friends each gained.
  */
-export async function insertImportedUsers(db: D1Database, appid: string, rows: ImportRow[], audit: AuditEntry): Promise<void> {
+export async function insertImportedUsers(db: D1Database, appid: string, rows: ImportRow[], audit: AuditEntry): Promise<ImportedUser[]> {
 	const now = nowIso();
 	const json = JSON.stringify(
 		rows.map((r) => ({
@@ -85,7 +90,7 @@ export async function insertImportedUsers(db: D1Database, appid: string, rows: I
 	}
 	const counts = JSON.stringify([...gained].map(([k, n]) => (k.startsWith("#") ? { id: Number(k.slice(1)), n } : { key: k, n })));
 	const field = (name: string) => `json_extract(value, '$.${name}')`;
-	await db.batch([
+	const [inserted] = await db.batch([
 		db
 			.prepare(
 				`INSERT INTO users (appid, userkey, referralcode, campaignid, isexistinguser, referrer_userid, attributed_at, attribution_id,
@@ -93,7 +98,7 @@ export async function insertImportedUsers(db: D1Database, appid: string, rows: I
 				 SELECT ?1, ${field("userkey")}, ${field("referralcode")}, ${field("campaignid")}, ${field("isexistinguser")}, ${field("referrerid")},
 				   CASE WHEN ${field("referred")} = 1 THEN ?3 END, CASE WHEN ${field("referred")} = 1 THEN ${field("userkey")} END, ?3, ?3,
 				   ${PROFILE_FIELDS.map(field).join(", ")}
-				 FROM json_each(?2) ORDER BY key`,
+				 FROM json_each(?2) ORDER BY key RETURNING userid, userkey, created_at`,
 			)
 			.bind(appid, json, now),
 		db
@@ -113,4 +118,5 @@ export async function insertImportedUsers(db: D1Database, appid: string, rows: I
 			.bind(counts),
 		auditStatement(db, audit),
 	]);
+	return rowsOf<ImportedUser>(inserted);
 }

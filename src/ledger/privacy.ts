@@ -1,4 +1,5 @@
 import { redactJson } from "../privacy/redact";
+import { type FriendRecord, rememberFriends } from "./friends";
 import { Refused } from "./refused";
 import type { LedgerOutboxEntry } from "./schema";
 
@@ -31,7 +32,10 @@ export function erasePersonInLedger(
 	personUserkey: string,
 	values: string[],
 	own: { at: string } | null,
+	/** The person as this ledger's user's friend (its referrer's ledger): its row loses its shown fields for good (friends.ts). */
+	asFriend?: FriendRecord,
 ): { rewards: number; webhooks: number } {
+	if (asFriend) rememberFriends(sql, [asFriend], "erased");
 	if (own) sql.exec("INSERT INTO meta (key, value) VALUES ('erased_at', ?) ON CONFLICT (key) DO NOTHING", own.at);
 	const copied = "(friend_email IS NOT NULL OR friend_name IS NOT NULL OR friend_profileimage IS NOT NULL)";
 	// Another user's rewards name the person as their friend only on Referrer rewards (rewards_friend holds those).

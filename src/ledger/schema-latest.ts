@@ -11,7 +11,7 @@
  * then new ledgers are migrated step by step (the versions differ).
  */
 export const LEDGER_SCHEMA = {
-	version: 13,
+	version: 15,
 	script: `
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE rewards (
@@ -159,6 +159,19 @@ CREATE TABLE dispute_holds (
 	at INTEGER NOT NULL,
 	PRIMARY KEY (dispute, seq)
 ) WITHOUT ROWID;
-INSERT INTO meta (key, value) VALUES ('schema_version', '13');
+CREATE TABLE friends (
+	userkey TEXT PRIMARY KEY,
+	userid INTEGER NOT NULL,
+	email TEXT,
+	useraccountid TEXT,
+	name TEXT,
+	profileimage TEXT,
+	status TEXT NOT NULL,
+	registered_at TEXT NOT NULL,
+	attributed_at TEXT,
+	erased_at TEXT
+) WITHOUT ROWID;
+CREATE INDEX friends_page ON friends(userid);
+INSERT INTO meta (key, value) VALUES ('schema_version', '15');
 `,
 } as const;

@@ -2,6 +2,7 @@ import type { Distribution } from "../db/campaigns";
 import { REWARDS_STEP_10 } from "./schema-step-10";
 import { OUTBOX_STEP_11 } from "./schema-step-11";
 import { type LedgerStatement, WITHOUT_ROWID_STEP_12 } from "./schema-step-12";
+import { FRIENDS_STEP_15 } from "./schema-step-15";
 import type { RewardStatus, UserType } from "./types";
 
 /**
@@ -251,6 +252,11 @@ export const LEDGER_MIGRATIONS: readonly (readonly LedgerStatement[])[] = [
 		PRIMARY KEY (dispute, seq)
 	) WITHOUT ROWID`,
 	],
+	// 14: reserved for the friend's profile (issue 49 piece 2, built on another branch): empty on this one, so step 15
+	// keeps its number when the two merge (the lead renumbers if needed).
+	[],
+	// 15: the referrer's friends (issue 49 piece 4, friends.ts; schema-step-15.ts).
+	FRIENDS_STEP_15,
 ];
 
 /**

@@ -10,6 +10,8 @@ import { redactComments } from "./comment-redaction";
 import { grantWithReferrer, type ReferrerSide } from "./conversion-grant";
 import { applyDisputePhase, type DisputeRequest } from "./dispute-holds";
 import { FlushSchedule } from "./flush-schedule";
+import { type FriendRecord, type FriendsPage, type FriendsPageAsk, type FriendWrite, friendsPage, rememberFriends } from "./friends";
+import { fillFriends } from "./friends-fill";
 import { grantRewards } from "./grant";
 import { rewardRowById } from "./mutations";
 import type { SentEntry } from "./outbox-entries";
@@ -70,6 +72,7 @@ export class UserLedger extends DurableObject<Env> {
 	private readonly identity: LedgerIdentity;
 	private readonly writer: LedgerWriter;
 	private readonly schedule: FlushSchedule;
+	private filling: Promise<boolean> | undefined; // the fill of its friends from D1 under way (friends-fill.ts), shared
 
 	constructor(ctx: DurableObjectState, env: Env) {
 		// With the bench's D1_QUERY_COUNT flag, this ledger's D1 use (its outbox flushes) is counted too.
@@ -90,10 +93,18 @@ export class UserLedger extends DurableObject<Env> {
 	/**
 	 * Creates the rewards of `grants` for this user (see grant.ts): idempotent by grant key, within `rewardfrequency`.
 	 * `carry`: the caller's ledger sends this one's records with its own (`carried`, conversion-grant.ts).
+	 * `converted`: this user's friend converts with this event (friends.ts), in the same transaction.
 	 */
-	grant(appid: string, userkey: string, grants: RewardGrant[], announcement?: ConversionAnnouncement, carry = false): GrantResult {
+	grant(
+		appid: string,
+		userkey: string,
+		grants: RewardGrant[],
+		announcement?: ConversionAnnouncement,
+		carry = false,
+		converted?: FriendRecord,
+	): GrantResult {
 		this.checkIdentity(appid, userkey);
-		const result = this.writer.write((tx) => grantRewards(tx, grants, announcement));
+		const result = this.writer.write((tx) => grantRewards(tx, grants, announcement, converted));
 		if (!carry) return result;
 		// In the write's synchronous step, before its flush starts: the flush then finds these entries held.
 		const carried = this.schedule.recordsToCarry();
@@ -154,6 +165,27 @@ export class UserLedger extends DurableObject<Env> {
 		return this.writer.transactionSync(() => rewardsForFriends(this.writer.sql, this.identity.userkey, friendUserkeys, limit, shownToUser));
 	}
 
+	/** Issue 49 piece 4: keeps `friends` of this user (a referrer) as `how` says (friends.ts); answers the counts after it. */
+	rememberFriends(appid: string, userkey: string, friends: FriendRecord[], how: FriendWrite, priorFriends?: number) {
+		this.checkIdentity(appid, userkey);
+		return this.writer.transactionSync(() => rememberFriends(this.writer.sql, friends, how, { priorFriends }));
+	}
+
+	/** A page of friends with their rewards from this ledger alone, or null until its friends are all here (friends-fill.ts). */
+	friendsPage(page: FriendsPageAsk): FriendsPage | null {
+		if (!this.writer.hasSchema()) return null;
+		return this.writer.transactionSync(() => friendsPage(this.writer.sql, this.identity.userkey, page, erasedAt(this.writer.sql) !== null));
+	}
+
+	/** Copies this user's friends from D1, at most `maxPages` pages (friends-fill.ts); true once all are here. */
+	fillFriends(appid: string, userkey: string, user: { userid: number; friends: number }, maxPages: number): Promise<boolean> {
+		this.checkIdentity(appid, userkey);
+		this.filling ??= fillFriends(this.writer, this.env.DB, user, maxPages).finally(() => {
+			this.filling = undefined;
+		});
+		return this.filling;
+	}
+
 	/** getuserbalance, read from the running totals only (cost grows with campaigns, not rewards). */
 	balance(filter: BalanceFilter = {}): BalanceRecord[] {
 		if (!this.writer.hasSchema()) return [];
@@ -174,10 +206,15 @@ export class UserLedger extends DurableObject<Env> {
 	 * a flush, so a flush that was under way (with payloads read before the erasure) has written them to D1
 	 * before the caller erases D1, which redacts them there too.
 	 */
-	async erasePerson(personUserkey: string, values: string[]): Promise<{ rewards: number; webhooks: number; atMs: number }> {
+	async erasePerson(
+		personUserkey: string,
+		values: string[],
+		/** The person as this ledger's user's friend, in its referrer's ledger (privacy.ts). */
+		asFriend?: FriendRecord,
+	): Promise<{ rewards: number; webhooks: number; atMs: number }> {
 		const own = personUserkey === this.identity.userkey ? { at: new Date().toISOString() } : null;
 		const done = this.writer.transactionSync(() => {
-			const erased = erasePersonInLedger(this.writer.sql, personUserkey, values, own);
+			const erased = erasePersonInLedger(this.writer.sql, personUserkey, values, own, asFriend);
 			// A provider's message may name the person (Stripe's "No such customer: 'cus_...'", kept by older
 			// code): in the person's own ledger, comments lose every value of the person and any customer id.
 			if (own) redactComments(this.writer.sql, values);

@@ -4,7 +4,9 @@ import { nowIso } from "../domain/dates";
 import { newEventId } from "../domain/ids";
 import { isSelfReferral } from "../fraud/self-referral";
 import type { OperationContext } from "../http/operation";
+import { toFriendRecord } from "../ledger/friends-fill";
 import { sendOutboxEvents, webhookEvent } from "../outbox/events";
+import { rememberFriend } from "./friend-ledger";
 import { attributionData } from "./users";
 
 /**
@@ -57,6 +59,7 @@ export async function attributeUserToReferrer(
 		event,
 	});
 	if (outcome.applied) {
+		await rememberFriend(ctx, referrer, toFriendRecord(outcome.friend));
 		if (outcome.recorded) ctx.waitUntil(sendOutboxEvents(env, [event]));
 		return { kind: "applied" };
 	}

@@ -1,0 +1,226 @@
+import { runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { findUserAndFriendsPage } from "../../src/db/user-reads";
+import { formatDayMonthYear } from "../../src/domain/dates";
+import { ledgerFor } from "../../src/ledger/stub";
+import { admin, createApp } from "../support/api";
+import { until } from "../support/until";
+
+/**
+ * Issue 49 piece 4: the referrer's ledger keeps its friends
+ * (src/ledger/friends.ts), and getfriendsandrewards answers from it. Each
+ * test compares the answer with the one D1's page gives on the same data:
+ * the handler before this change (`d1Answer`, its statements and mapping as
+ * they were), so "the same JSON" is checked, not assumed.
+ */
+
+type App = Awaited<ReturnType<typeof createApp>>;
+let nextCustomId = 1;
+
+/** getfriendsandrewards as it was answered from D1 before issue 49 piece 4. */
+async function d1Answer(appid: string, userkey: string, pagesize: number, pageindex: number) {
+	const found = await findUserAndFriendsPage(env.DB, appid, { userkey }, pagesize, (pageindex - 1) * pagesize);
+	if (!found) throw new Error("no such user in D1");
+	const { user, friends } = found;
+	const earned: Record<string, { rewards: unknown[]; total: number }> =
+		friends.length > 0
+			? await ledgerFor(env, appid, userkey).rewardsForFriends(
+					friends.map((f) => f.userkey),
+					100,
+				)
+			: {};
+	return {
+		friends: friends.map((friend) => ({
+			userkey: friend.userkey,
+			email: friend.email ?? "",
+			useraccountid: friend.useraccountid ?? "",
+			name: friend.name ?? "",
+			profileimage: friend.profileimage ?? "",
+			status: friend.status,
+			regdate: formatDayMonthYear(friend.created_at),
+			earnedrewards: earned[friend.userkey]?.rewards ?? [],
+			earnedrewardstotal: earned[friend.userkey]?.total ?? 0,
+		})),
+		totalfriends: user.friends_count,
+		convertedfriends: user.converted_friends_count,
+		pageindex,
+		pagesize,
+	};
+}
+
+async function served(app: App, userkey: string, pagesize: number, pageindex: number) {
+	const res = await app.api("getfriendsandrewards", { userkey, pagesize, pageindex });
+	expect(res.status).toBe(200);
+	const { success: _s, message: _m, ...body } = res.body;
+	return body;
+}
+
+/** Every ledger of `userkeys` delivers its outbox to D1 now, until D1's converted count reads `converted`. */
+async function settle(app: App, referrerkey: string, userkeys: string[], converted: number): Promise<void> {
+	await until(
+		"D1's converted count",
+		async () => {
+			for (const key of userkeys) await ledgerFor(env, app.appid, key).flush();
+			return env.DB.prepare("SELECT converted_friends_count AS n FROM users WHERE userkey = ?").bind(referrerkey).first<{ n: number }>();
+		},
+		(row) => row?.n === converted,
+	);
+}
+
+const event = (app: App, userkey: string, eventname: string) =>
+	app.api("registerconversionevent", { userkey, eventname, customid: String(nextCustomId++), growthhack: "g", transactionvalue: 10 });
+
+describe("the friends page from the referrer's ledger (issue 49 piece 4)", () => {
+	it("answers what D1's page answered, from every way a friend is written, and then reads the ledger alone", async () => {
+		const app = await createApp({
+			rewardrules: [
+				{ rewardusertype: "Referrer", eventname: "Purchase", reward: 5, rewardunit: "USD" },
+				{ rewardusertype: "Friend", eventname: "Purchase", reward: 2, rewardunit: "USD" },
+				{ rewardusertype: "Referrer", eventname: "Signup", reward: 1, rewardunit: "USD" },
+			],
+		});
+		const referrer = (await app.api("register", { email: "ref@x.com", name: "Ref" })).body;
+		const code = referrer.referralcode;
+		const reg = async (email: string, extra: Record<string, unknown> = {}) =>
+			(await app.api("register", { email, name: email.split("@")[0], referrercode: code, ...extra })).body.userkey as string;
+		// Registered with the code: converts with a Purchase (both sides rewarded).
+		const buyer = await reg("buyer@x.com", { profileimage: "https://img.example/b.png", useraccountid: "acc-buyer" });
+		// Registered with the code: only a Signup event (the referrer's reward), stays SignUp.
+		const signup = await reg("signup@x.com");
+		// Registered alone, then attributed by applyreferrercode; converts with an event no rule rewards.
+		const late = (await app.api("register", { email: "late@x.com", name: "Late" })).body.userkey as string;
+		expect((await app.api("applyreferrercode", { userkey: late, referrercode: code })).status).toBe(200);
+		// Registered with the code, then renamed.
+		const renamed = await reg("renamed@x.com");
+		expect((await app.api("updateuser", { userkey: renamed, name: "New name", email: "renamed2@x.com" })).status).toBe(200);
+		// Registered with the code, then erased.
+		const erased = await reg("erased@x.com", { profileimage: "https://img.example/e.png" });
+		// Imported with the referrer's code.
+		const imported = await admin("POST", `/apps/${app.appid}/users:import`, {
+			users: [{ email: "imported@x.com", name: "Imp", referrercode: code }],
+		});
+		expect(imported.status).toBe(201);
+		const importedKey = imported.body.users[0].userkey as string;
+
+		await event(app, buyer, "Purchase");
+		await event(app, buyer, "Purchase");
+		await event(app, signup, "Signup");
+		await event(app, late, "Visit");
+		expect((await admin("DELETE", `/apps/${app.appid}/users/${erased}`)).status).toBe(200);
+		await settle(app, referrer.userkey, [referrer.userkey, buyer, signup, late], 2);
+
+		for (const [pagesize, pageindex] of [
+			[50, 1],
+			[4, 1],
+			[4, 2],
+			[4, 3],
+			[1, 6],
+		] as const) {
+			expect(await served(app, referrer.userkey, pagesize, pageindex)).toEqual(
+				await d1Answer(app.appid, referrer.userkey, pagesize, pageindex),
+			);
+		}
+		const page = await served(app, referrer.userkey, 50, 1);
+		expect(page).toMatchObject({ totalfriends: 6, convertedfriends: 2 });
+		expect(page.friends.map((f: { userkey: string }) => f.userkey)).toEqual([importedKey, erased, renamed, late, signup, buyer]);
+		expect(page.friends[1]).toMatchObject({ email: "", name: "", profileimage: "", userkey: erased });
+		expect(page.friends[2]).toMatchObject({ email: "renamed2@x.com", name: "New name" });
+
+		// The ledger answers alone: a change D1 alone holds is not seen, and the erased friend's values are nowhere in it.
+		await env.DB.prepare("UPDATE users SET name = 'only in D1', friends_count = 99 WHERE userkey IN (?, ?)")
+			.bind(buyer, referrer.userkey)
+			.run();
+		const again = await served(app, referrer.userkey, 50, 1);
+		expect(again.totalfriends).toBe(6);
+		expect(again.friends[5].name).toBe("buyer");
+		const rows = await runInDurableObject(ledgerFor(env, app.appid, referrer.userkey), async (_l, state) =>
+			state.storage.sql.exec("SELECT * FROM friends").toArray(),
+		);
+		expect(JSON.stringify(rows)).not.toContain("erased@x.com");
+		expect(JSON.stringify(rows)).not.toContain("e.png");
+	});
+
+	it("fills a referrer written before (friends only in D1) from D1 once, in pages, then answers the same", async () => {
+		const app = await createApp();
+		const referrer = (await app.api("register", { email: "old-ref@x.com" })).body;
+		// 1,203 friends as today's code left them: in D1 only (no ledger keeps them), 401 of them converted.
+		await env.DB.prepare(
+			`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1203)
+			 INSERT INTO users (appid, userkey, referralcode, campaignid, isexistinguser, referrer_userid, attributed_at, created_at, updated_at,
+			   email, name, status)
+			 SELECT ?1, 'old' || ?3 || i, 'OLD' || ?3 || i, ?4, 0, (SELECT userid FROM users WHERE userkey = ?2),
+			   '2026-01-02T00:00:00.000Z', '2026-01-0' || (1 + i % 9) || 'T00:00:00.000Z', '2026-01-02T00:00:00.000Z',
+			   'old' || i || '@x.com', 'Old ' || i, CASE WHEN i % 3 = 0 THEN 'Converted' ELSE 'SignUp' END FROM n`,
+		)
+			.bind(app.appid, referrer.userkey, crypto.randomUUID().slice(0, 8), app.campaignid)
+			.run();
+		await env.DB.prepare("UPDATE users SET friends_count = 1203, converted_friends_count = 401 WHERE userkey = ?")
+			.bind(referrer.userkey)
+			.run();
+		const ledger = ledgerFor(env, app.appid, referrer.userkey);
+		expect(await ledger.friendsPage({ limit: 10, offset: 0, rewardsLimit: 100, shownToUser: false })).toBeNull();
+
+		// A bounded fill: one page of 500 at a time, its position kept; the third page is short, and the ledger is filled.
+		const user = {
+			userid:
+				(await env.DB.prepare("SELECT userid FROM users WHERE userkey = ?").bind(referrer.userkey).first<{ userid: number }>())?.userid ??
+				0,
+			friends: 1203,
+		};
+		expect(await ledger.fillFriends(app.appid, referrer.userkey, user, 1)).toBe(false);
+		expect(await ledger.friendsPage({ limit: 10, offset: 0, rewardsLimit: 100, shownToUser: false })).toBeNull();
+
+		// The read finishes it, then answers from the ledger: the same pages as D1's.
+		for (const [pagesize, pageindex] of [
+			[500, 1],
+			[500, 2],
+			[500, 3],
+			[7, 100],
+			[50, 30],
+		] as const) {
+			expect(await served(app, referrer.userkey, pagesize, pageindex)).toEqual(
+				await d1Answer(app.appid, referrer.userkey, pagesize, pageindex),
+			);
+		}
+		const kept = await ledger.friendsPage({ limit: 1, offset: 0, rewardsLimit: 100, shownToUser: false });
+		expect(kept).toMatchObject({ total: 1203, converted: 401 });
+		const state = await runInDurableObject(
+			ledger,
+			async (_l, s) => s.storage.sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = 'friends'").one().value,
+		);
+		expect(JSON.parse(state)).toMatchObject({ filled: true, total: 1203, converted: 401 });
+
+		// A friend of the old ones converts now: the ledger moves it (no D1 read on the page).
+		const oldFriend =
+			(
+				await env.DB.prepare("SELECT userkey FROM users WHERE email = 'old1@x.com' AND appid = ?")
+					.bind(app.appid)
+					.first<{ userkey: string }>()
+			)?.userkey ?? "";
+		await event(app, oldFriend, "Purchase");
+		expect((await served(app, referrer.userkey, 1, 1)).convertedfriends).toBe(402);
+	});
+
+	it("a new referrer's first friend needs no fill, and a user without friends gets no ledger for the page", async () => {
+		const app = await createApp();
+		const lonely = (await app.api("register", { email: "lonely@x.com" })).body;
+		expect(await served(app, lonely.userkey, 50, 1)).toEqual({
+			friends: [],
+			totalfriends: 0,
+			convertedfriends: 0,
+			pageindex: 1,
+			pagesize: 50,
+		});
+		const hasTables = async (key: string) =>
+			runInDurableObject(
+				ledgerFor(env, app.appid, key),
+				async (_l, s) => s.storage.sql.exec("SELECT 1 FROM sqlite_master WHERE name = 'friends'").toArray().length > 0,
+			);
+		expect(await hasTables(lonely.userkey)).toBe(false);
+		const friend = (await app.api("register", { email: "first@x.com", referrercode: lonely.referralcode })).body;
+		const kept = await ledgerFor(env, app.appid, lonely.userkey).friendsPage({ limit: 5, offset: 0, rewardsLimit: 1, shownToUser: false });
+		expect(kept?.friends.map((f) => f.userkey)).toEqual([friend.userkey]);
+		expect(await served(app, lonely.userkey, 50, 1)).toEqual(await d1Answer(app.appid, lonely.userkey, 50, 1));
+	});
+});
