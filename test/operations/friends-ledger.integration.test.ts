@@ -1,10 +1,13 @@
-import { runInDurableObject } from "cloudflare:test";
+import { createExecutionContext, runInDurableObject, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { findUserAndFriendsPage } from "../../src/db/user-reads";
 import { formatDayMonthYear } from "../../src/domain/dates";
+import { app as worker } from "../../src/http/app";
+import { COUNT_HEADER } from "../../src/http/d1-metrics";
+import type { FriendRecord } from "../../src/ledger/friends";
 import { ledgerFor } from "../../src/ledger/stub";
-import { admin, createApp } from "../support/api";
+import { admin, createApp, request } from "../support/api";
 import { until } from "../support/until";
 
 /**
@@ -222,5 +225,95 @@ describe("the friends page from the referrer's ledger (issue 49 piece 4)", () =>
 		const kept = await ledgerFor(env, app.appid, lonely.userkey).friendsPage({ limit: 5, offset: 0, rewardsLimit: 1, shownToUser: false });
 		expect(kept?.friends.map((f) => f.userkey)).toEqual([friend.userkey]);
 		expect(await served(app, lonely.userkey, 50, 1)).toEqual(await d1Answer(app.appid, lonely.userkey, 50, 1));
+	});
+
+	it("shows the ledger's counts on the share page, not D1's", async () => {
+		const app = await createApp({ rewardrules: [{ rewardusertype: "Referrer", eventname: "Purchase", reward: 5, rewardunit: "USD" }] });
+		const referrer = (await app.api("register", { email: "share-ref@x.com" })).body;
+		const buyer = (await app.api("register", { email: "share-buyer@x.com", referrercode: referrer.referralcode })).body;
+		await app.api("register", { email: "share-other@x.com", referrercode: referrer.referralcode });
+		await event(app, buyer.userkey, "Purchase");
+		await settle(app, referrer.userkey, [referrer.userkey, buyer.userkey], 1);
+		// D1's counters say otherwise behind the service's back: the page shows the ledger's.
+		await env.DB.prepare("UPDATE users SET friends_count = 99, converted_friends_count = 98 WHERE userkey = ?")
+			.bind(referrer.userkey)
+			.run();
+		const link = (await app.api("getsharepage", { userkey: referrer.userkey })).body.url as string;
+		const html = await (await request(new URL(link).pathname + new URL(link).search)).text();
+		expect(html).toMatch(/<dd id="friends-joined">2<\/dd>/);
+		expect(html).toMatch(/<dd id="friends-converted">1<\/dd>/);
+	});
+
+	it("keeps what the newer write says whatever order the writers land in (fill, conversion, profile, erasure)", async () => {
+		const appid = `merge-${crypto.randomUUID().slice(0, 8)}`;
+		const ledger = ledgerFor(env, appid, "referrer");
+		const friend = (userkey: string, userid: number, fields: Partial<FriendRecord> = {}): FriendRecord => ({
+			userkey,
+			userid,
+			email: `${userkey}@x.com`,
+			useraccountid: null,
+			name: userkey,
+			profileimage: null,
+			status: "SignUp",
+			registeredAt: "2026-01-01T00:00:00.000Z",
+			attributedAt: "2026-01-01T00:00:00.000Z",
+			...fields,
+		});
+		// Erased, then a fill page read before the erasure: the values stay gone; its status is raised.
+		await ledger.rememberFriends(appid, "referrer", [friend("a", 1)], "erased");
+		await ledger.rememberFriends(appid, "referrer", [friend("a", 1, { status: "Converted" })], "filled");
+		// A profile change, then a fill page read before it: the new name stays.
+		await ledger.rememberFriends(appid, "referrer", [friend("b", 2, { name: "new" })], "profile");
+		await ledger.rememberFriends(appid, "referrer", [friend("b", 2, { name: "old" })], "filled");
+		// Converted before the fill brought it: it stays converted, counted once.
+		await ledger.rememberFriends(appid, "referrer", [friend("c", 3)], "converted");
+		await ledger.rememberFriends(appid, "referrer", [friend("c", 3)], "filled");
+		// A profile change that lands after the erasure (its D1 write was before it) brings nothing back.
+		await ledger.rememberFriends(appid, "referrer", [friend("d", 4)], "attributed");
+		await ledger.rememberFriends(appid, "referrer", [friend("d", 4, { status: "Converted" })], "converted");
+		await ledger.rememberFriends(appid, "referrer", [friend("d", 4)], "erased");
+		const last = await ledger.rememberFriends(appid, "referrer", [friend("d", 4, { name: "back" })], "profile");
+		expect(last).toMatchObject({ total: 4, converted: 3, filled: false });
+		const rows = await runInDurableObject(ledger, async (_l, state) =>
+			state.storage.sql.exec("SELECT userkey, name, email, status FROM friends ORDER BY userid").toArray(),
+		);
+		expect(rows).toEqual([
+			{ userkey: "a", name: null, email: null, status: "Converted" },
+			{ userkey: "b", name: "new", email: "b@x.com", status: "SignUp" },
+			{ userkey: "c", name: "c", email: "c@x.com", status: "Converted" },
+			{ userkey: "d", name: null, email: null, status: "Converted" },
+		]);
+	});
+
+	it("costs no D1 round trip once the ledger keeps the friends (one before: the user and its page)", async () => {
+		const app = await createApp({ rewardrules: [{ rewardusertype: "Referrer", eventname: "Purchase", reward: 5, rewardunit: "USD" }] });
+		const referrer = (await app.api("register", { email: "rt-ref@x.com" })).body;
+		for (const n of [1, 2, 3]) await app.api("register", { email: `rt-${n}@x.com`, referrercode: referrer.referralcode });
+		const flagged: Env = Object.create(env, { D1_QUERY_COUNT: { value: "1", enumerable: true } });
+		const roundTrips = async (userkey: string) => {
+			const ctx = createExecutionContext();
+			const res = await worker.request(
+				"/saas/v1_0/getfriendsandrewards",
+				{
+					method: "POST",
+					headers: { "content-type": "application/json", [COUNT_HEADER]: "1" },
+					body: JSON.stringify({ apikey: app.apikey, privatekey: app.privatekey, userkey }),
+				},
+				flagged,
+				ctx,
+			);
+			await waitOnExecutionContext(ctx);
+			expect(res.status).toBe(200);
+			return Number(res.headers.get("x-d1-roundtrips"));
+		};
+		await roundTrips(referrer.userkey); // the app's credentials into the isolate's cache (30 s)
+		expect(await roundTrips(referrer.userkey)).toBe(0);
+		// A referrer written before (its ledger forgot its friends): D1's user and page, once; then none.
+		await runInDurableObject(ledgerFor(env, app.appid, referrer.userkey), async (_l, state) => {
+			state.storage.sql.exec("DELETE FROM friends");
+			state.storage.sql.exec("DELETE FROM meta WHERE key = 'friends'");
+		});
+		expect(await roundTrips(referrer.userkey)).toBe(1);
+		expect(await roundTrips(referrer.userkey)).toBe(0);
 	});
 });
