@@ -149,6 +149,10 @@ export function resyncAfterRestore(
 		for (const row of raised) queueProjection(sql, row.seq, row.version, nowMs);
 		let reerased = 0;
 		for (const friend of step.erasedfriends) reerased += erasePersonInLedger(sql, friend, [], null).rewards;
+		// The friends as restored are behind D1 (attributions, conversions, profile changes, erasures since): they go,
+		// and the next read fills them from D1 again (issue 49 piece 4, friends-fill.ts). Once per restore, bounded by them.
+		sql.exec("DELETE FROM friends");
+		sql.exec("DELETE FROM meta WHERE key = 'friends'");
 		const forgotten = forgottenSeqs(restored.seq, step.formermaxseq);
 		if (forgotten) {
 			sql.exec(
