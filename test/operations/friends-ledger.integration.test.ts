@@ -6,6 +6,8 @@ import { formatDayMonthYear } from "../../src/domain/dates";
 import { app as worker } from "../../src/http/app";
 import { COUNT_HEADER } from "../../src/http/d1-metrics";
 import type { FriendRecord } from "../../src/ledger/friends";
+import { migrateLedger } from "../../src/ledger/migrate";
+import { LEDGER_MIGRATIONS } from "../../src/ledger/schema";
 import { ledgerFor } from "../../src/ledger/stub";
 import { admin, createApp, request } from "../support/api";
 import { until } from "../support/until";
@@ -315,5 +317,34 @@ describe("the friends page from the referrer's ledger (issue 49 piece 4)", () =>
 		});
 		expect(await roundTrips(referrer.userkey)).toBe(1);
 		expect(await roundTrips(referrer.userkey)).toBe(0);
+	});
+
+	it("migrates a ledger of today's code (schema 13, its rewards, no friends) and answers its friends as D1 did", async () => {
+		const app = await createApp({ rewardrules: [{ rewardusertype: "Referrer", eventname: "Purchase", reward: 5, rewardunit: "USD" }] });
+		const referrer = (await app.api("register", { email: "v13-ref@x.com" })).body;
+		const friends: string[] = [];
+		for (const n of [1, 2, 3]) {
+			friends.push((await app.api("register", { email: `v13-${n}@x.com`, referrercode: referrer.referralcode })).body.userkey);
+		}
+		for (const key of friends.slice(0, 2)) await event(app, key, "Purchase");
+		await settle(app, referrer.userkey, [referrer.userkey, ...friends], 2);
+		// The ledger as today's code leaves it: version 13, no friends table, no friends state; then its next start migrates it.
+		const ledger = ledgerFor(env, app.appid, referrer.userkey);
+		await runInDurableObject(ledger, async (_l, state) => {
+			state.storage.sql.exec("DROP TABLE friends");
+			state.storage.sql.exec("DELETE FROM meta WHERE key = 'friends'");
+			state.storage.sql.exec("UPDATE meta SET value = '13' WHERE key = 'schema_version'");
+			expect(migrateLedger(state.storage, LEDGER_MIGRATIONS)).toBe(15);
+			expect(state.storage.sql.exec("SELECT COUNT(*) AS n FROM rewards").one().n).toBe(2);
+		});
+		expect(await ledger.friendsPage({ limit: 50, offset: 0, rewardsLimit: 100, shownToUser: false })).toBeNull();
+		const answer = await served(app, referrer.userkey, 50, 1);
+		expect(answer).toEqual(await d1Answer(app.appid, referrer.userkey, 50, 1));
+		expect(answer).toMatchObject({ totalfriends: 3, convertedfriends: 2 });
+		expect(answer.friends.map((f: { earnedrewardstotal: number }) => f.earnedrewardstotal)).toEqual([0, 1, 1]);
+		expect(await ledger.friendsPage({ limit: 50, offset: 0, rewardsLimit: 100, shownToUser: false })).toMatchObject({
+			total: 3,
+			converted: 2,
+		});
 	});
 });
