@@ -29,6 +29,14 @@ export const toFriendRecord = (row: D1FriendRow): FriendRecord => ({
  * raised (friends.ts), so a page read before such a write cannot undo it.
  * Answers whether the ledger is filled. Runs once per ledger at a time (the
  * caller shares the promise).
+ *
+ * The repair: a filled ledger that keeps fewer friends than D1 counts
+ * (`referrer.friends`, D1's `friends_count`, written in the attribution's
+ * own batch) missed one: an attribution whose ledger call failed after D1's
+ * write (operations/friend-ledger.ts), or one still in flight. It is filled
+ * again (the merge keeps what it has), once per D1 count (`checked`), so a
+ * count that drifted from the rows (a test twin's reset) costs one refill,
+ * not one per read. Until that refill ends, reads answer from D1.
  */
 export async function fillFriends(
 	writer: LedgerWriter,
@@ -40,7 +48,10 @@ export async function fillFriends(
 	// No ledger and no friend in D1: nothing to copy, and no ledger is made for it (its first friend marks it filled).
 	if (!writer.hasSchema() && referrer.friends === 0) return false;
 	for (let page = 0; page < maxPages; page++) {
-		if (writer.hasSchema() && friendsState(writer.sql).filled) return true;
+		const now = writer.hasSchema() ? friendsState(writer.sql) : null;
+		if (now?.filled && (now.total >= referrer.friends || (now.checked ?? 0) >= referrer.friends)) return true;
+		if (now?.filled)
+			writer.transactionSync(() => writeFriendsState(writer.sql, { ...now, filled: false, cursor: null, checked: referrer.friends }));
 		const cursor = writer.hasSchema() ? friendsState(writer.sql).cursor : null;
 		const rows = await friendsBelow(db, referrer.userid, cursor, FILL_PAGE);
 		const done = writer.transactionSync(() => {

@@ -55,6 +55,8 @@ const friendsStateSchema = z.object({
 	filled: z.boolean(),
 	/** The fill's position: the lowest D1 userid copied so far (pages go newest first); null before the first page. */
 	cursor: z.number().int().nullable(),
+	/** The D1 friend count a refill was last started for (friends-fill.ts, the repair): at most one refill per count. */
+	checked: z.number().int().optional(),
 });
 export type FriendsState = z.output<typeof friendsStateSchema>;
 

@@ -90,8 +90,9 @@ sharePageRoutes.get("/share/:appid/:userkey", async (c) => {
 		// The friends' counts from the ledger (issue 49 piece 4); an empty page costs no scan (ledger/friends.ts).
 		ledger.friendsPage({ limit: 0, offset: 0, rewardsLimit: 0, shownToUser: false }),
 	]);
-	// Not all there yet: D1's counts (read with the user), and the ledger copies its friends after the answer.
-	if (!kept) {
+	// Not all there yet: D1's counts (read with the user), and the ledger copies its friends after the answer. Fewer than
+	// D1 counts: a friend missed (a failed ledger call), copied again after the answer (ledger/friends-fill.ts, the repair).
+	if (!kept || kept.total < user.friendsCount) {
 		const filling = ledger.fillFriends(appid, user.userkey, { userid: user.userid, friends: user.friendsCount }, FILL_PAGES_PER_READ);
 		c.executionCtx.waitUntil(filling.catch((error: unknown) => console.error("share page: the friends' fill failed", error)));
 	}

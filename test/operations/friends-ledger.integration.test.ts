@@ -347,4 +347,47 @@ describe("the friends page from the referrer's ledger (issue 49 piece 4)", () =>
 			converted: 2,
 		});
 	});
+
+	it("repairs a friend its ledger missed (a failed ledger call) from the share page's D1 count, once per count", async () => {
+		const app = await createApp();
+		const referrer = (await app.api("register", { email: "repair-ref@x.com" })).body;
+		const kept = (await app.api("register", { email: "repair-a@x.com", referrercode: referrer.referralcode })).body.userkey as string;
+		const missed = (await app.api("register", { email: "repair-b@x.com", referrercode: referrer.referralcode })).body.userkey as string;
+		const ledger = ledgerFor(env, app.appid, referrer.userkey);
+		/** Takes `userkey` out of the ledger as if its attribution's ledger call had failed after D1's write. */
+		const forget = (userkey: string) =>
+			runInDurableObject(ledger, async (_l, state) => {
+				const sql = state.storage.sql;
+				sql.exec("DELETE FROM friends WHERE userkey = ?", userkey);
+				const friends = JSON.parse(sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = 'friends'").one().value);
+				sql.exec("UPDATE meta SET value = ? WHERE key = 'friends'", JSON.stringify({ ...friends, total: friends.total - 1 }));
+			});
+		await forget(missed);
+		expect((await served(app, referrer.userkey, 50, 1)).friends.map((f: { userkey: string }) => f.userkey)).toEqual([kept]);
+		const link = (await app.api("getsharepage", { userkey: referrer.userkey })).body.url as string;
+		const sharePage = async () => (await request(new URL(link).pathname + new URL(link).search)).text();
+		await sharePage();
+		await until(
+			"the missed friend back in the ledger",
+			async () => ledger.friendsPage({ limit: 50, offset: 0, rewardsLimit: 1, shownToUser: false }),
+			(page) => page?.total === 2,
+		);
+		expect(await served(app, referrer.userkey, 50, 1)).toEqual(await d1Answer(app.appid, referrer.userkey, 50, 1));
+		// A D1 count that drifted from the rows costs one refill, not one per view: a later gap at the same count stays.
+		await env.DB.prepare("UPDATE users SET friends_count = 50 WHERE userkey = ?").bind(referrer.userkey).run();
+		await sharePage();
+		const state = async () =>
+			runInDurableObject(ledger, async (_l, s) =>
+				JSON.parse(s.storage.sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = 'friends'").one().value),
+			);
+		await until("the refill for the count of 50", state, (friends) => friends.checked === 50 && friends.filled === true);
+		await forget(kept);
+		// What the share page asks after its answer, awaited here: the ledger keeps what it has.
+		const row = await env.DB.prepare("SELECT userid FROM users WHERE userkey = ?").bind(referrer.userkey).first<{ userid: number }>();
+		expect(await ledger.fillFriends(app.appid, referrer.userkey, { userid: row?.userid ?? 0, friends: 50 }, 20)).toBe(true);
+		expect(await state()).toMatchObject({ filled: true, total: 1, checked: 50 });
+		// A count above the one checked (a new friend D1 has and the ledger missed) starts a refill again.
+		expect(await ledger.fillFriends(app.appid, referrer.userkey, { userid: row?.userid ?? 0, friends: 51 }, 20)).toBe(true);
+		expect(await state()).toMatchObject({ filled: true, total: 2, checked: 51 });
+	});
 });
