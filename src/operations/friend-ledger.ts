@@ -2,6 +2,7 @@ import type { User } from "../db/users";
 import type { OperationContext } from "../http/operation";
 import type { FriendRecord } from "../ledger/friends";
 import { ledgerFor } from "../ledger/stub";
+
 /**
  * The friend in its referrer's ledger (issue 49 piece 4, ledger/friends.ts):
  * ONE ledger call, in the step that wrote the attribution to D1, right after
@@ -11,7 +12,8 @@ import { ledgerFor } from "../ledger/stub";
  * kept a friend that it has nothing to fill from D1. A ledger call that fails
  * after D1's write does not fail the attribution (D1 holds it): it is tried
  * again once in the background, and the friend is written again by its
- * conversion or profile change (docs/scaling.md names the gap).
+ * conversion, a profile change or the share page's repair
+ * (ledger/friends-fill.ts; docs/scaling.md names what is left).
  */
 export async function rememberFriend(
 	ctx: Pick<OperationContext, "env" | "app" | "waitUntil">,
