@@ -1,12 +1,14 @@
 import { Hono } from "hono";
 import { z } from "zod";
 import { findApp } from "../db/apps";
-import { type ImportedPointer, type ImportRow, importLookups, insertImportedUsers, type KnownUser } from "../db/import";
+import { type ImportedPointer, type ImportedUser, type ImportRow, importLookups, insertImportedUsers, type KnownUser } from "../db/import";
 import { newReferralCode, newUserKey } from "../domain/ids";
 import { ApiError } from "../http/errors";
 import { optionalEmail, optionalId } from "../http/fields";
 import { readJsonObject } from "../http/json-body";
 import { COLON } from "../http/router";
+import type { FriendRecord } from "../ledger/friends";
+import { ledgerFor } from "../ledger/stub";
 import { rememberImported } from "../operations/conversion-parties";
 import { profileFields, profileOf } from "../operations/schemas";
 import { type AdminEnv, auditEntry } from "./principal";
@@ -121,10 +123,56 @@ function plan(users: Input[], appid: string, known: Awaited<ReturnType<typeof im
 			profile: profileOf(user),
 			referrerUserid: referrer && "user" in referrer ? referrer.user.userid : null,
 			referrerKey: referrerRow?.userkey ?? null,
+			referrerUserkey: referrer && "user" in referrer ? referrer.user.userkey : (referrerRow?.userkey ?? null),
 		});
 		referrercodes.push(referrer && "user" in referrer ? referrer.user.referralcode : (referrerRow?.referralcode ?? null));
 	});
 	return errors.length > 0 ? errors : { rows, referrercodes };
+}
+
+/** Referrers' ledgers written at once by an import (at most 1,000 referrers a call). */
+const LEDGER_CALLS_AT_ONCE = 50;
+
+/**
+ * Each referrer's ledger keeps its imported friends (issue 49 piece 4,
+ * ledger/friends.ts): one call per referrer, after D1's batch, as attribution
+ * does (operations/friend-ledger.ts). A referrer created by this import had no
+ * friends before (0: nothing to fill from D1); an existing one fills the rest
+ * from D1 when its friends are first read. A failed call is logged, not
+ * thrown: D1 holds the import, and the friend is written again by its
+ * conversion or profile change (docs/scaling.md).
+ */
+async function rememberImportedFriends(env: Env, appid: string, rows: ImportRow[], inserted: ImportedUser[]): Promise<void> {
+	const stored = new Map(inserted.map((u) => [u.userkey, u]));
+	const byReferrer = new Map<string, { fresh: boolean; friends: FriendRecord[] }>();
+	for (const row of rows) {
+		const user = stored.get(row.userkey);
+		if (!row.referrerUserkey || !user) continue;
+		const entry = byReferrer.get(row.referrerUserkey) ?? { fresh: row.referrerKey !== null, friends: [] };
+		const { email = null, useraccountid = null, name = null, profileimage = null } = row.profile;
+		entry.friends.push({
+			userkey: row.userkey,
+			userid: user.userid,
+			email,
+			useraccountid,
+			name,
+			profileimage,
+			status: "SignUp",
+			registeredAt: user.created_at,
+			attributedAt: user.created_at,
+		});
+		byReferrer.set(row.referrerUserkey, entry);
+	}
+	const calls = [...byReferrer];
+	for (let i = 0; i < calls.length; i += LEDGER_CALLS_AT_ONCE) {
+		await Promise.all(
+			calls.slice(i, i + LEDGER_CALLS_AT_ONCE).map(([referrer, { fresh, friends }]) =>
+				ledgerFor(env, appid, referrer)
+					.rememberFriends(appid, referrer, friends, "attributed", fresh ? 0 : undefined)
+					.catch((error: unknown) => console.error("import: a referrer's ledger did not keep its friends", error)),
+			),
+		);
+	}
 }
 
 const TAKEN = new Set(["email_taken", "useraccountid_taken", "referralcode_taken"]);
@@ -154,9 +202,10 @@ importRoutes.post(`/apps/:appid/users${COLON}import`, async (c) => {
 			const status = planned.every((e) => TAKEN.has(e.errorcode)) ? 409 : 400;
 			throw new ApiError(status, "import_rejected", `${planned.length} user(s) refused; nothing was imported.`, { errors: planned });
 		}
+		let inserted: ImportedUser[];
 		let pointers: ImportedPointer[];
 		try {
-			pointers = await insertImportedUsers(
+			({ inserted, pointers } = await insertImportedUsers(
 				c.env.DB,
 				app.appid,
 				planned.rows,
@@ -166,13 +215,15 @@ importRoutes.post(`/apps/:appid/users${COLON}import`, async (c) => {
 					targetId: app.appid,
 					changes: { users: { before: null, after: planned.rows.length } },
 				}),
-			);
+			));
 		} catch (error) {
 			if (!String(error).includes("UNIQUE")) throw error;
 			continue;
 		}
-		// Each referred user's ledger keeps its profile and pointer, so its conversions read no D1 (issue 49).
-		await rememberImported(c.env, app.appid, planned.rows, pointers);
+		// Each referrer's ledger keeps its new friends (its friends page), and each referred user's ledger its profile and
+		// pointer, so its conversions read no D1 (issue 49).
+		await rememberImportedFriends(c.env, app.appid, planned.rows, inserted);
+		await rememberImported(c.env, app.appid, planned.rows, { inserted, pointers });
 		return c.json(
 			{
 				imported: planned.rows.length,

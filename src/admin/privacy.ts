@@ -69,7 +69,13 @@ privacyRoutes.delete("/apps/:appid/users/:userkey", async (c) => {
 		...person.devices.map((d) => d.deviceid),
 	]);
 	const ledgers = [user.userkey, ...(person.referrerUserkey ? [person.referrerUserkey] : [])];
-	const erased = await Promise.all(ledgers.map((owner) => ledgerFor(c.env, appid, owner).erasePerson(user.userkey, values)));
+	// In its referrer's ledger the person's row on the friends page loses its shown fields for good (ledger/friends.ts).
+	const { userkey, userid, status, createdAt } = user;
+	const cleared = { email: null, useraccountid: null, name: null, profileimage: null };
+	const asFriend = { userkey, userid, status, ...cleared, registeredAt: createdAt, attributedAt: null };
+	const erased = await Promise.all(
+		ledgers.map((owner) => ledgerFor(c.env, appid, owner).erasePerson(user.userkey, values, owner === user.userkey ? undefined : asFriend)),
+	);
 	// Not before either ledger's redaction on its own clock: the projection queue's consumer compares it with the
 	// ledgers' messages' sentAt and holds back the webhook events of any sent before it (db/privacy.ts, erasedSince).
 	const at = new Date(Math.max(Date.now(), ...erased.map((e) => e.atMs))).toISOString();

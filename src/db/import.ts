@@ -54,7 +54,12 @@ export interface ImportRow {
 	profile: Profile;
 	referrerUserid: number | null;
 	referrerKey: string | null;
+	/** The referrer's userkey, existing or earlier in the import (its ledger keeps the friend: issue 49 piece 4); not written here. */
+	referrerUserkey: string | null;
 }
+
+/** A user the import inserted: its D1 userid and registration time (the referrers' ledgers keep them). */
+export type ImportedUser = { userid: number; userkey: string; created_at: string };
 
 /**
  * Inserts every row or none: one batch (one transaction) of three
@@ -64,7 +69,12 @@ export interface ImportRow {
  * second statement (an INSERT ... SELECT does not see its own rows); the
  * referrers' friend counters move by the number of friends each gained.
  */
-export async function insertImportedUsers(db: D1Database, appid: string, rows: ImportRow[], audit: AuditEntry): Promise<ImportedPointer[]> {
+export async function insertImportedUsers(
+	db: D1Database,
+	appid: string,
+	rows: ImportRow[],
+	audit: AuditEntry,
+): Promise<{ inserted: ImportedUser[]; pointers: ImportedPointer[] }> {
 	const now = nowIso();
 	const json = JSON.stringify(
 		rows.map((r) => ({
@@ -93,7 +103,7 @@ export async function insertImportedUsers(db: D1Database, appid: string, rows: I
 				 SELECT ?1, ${field("userkey")}, ${field("referralcode")}, ${field("campaignid")}, ${field("isexistinguser")}, ${field("referrerid")},
 				   CASE WHEN ${field("referred")} = 1 THEN ?3 END, CASE WHEN ${field("referred")} = 1 THEN ${field("userkey")} END, ?3, ?3,
 				   ${PROFILE_FIELDS.map(field).join(", ")}
-				 FROM json_each(?2) ORDER BY key`,
+				 FROM json_each(?2) ORDER BY key RETURNING userid, userkey, created_at`,
 			)
 			.bind(appid, json, now),
 		db
@@ -127,7 +137,7 @@ export async function insertImportedUsers(db: D1Database, appid: string, rows: I
 			)
 			.bind(appid, json),
 	]);
-	return rowsOf<ImportedPointer>(results.at(-1));
+	return { inserted: rowsOf<ImportedUser>(results[0]), pointers: rowsOf<ImportedPointer>(results.at(-1)) };
 }
 
 /** A referred imported user's pointer: its referrer's key and the velocity count fixed at its attribution. */

@@ -1,4 +1,5 @@
 import { nowIso } from "../domain/dates";
+import { type D1FriendRow, FRIEND_COLUMNS } from "./friends-fill";
 import { type Network, networkWrites } from "./identifiers";
 import { firstRowOf } from "./rows";
 import type { Profile } from "./users";
@@ -14,7 +15,8 @@ const codeTaken = (code: string, appid: string, userkey: string) =>
 	             WHERE a.code = ${code} AND NOT (t.appid = ${appid} AND t.userkey = ${userkey}))))`;
 
 export type ProfileUpdate =
-	| { updated: true }
+	/** `friend`: the user as updated, with its referrer's userkey (null: none), for the referrer's ledger (issue 49 piece 4). */
+	| { updated: true; friend: D1FriendRow & { referrerkey: string | null } }
 	/** Why nothing changed: the user is absent (or erased), or another user of the app has the email or account id. */
 	| { updated: false; found: boolean; erased: boolean; emailTaken: boolean; accountTaken: boolean; codeTaken: boolean };
 
@@ -78,7 +80,8 @@ export async function updateProfile(
 		...aliasInsert,
 		db
 			.prepare(
-				`UPDATE users SET ${[...sets, "updated_at = ?"].join(", ")} WHERE appid = ? AND userkey = ? AND erased_at IS NULL AND ${unique.sql}`,
+				`UPDATE users SET ${[...sets, "updated_at = ?"].join(", ")} WHERE appid = ? AND userkey = ? AND erased_at IS NULL AND ${unique.sql}
+				 RETURNING ${FRIEND_COLUMNS}, (SELECT r.userkey FROM users r WHERE r.userid = users.referrer_userid) AS referrerkey`,
 			)
 			.bind(...values, now, appid, userkey, ...unique.args),
 		...aliasReclaim,
@@ -95,7 +98,8 @@ export async function updateProfile(
 	]);
 	const update = results[aliasInsert.length];
 	const diagnosis = results[aliasInsert.length + 1 + aliasReclaim.length];
-	if (update?.meta.changes === 1) return { updated: true };
+	const friend = firstRowOf<D1FriendRow & { referrerkey: string | null }>(update);
+	if (update?.meta.changes === 1 && friend) return { updated: true, friend };
 	const why = firstRowOf<{ found: number; erased: number; emailtaken: number; accounttaken: number; codetaken: number }>(diagnosis);
 	if (!why) throw new Error("updateuser's diagnosis returned no row");
 	return {

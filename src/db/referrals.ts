@@ -1,4 +1,5 @@
 import type { OutboxEvent } from "../domain/outbox-event";
+import { type D1FriendRow, FRIEND_COLUMNS } from "./friends-fill";
 import { allOf, appHasWebhook, insertOutboxEvent } from "./outbox-events";
 import { firstRowOf } from "./rows";
 import { lateAttributionCounter } from "./stats";
@@ -34,8 +35,9 @@ export interface Attribution {
 }
 
 export type AttributionOutcome =
-	/** `profile`: the user as the batch left it, with its referrer and the velocity count fixed now (db/user-profile.ts). */
-	| { applied: true; recorded: boolean; profile: StoredProfile | null; referrerProfile: StoredProfile | null }
+	/** `profile`: the user as the batch left it, with its referrer and the velocity count fixed now (db/user-profile.ts);
+	 * `friend`: the user as the attribution left it (the referrer's ledger keeps it: issue 49 piece 4). */
+	| { applied: true; recorded: boolean; profile: StoredProfile | null; referrerProfile: StoredProfile | null; friend: D1FriendRow }
 	/** `current`: the referrer the user has now (null: none); `cycle`: the referrer was referred, directly or not, by the user. */
 	| { applied: false; current: number | null; cycle: boolean };
 
@@ -51,7 +53,8 @@ export async function attributeReferrer(db: D1Database, a: Attribution): Promise
 		db
 			.prepare(
 				`UPDATE users SET referrer_userid = ?1, campaignid = ?3, attributed_at = ?4, attribution_id = ?5, updated_at = ?4
-				 WHERE userid = ?2 AND referrer_userid IS NULL AND NOT ${CLOSES_CYCLE}`,
+				 WHERE userid = ?2 AND referrer_userid IS NULL AND NOT ${CLOSES_CYCLE}
+				 RETURNING ${FRIEND_COLUMNS}`,
 			)
 			.bind(a.referrer.userid, a.userid, a.referrer.campaignid, a.at, a.attributionId),
 		countNewFriend(db, a.referrer.userid, a.attributionId),
@@ -66,12 +69,14 @@ export async function attributeReferrer(db: D1Database, a: Attribution): Promise
 		...storedProfileStatements(db, a.appid, a.referrerkey, a.identifiersKept),
 	]);
 	const [update, , recorded, diagnosis] = results;
-	if (update?.meta.changes === 1)
+	const friend = firstRowOf<D1FriendRow>(update);
+	if (update?.meta.changes === 1 && friend)
 		return {
 			applied: true,
 			recorded: recorded?.meta.changes === 1,
 			profile: toStoredProfile(results.slice(5, 8), a.identifiersKept),
 			referrerProfile: toStoredProfile(results.slice(8, 11), a.identifiersKept),
+			friend,
 		};
 	const why = firstRowOf<{ current: number | null; cycle: number }>(diagnosis);
 	if (!why) throw new Error("applyreferrercode's diagnosis returned no row");

@@ -105,6 +105,7 @@ export async function insertRegistration(db: D1Database, registration: Registrat
 			campaignid: registration.campaignid,
 			profile: registration.profile,
 			referrerUserid,
+			...(registration.createdAt ? { createdAt: registration.createdAt } : {}),
 		}),
 		...(referrerUserid !== null ? [countNewFriend(db, referrerUserid, userkey)] : []),
 		...events.map((event) => insertOutboxEvent(db, event, inserted)),

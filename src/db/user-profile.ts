@@ -14,7 +14,19 @@ import { toUser, USER_VIEW, type User, type UserRow } from "./users";
 /** The user as a conversion decides with it (the fields rules/rules.ts and the fraud checks read). */
 export type ConversionUser = Pick<
 	User,
-	"userkey" | "email" | "name" | "profileimage" | "phone" | "paymentcustomerid" | "isexistinguser" | "campaignid" | "erasedAt"
+	| "userkey"
+	| "email"
+	| "name"
+	| "profileimage"
+	| "phone"
+	| "paymentcustomerid"
+	| "isexistinguser"
+	| "campaignid"
+	| "erasedAt"
+	// What the referrer's ledger keeps of a friend it may not hold yet, when the friend converts (ledger/friends.ts).
+	| "userid"
+	| "useraccountid"
+	| "createdAt"
 >;
 
 /** A user's profile as D1 holds it; `devices`/`ips` null when the user has more than `limit` of the kind. */
@@ -87,6 +99,9 @@ export const pickConversionUser = (u: ConversionUser): ConversionUser => ({
 	isexistinguser: u.isexistinguser,
 	campaignid: u.campaignid,
 	erasedAt: u.erasedAt,
+	userid: u.userid,
+	useraccountid: u.useraccountid,
+	createdAt: u.createdAt,
 });
 
 /**

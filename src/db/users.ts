@@ -222,6 +222,8 @@ export interface NewUser {
 	campaignid: number;
 	profile: Profile;
 	referrerUserid: number | null;
+	/** When it registered (ISO): the caller's own time, so what it keeps elsewhere (the referrer's ledger) says the same. */
+	createdAt?: string;
 }
 
 /**
@@ -230,7 +232,7 @@ export interface NewUser {
  * userkey, so statements batched after it can test that this insert happened.
  */
 export function insertUser(db: D1Database, user: NewUser): D1PreparedStatement {
-	const now = nowIso();
+	const now = user.createdAt ?? nowIso();
 	const cols = PROFILE_FIELDS.filter((f) => user.profile[f] !== undefined);
 	return db
 		.prepare(

@@ -1,4 +1,5 @@
 import type { ProjectionMessage } from "../db/projection-batch";
+import type { FriendRecord } from "./friends";
 import { grantRewards } from "./grant";
 import { rewardSummary } from "./rows";
 import { ledgerFor } from "./stub";
@@ -9,6 +10,8 @@ import type { LedgerWriter } from "./writer";
 export interface ReferrerSide {
 	userkey: string;
 	grants: RewardGrant[];
+	/** This event converts the friend: the referrer's ledger marks it in the grant's transaction (friends.ts). */
+	converted?: FriendRecord;
 }
 
 /**
@@ -41,7 +44,14 @@ export async function grantWithReferrer(
 	carry: (part: ProjectionMessage) => void,
 ): Promise<{ friend: GrantResult; referrer: GrantResult }> {
 	const { appid } = writer.identity;
-	const theirs = ledgerFor(env, appid, referrer.userkey).grant(appid, referrer.userkey, referrer.grants, undefined, true);
+	const theirs = ledgerFor(env, appid, referrer.userkey).grant(
+		appid,
+		referrer.userkey,
+		referrer.grants,
+		undefined,
+		true,
+		referrer.converted,
+	);
 	// The tables now, while the referrer's ledger works; the transaction after the await still starts empty unless
 	// another call wrote in between (writer.ts, TxContext.empty), which is then seen.
 	writer.ensureSchema();

@@ -2,6 +2,7 @@ import { rewardId } from "../domain/ledger-ids";
 import { webhookEvent } from "../outbox/events";
 import { toHundredths } from "../rewards/money";
 import { tierAmount } from "../rewards/tiers";
+import { type FriendRecord, rememberFriends } from "./friends";
 import { milestoneKey, milestoneReward, recordMilestoneEvent } from "./milestones";
 import { insertReward, rewardRowByKey } from "./mutations";
 import { queueConversionEvent, queueProjection } from "./outbox";
@@ -22,7 +23,14 @@ import type { ConversionAnnouncement, GrantResult, RewardGrant } from "./types";
  * (issue 33, one outbox row instead of two), the projections being collected
  * until the event is known.
  */
-export function grantRewards(outer: TxContext, grants: RewardGrant[], announcement?: ConversionAnnouncement): GrantResult {
+export function grantRewards(
+	outer: TxContext,
+	grants: RewardGrant[],
+	announcement?: ConversionAnnouncement,
+	/** This ledger's user's friend converts with this event (issue 49 piece 4, friends.ts): in the same transaction. */
+	converted?: FriendRecord,
+): GrantResult {
+	if (converted) rememberFriends(outer.sql, [converted], "converted");
 	const tx: TxContext = announcement ? { ...outer, projections: new Map() } : outer;
 	const result = grantEach(tx, grants);
 	if (!announcement) return result;

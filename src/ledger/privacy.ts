@@ -1,6 +1,8 @@
 import { redactJson } from "../privacy/redact";
+import { type FriendRecord, rememberFriends } from "./friends";
 import { Refused } from "./refused";
 import type { LedgerOutboxEntry } from "./schema";
+import type { LedgerWriter } from "./writer";
 
 /** When this ledger's own user was erased (ISO, in `meta`), or null. */
 export function erasedAt(sql: SqlStorage): string | null {
@@ -31,7 +33,10 @@ export function erasePersonInLedger(
 	personUserkey: string,
 	values: string[],
 	own: { at: string } | null,
+	/** The person as this ledger's user's friend (its referrer's ledger): its row loses its shown fields for good (friends.ts). */
+	asFriend?: FriendRecord,
 ): { rewards: number; webhooks: number } {
+	if (asFriend) rememberFriends(sql, [asFriend], "erased");
 	if (own) {
 		sql.exec("INSERT INTO meta (key, value) VALUES ('erased_at', ?) ON CONFLICT (key) DO NOTHING", own.at);
 		// The profile a conversion reads (profile.ts) keeps nothing of the person: a later read answers it erased.
@@ -65,4 +70,16 @@ export function erasePersonInLedger(
 		webhooks++;
 	}
 	return { rewards, webhooks };
+}
+
+/**
+ * Erases a ledger whole, alarm included: DELETE .../testdata (docs/test-mode.md). Refused (false) unless the ledger
+ * is a test twin's, whose appid ends in `_test`: a live ledger is never erased this way.
+ */
+export async function eraseTestLedger(storage: DurableObjectStorage, writer: LedgerWriter, appid: string): Promise<boolean> {
+	if (!appid.endsWith("_test")) return false;
+	await storage.deleteAlarm();
+	await storage.deleteAll();
+	writer.forgetSchema();
+	return true;
 }

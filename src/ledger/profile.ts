@@ -35,6 +35,10 @@ export const ledgerProfileSchema = z.object({
 	isexistinguser: z.boolean(),
 	campaignid: z.number(),
 	erasedAt: z.string().nullable(),
+	/** D1's userid, account id and registration time: what the referrer's ledger keeps of a converting friend (friends.ts). */
+	userid: z.number(),
+	useraccountid: z.string().nullable(),
+	createdAt: z.string(),
 	/** The referrer's userkey; null: no referrer. */
 	referrerkey: z.string().nullable(),
 	/** The referrer's friends attributed in the hour up to this user's attribution, this user included (docs/fraud.md `velocity`). */
@@ -80,6 +84,7 @@ function asErased(profile: LedgerProfile, at: string): LedgerProfile {
 		email: null,
 		name: null,
 		profileimage: null,
+		useraccountid: null,
 		phone: null,
 		paymentcustomerid: null,
 		erasedAt: at,

@@ -149,6 +149,10 @@ export function resyncAfterRestore(
 		for (const row of raised) queueProjection(sql, row.seq, row.version, nowMs);
 		let reerased = 0;
 		for (const friend of step.erasedfriends) reerased += erasePersonInLedger(sql, friend, [], null).rewards;
+		// The friends as restored are behind D1 (attributions, conversions, profile changes, erasures since): they go,
+		// and the next read fills them from D1 again (issue 49 piece 4, friends-fill.ts). Once per restore, bounded by them.
+		sql.exec("DELETE FROM friends");
+		sql.exec("DELETE FROM meta WHERE key = 'friends'");
 		const forgotten = forgottenSeqs(restored.seq, step.formermaxseq);
 		if (forgotten) {
 			sql.exec(
@@ -160,4 +164,21 @@ export function resyncAfterRestore(
 		return { rewards: raised.length, epoch, forgotten, reerased };
 	});
 	return { ok: true, ...resynced };
+}
+
+/**
+ * One step of a restore as UserLedger.restoreLedger runs it: `restore` sets the storage and aborts the object
+ * (`abort`); `resync` sends the restored ledger to D1 again, then flushes straight to D1 (`flush`), so the route's
+ * answer sees D1 in line; if D1 fails now, the alarm delivers the entries later.
+ */
+export async function runRestoreStep(
+	storage: DurableObjectStorage,
+	writer: LedgerWriter,
+	step: RestoreStep,
+	object: { abort: () => void; flush: () => Promise<unknown> },
+): Promise<RestoreAnswer> {
+	if (step.step === "restore") return startRestore(storage, writer, step.target, object.abort);
+	const resynced = resyncAfterRestore(storage, writer, step, Date.now());
+	if (resynced.ok && writer.hasSchema()) await object.flush().catch((error) => console.error("ledger flush after a restore failed", error));
+	return resynced;
 }

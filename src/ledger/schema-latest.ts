@@ -11,7 +11,7 @@
  * then new ledgers are migrated step by step (the versions differ).
  */
 export const LEDGER_SCHEMA = {
-	version: 14,
+	version: 15,
 	script: `
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE rewards (
@@ -160,6 +160,19 @@ CREATE TABLE dispute_holds (
 	PRIMARY KEY (dispute, seq)
 ) WITHOUT ROWID;
 CREATE TABLE profile (one INTEGER PRIMARY KEY CHECK (one = 1), generation INTEGER NOT NULL, body TEXT);
-INSERT INTO meta (key, value) VALUES ('schema_version', '14');
+CREATE TABLE friends (
+	userkey TEXT PRIMARY KEY,
+	userid INTEGER NOT NULL,
+	email TEXT,
+	useraccountid TEXT,
+	name TEXT,
+	profileimage TEXT,
+	status TEXT NOT NULL,
+	registered_at TEXT NOT NULL,
+	attributed_at TEXT,
+	erased_at TEXT
+) WITHOUT ROWID;
+CREATE INDEX friends_page ON friends(userid);
+INSERT INTO meta (key, value) VALUES ('schema_version', '15');
 `,
 } as const;

@@ -3,6 +3,7 @@ import { REWARDS_STEP_10 } from "./schema-step-10";
 import { OUTBOX_STEP_11 } from "./schema-step-11";
 import { type LedgerStatement, WITHOUT_ROWID_STEP_12 } from "./schema-step-12";
 import { PROFILE_STEP_14 } from "./schema-step-14";
+import { FRIENDS_STEP_15 } from "./schema-step-15";
 import type { RewardStatus, UserType } from "./types";
 
 /**
@@ -255,6 +256,8 @@ export const LEDGER_MIGRATIONS: readonly (readonly LedgerStatement[])[] = [
 	// 14: the user's profile and its pointer to its referrer (issue 49, profile.ts): what a conversion reads of the user
 	// instead of D1. One row; a ledger without it reads it from D1 once (operations/conversion-parties.ts).
 	PROFILE_STEP_14,
+	// 15: the referrer's friends (issue 49 piece 4, friends.ts; schema-step-15.ts).
+	FRIENDS_STEP_15,
 ];
 
 /**

@@ -10,6 +10,8 @@ import { redactComments } from "./comment-redaction";
 import { grantWithReferrer, type ReferrerSide } from "./conversion-grant";
 import { applyDisputePhase, type DisputeRequest } from "./dispute-holds";
 import { FlushSchedule } from "./flush-schedule";
+import { type FriendRecord, type FriendsPage, type FriendsPageAsk, type FriendWrite, friendsPage, rememberFriends } from "./friends";
+import { fillFriends } from "./friends-fill";
 import { grantRewards } from "./grant";
 import { rewardRowById } from "./mutations";
 import type { SentEntry } from "./outbox-entries";
@@ -24,11 +26,12 @@ import {
 } from "./payout-outcome";
 import { type PayoutOutcome, payoutUnknown, resolvePayout } from "./payout-resolution";
 import { payoutsOf } from "./payouts";
-import { erasedAt, erasePersonInLedger } from "./privacy";
+import { erasedAt, erasePersonInLedger, eraseTestLedger } from "./privacy";
 import { changeProfile, type ProfileChange, type ProfileRead, readProfile } from "./profile";
 import { balances, listRewards, rewardsForFriends } from "./reads";
 import { redeemAmount, redeemRewards } from "./redemption";
-import { type RestoreAnswer, type RestoreStep, resyncAfterRestore, startRestore } from "./restore";
+import { noSuchRewards } from "./refused";
+import { type RestoreAnswer, type RestoreStep, runRestoreStep } from "./restore";
 import { toLedgerReward } from "./rows";
 import { type ClawbackRow, LEDGER_MIGRATIONS, type PayoutRow } from "./schema";
 import { applyOperation } from "./transaction-kinds";
@@ -51,11 +54,6 @@ import type {
 } from "./types";
 import { type LedgerIdentity, LedgerWriter } from "./writer";
 
-/** What a ledger without tables answers to a change of rewards: none of them is here. */
-function noSuchRewards(changes: StatusChange[]): LedgerResult<never> {
-	return { ok: false, error: { code: "reward_not_found", rewarddtlid: changes[0]?.rewarddtlid ?? "", message: "no such reward" } };
-}
-
 /**
  * One per (app, user): the single writer of that user's rewards, redemptions
  * and balance. Every method checks and writes inside one synchronous storage
@@ -71,6 +69,7 @@ export class UserLedger extends DurableObject<Env> {
 	private readonly identity: LedgerIdentity;
 	private readonly writer: LedgerWriter;
 	private readonly schedule: FlushSchedule;
+	private filling: Promise<boolean> | undefined; // the fill of its friends from D1 under way (friends-fill.ts), shared
 
 	constructor(ctx: DurableObjectState, env: Env) {
 		// With the bench's D1_QUERY_COUNT flag, this ledger's D1 use (its outbox flushes) is counted too.
@@ -91,10 +90,18 @@ export class UserLedger extends DurableObject<Env> {
 	/**
 	 * Creates the rewards of `grants` for this user (see grant.ts): idempotent by grant key, within `rewardfrequency`.
 	 * `carry`: the caller's ledger sends this one's records with its own (`carried`, conversion-grant.ts).
+	 * `converted`: this user's friend converts with this event (friends.ts), in the same transaction.
 	 */
-	grant(appid: string, userkey: string, grants: RewardGrant[], announcement?: ConversionAnnouncement, carry = false): GrantResult {
+	grant(
+		appid: string,
+		userkey: string,
+		grants: RewardGrant[],
+		announcement?: ConversionAnnouncement,
+		carry = false,
+		converted?: FriendRecord,
+	): GrantResult {
 		this.checkIdentity(appid, userkey);
-		const result = this.writer.write((tx) => grantRewards(tx, grants, announcement));
+		const result = this.writer.write((tx) => grantRewards(tx, grants, announcement, converted));
 		if (!carry) return result;
 		// In the write's synchronous step, before its flush starts: the flush then finds these entries held.
 		const carried = this.schedule.recordsToCarry();
@@ -155,6 +162,27 @@ export class UserLedger extends DurableObject<Env> {
 		return this.writer.transactionSync(() => rewardsForFriends(this.writer.sql, this.identity.userkey, friendUserkeys, limit, shownToUser));
 	}
 
+	/** Issue 49 piece 4: keeps `friends` of this user (a referrer) as `how` says (friends.ts); answers the counts after it. */
+	rememberFriends(appid: string, userkey: string, friends: FriendRecord[], how: FriendWrite, priorFriends?: number) {
+		this.checkIdentity(appid, userkey);
+		return this.writer.transactionSync(() => rememberFriends(this.writer.sql, friends, how, { priorFriends }));
+	}
+
+	/** A page of friends with their rewards from this ledger alone, or null until its friends are all here (friends-fill.ts). */
+	friendsPage(page: FriendsPageAsk): FriendsPage | null {
+		if (!this.writer.hasSchema()) return null;
+		return this.writer.transactionSync(() => friendsPage(this.writer.sql, this.identity.userkey, page, erasedAt(this.writer.sql) !== null));
+	}
+
+	/** Copies this user's friends from D1, at most `maxPages` pages (friends-fill.ts); true once all are here. */
+	fillFriends(appid: string, userkey: string, user: { userid: number; friends: number }, maxPages: number): Promise<boolean> {
+		this.checkIdentity(appid, userkey);
+		this.filling ??= fillFriends(this.writer, this.env.DB, user, maxPages).finally(() => {
+			this.filling = undefined;
+		});
+		return this.filling;
+	}
+
 	/** getuserbalance, read from the running totals only (cost grows with campaigns, not rewards). */
 	balance(filter: BalanceFilter = {}): BalanceRecord[] {
 		if (!this.writer.hasSchema()) return [];
@@ -167,9 +195,7 @@ export class UserLedger extends DurableObject<Env> {
 		return erasedAt(this.writer.sql) === null ? balances(this.writer.sql, filter) : null;
 	}
 
-	// ---- the profile a conversion reads (profile.ts, issue 49) ------------------------------------
-
-	/** The user's profile kept here (null: none, read it from D1 and `changeProfile` a fill), with its generation. */
+	/** Issue 49: the user's profile kept here (null: none, read it from D1 and `changeProfile` a fill), with its generation. */
 	profile(): ProfileRead {
 		if (!this.writer.hasSchema()) return { profile: null, generation: 0 };
 		return readProfile(this.writer.sql);
@@ -189,10 +215,15 @@ export class UserLedger extends DurableObject<Env> {
 	 * a flush, so a flush that was under way (with payloads read before the erasure) has written them to D1
 	 * before the caller erases D1, which redacts them there too.
 	 */
-	async erasePerson(personUserkey: string, values: string[]): Promise<{ rewards: number; webhooks: number; atMs: number }> {
+	async erasePerson(
+		personUserkey: string,
+		values: string[],
+		/** The person as this ledger's user's friend, in its referrer's ledger (privacy.ts). */
+		asFriend?: FriendRecord,
+	): Promise<{ rewards: number; webhooks: number; atMs: number }> {
 		const own = personUserkey === this.identity.userkey ? { at: new Date().toISOString() } : null;
 		const done = this.writer.transactionSync(() => {
-			const erased = erasePersonInLedger(this.writer.sql, personUserkey, values, own);
+			const erased = erasePersonInLedger(this.writer.sql, personUserkey, values, own, asFriend);
 			// A provider's message may name the person (Stripe's "No such customer: 'cus_...'", kept by older
 			// code): in the person's own ledger, comments lose every value of the person and any customer id.
 			if (own) redactComments(this.writer.sql, values);
@@ -347,26 +378,16 @@ export class UserLedger extends DurableObject<Env> {
 	 */
 	async restoreLedger(appid: string, userkey: string, step: RestoreStep): Promise<RestoreAnswer> {
 		this.checkIdentity(appid, userkey);
-		if (step.step === "restore") return startRestore(this.ctx.storage, this.writer, step.target, () => this.ctx.abort("ledger restored"));
-		const resynced = resyncAfterRestore(this.ctx.storage, this.writer, step, Date.now());
-		// Straight to D1, so the route's answer sees D1 in line; if D1 fails now, the alarm delivers the entries later.
-		if (resynced.ok && this.writer.hasSchema())
-			await this.schedule.flush(true).catch((error) => console.error("ledger flush after a restore failed", error));
-		return resynced;
+		return runRestoreStep(this.ctx.storage, this.writer, step, {
+			abort: () => this.ctx.abort("ledger restored"),
+			flush: () => this.schedule.flush(true),
+		});
 	}
 
-	/**
-	 * Erases this ledger whole, alarm included: DELETE .../testdata
-	 * (docs/test-mode.md). Refused (false) unless the ledger is a test twin's,
-	 * whose appid ends in `_test`: a live ledger is never erased this way.
-	 */
-	async eraseTestLedger(appid: string, userkey: string): Promise<boolean> {
+	/** Erases this ledger whole, alarm included, if it is a test twin's: DELETE .../testdata (privacy.ts eraseTestLedger). */
+	eraseTestLedger(appid: string, userkey: string): Promise<boolean> {
 		this.checkIdentity(appid, userkey);
-		if (!this.identity.appid.endsWith("_test")) return false;
-		await this.ctx.storage.deleteAlarm();
-		await this.ctx.storage.deleteAll();
-		this.writer.forgetSchema();
-		return true;
+		return eraseTestLedger(this.ctx.storage, this.writer, this.identity.appid);
 	}
 
 	/** Refuses a call meant for another ledger: that would be a routing bug, and would mix two users' rewards. */

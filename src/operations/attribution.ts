@@ -4,9 +4,11 @@ import { nowIso } from "../domain/dates";
 import { newEventId } from "../domain/ids";
 import { isSelfReferral } from "../fraud/self-referral";
 import type { OperationContext } from "../http/operation";
+import { toFriendRecord } from "../ledger/friends-fill";
 import { PROFILE_IDENTIFIERS } from "../ledger/profile";
 import { sendOutboxEvents, webhookEvent } from "../outbox/events";
 import { forgetProfile, rememberParties } from "./conversion-parties";
+import { rememberFriend } from "./friend-ledger";
 import { attributionData } from "./users";
 
 /**
@@ -67,7 +69,13 @@ export async function attributeUserToReferrer(
 		event,
 	});
 	if (outcome.applied) {
-		if (outcome.profile) await rememberParties(env, app.appid, { stored: outcome.profile, generation: profile }, outcome.referrerProfile);
+		// The friend's ledger keeps its profile and pointer, the referrer's its new friend (issue 49): both at once.
+		await Promise.all([
+			outcome.profile
+				? rememberParties(env, app.appid, { stored: outcome.profile, generation: profile }, outcome.referrerProfile)
+				: undefined,
+			rememberFriend(ctx, referrer, toFriendRecord(outcome.friend)),
+		]);
 		if (outcome.recorded) ctx.waitUntil(sendOutboxEvents(env, [event]));
 		return { kind: "applied" };
 	}

@@ -1,6 +1,7 @@
 import type { StoredEvent } from "../db/events";
 import type { User } from "../db/users";
 import { customIdToken } from "../domain/ids";
+import type { FriendRecord } from "../ledger/friends";
 import { ledgerFor } from "../ledger/stub";
 import type { ConversionAnnouncement, GrantResult } from "../ledger/types";
 import type { OwnedGrant } from "../rewards/rules";
@@ -22,7 +23,7 @@ export async function grantConversion(
 	appid: string,
 	conversion: {
 		event: StoredEvent & { productid?: string | null; category?: string | null };
-		user: Pick<User, "userkey">;
+		user: Pick<User, "userkey" | "userid" | "email" | "useraccountid" | "name" | "profileimage" | "createdAt">;
 		referrer: Pick<User, "userkey"> | null;
 		decision: OwnedGrant[];
 		rewardemail: boolean;
@@ -55,16 +56,44 @@ export async function grantConversion(
 		otherRewards: [],
 	};
 	const friendLedger = ledgerFor(env, appid, user.userkey);
+	const converted = convertingFriend(user, referrer, event.eventname);
 	if (referrer && referrerGrants.length > 0) {
 		if (friendGrants.length === 0) {
-			const mine = await ledgerFor(env, appid, referrer.userkey).grant(appid, referrer.userkey, referrerGrants, announcement);
+			const referrerLedger = ledgerFor(env, appid, referrer.userkey);
+			const mine = await referrerLedger.grant(appid, referrer.userkey, referrerGrants, announcement, false, converted);
 			return { friend: [], referrer: mine.rewards };
 		}
 		const both = await friendLedger.grantWithReferrer(appid, user.userkey, friendGrants, announcement, {
 			userkey: referrer.userkey,
 			grants: referrerGrants,
+			...(converted ? { converted } : {}),
 		});
 		return { friend: both.friend.rewards, referrer: both.referrer.rewards };
 	}
-	return { friend: (await friendLedger.grant(appid, user.userkey, friendGrants, announcement)).rewards, referrer: [] };
+	// A referrer without rewards for this event still sees its friend convert: one call of its own, beside the grant.
+	const [mine] = await Promise.all([
+		friendLedger.grant(appid, user.userkey, friendGrants, announcement),
+		referrer && converted
+			? ledgerFor(env, appid, referrer.userkey).rememberFriends(appid, referrer.userkey, [converted], "converted")
+			: null,
+	]);
+	return { friend: mine.rewards, referrer: [] };
+}
+
+/**
+ * The friend as its referrer's ledger keeps it, when this event converts it
+ * (issue 49 piece 4, ledger/friends.ts): an event not named Signup, as D1's
+ * copy of the event decides (db/events.ts recordedEventStatements). The
+ * conversion reads the friend's profile, not D1's status, so every such
+ * event marks it: a mark of a friend already Converted changes nothing, and
+ * costs a call of its own only when the referrer gets no reward (below).
+ */
+function convertingFriend(
+	user: Pick<User, "userkey" | "userid" | "email" | "useraccountid" | "name" | "profileimage" | "createdAt">,
+	referrer: Pick<User, "userkey"> | null,
+	eventname: string,
+): FriendRecord | undefined {
+	if (!referrer || eventname.trim().toLowerCase() === "signup") return undefined;
+	const { userkey, userid, email, useraccountid, name, profileimage, createdAt } = user;
+	return { userkey, userid, email, useraccountid, name, profileimage, status: "Converted", registeredAt: createdAt, attributedAt: null };
 }

@@ -1,4 +1,4 @@
-import type { ImportedPointer, ImportRow } from "../db/import";
+import type { ImportedPointer, ImportedUser, ImportRow } from "../db/import";
 import { type ConversionUser, readStoredProfile, type StoredProfile, sharedIdentifiers } from "../db/user-profile";
 import { NO_FACTS, type SignalFacts } from "../fraud/signals";
 import { type LedgerProfile, PROFILE_IDENTIFIERS, type ProfileChange } from "../ledger/profile";
@@ -82,11 +82,18 @@ const IMPORT_PARALLEL = 16;
  * An import's referred users (admin/import.ts): each ledger keeps the profile its row inserted, with the referrer and
  * the velocity count its batch read back. An import reports no device or network, so the identifiers are empty.
  */
-export async function rememberImported(env: Env, appid: string, rows: ImportRow[], pointers: ImportedPointer[]): Promise<void> {
-	const byKey = new Map(pointers.map((p) => [p.userkey, p]));
+export async function rememberImported(
+	env: Env,
+	appid: string,
+	rows: ImportRow[],
+	imported: { inserted: ImportedUser[]; pointers: ImportedPointer[] },
+): Promise<void> {
+	const byKey = new Map(imported.pointers.map((p) => [p.userkey, p]));
+	const stored = new Map(imported.inserted.map((u) => [u.userkey, u]));
 	const profiles = rows.flatMap((row): StoredProfile[] => {
 		const pointer = byKey.get(row.userkey);
-		if (!pointer) return [];
+		const inserted = stored.get(row.userkey);
+		if (!pointer || !inserted) return [];
 		const { profile } = row;
 		const user = {
 			userkey: row.userkey,
@@ -98,6 +105,9 @@ export async function rememberImported(env: Env, appid: string, rows: ImportRow[
 			isexistinguser: profile.isexistinguser ?? false,
 			campaignid: row.campaignid,
 			erasedAt: null,
+			userid: inserted.userid,
+			useraccountid: profile.useraccountid ?? null,
+			createdAt: inserted.created_at,
 		};
 		return [{ user, referrerkey: pointer.referrerkey, recentReferrals: pointer.recent, devices: [], ips: [] }];
 	});
@@ -105,7 +115,7 @@ export async function rememberImported(env: Env, appid: string, rows: ImportRow[
 		await Promise.all(profiles.slice(i, i + IMPORT_PARALLEL).map((p) => registerProfile(env, appid, p)));
 	// Their referrers' ledgers keep theirs too (read from D1 once, here rather than on a conversion's path); logged, not
 	// answered, if it fails: the first conversion then reads it.
-	const referrers = [...new Set(pointers.map((p) => p.referrerkey))];
+	const referrers = [...new Set(imported.pointers.map((p) => p.referrerkey))];
 	for (let i = 0; i < referrers.length; i += IMPORT_PARALLEL)
 		await Promise.all(
 			referrers
@@ -136,6 +146,9 @@ const user = (p: LedgerProfile): ConversionUser => ({
 	isexistinguser: p.isexistinguser,
 	campaignid: p.campaignid,
 	erasedAt: p.erasedAt,
+	userid: p.userid,
+	useraccountid: p.useraccountid,
+	createdAt: p.createdAt,
 });
 
 const overlaps = (a: string[], b: string[]) => a.some((v) => b.includes(v));

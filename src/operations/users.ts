@@ -12,10 +12,13 @@ import { shareUrl } from "../domain/share-url";
 import { ApiError, campaignNotFound, refuseErased, userErased, userNotFound } from "../http/errors";
 import { id, optionalCampaignId, optionalText } from "../http/fields";
 import { defineOperation, type OperationContext } from "../http/operation";
+import type { FriendRecord } from "../ledger/friends";
+import { toFriendRecord } from "../ledger/friends-fill";
 import { PROFILE_IDENTIFIERS } from "../ledger/profile";
 import { ledgerFor } from "../ledger/stub";
 import { sendOutboxEvents, webhookEvent } from "../outbox/events";
 import { forgetProfile, rememberParties } from "./conversion-parties";
+import { rememberFriend } from "./friend-ledger";
 import { networkFields, profileFields, profileOf } from "./schemas";
 
 /** The network fields sent, with the IP address replaced by its keyed hash: the address itself is never kept. */
@@ -119,11 +122,18 @@ export async function findOrRegisterUser(
 			network,
 			identifiersKept: PROFILE_IDENTIFIERS,
 			referrerkey: referrerUser?.userkey ?? null,
+			createdAt: user.createdAt,
 		});
 		if (outcome.inserted) {
 			// A referred user's ledger keeps its profile and pointer: its conversions read no D1 (issue 49). Others get no
 			// ledger from their registration (a ledger is made by a write that needs one); their first conversion reads D1 once.
-			if (outcome.profile) await rememberParties(env, app.appid, { stored: outcome.profile, generation: null }, outcome.referrerProfile);
+			// The referrer's ledger keeps its new friend (its friends page, issue 49): both at once.
+			await Promise.all([
+				outcome.profile
+					? rememberParties(env, app.appid, { stored: outcome.profile, generation: null }, outcome.referrerProfile)
+					: undefined,
+				referrerUser ? rememberFriend(ctx, referrerUser, registeredFriend(user, outcome.userid)) : undefined,
+			]);
 			// A concurrent sign-up on the same device may have been stored between the lookup and this batch.
 			user.isexistinguser = outcome.isexistinguser;
 			if (outcome.recorded.length > 0) ctx.waitUntil(sendOutboxEvents(env, outcome.recorded));
@@ -133,6 +143,12 @@ export async function findOrRegisterUser(
 		// (the next lookup returns it) or, very rarely, a referral code or userkey collision.
 	}
 	throw new Error("could not allocate a unique referral code");
+}
+
+/** A friend just registered with a referrer's code, as its referrer's ledger keeps it (attribution.ts). */
+function registeredFriend(user: User, userid: number): FriendRecord {
+	const { userkey, email, useraccountid, name, profileimage, createdAt } = user;
+	return { userkey, userid, email, useraccountid, name, profileimage, status: "SignUp", registeredAt: createdAt, attributedAt: createdAt };
 }
 
 function newUserView(app: App, userkey: string, campaignid: number, customdomain: string, profile: Profile, referrer: User | null): User {
@@ -226,6 +242,9 @@ const vanityCode = optionalText(32).pipe(
 		.optional(),
 );
 
+/** What a friends page shows of a friend (ledger/friends.ts). */
+const SHOWN_FIELDS = ["email", "useraccountid", "name", "profileimage"] as const;
+
 export const updateuser = defineOperation({
 	mutating: true,
 	schema: z.object({ userkey: id, ...profileFields, ...networkFields, referralcode: vanityCode }),
@@ -241,7 +260,16 @@ export const updateuser = defineOperation({
 			const retry = ledgerFor(env, app.appid, input.userkey).retryPayouts();
 			waitUntil(retry.catch((error: unknown) => console.error("updateuser: payout retry failed", error)));
 		}
-		if (outcome.updated) return { message: "User updated." };
+		if (outcome.updated) {
+			const { referrerkey, ...friend } = outcome.friend;
+			// The referrer's ledger shows these fields on its friends page (issue 49 piece 4): one call, only when one of them was sent.
+			if (referrerkey && SHOWN_FIELDS.some((f) => input[f] !== undefined)) {
+				await ledgerFor(env, app.appid, referrerkey)
+					.rememberFriends(app.appid, referrerkey, [toFriendRecord(friend)], "profile")
+					.catch((error: unknown) => console.error("updateuser: the referrer's ledger did not take the new profile", error));
+			}
+			return { message: "User updated." };
+		}
 		if (outcome.erased) throw userErased();
 		if (!outcome.found) throw userNotFound();
 		if (outcome.emailTaken) throw new ApiError(409, "email_taken", "Another user of this app has that email.");

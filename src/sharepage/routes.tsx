@@ -9,6 +9,7 @@ import { bucketOf } from "../domain/leaderboard";
 import { isShownLogo } from "../domain/logo";
 import { publicOrigin } from "../domain/public-origin";
 import { shareUrl } from "../domain/share-url";
+import { FILL_PAGES_PER_READ } from "../ledger/friends-fill";
 import { ledgerFor } from "../ledger/stub";
 import { negotiateLang } from "./i18n";
 import { ForbiddenPage, GonePage, SharePage, type SharePageData } from "./page";
@@ -82,10 +83,19 @@ sharePageRoutes.get("/share/:appid/:userkey", async (c) => {
 		secureHeaders(c, nonce, null);
 		return c.html(<GonePage nonce={nonce} />, 410);
 	}
-	const [campaign, balance] = await Promise.all([
+	const ledger = ledgerFor(c.env, appid, user.userkey);
+	const [campaign, balance, kept] = await Promise.all([
 		getCampaignWithDetails(c.env.DB, app.campaignAppid, user.campaignid),
-		ledgerFor(c.env, appid, user.userkey).balance({}),
+		ledger.balance({}),
+		// The friends' counts from the ledger (issue 49 piece 4); an empty page costs no scan (ledger/friends.ts).
+		ledger.friendsPage({ limit: 0, offset: 0, rewardsLimit: 0, shownToUser: false }),
 	]);
+	// Not all there yet: D1's counts (read with the user), and the ledger copies its friends after the answer. Fewer than
+	// D1 counts: a friend missed (a failed ledger call), copied again after the answer (ledger/friends-fill.ts, the repair).
+	if (!kept || kept.total < user.friendsCount) {
+		const filling = ledger.fillFriends(appid, user.userkey, { userid: user.userid, friends: user.friendsCount }, FILL_PAGES_PER_READ);
+		c.executionCtx.waitUntil(filling.catch((error: unknown) => console.error("share page: the friends' fill failed", error)));
+	}
 	// The rank among this month's referrers (app's time zone), from the maintained counters: read only when shown.
 	const standing = campaign?.showleaderboard
 		? await readStanding(c.env.DB, {
@@ -110,8 +120,8 @@ sharePageRoutes.get("/share/:appid/:userkey", async (c) => {
 		shareurl,
 		referralcode: user.referralcode,
 		targets: shareTargets(campaign?.socialactions ?? [], shareurl, user.referralcode, offertitle || "Join me"),
-		friends: user.friendsCount,
-		converted: user.convertedFriendsCount,
+		friends: kept?.total ?? user.friendsCount,
+		converted: kept?.converted ?? user.convertedFriendsCount,
 		rewards: balance.map((b) => ({ unit: b.rewardunit, earned: b.total, pending: b.pending, available: b.approved })),
 		terms: campaign?.terms ?? "",
 		lang: negotiateLang(c.req.header("accept-language")),

@@ -238,8 +238,21 @@ describe("the resync after a restore (driven directly)", () => {
 		await ledger.flush();
 		const restorePoint = await snapshot(app.appid, referrer.userkey);
 		expect(JSON.stringify(restorePoint.rewards)).toContain("lr.f0@x.com");
+		// The friends page's rows as the restore point had them (issue 49 piece 4, ledger/friends.ts).
+		const friendsTable = (sql: SqlStorage) => sql.exec("SELECT * FROM friends").toArray();
+		const friendsThen = await runInDurableObject(ledger, async (_i, state) => friendsTable(state.storage.sql));
+		expect(JSON.stringify(friendsThen)).toContain("lr.f0@x.com");
 		expect((await admin("DELETE", `/apps/${app.appid}/users/${a}`)).status).toBe(200);
 		await putBack(app.appid, referrer.userkey, restorePoint);
+		await runInDurableObject(ledger, async (_i, state) => {
+			for (const row of friendsThen) {
+				const columns = Object.keys(row);
+				state.storage.sql.exec(
+					`INSERT OR REPLACE INTO friends (${columns.join(", ")}) VALUES (${columns.map(() => "?").join(", ")})`,
+					...Object.values(row),
+				);
+			}
+		});
 		const erasedfriends = await erasedFriendsOf(env.DB, app.appid, referrer.userkey);
 		expect(erasedfriends).toEqual([a]);
 		const resynced = await ledger.restoreLedger(app.appid, referrer.userkey, {
@@ -250,6 +263,13 @@ describe("the resync after a restore (driven directly)", () => {
 		});
 		expect(resynced).toMatchObject({ ok: true, reerased: 1 });
 		expect(JSON.stringify(await snapshot(app.appid, referrer.userkey))).not.toContain("lr.f0@x.com");
+		// The restored friends are forgotten, and the page fills them from D1 again: the erased friend has no values.
+		expect(await runInDurableObject(ledger, async (_i, state) => friendsTable(state.storage.sql))).toEqual([]);
+		const page = await app.api("getfriendsandrewards", { userkey: referrer.userkey });
+		expect(page.body.friends).toContainEqual(expect.objectContaining({ userkey: a, email: "", name: "" }));
+		expect(JSON.stringify(await runInDurableObject(ledger, async (_i, state) => friendsTable(state.storage.sql)))).not.toContain(
+			"lr.f0@x.com",
+		);
 		// Run again (a restore retried, or restored twice): the versions are set to the new epoch, never summed toward 2^53.
 		const again = await ledger.restoreLedger(app.appid, referrer.userkey, {
 			step: "resync",

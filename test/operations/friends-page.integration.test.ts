@@ -71,7 +71,10 @@ describe("getfriendsandrewards (issue 19)", () => {
 		expect(first?.rewards.map((r) => r.eventname)).toEqual(["Purchase", "Purchase"]);
 		expect(page[friends[5] ?? ""]).toMatchObject({ total: 1, rewards: [expect.objectContaining({ eventname: "Signup" })] });
 
+		// From the referrer's ledger (issue 49 piece 4): its friends' state, its erasure mark, the page, the page's rewards.
 		const all = await countLedgerStatements(() => app.api("getfriendsandrewards", { userkey: referrer.userkey }));
-		expect(all).toBe(1);
+		expect(all).toBe(4);
+		const small = await countLedgerStatements(() => app.api("getfriendsandrewards", { userkey: referrer.userkey, pagesize: 3 }));
+		expect(small).toBe(4);
 	});
 });

@@ -36,6 +36,14 @@ export const ALLOWED_SCANS: readonly AllowedScan[] = [
 		bound: "one user's rewards, each re-sent to D1 once per point-in-time restore of that ledger (a superuser's admin call, issue 51)",
 	},
 	{
+		file: "src/ledger/friends.ts",
+		sql: "FROM friends ORDER BY userid DESC LIMIT ? OFFSET ?",
+		table: "friends",
+		bound:
+			"one referrer's friends through friends_page, newest first: the page (at most 500) and its offset, which the count kept in meta bounds " +
+			"(a page at or past it reads nothing); the same steps D1's page took through (referrer_userid, userid) before issue 49 piece 4",
+	},
+	{
 		file: "src/ledger/reads.ts",
 		sql: "FROM balances",
 		table: "balances",

@@ -80,6 +80,8 @@ export const GROWING_TABLES: Record<Engine, readonly string[]> = {
 		"milestone_events",
 		"payouts",
 		"dispute_holds",
+		// A referrer's friends (issue 49 piece 4, ledger/friends.ts): one row per friend.
+		"friends",
 	],
 	// The event gates (src/ledger/event-gate.ts): every event ever claimed, and those whose grants are not yet confirmed.
 	gate: ["events", "pending"],

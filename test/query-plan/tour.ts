@@ -114,6 +114,17 @@ async function operations() {
 
 	ok(await api("getuserbalance", { userkey: referrer.userkey, campaignid }), "getuserbalance");
 	ok(await api("getfriendsandrewards", { userkey: referrer.userkey }), "getfriendsandrewards");
+	// A referrer written before issue 49 piece 4 (a friend in D1 only, no ledger): D1's page, then the fill (ledger/friends-fill.ts).
+	const oldReferrer = (await api("register", { email: "old-referrer@x.com" })).body;
+	const oldFriend = (await api("register", { email: "old-friend@x.com" })).body;
+	await env.DB.batch([
+		env.DB.prepare("UPDATE users SET referrer_userid = (SELECT userid FROM users WHERE userkey = ?1) WHERE userkey = ?2").bind(
+			oldReferrer.userkey,
+			oldFriend.userkey,
+		),
+		env.DB.prepare("UPDATE users SET friends_count = 1 WHERE userkey = ?").bind(oldReferrer.userkey),
+	]);
+	ok(await api("getfriendsandrewards", { userkey: oldReferrer.userkey }), "getfriendsandrewards filling the ledger from D1");
 	ok(await api("getleaderboard", {}), "getleaderboard");
 	ok(await api("getleaderboard", { campaignid, period: "week", userkey: referrer.userkey }), "getleaderboard with a user");
 	// The share page with the user's rank (issue 34): the campaign turns it on, the page reads the month's standing.
@@ -373,6 +384,7 @@ async function oldLedger() {
 			"payouts",
 			"dispute_holds",
 			"profile",
+			"friends",
 		])
 			sql.exec(`DROP TABLE ${name}`);
 		runStep(sql, LEDGER_MIGRATIONS[0] ?? []);
