@@ -1,5 +1,5 @@
 import { type AuditEntry, auditStatement } from "./audit";
-import { forgetCampaigns } from "./campaign-cache";
+import { campaignsChanged } from "./campaign-writes";
 import { firstRowOf } from "./rows";
 
 /**
@@ -45,7 +45,7 @@ export async function setCampaignArchived(
 			)
 			.bind(campaignid, appid),
 	]);
-	forgetCampaigns();
+	campaignsChanged();
 	const row = firstRowOf<{ archived_at: string | null; isdefault: number }>(state);
 	if (!row) return { ok: false, reason: "campaign_not_found" };
 	const changed = (result?.meta.changes ?? 0) > 0;
@@ -112,7 +112,7 @@ export async function deleteUnreferencedCampaign(
 		db.prepare(`DELETE FROM campaigns WHERE campaignid = ?1 AND ${unreferenced}`).bind(campaignid, appid),
 		auditStatement(db, audit, { onlyIfChanged: true }),
 	]);
-	forgetCampaigns();
+	campaignsChanged();
 	// Referenced between the read and the batch: every guarded delete matched nothing.
 	if ((results[4]?.meta.changes ?? 0) === 0) return deleteUnreferencedCampaign(db, appid, campaignid, audit);
 	return { ok: true };

@@ -1,3 +1,4 @@
+import { campaignWrites } from "./campaign-writes";
 import type { Campaign, RewardRule } from "./campaigns";
 
 /**
@@ -17,19 +18,25 @@ const MAX_CAMPAIGNS = 1_000;
 
 const cache = new Map<number, { campaign: Campaign; rules: RewardRule[]; until: number }>();
 
-/** Empties the cache: called by every write to campaigns or their rules. */
-export function forgetCampaigns(): void {
+/** The isolate's campaign writes the cache was filled under (campaign-writes.ts): a write since empties it. */
+let filledUnder = campaignWrites();
+
+function emptiedAfterWrites(): void {
+	if (filledUnder === campaignWrites()) return;
 	cache.clear();
+	filledUnder = campaignWrites();
 }
 
-/** What is kept of campaign `campaignid`, if it is still fresh at `nowMs`. */
+/** What is kept of campaign `campaignid`, if it is still fresh at `nowMs` and no campaign was written since. */
 export function keptCampaign(campaignid: number, nowMs: number): { campaign: Campaign; rules: RewardRule[] } | null {
+	emptiedAfterWrites();
 	const kept = cache.get(campaignid);
 	return kept && kept.until > nowMs ? kept : null;
 }
 
 /** Keeps what was read of campaign `campaignid` until `nowMs` + CAMPAIGN_TTL_MS. */
 export function keepCampaign(campaignid: number, entry: { campaign: Campaign; rules: RewardRule[] }, nowMs: number): void {
+	emptiedAfterWrites();
 	if (cache.size >= MAX_CAMPAIGNS) cache.delete(cache.keys().next().value ?? campaignid);
 	cache.set(campaignid, { ...entry, until: nowMs + CAMPAIGN_TTL_MS });
 }

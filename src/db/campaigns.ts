@@ -4,7 +4,7 @@ import { DEFAULT_NAME_STYLE, LEADERBOARD_NAME_STYLES, type LeaderboardNameStyle 
 import type { RewardEmailMode } from "../domain/messages";
 import { FRAUD_SIGNALS, type FraudSignal } from "../fraud/signals";
 import { type AuditEntry, auditStatement } from "./audit";
-import { forgetCampaigns } from "./campaign-cache";
+import { campaignsChanged } from "./campaign-writes";
 import { firstRowOf, rowsOf } from "./rows";
 import { parseStoredJson } from "./stored-json";
 
@@ -272,7 +272,7 @@ export async function insertCampaign(
 		auditStatement(db, audit, { targetIdSql: { sql: NEWEST_CAMPAIGN, args: [appid] } }),
 		db.prepare(`SELECT ${NEWEST_CAMPAIGN} AS campaignid`).bind(appid),
 	]);
-	forgetCampaigns();
+	campaignsChanged();
 	const last = firstRowOf<{ campaignid: number }>(results.at(-1));
 	if (!last) throw new Error("campaign insert returned no id");
 	return last.campaignid;
@@ -342,7 +342,7 @@ export async function updateCampaign(
 	}
 	statements.push(auditStatement(db, audit));
 	await db.batch(statements);
-	forgetCampaigns();
+	campaignsChanged();
 	return { ok: true };
 }
 

@@ -2,7 +2,7 @@ import { z } from "zod";
 import { nowIso } from "../domain/dates";
 import { LANGS, type Lang, type MessageKind, REWARD_EMAIL_MODES, type RewardEmailMode, type Template } from "../domain/messages";
 import { type AuditEntry, auditStatement } from "./audit";
-import { forgetCampaigns } from "./campaign-cache";
+import { campaignsChanged } from "./campaign-writes";
 import { firstRowOf, rowsOf } from "./rows";
 
 /**
@@ -172,7 +172,7 @@ export async function saveCampaignRewardEmail(
 		db.prepare("UPDATE campaigns SET rewardemail = ? WHERE campaignid = ? AND appid = ?").bind(mode, campaignid, appid),
 		auditStatement(db, audit, { onlyIfChanged: true }),
 	]);
-	forgetCampaigns();
+	campaignsChanged();
 	return (result?.meta.changes ?? 0) > 0;
 }
 
