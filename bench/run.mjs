@@ -523,6 +523,11 @@ async function compareRates(id, makeRequest, baselineRequest) {
 		run: async (which) => {
 			const result = await load(which === "baseline" ? baselineRequest : makeRequest, undefined, cfg.rateSeconds);
 			errors += result.errors;
+			// Say what the errors were (statuses, socket errors, timeouts), so a target missed for them names its cause.
+			if (result.errors > 0)
+				log(
+					`${id} (${which}): ${result.errors} errors: ${JSON.stringify({ statuses: result.statuses, socketErrors: result.socketErrors, timeouts: result.timeouts })}`,
+				);
 			return result.rps;
 		},
 		log,
