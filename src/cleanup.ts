@@ -3,6 +3,7 @@ import { purgeOldClicks } from "./db/clicks";
 import { deleteExpiredKeys } from "./db/idempotency-replies";
 import { DELIVERED_RETENTION_DAYS, deleteDeliveredEvents } from "./db/outbox-retention";
 import { purgeExpiredPasswordResets } from "./db/password-resets";
+import { INBOX_DONE_RETENTION_DAYS, purgeDoneInboxEvents } from "./db/stripe-inbox";
 
 /**
  * Clean-up jobs that keep up however much is due: each deletes in bounded
@@ -73,6 +74,14 @@ export const expireIdempotencyKeys = (env: Env, controller: ScheduledController,
  */
 export const purgePasswordResets = (env: Env, controller: ScheduledController, budgetMs = MINUTE_BUDGET_MS) =>
 	drain("password-resets-expiry", (limit) => purgeExpiredPasswordResets(env.DB, controller.scheduledTime, limit), { budgetMs });
+
+/** Stripe events done more than INBOX_DONE_RETENTION_DAYS ago (db/stripe-inbox.ts), through stripe_inbox_done. */
+export const purgeDoneStripeEvents = (env: Env, controller: ScheduledController, budgetMs = DAILY_BUDGET_MS) =>
+	drain(
+		"purge-done-stripe-events",
+		(limit) => purgeDoneInboxEvents(env.DB, controller.scheduledTime - INBOX_DONE_RETENTION_DAYS * 86_400_000, limit),
+		{ budgetMs },
+	);
 
 /** Per-click rows older than 30 days (CLICK_RETENTION_DAYS; the daily counts stay), through link_click_log_time. */
 export const purgeClickLog = (env: Env, controller: ScheduledController, budgetMs = DAILY_BUDGET_MS) =>

@@ -1,4 +1,11 @@
-import { expireIdempotencyKeys, purgeClickLog, purgeDeliveredEvents, purgeOldAuditEntries, purgePasswordResets } from "./cleanup";
+import {
+	expireIdempotencyKeys,
+	purgeClickLog,
+	purgeDeliveredEvents,
+	purgeDoneStripeEvents,
+	purgeOldAuditEntries,
+	purgePasswordResets,
+} from "./cleanup";
 import { purgeExpiredAdminSessions } from "./db/admin-sessions";
 import { deleteOldDecisions } from "./db/decisions";
 import { purgeUsedChallenges } from "./db/passkeys";
@@ -75,6 +82,8 @@ export const JOBS: ScheduledJob[] = [
 	// Delivered webhooks and emails, with their attempts, 30 days after delivery (db/outbox-retention.ts).
 	{ name: "purge-delivered-events", cron: DAILY, run: purgeDeliveredEvents },
 	{ name: "purge-old-audit", cron: DAILY, run: purgeOldAuditEntries },
+	// Stripe events done more than 35 days ago: Stripe sends none of them again (db/stripe-inbox.ts).
+	{ name: "purge-done-stripe-events", cron: DAILY, run: purgeDoneStripeEvents },
 ];
 
 export async function scheduled(controller: ScheduledController, env: Env, _ctx: ExecutionContext): Promise<void> {

@@ -43,11 +43,17 @@ export async function inboxEventDone(db: D1Database, appid: string, eventid: str
 	return row?.done_at != null;
 }
 
-/** Marks the event done with its outcome, and counts the outcome (one round trip). */
+/**
+ * Marks the event done with its outcome, and counts the outcome (one round trip). Its `object` is emptied: only an
+ * event not done is read again (the sweep, a waiting refund), and the fields kept for the mapping may hold what a
+ * payer typed (an email at checkout) that no erasure would reach.
+ */
 export async function finishInboxEvent(db: D1Database, appid: string, eventid: string, outcome: string, now: number): Promise<void> {
 	await db.batch([
 		db
-			.prepare("UPDATE stripe_inbox SET done_at = ?, outcome = ?, waits_for = NULL WHERE appid = ? AND eventid = ? AND done_at IS NULL")
+			.prepare(
+				"UPDATE stripe_inbox SET done_at = ?, outcome = ?, waits_for = NULL, object = '{}' WHERE appid = ? AND eventid = ? AND done_at IS NULL",
+			)
 			.bind(now, outcome, appid, eventid),
 		db
 			.prepare("INSERT INTO stripe_event_counts (appid, outcome, n) VALUES (?, ?, 1) ON CONFLICT (appid, outcome) DO UPDATE SET n = n + 1")
@@ -102,4 +108,25 @@ export async function claimStaleInboxEvents(db: D1Database, before: number, now:
 		.bind(now, before, limit)
 		.all();
 	return result.results.map((r) => inboxRow.parse(r));
+}
+
+/**
+ * Days a done event is kept: its row refuses Stripe's redeliveries of it (storeInboxEvent), and Stripe retries a
+ * delivery for up to 3 days and resends no event older than 30 (docs/stripe.md, "Order, retries and crashes").
+ */
+export const INBOX_DONE_RETENTION_DAYS = 35;
+
+/**
+ * Deletes at most `limit` events done before `before` (epoch ms), oldest first, on the index stripe_inbox_done
+ * (migration 0048); the daily job repeats it until none is due (cleanup.ts, drain). Returns how many went.
+ */
+export async function purgeDoneInboxEvents(db: D1Database, before: number, limit: number): Promise<number> {
+	const result = await db
+		.prepare(
+			`DELETE FROM stripe_inbox WHERE (appid, eventid) IN (
+			   SELECT appid, eventid FROM stripe_inbox WHERE done_at IS NOT NULL AND done_at <= ? ORDER BY done_at LIMIT ?)`,
+		)
+		.bind(before, limit)
+		.run();
+	return result.meta.changes ?? 0;
 }
