@@ -82,7 +82,10 @@ export async function recentStripeCases(db: D1Database, appid: string, limit = 2
  * anonymised: a case without whom and which customer is nothing an operator
  * can act on, and its event id still leads to the person's payment in
  * Stripe; the app's counts (`stripe_event_counts`) keep the tally. A seek of
- * stripe_cases_user or stripe_cases_customer each (migration 0047).
+ * stripe_cases_user or stripe_cases_customer each (migration 0047). Also the
+ * claim on its customer, if one is left (a user made from a promotion code:
+ * claimCustomer), by its primary key: it names the customer after the user's
+ * row no longer does.
  */
 export function deleteStripeCasesOf(
 	db: D1Database,
@@ -91,6 +94,11 @@ export function deleteStripeCasesOf(
 ): D1PreparedStatement[] {
 	return [
 		db.prepare("DELETE FROM stripe_cases WHERE appid = ? AND userkey = ?").bind(appid, person.userkey),
-		...(person.customer ? [db.prepare("DELETE FROM stripe_cases WHERE appid = ? AND customer = ?").bind(appid, person.customer)] : []),
+		...(person.customer
+			? [
+					db.prepare("DELETE FROM stripe_cases WHERE appid = ? AND customer = ?").bind(appid, person.customer),
+					db.prepare("DELETE FROM stripe_customer_claims WHERE appid = ? AND customer = ?").bind(appid, person.customer),
+				]
+			: []),
 	];
 }

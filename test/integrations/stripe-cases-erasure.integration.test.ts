@@ -1,6 +1,7 @@
 import { env } from "cloudflare:workers";
 import type Stripe from "stripe";
 import { describe, expect, it } from "vitest";
+import { claimCustomer } from "../../src/db/stripe-identity";
 import { type StripeEventMessage, stripeObjectSchema } from "../../src/integrations/stripe/events";
 import { runStripeEvent } from "../../src/integrations/stripe/handle";
 import { admin, createApp } from "../support/api";
@@ -80,12 +81,18 @@ describe("a user's erasure deletes the Stripe cases naming it or its customer", 
 		const dee = await register(deeEmail);
 		const deeCase = await pay(`cus_${uid()}`, deeEmail);
 		expect((await cases()).map((c) => c.eventid).sort()).toEqual([annCase, bobCase, deeCase].sort());
+		// A claim on Bob's customer (as a promotion-code payment of a new customer leaves it), and one on Dee's.
+		const deeCustomer = `cus_${uid()}`;
+		expect(await claimCustomer(env.DB, app.appid, bobCustomer, "evt_claim_bob", Date.now())).toBe(true);
+		expect(await claimCustomer(env.DB, app.appid, deeCustomer, "evt_claim_dee", Date.now())).toBe(true);
 
 		for (const erased of [ann, bob]) expect((await admin("DELETE", `/apps/${app.appid}/users/${erased.userkey}`)).status).toBe(200);
 
 		const left = JSON.stringify([await cases(), await storedCases()]);
 		for (const trace of [ann.userkey, annEmail, stranger, annCase, bob.userkey, bobCustomer, bobCase]) expect(left).not.toContain(trace);
 		expect(await cases()).toEqual([expect.objectContaining({ eventid: deeCase, userkey: dee.userkey })]);
+		const claims = await env.DB.prepare("SELECT customer FROM stripe_customer_claims WHERE appid = ?").bind(app.appid).all();
+		expect(claims.results).toEqual([{ customer: deeCustomer }]);
 		// The tally stays: three payments paid nobody.
 		expect((await admin("GET", `/apps/${app.appid}`)).body.stripe.events).toMatchObject({ unlinked_email: 3 });
 		// Erasing again (an idempotent retry) changes nothing more.
