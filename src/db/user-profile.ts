@@ -27,7 +27,13 @@ export type ConversionUser = Pick<
 	| "userid"
 	| "useraccountid"
 	| "createdAt"
->;
+> & {
+	/**
+	 * Whether the user's referrer's ledger was told it converted (its friends page, issue 49): kept in the user's
+	 * ledger profile, so a later conversion makes no call of its own to say it again. Absent: not known to be told.
+	 */
+	convertedTold?: boolean;
+};
 
 /** A user's profile as D1 holds it; `devices`/`ips` null when the user has more than `limit` of the kind. */
 export interface StoredProfile {

@@ -46,6 +46,8 @@ export const ledgerProfileSchema = z.object({
 	/** The user's device ids and IP hashes (user_identifiers); null: more than PROFILE_IDENTIFIERS of the kind. */
 	devices: z.array(z.string()).nullable(),
 	ips: z.array(z.string()).nullable(),
+	/** The referrer's ledger was told this user converted (its friends page): set by the `converted` change. */
+	convertedTold: z.boolean().optional(),
 });
 export type LedgerProfile = z.output<typeof ledgerProfileSchema>;
 
@@ -69,7 +71,13 @@ export type ProfileChange =
 	 * before its D1 write, then fills with what its batch read back under the generation answered here: if that
 	 * fill fails, the ledger has no profile (a D1 read later), never one without its referrer.
 	 */
-	| { kind: "forget" };
+	| { kind: "forget" }
+	/**
+	 * The referrer's ledger was told this user converted (operations/conversion-grants.ts): kept in the profile, under
+	 * its generation, so no later conversion says it again; nothing without a profile (the next read from D1 starts
+	 * over, and says it once more, which changes nothing).
+	 */
+	| { kind: "converted" };
 
 type ProfileRow = { generation: number; body: string | null };
 
@@ -123,6 +131,12 @@ export function changeProfile(sql: SqlStorage, change: ProfileChange): number | 
 			if (generation !== 0) return null;
 			store(sql, 1, change.profile);
 			return 1;
+		case "converted": {
+			const current = row(sql);
+			if (!current?.body) return null;
+			store(sql, generation, { ...readLedgerJson("profile", "body", current.body, ledgerProfileSchema), convertedTold: true });
+			return generation;
+		}
 		case "forget":
 			store(sql, generation + 1, null);
 			return generation + 1;

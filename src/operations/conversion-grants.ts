@@ -23,7 +23,9 @@ export async function grantConversion(
 	appid: string,
 	conversion: {
 		event: StoredEvent & { productid?: string | null; category?: string | null };
-		user: Pick<User, "userkey" | "userid" | "email" | "useraccountid" | "name" | "profileimage" | "createdAt">;
+		user: Pick<User, "userkey" | "userid" | "email" | "useraccountid" | "name" | "profileimage" | "createdAt"> & {
+			convertedTold?: boolean;
+		};
 		referrer: Pick<User, "userkey"> | null;
 		decision: OwnedGrant[];
 		rewardemail: boolean;
@@ -57,43 +59,54 @@ export async function grantConversion(
 	};
 	const friendLedger = ledgerFor(env, appid, user.userkey);
 	const converted = convertingFriend(user, referrer, event.eventname);
-	if (referrer && referrerGrants.length > 0) {
-		if (friendGrants.length === 0) {
-			const referrerLedger = ledgerFor(env, appid, referrer.userkey);
-			const mine = await referrerLedger.grant(appid, referrer.userkey, referrerGrants, announcement, false, converted);
-			return { friend: [], referrer: mine.rewards };
+	const granted = await grantBoth();
+	// Told once: the friend's profile keeps it, so its later conversions make no call of their own to say it again.
+	if (converted)
+		await friendLedger
+			.changeProfile(appid, user.userkey, { kind: "converted" })
+			.catch((error) => console.error("keeping that the referrer was told failed (the next conversion tells it again)", String(error)));
+	return granted;
+
+	async function grantBoth(): Promise<{ friend: GrantResult["rewards"]; referrer: GrantResult["rewards"] }> {
+		if (referrer && referrerGrants.length > 0) {
+			if (friendGrants.length === 0) {
+				const referrerLedger = ledgerFor(env, appid, referrer.userkey);
+				const mine = await referrerLedger.grant(appid, referrer.userkey, referrerGrants, announcement, false, converted);
+				return { friend: [], referrer: mine.rewards };
+			}
+			const both = await friendLedger.grantWithReferrer(appid, user.userkey, friendGrants, announcement, {
+				userkey: referrer.userkey,
+				grants: referrerGrants,
+				...(converted ? { converted } : {}),
+			});
+			return { friend: both.friend.rewards, referrer: both.referrer.rewards };
 		}
-		const both = await friendLedger.grantWithReferrer(appid, user.userkey, friendGrants, announcement, {
-			userkey: referrer.userkey,
-			grants: referrerGrants,
-			...(converted ? { converted } : {}),
-		});
-		return { friend: both.friend.rewards, referrer: both.referrer.rewards };
+		// A referrer without rewards for this event still sees its friend convert: one call of its own, beside the grant.
+		const [mine] = await Promise.all([
+			friendLedger.grant(appid, user.userkey, friendGrants, announcement),
+			referrer && converted
+				? ledgerFor(env, appid, referrer.userkey).rememberFriends(appid, referrer.userkey, [converted], "converted")
+				: null,
+		]);
+		return { friend: mine.rewards, referrer: [] };
 	}
-	// A referrer without rewards for this event still sees its friend convert: one call of its own, beside the grant.
-	const [mine] = await Promise.all([
-		friendLedger.grant(appid, user.userkey, friendGrants, announcement),
-		referrer && converted
-			? ledgerFor(env, appid, referrer.userkey).rememberFriends(appid, referrer.userkey, [converted], "converted")
-			: null,
-	]);
-	return { friend: mine.rewards, referrer: [] };
 }
 
 /**
  * The friend as its referrer's ledger keeps it, when this event converts it
  * (issue 49 piece 4, ledger/friends.ts): an event not named Signup, as D1's
  * copy of the event decides (db/events.ts recordedEventStatements). The
- * conversion reads the friend's profile, not D1's status, so every such
- * event marks it: a mark of a friend already Converted changes nothing, and
- * costs a call of its own only when the referrer gets no reward (below).
+ * conversion reads the friend's profile, not D1's status: the profile keeps
+ * that the referrer was told (`convertedTold`, set after the first mark), so
+ * a friend's later events mark nothing; a mark said twice (a profile read
+ * from D1 again) changes nothing.
  */
 function convertingFriend(
-	user: Pick<User, "userkey" | "userid" | "email" | "useraccountid" | "name" | "profileimage" | "createdAt">,
+	user: Pick<User, "userkey" | "userid" | "email" | "useraccountid" | "name" | "profileimage" | "createdAt"> & { convertedTold?: boolean },
 	referrer: Pick<User, "userkey"> | null,
 	eventname: string,
 ): FriendRecord | undefined {
-	if (!referrer || eventname.trim().toLowerCase() === "signup") return undefined;
+	if (!referrer || user.convertedTold || eventname.trim().toLowerCase() === "signup") return undefined;
 	const { userkey, userid, email, useraccountid, name, profileimage, createdAt } = user;
 	return { userkey, userid, email, useraccountid, name, profileimage, status: "Converted", registeredAt: createdAt, attributedAt: null };
 }

@@ -149,6 +149,7 @@ const user = (p: LedgerProfile): ConversionUser => ({
 	userid: p.userid,
 	useraccountid: p.useraccountid,
 	createdAt: p.createdAt,
+	...(p.convertedTold ? { convertedTold: true } : {}),
 });
 
 const overlaps = (a: string[], b: string[]) => a.some((v) => b.includes(v));
