@@ -1,4 +1,5 @@
 import { shardBinding } from "../domain/shard";
+import { breakerOf } from "./d1-breaker";
 
 /**
  * D1 busy or down (issue 33). One D1 database runs one query at a time; when
@@ -77,17 +78,41 @@ const RETRY_DELAY_MS = 40;
  * and upper-casing and matching each statement's text before each call cost
  * its share of a conversion for an answer needed only on a failure.
  */
-async function onceMore<T>(run: () => Promise<T>, readOnly: () => boolean, database: string): Promise<T> {
+async function onceMore<T>(run: () => Promise<T>, readOnly: () => boolean, database: string, breaker: Breaker | null): Promise<T> {
 	try {
-		return await run();
+		return await guarded(run, database, breaker);
 	} catch (error) {
-		if (!isD1Unavailable(error) || !readOnly()) throw namedD1Error(error, database);
+		if (error instanceof BreakerOpen || !isD1Unavailable(error) || !readOnly()) throw namedD1Error(error, database);
 		await new Promise((resolve) => setTimeout(resolve, RETRY_DELAY_MS + Math.random() * RETRY_DELAY_MS));
 		try {
-			return await run();
+			return await guarded(run, database, breaker);
 		} catch (again) {
 			throw namedD1Error(again, database);
 		}
+	}
+}
+
+type Breaker = ReturnType<typeof breakerOf>;
+
+/** A shard's round trip refused by this isolate's breaker (d1-breaker.ts): D1's own word for it, so it is answered as D1 busy. */
+class BreakerOpen extends D1UnavailableError {
+	constructor(database: string) {
+		super(database, new Error("D1 DB is overloaded: this isolate's breaker for the shard is open, not asking it for a moment"));
+	}
+}
+
+/** `run` through the shard's breaker: refused at once while it is open, and its outcome recorded. The control database has none. */
+async function guarded<T>(run: () => Promise<T>, database: string, breaker: Breaker | null): Promise<T> {
+	if (!breaker) return run();
+	if (!breaker.admit(Date.now())) throw new BreakerOpen(database);
+	try {
+		const result = await run();
+		breaker.settle(true, Date.now());
+		return result;
+	} catch (error) {
+		// Any other error (a constraint, a syntax error) is the database answering: not a reason to stop asking it.
+		breaker.settle(!isD1Unavailable(error), Date.now());
+		throw error;
 	}
 }
 
@@ -107,7 +132,12 @@ function own(target: object, prop: string | symbol): unknown {
  * own reasons is thrown as a D1UnavailableError naming `database` (the
  * binding: `DB` or `SHARD_<n>`).
  */
-export function retryingReads(db: D1Database, database = "DB"): D1Database {
+export function retryingReads(
+	db: D1Database,
+	database = "DB",
+	/** A shard's breaker (d1-breaker.ts), shared by the binding's sessions; the control database has none. */
+	breaker: Breaker | null = database === "DB" ? null : breakerOf(db),
+): D1Database {
 	const sqlOf = new WeakMap<object, string>();
 	const real = new WeakMap<object, D1PreparedStatement>();
 	const wrap = (statement: D1PreparedStatement, sql: string): D1PreparedStatement => {
@@ -121,6 +151,7 @@ export function retryingReads(db: D1Database, database = "DB"): D1Database {
 							() => method(...args),
 							() => isReadOnly(sql),
 							database,
+							breaker,
 						);
 				}
 				return own(target, prop);
@@ -140,11 +171,12 @@ export function retryingReads(db: D1Database, database = "DB"): D1Database {
 						() => target.batch(statements.map((s) => real.get(s) ?? s)),
 						() => texts.every(isReadOnly),
 						database,
+						breaker,
 					);
 				};
 			}
 			if (prop === "withSession") {
-				return (constraint?: string) => retryingReads(target.withSession(constraint) as unknown as D1Database, database);
+				return (constraint?: string) => retryingReads(target.withSession(constraint) as unknown as D1Database, database, breaker);
 			}
 			return own(target, prop);
 		},

@@ -3,6 +3,7 @@ import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it, vi } from "vitest";
 import { app as worker } from "../../src/http/app";
 import { forgetCachedKey } from "../../src/http/auth";
+import { BREAKER } from "../../src/instrument/d1-breaker";
 import { withBindings } from "../../src/instrument/d1-metrics";
 import { d1DownFrom } from "../http/d1-down";
 import { ADMIN_TOKEN, createApp } from "../support/api";
@@ -96,6 +97,26 @@ describe("one shard down", () => {
 		expect(served.res.status, served.text).toBe(200);
 		expect(once.fired).toBe(true);
 		expect(once.calls).toBe(2);
+	});
+
+	it("stops asking a shard that keeps refusing, for a moment, while the others serve; then asks it again", async () => {
+		// Five refusals within a second open this isolate's breaker for SHARD_2 (instrument/d1-breaker.ts); the shard heals after five.
+		const flaky = d1DownFrom(env.SHARD_2 as D1Database, 1, BREAKER.threshold);
+		for (let i = 0; i < 3; i++) expect((await send(admin("/shards/2"), { SHARD_2: flaky.db })).res.status).toBe(503);
+		// The third request's first read was the fifth refusal: its retry was not sent.
+		expect(flaky.calls).toBe(BREAKER.threshold);
+		const refused = await send(admin("/shards/2"), { SHARD_2: flaky.db });
+		expect(refused.res.status, refused.text).toBe(503);
+		expect(JSON.parse(refused.text)).toMatchObject({ errorcode: "service_busy", retryable: true });
+		expect(refused.logged.map((l) => JSON.parse(l)).find((l) => l.msg?.startsWith("D1 unavailable"))).toMatchObject({
+			database: "SHARD_2",
+		});
+		expect(flaky.calls, "an open breaker sends nothing").toBe(BREAKER.threshold);
+		expect((await send(admin("/shards/0"), { SHARD_2: flaky.db })).res.status).toBe(200);
+		await new Promise((resolve) => setTimeout(resolve, BREAKER.openMs + 50));
+		const healed = await send(admin("/shards/2"), { SHARD_2: flaky.db });
+		expect(healed.res.status, healed.text).toBe(200);
+		expect(flaky.calls).toBe(BREAKER.threshold + 1);
 	});
 
 	it("answers 404 for a shard the pool does not have", async () => {
