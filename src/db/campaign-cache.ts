@@ -34,9 +34,21 @@ export function keptCampaign(campaignid: number, nowMs: number): { campaign: Cam
 	return kept && kept.until > nowMs ? kept : null;
 }
 
-/** Keeps what was read of campaign `campaignid` until `nowMs` + CAMPAIGN_TTL_MS. */
-export function keepCampaign(campaignid: number, entry: { campaign: Campaign; rules: RewardRule[] }, nowMs: number): void {
+/**
+ * Keeps what was read of campaign `campaignid` until `nowMs` + CAMPAIGN_TTL_MS,
+ * unless a campaign was written in this isolate since `writesBeforeRead`
+ * (campaignWrites() taken before the read): such a read may have answered
+ * from before the write, and keeping it would serve the old campaign for 30 s
+ * where the edit was made.
+ */
+export function keepCampaign(
+	campaignid: number,
+	entry: { campaign: Campaign; rules: RewardRule[] },
+	nowMs: number,
+	writesBeforeRead: number,
+): void {
 	emptiedAfterWrites();
+	if (campaignWrites() !== writesBeforeRead) return;
 	if (cache.size >= MAX_CAMPAIGNS) cache.delete(cache.keys().next().value ?? campaignid);
 	cache.set(campaignid, { ...entry, until: nowMs + CAMPAIGN_TTL_MS });
 }

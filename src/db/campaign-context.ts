@@ -1,4 +1,5 @@
 import { keepCampaign, keptCampaign } from "./campaign-cache";
+import { campaignWrites } from "./campaign-writes";
 import { ACTIVE_RULE, type Campaign, type CampaignRow, type RewardRule, type RuleRow, toCampaign, toRule } from "./campaigns";
 import { firstRowOf, rowsOf } from "./rows";
 
@@ -14,6 +15,7 @@ export async function campaignWithRules(
 ): Promise<{ campaign: Campaign; rules: RewardRule[] } | null> {
 	const kept = keptCampaign(campaignid, nowMs);
 	if (kept) return kept.campaign.appid === campaignApp ? kept : null;
+	const writesBeforeRead = campaignWrites();
 	const [campaignResult, rulesResult] = await db.batch([
 		db.prepare("SELECT * FROM campaigns WHERE campaignid = ?").bind(campaignid),
 		db.prepare(`SELECT * FROM reward_rules WHERE campaignid = ? AND ${ACTIVE_RULE} ORDER BY position`).bind(campaignid),
@@ -21,6 +23,6 @@ export async function campaignWithRules(
 	const row = firstRowOf<CampaignRow>(campaignResult);
 	if (!row) return null;
 	const entry = { campaign: toCampaign(row), rules: rowsOf<RuleRow>(rulesResult).map(toRule) };
-	keepCampaign(campaignid, entry, nowMs);
+	keepCampaign(campaignid, entry, nowMs, writesBeforeRead);
 	return entry.campaign.appid === campaignApp ? entry : null;
 }

@@ -2,6 +2,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { CAMPAIGN_TTL_MS } from "../../src/db/campaign-cache";
 import { campaignWithRules } from "../../src/db/campaign-context";
+import { campaignsChanged } from "../../src/db/campaign-writes";
 import { ledgerFor } from "../../src/ledger/stub";
 import { admin, createApp } from "../support/api";
 
@@ -27,6 +28,18 @@ describe("the campaign cache", () => {
 		// Another app never gets it, from the cache or from D1.
 		expect(await campaignWithRules(env.DB, "app_other", app.campaignid, now + CAMPAIGN_TTL_MS + 2)).toBeNull();
 		expect(await campaignWithRules(env.DB, "app_other", app.campaignid, now + 3 * CAMPAIGN_TTL_MS)).toBeNull();
+	});
+
+	it("does not keep a read that a write in this isolate overtook", async () => {
+		const app = await createApp();
+		const now = Date.now();
+		// The read is sent first, the edit right after it (D1 runs them in that order), and the edit counted before the read answers.
+		const racing = campaignWithRules(env.DB, app.appid, app.campaignid, now);
+		const edit = env.DB.prepare("UPDATE reward_rules SET reward = 7 WHERE campaignid = ?").bind(app.campaignid).run();
+		campaignsChanged();
+		expect((await racing)?.rules.map((r) => r.reward)).toEqual([10, 10]);
+		await edit;
+		expect((await campaignWithRules(env.DB, app.appid, app.campaignid, now + 1_000))?.rules.map((r) => r.reward)).toEqual([7, 7]);
 	});
 
 	it("applies a rule edited through the admin API to the next conversion at once", async () => {
