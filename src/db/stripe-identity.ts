@@ -54,14 +54,22 @@ const caseRow = z.object({
 	at: z.number(),
 });
 
-/** Records a case once per event and kind (a redelivery keeps the first). */
-export async function recordStripeCase(db: D1Database, appid: string, c: StripeCase): Promise<void> {
+/**
+ * Records a case once per event and kind (a redelivery keeps the first).
+ * `payer`: the user who made the payment, when the event names one; if that
+ * user is erased, the case names neither it nor the customer (the erasure
+ * deleted such cases already, docs/privacy.md; a dispute can arrive after it).
+ * Checked in the insert itself, so an erasure is seen whichever comes first.
+ */
+export async function recordStripeCase(db: D1Database, appid: string, c: StripeCase & { payer?: string | null }): Promise<void> {
 	await db
 		.prepare(
-			`INSERT INTO stripe_cases (appid, eventid, kind, customer, userkey, detail, at) VALUES (?, ?, ?, ?, ?, ?, ?)
+			`INSERT INTO stripe_cases (appid, eventid, kind, customer, userkey, detail, at)
+			 SELECT ?1, ?2, ?3, CASE WHEN p.erased THEN NULL ELSE ?4 END, CASE WHEN p.erased AND ?5 IS ?8 THEN NULL ELSE ?5 END, ?6, ?7
+			 FROM (SELECT EXISTS (SELECT 1 FROM users WHERE userkey = ?8 AND appid = ?1 AND erased_at IS NOT NULL) AS erased) p WHERE true
 			 ON CONFLICT (appid, eventid, kind) DO NOTHING`,
 		)
-		.bind(appid, c.eventid, c.kind, c.customer, c.userkey, c.detail, c.at)
+		.bind(appid, c.eventid, c.kind, c.customer, c.userkey, c.detail, c.at, c.payer ?? null)
 		.run();
 }
 

@@ -99,4 +99,39 @@ describe("a user's erasure deletes the Stripe cases naming it or its customer", 
 		expect((await admin("DELETE", `/apps/${app.appid}/users/${ann.userkey}`)).status).toBe(200);
 		expect(await storedCases()).toHaveLength(1);
 	});
+
+	it("a dispute that arrives after the payer's erasure opens a case naming neither the payer nor its customer", async () => {
+		const { app, register, cases } = await connectedApp();
+		const referrer = (await app.api("register", { email: `ref.${uid()}@example.com` })).body as { userkey: string; referralcode: string };
+		const customer = `cus_${uid()}`;
+		const friend = await register(`eve.${uid()}@example.com`, { referrercode: referrer.referralcode, paymentcustomerid: customer });
+		const intent = `pi_${uid()}`;
+		const run = async (type: string, object: Record<string, unknown>) => {
+			const work: StripeEventMessage = { appid: app.appid, eventid: `evt_${uid()}`, type, object: stripeObjectSchema.parse(object) };
+			expect(await runStripeEvent(env, work, () => undefined)).toBe("ack");
+			return work.eventid;
+		};
+		// Eve pays as herself (her customer linked by the product): her conversion, linked to the payment.
+		await run("checkout.session.completed", { ...checkout(customer, "typed@example.com"), payment_intent: intent });
+		const linked = await env.DB.prepare("SELECT customid FROM stripe_links WHERE appid = ? AND payment_intent = ?")
+			.bind(app.appid, intent)
+			.first();
+		expect(linked).not.toBeNull();
+		expect((await admin("DELETE", `/apps/${app.appid}/users/${friend.userkey}`)).status).toBe(200);
+		const dispute = {
+			id: `dp_${uid()}`,
+			object: "dispute",
+			charge: `ch_${uid()}`,
+			payment_intent: intent,
+			customer,
+			amount: 5000,
+			currency: "usd",
+		};
+		const opened = await run("charge.dispute.created", { ...dispute, status: "needs_response" });
+		const stored = await env.DB.prepare("SELECT * FROM stripe_cases WHERE appid = ? AND eventid = ?").bind(app.appid, opened).all();
+		// The case is there for the operator, with the referrer whose rewards the dispute holds, and nothing of Eve.
+		expect(stored.results).toEqual([expect.objectContaining({ kind: "dispute_opened", userkey: referrer.userkey, customer: null })]);
+		const shown = JSON.stringify(await cases());
+		for (const trace of [customer, friend.userkey]) expect(shown).not.toContain(trace);
+	});
 });

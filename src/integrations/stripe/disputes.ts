@@ -57,6 +57,8 @@ export async function runDispute(ctx: WorkContext, work: StripeEventMessage, fin
 			kind: outcome,
 			customer: dispute.customer,
 			userkey: parties?.referrerUserkey ?? parties?.friendUserkey ?? null,
+			// The friend paid: erased, the case names neither the friend nor the customer.
+			payer: parties?.friendUserkey ?? null,
 			detail: `${dispute.id} on ${dispute.charge ?? dispute.payment_intent ?? "?"}, ${amount} ${link.currency.toUpperCase()} (minor units)`,
 			at: Date.now(),
 		});
