@@ -1,4 +1,5 @@
 import { redactJson } from "../privacy/redact";
+import { bySeqOfFriend, RULES } from "./by-friend";
 import { type FriendRecord, rememberFriends } from "./friends";
 import { Refused } from "./refused";
 import type { LedgerOutboxEntry } from "./schema";
@@ -43,20 +44,13 @@ export function erasePersonInLedger(
 		sql.exec("UPDATE profile SET body = NULL, generation = generation + 1");
 	}
 	const copied = "(friend_email IS NOT NULL OR friend_name IS NOT NULL OR friend_profileimage IS NOT NULL)";
-	// Another user's rewards name the person as their friend only on Referrer rewards (rewards_friend holds those).
-	let rewards = sql.exec(
-		`UPDATE rewards SET friend_email = NULL, friend_name = NULL, friend_profileimage = NULL
-		 WHERE friend_userkey = ? AND usertype = 'Referrer' AND ${copied}`,
-		personUserkey,
-	).rowsWritten;
-	// The person's own Friend rewards (each names the person as its friend): read whole, bounded by the person's own
-	// rewards, once per erasure (they are not in rewards_friend: ledger schema step 12).
-	if (own)
-		rewards += sql.exec(
-			`UPDATE rewards SET friend_email = NULL, friend_name = NULL, friend_profileimage = NULL
-			 WHERE usertype = 'Friend' AND friend_userkey = ? AND ${copied}`,
-			personUserkey,
-		).rowsWritten;
+	// The rewards naming the person as their friend, sought by rule and friend (by-friend.ts, ledger schema step 16).
+	const naming = `WITH RECURSIVE ${RULES} UPDATE rewards SET friend_email = NULL, friend_name = NULL, friend_profileimage = NULL
+		 WHERE seq IN (${bySeqOfFriend("?1")}) AND ${copied}`;
+	// Another user's rewards name the person as their friend only on Referrer rewards.
+	let rewards = sql.exec(`${naming} AND usertype = 'Referrer'`, personUserkey).rowsWritten;
+	// The person's own Friend rewards (each names the person as its friend).
+	if (own) rewards += sql.exec(`${naming} AND usertype = 'Friend'`, personUserkey).rowsWritten;
 	let webhooks = 0;
 	for (const entry of sql
 		// The conversion.recorded events that travel inside projection entries (outbox.ts, queueProjection) too.

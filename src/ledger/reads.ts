@@ -1,4 +1,5 @@
 import { type BalanceRow, nestBalances } from "./balance";
+import { RULES } from "./by-friend";
 import { markCouponsSeen } from "./coupons";
 import { toLedgerReward, toView, VIEW_COLUMNS, type ViewRow } from "./rows";
 import type { RewardRow } from "./schema";
@@ -44,10 +45,12 @@ export function listRewards(sql: SqlStorage, userkey: string, limit: number, aft
  * The rewards each of the given friends produced for this user: the newest
  * `limit` of each, newest first, and how many there are in all. Every
  * friend asked for gets an entry (maybe empty). One statement for the whole
- * page: per friend, its newest `limit` reward numbers and its count through
- * the rewards_friend (friend_userkey, seq) index, which holds the Referrer
- * rewards (all a friend produces for its referrer: ledger schema step 12), then those rewards by
- * number, so one friend with thousands of rewards cannot make a page heavy.
+ * page: per friend, its Referrer rewards (all a friend produces for its
+ * referrer) through rewards_rule_friend, one seek per rule (by-friend.ts:
+ * ledger schema step 16 dropped the index by friend), numbered newest first
+ * and counted, then the newest `limit` of each read whole by number. The
+ * joins are CROSS so the friends and rules stay the outer loops, and the
+ * rewards table is only ever sought.
  * `shownToUser`: the answer goes out through the public API, so the coupon
  * codes it holds count as seen (coupons.ts); admin reads leave them as they are.
  */
@@ -63,10 +66,14 @@ export function rewardsForFriends(
 	for (const key of unique) out[key] = { rewards: [], total: 0 };
 	if (unique.length === 0) return out;
 	const rows = sql.exec<ViewRow & Pick<RewardRow, "friend_userkey" | "coupon_seen_at"> & { total: number }>(
-		`SELECT ${VIEW_COLUMNS}, r.friend_userkey, r.coupon_seen_at, f.total FROM (
-		   SELECT j.value AS friend, (SELECT COUNT(*) FROM rewards c WHERE c.friend_userkey = j.value AND c.usertype = 'Referrer') AS total FROM json_each(?1) j
-		 ) f JOIN rewards r ON r.seq IN (SELECT n.seq FROM rewards n WHERE n.friend_userkey = f.friend AND n.usertype = 'Referrer' ORDER BY n.seq DESC LIMIT ?2)
-		 ORDER BY r.seq DESC`,
+		`WITH RECURSIVE ${RULES}, ranked AS (
+		   SELECT n.seq AS pick, COUNT(*) OVER (PARTITION BY n.friend_userkey) AS total,
+		     ROW_NUMBER() OVER (PARTITION BY n.friend_userkey ORDER BY n.seq DESC) AS k
+		   FROM json_each(?1) j CROSS JOIN rules CROSS JOIN rewards n
+		   WHERE rules.id IS NOT NULL AND n.ruleid = rules.id AND n.friend_userkey = j.value AND n.usertype = 'Referrer'
+		 )
+		 SELECT ${VIEW_COLUMNS}, r.friend_userkey, r.coupon_seen_at, ranked.total FROM ranked CROSS JOIN rewards r ON r.seq = ranked.pick
+		 WHERE ranked.k <= ?2 ORDER BY r.seq DESC`,
 		JSON.stringify(unique),
 		limit,
 	);

@@ -11,7 +11,7 @@
  * then new ledgers are migrated step by step (the versions differ).
  */
 export const LEDGER_SCHEMA = {
-	version: 15,
+	version: 16,
 	script: `
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE rewards (
@@ -51,7 +51,6 @@ CREATE TABLE rewards (
 	payoutid TEXT,
 	payout_state TEXT
 );
-CREATE INDEX rewards_friend ON rewards(friend_userkey, seq) WHERE usertype = 'Referrer';
 CREATE INDEX rewards_rule_friend ON rewards(ruleid, friend_userkey);
 CREATE INDEX rewards_hold ON rewards(hold_until) WHERE hold_until IS NOT NULL;
 CREATE INDEX rewards_wallet ON rewards(seq) WHERE status = 'Approved' AND rewardtype = 'InstoreCredits';
@@ -173,6 +172,6 @@ CREATE TABLE friends (
 	erased_at TEXT
 ) WITHOUT ROWID;
 CREATE INDEX friends_page ON friends(userid);
-INSERT INTO meta (key, value) VALUES ('schema_version', '15');
+INSERT INTO meta (key, value) VALUES ('schema_version', '16');
 `,
 } as const;

@@ -4,6 +4,7 @@ import { OUTBOX_STEP_11 } from "./schema-step-11";
 import { type LedgerStatement, WITHOUT_ROWID_STEP_12 } from "./schema-step-12";
 import { PROFILE_STEP_14 } from "./schema-step-14";
 import { FRIENDS_STEP_15 } from "./schema-step-15";
+import { NO_FRIEND_INDEX_STEP_16 } from "./schema-step-16";
 import type { RewardStatus, UserType } from "./types";
 
 /**
@@ -258,6 +259,9 @@ export const LEDGER_MIGRATIONS: readonly (readonly LedgerStatement[])[] = [
 	PROFILE_STEP_14,
 	// 15: the referrer's friends (issue 49 piece 4, friends.ts; schema-step-15.ts).
 	FRIENDS_STEP_15,
+	// 16: no rewards_friend (issue 49, rows written): a Referrer reward 4 rows instead of 5; the reads by friend seek
+	// rewards_rule_friend once per rule (schema-step-16.ts, by-friend.ts).
+	NO_FRIEND_INDEX_STEP_16,
 ];
 
 /**

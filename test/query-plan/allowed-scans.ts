@@ -74,12 +74,6 @@ export const ALLOWED_SCANS: readonly AllowedScan[] = [
 		bound: "webhooks not yet handed to D1 (deleted once delivered), on an erasure only",
 	},
 	{
-		file: "src/ledger/privacy.ts",
-		sql: "WHERE usertype = 'Friend' AND friend_userkey = ?",
-		table: "rewards",
-		bound: "the person's own ledger, on their erasure only (once): its rewards, which rewards_friend (Referrer rewards only) does not hold",
-	},
-	{
 		file: "src/ledger/reversal.ts",
 		sql: "FROM ledger_transactions WHERE state = 'prepared'",
 		table: "ledger_transactions",

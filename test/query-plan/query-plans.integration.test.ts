@@ -210,7 +210,7 @@ describe("query plans", { timeout: 120_000 }, () => {
 			{
 				engine: "ledger",
 				file: "src/ledger/throwaway.ts",
-				sql: "SELECT * FROM rewards WHERE friend_userkey = ? AND usertype = 'Referrer' ORDER BY seq",
+				sql: "SELECT * FROM rewards WHERE ruleid = ? AND friend_userkey = ? ORDER BY seq",
 			},
 		];
 		expect((await explainAll(indexed, ALLOWED_SCANS)).flatMap((p) => p.scans)).toEqual([]);
