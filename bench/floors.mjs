@@ -217,6 +217,8 @@ export async function startFloors({
 	return {
 		kinds: Object.keys(KINDS),
 		measure: (kind) => measure(() => KINDS[kind](fresh), { drain: DRAINED.has(kind) }),
+		/** workerd CPU ms per request of one path of the fixture, measured as a kind is (an experiment's own kind). */
+		measurePath: (path) => measure(() => path),
 		async prepareWoken() {
 			const names = Array.from({ length: requests }, () => `woken-${++unique}`);
 			for (const name of names) await get(`/write?name=${name}`);

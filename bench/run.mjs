@@ -302,6 +302,9 @@ function partsPerRequest(before, after) {
 		callsFromWorker: calls("worker"),
 		callsFromLedgers: calls("ledger"),
 		callsFromProjection: calls("projection"),
+		// Every object call on a request's path and its ledgers' (issue 49, "one call fewer"): the Worker's and the
+		// ledgers' calls to ledgers, and the calls to the event gates; the consumer's acknowledgements apart.
+		objectCalls: calls("worker") + calls("ledger") + (parts.gateCalls ?? 0),
 		// D1 statements all in (a batch counts each of its statements).
 		d1Statements: ((after.total?.statements ?? 0) - (before.total?.statements ?? 0)) / requests,
 	};
@@ -1242,6 +1245,10 @@ writeFileSync(
 				// Queue messages sent per request, background included (issue 49): the projection queue's and the outbox's.
 				queueMessages: r.parts ? round(r.parts.projectionMessages + (r.parts.outboxMessages ?? 0), 2) : null,
 				projectionMessages: r.parts ? round(r.parts.projectionMessages, 2) : null,
+				// Object calls per request (issue 49): ledgers and event gates, from the Worker and from ledgers; the workerd CPU.
+				objectCalls: r.parts ? round(r.parts.objectCalls, 2) : null,
+				workerdCpuMs: round(r.serviceCpuMsPerRequestByProcess?.workerd, 2),
+				workerdCpuAllIn: round(r.workerdCpuAllIn, 2),
 				...(r.projectionLag?.messages
 					? { projectionLagMeanMs: round(r.projectionLag.meanMs, 0), projectionLagP99UnderMs: r.projectionLag.p99UnderMs }
 					: {}),

@@ -29,6 +29,24 @@ export class Floor extends DurableObject {
 		return 1;
 	}
 
+	/**
+	 * `n` calls from this object to object `target`, on a stub made for each call (`kept` false) or on one this object
+	 * keeps across its requests (`kept` true): a ledger calling its referrer's ledger, or a gate.
+	 */
+	async relay(target, n, kept) {
+		let stub;
+		if (kept) {
+			this.stubs ??= new Map();
+			stub = this.stubs.get(target);
+			if (!stub) {
+				stub = this.env.FLOOR.getByName(target);
+				this.stubs.set(target, stub);
+			}
+		}
+		for (let i = 0; i < n; i++) await (stub ?? this.env.FLOOR.getByName(target)).noop();
+		return n;
+	}
+
 	/** One outbox row, as a grant writes one (new or warm object alike). */
 	write() {
 		this.ensureSchema();
@@ -161,6 +179,10 @@ export default {
 				for (let i = 0; i < n; i++) await stub.noop();
 				return new Response("ok");
 			}
+			case "/relay":
+				// One call to object `name`, which calls object `target` `n` times (`kept=1`: on a stub it keeps).
+				await env.FLOOR.getByName(name).relay(url.searchParams.get("target") ?? "warm-1", n, url.searchParams.get("kept") === "1");
+				return new Response("ok");
 			case "/objects":
 				// One call to each of `n` warm objects (`warm`, `warm-1`, ...): 1 and 6 give the price of a call to one
 				// more object, as a conversion calls the friend's ledger and that ledger the referrer's.

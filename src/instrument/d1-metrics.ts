@@ -1,5 +1,12 @@
 import { everyD1Wrapped } from "./d1-availability";
-import { countingLimiter, countingOutboxQueue, countingProjectionQueue, type PlatformPart, platformParts } from "./platform-parts";
+import {
+	countingLimiter,
+	countingObjects,
+	countingOutboxQueue,
+	countingProjectionQueue,
+	type PlatformPart,
+	platformParts,
+} from "./platform-parts";
 
 /**
  * Opt-in instrumentation for the bench (bench/README.md). With the var
@@ -177,6 +184,7 @@ export function instrumentEnv(env: Env, source: D1Source): Env {
 		counted = withBindings(env, {
 			...everyD1Wrapped(env, (db, name) => countingD1(countingD1(db, databaseTotals(name)), totals[source], bySql)),
 			USER_LEDGER: countingLedgers(env.USER_LEDGER, totals[source]),
+			EVENT_GATE: countingObjects(env.EVENT_GATE, "gateCalls"),
 			PROJECTION: countingProjectionQueue(env.PROJECTION),
 			OUTBOX: countingOutboxQueue(env.OUTBOX),
 			...countingLimiters(env),

@@ -30,6 +30,8 @@ const parts = {
 	projectionBatchMessages: 0,
 	/** `limit` calls on the Workers Rate Limiting bindings (every authenticated operation makes one). */
 	limiterCalls: 0,
+	/** Calls to the EventGate objects (issue 49: a conversion's claim), by whoever makes them; the ledgers' are per source in d1-metrics.ts. */
+	gateCalls: 0,
 };
 
 export type PlatformPart = keyof typeof parts;
@@ -47,6 +49,29 @@ export function platformParts(): Record<PlatformPart, number> {
 /** Wraps a queue producer binding so that its sends and their messages are counted as the projection's. */
 export function countingProjectionQueue<T>(queue: Queue<T>): Queue<T> {
 	return countingQueue(queue, "projectionSends", "projectionMessages");
+}
+
+/** Wraps a Durable Object namespace so that every call on a stub it hands out counts one `part`. */
+export function countingObjects<T extends DurableObjectNamespace<any>>(namespace: T, part: PlatformPart): T {
+	const counted = (stub: object) =>
+		new Proxy(stub, {
+			get(target, prop) {
+				const value = Reflect.get(target, prop);
+				if (typeof value !== "function" || typeof prop !== "string" || prop === "then") return value;
+				return (...args: unknown[]) => {
+					countPart(part);
+					return Reflect.apply(value, target, args);
+				};
+			},
+		});
+	return new Proxy(namespace, {
+		get(target, prop) {
+			const value = Reflect.get(target, prop);
+			if (typeof value !== "function") return value;
+			if (prop === "get" || prop === "getByName") return (...args: unknown[]) => counted(Reflect.apply(value, target, args));
+			return value.bind(target);
+		},
+	});
 }
 
 /** Wraps the outbox queue's producer binding so that its messages are counted. */

@@ -1,16 +1,21 @@
 import type { ProjectionMessage } from "../db/projection-batch";
 import type { FriendRecord } from "./friends";
 import { grantRewards } from "./grant";
+import { changeProfile } from "./profile";
 import { rewardSummary } from "./rows";
 import { ledgerFor } from "./stub";
 import type { ConversionAnnouncement, GrantResult, RewardGrant } from "./types";
 import type { LedgerWriter } from "./writer";
 
-/** The referrer's side of a conversion: whose ledger, and the grants it gets. */
+/** The referrer's side of a conversion: whose ledger, and the grants it gets (none: it is only told of `converted`). */
 export interface ReferrerSide {
 	userkey: string;
 	grants: RewardGrant[];
-	/** This event converts the friend: the referrer's ledger marks it in the grant's transaction (friends.ts). */
+	/**
+	 * This event converts the friend: the referrer's ledger marks it in the grant's transaction (friends.ts), and
+	 * this ledger keeps that it was told (profile.ts `convertedTold`) in its own grant's transaction, once the
+	 * referrer answered: no call of its own for it (issue 49, "one call fewer").
+	 */
 	converted?: FriendRecord;
 }
 
@@ -28,6 +33,11 @@ export interface ReferrerSide {
  * anything; its retry (idempotent by grant key and event id), or the
  * completion pass, completes what is missing.
  *
+ * A referrer without rewards for the event, which the event converts its
+ * friend for, is only told (`rememberFriends`) by this same call, where the
+ * Worker called both ledgers before, then this one once more to keep that the
+ * referrer was told (issue 49, "one call fewer").
+ *
  * The referrer's ledger hands back its records (`carried`: its rewards'
  * projection entries, held there as if sent), and this ledger's next message
  * carries them with its own (`carry`, records-queued.ts): a conversion sends
@@ -44,14 +54,12 @@ export async function grantWithReferrer(
 	carry: (part: ProjectionMessage) => void,
 ): Promise<{ friend: GrantResult; referrer: GrantResult }> {
 	const { appid } = writer.identity;
-	const theirs = ledgerFor(env, appid, referrer.userkey).grant(
-		appid,
-		referrer.userkey,
-		referrer.grants,
-		undefined,
-		true,
-		referrer.converted,
-	);
+	const stub = ledgerFor(env, appid, referrer.userkey);
+	// A referrer without rewards for this event is only told its friend converted (its friends page).
+	const theirs: Promise<GrantResult> =
+		referrer.grants.length === 0 && referrer.converted
+			? stub.rememberFriends(appid, referrer.userkey, [referrer.converted], "converted").then(() => ({ rewards: [], skipped: [] }))
+			: stub.grant(appid, referrer.userkey, referrer.grants, undefined, true, referrer.converted);
 	// The tables now, while the referrer's ledger works; the transaction after the await still starts empty unless
 	// another call wrote in between (writer.ts, TxContext.empty), which is then seen.
 	writer.ensureSchema();
@@ -62,6 +70,10 @@ export async function grantWithReferrer(
 		carry(part);
 	}
 	const otherRewards = referrerResult.rewards.map((r) => rewardSummary(referrer.userkey, r));
-	const mine = writer.write((tx) => grantRewards(tx, grants, { ...announcement, otherRewards }));
+	const mine = writer.write((tx) => {
+		// Told: kept with this grant, so the friend's later conversions say nothing (conversion-grants.ts).
+		if (referrer.converted) changeProfile(tx.sql, { kind: "converted" });
+		return grantRewards(tx, grants, { ...announcement, otherRewards });
+	});
 	return { friend: mine, referrer: referrerResult };
 }

@@ -13,7 +13,8 @@ import type { OwnedGrant } from "../rewards/rules";
  * ledger grants them: it starts the referrer's grant, writes its own
  * meanwhile, and queues the webhook with both sides' reward ids once the
  * referrer's ledger answered (ledger/conversion-grant.ts), so the two grants
- * run in parallel. When only the referrer has rewards, its ledger grants and
+ * run in parallel. The same call tells a referrer without rewards that its
+ * friend converted. When only the referrer has rewards, its ledger grants and
  * announces alone, and no ledger is created for a friend who gets nothing;
  * otherwise the friend's ledger does (an event without rewards still
  * announces itself).
@@ -59,37 +60,35 @@ export async function grantConversion(
 	};
 	const friendLedger = ledgerFor(env, appid, user.userkey);
 	const converted = convertingFriend(user, referrer, event.eventname);
-	const granted = await grantBoth();
-	// Told once: the friend's profile keeps it, so its later conversions make no call of their own to say it again.
-	if (converted)
-		await friendLedger
-			.changeProfile(appid, user.userkey, { kind: "converted" })
-			.catch((error) => console.error("keeping that the referrer was told failed (the next conversion tells it again)", String(error)));
-	return granted;
-
-	async function grantBoth(): Promise<{ friend: GrantResult["rewards"]; referrer: GrantResult["rewards"] }> {
-		if (referrer && referrerGrants.length > 0) {
-			if (friendGrants.length === 0) {
-				const referrerLedger = ledgerFor(env, appid, referrer.userkey);
-				const mine = await referrerLedger.grant(appid, referrer.userkey, referrerGrants, announcement, false, converted);
-				return { friend: [], referrer: mine.rewards };
-			}
-			const both = await friendLedger.grantWithReferrer(appid, user.userkey, friendGrants, announcement, {
-				userkey: referrer.userkey,
-				grants: referrerGrants,
-				...(converted ? { converted } : {}),
-			});
-			return { friend: both.friend.rewards, referrer: both.referrer.rewards };
-		}
-		// A referrer without rewards for this event still sees its friend convert: one call of its own, beside the grant.
-		const [mine] = await Promise.all([
-			friendLedger.grant(appid, user.userkey, friendGrants, announcement),
-			referrer && converted
-				? ledgerFor(env, appid, referrer.userkey).rememberFriends(appid, referrer.userkey, [converted], "converted")
-				: null,
-		]);
-		return { friend: mine.rewards, referrer: [] };
+	if (referrer && referrerGrants.length > 0 && friendGrants.length === 0) {
+		// Only the referrer has rewards: its ledger grants, marks the friend and announces alone; the friend's profile
+		// then keeps that it was told (a call of its own: the friend's ledger has no other call in this event).
+		const mine = await ledgerFor(env, appid, referrer.userkey).grant(
+			appid,
+			referrer.userkey,
+			referrerGrants,
+			announcement,
+			false,
+			converted,
+		);
+		if (converted)
+			await friendLedger
+				.changeProfile(appid, user.userkey, { kind: "converted" })
+				.catch((error) => console.error("keeping that the referrer was told failed (the next conversion tells it again)", String(error)));
+		return { friend: [], referrer: mine.rewards };
 	}
+	if (referrer && (referrerGrants.length > 0 || converted)) {
+		// ONE call to the friend's ledger: it calls the referrer's (its grant, or only the mark of its friend converted),
+		// then writes its own grants with the webhook and, told, keeps that it was told, in one transaction (issue 49).
+		const both = await friendLedger.grantWithReferrer(appid, user.userkey, friendGrants, announcement, {
+			userkey: referrer.userkey,
+			grants: referrerGrants,
+			...(converted ? { converted } : {}),
+		});
+		return { friend: both.friend.rewards, referrer: both.referrer.rewards };
+	}
+	const mine = await friendLedger.grant(appid, user.userkey, friendGrants, announcement);
+	return { friend: mine.rewards, referrer: [] };
 }
 
 /**

@@ -76,4 +76,17 @@ describe("platform parts", () => {
 		await instrumentEnv(env, "worker").APP_RATE_LIMITER.limit({ key: `app:parts-${crypto.randomUUID()}` });
 		expect(platformParts().limiterCalls - counted.limiterCalls).toBe(0);
 	});
+
+	it("counts every call to an event gate once the bench's flag is on, and none without it", async () => {
+		const flagged: Env = Object.create(env, { D1_QUERY_COUNT: { value: "1" } });
+		const appid = `parts-${crypto.randomUUID()}`;
+		const before = platformParts();
+		const gate = instrumentEnv(flagged, "worker").EVENT_GATE.getByName("gate-7");
+		expect(await gate.peek(appid, "c-1", false)).toBeNull();
+		expect(await gate.pendingOfCampaign(appid, 1, 10)).toEqual([]);
+		const counted = platformParts();
+		expect(counted.gateCalls - before.gateCalls).toBe(2);
+		await instrumentEnv(env, "worker").EVENT_GATE.getByName("gate-7").peek(appid, "c-1", false);
+		expect(platformParts().gateCalls - counted.gateCalls).toBe(0);
+	});
 });
