@@ -9,6 +9,7 @@ import { rewardCounters } from "../db/stats";
 import { rewardId } from "../domain/ledger-ids";
 import type { OutboxEvent } from "../domain/outbox-event";
 import { sendInBatches } from "../outbox/events";
+import { isCarriedEntry, writeCarried } from "./carried-records";
 import { holdsCode } from "./coupons";
 import { NO_HOLDS } from "./in-flight";
 import { deleteAcked, deleteEntries, errorText, type FlushHost, NEXT_OUTBOX_ID, payloadOf, postpone, remove } from "./outbox-entries";
@@ -21,6 +22,8 @@ import { couponClaimSchema, projectionPayloadSchema, webhookEventSchema } from "
 import type { TxContext } from "./transaction-types";
 
 export { backoffMs, type FlushHost } from "./outbox-entries";
+
+type Part = ProjectionMessage;
 
 /**
  * The ledger's transactional outbox. Entries are written in the same storage
@@ -41,16 +44,16 @@ const BATCH = 100;
  * `conversion.recorded` event of the transaction that created the reward) travels inside the entry instead of
  * in an entry of its own (issue 33: one row written and one deleted less per conversion); it leaves with the
  * projection, and the entry goes only once the event went too (outbox-entries.ts, deleteAcked). A later change
- * raises the version and keeps the event.
+ * raises the version and keeps the event. `carried`: another ledger's records riding with the event (carried-records.ts).
  */
-export function queueProjection(sql: SqlStorage, seq: number, version: number, nowMs: number, event?: OutboxEvent): void {
+export function queueProjection(sql: SqlStorage, seq: number, version: number, nowMs: number, event?: OutboxEvent, carried?: Part): void {
 	// One entry per reward: later changes raise its version instead of adding rows, and make it due now.
 	sql.exec(
 		`INSERT INTO outbox (id, kind, ref, payload, version, next_attempt_at, created_at) VALUES (${NEXT_OUTBOX_ID}, 'projection', ?, ?, ?, ?, ?)
 		 ON CONFLICT (ref) DO UPDATE SET version = MAX(version, excluded.version), next_attempt_at = MIN(next_attempt_at, excluded.next_attempt_at),
 		   payload = CASE WHEN payload ->> '$.event' IS NULL THEN excluded.payload ELSE payload END`,
 		`projection:${seq}`,
-		JSON.stringify(event ? { seq, event } : { seq }),
+		JSON.stringify(event ? { seq, event, ...(carried ? { carried } : {}) } : { seq }),
 		version,
 		nowMs,
 		new Date(nowMs).toISOString(),
@@ -112,11 +115,14 @@ async function leaderboardHook(host: FlushHost, rows: RewardRow[]): Promise<(row
 
 async function deliverRecords(
 	host: FlushHost,
-	projections: LedgerOutboxEntry[],
+	records: LedgerOutboxEntry[],
 	webhooks: LedgerOutboxEntry[],
 	audits: LedgerOutboxEntry[],
 ): Promise<number> {
 	const db = host.env.DB;
+	// Other ledgers' records kept here (carried-records.ts) first: an entry that keeps them may go below.
+	if (!(await writeCarried(host, records, [...webhooks, ...audits]))) return 0;
+	const projections = records.filter((e) => !isCarriedEntry(e));
 	// Audit entries (audit.ts) ride in the same batch; their entryid makes a replay add nothing.
 	const statements: D1PreparedStatement[] = audits.map((entry) => auditStatement(db, payloadOf(entry, auditEntrySchema)));
 	const projected: { entry: LedgerOutboxEntry; version: number }[] = [];
@@ -295,7 +301,7 @@ export async function flushOutboxOnce(host: FlushHost): Promise<FlushPass> {
 		const now = Date.now();
 		return host.sql
 			.exec<LedgerOutboxEntry>(
-				`SELECT * FROM outbox WHERE (next_attempt_at <= ? AND ${NOT_HELD_SQL})${host.allRecords ? " OR kind IN ('projection', 'webhook', 'audit')" : ""} ORDER BY id LIMIT ?`,
+				`SELECT * FROM outbox WHERE (next_attempt_at <= ? AND ${NOT_HELD_SQL})${host.allRecords ? " OR kind IN ('projection', 'carried', 'webhook', 'audit')" : ""} ORDER BY id LIMIT ?`,
 				now,
 				host.inFlight?.heldJson(now) ?? NO_HOLDS,
 				BATCH,
@@ -316,7 +322,7 @@ export async function flushOutboxOnce(host: FlushHost): Promise<FlushPass> {
 	if (coupons.length > 0) entries = due().filter((e) => !isCouponEntry(e));
 	done += await (host.queued ? sendRecords : deliverRecords)(
 		host,
-		entries.filter((e) => e.kind === "projection"),
+		entries.filter((e) => e.kind === "projection" || isCarriedEntry(e)),
 		entries.filter((e) => e.kind === "webhook"),
 		entries.filter((e) => e.kind === "audit"),
 	);

@@ -89,22 +89,23 @@ export class UserLedger extends DurableObject<Env> {
 
 	/**
 	 * Creates the rewards of `grants` for this user (see grant.ts): idempotent by grant key, within `rewardfrequency`.
-	 * `carry`: the caller's ledger sends this one's records with its own (`carried`, conversion-grant.ts).
-	 * `converted`: this user's friend converts with this event (friends.ts), in the same transaction.
+	 * `carry`: the caller's ledger sends this one's records with its own (`carried`, conversion-grant.ts), "records": and
+	 * keeps these rewards' records (`records`, carried-records.ts). `converted`: this user's friend converts (friends.ts).
 	 */
 	grant(
 		appid: string,
 		userkey: string,
 		grants: RewardGrant[],
 		announcement?: ConversionAnnouncement,
-		carry = false,
+		carry: boolean | "records" = false,
 		converted?: FriendRecord,
 	): GrantResult {
 		this.checkIdentity(appid, userkey);
-		const result = this.writer.write((tx) => grantRewards(tx, grants, announcement, converted));
+		const handBack = carry === "records" && !announcement;
+		const result = this.writer.write((tx) => grantRewards(tx, grants, announcement, converted, { handBack }), handBack ? null : true);
 		if (!carry) return result;
 		// In the write's synchronous step, before its flush starts: the flush then finds these entries held.
-		const carried = this.schedule.recordsToCarry();
+		const carried = this.schedule.recordsToCarry(handBack);
 		return carried ? { ...result, carried: JSON.stringify(carried) } : result;
 	}
 
