@@ -3,6 +3,7 @@ import { rewardId } from "../domain/ledger-ids";
 import { webhookEvent } from "../outbox/events";
 import { toHundredths } from "../rewards/money";
 import { tierAmount } from "../rewards/tiers";
+import { bySeqOfFriend, RULES } from "./by-friend";
 import { queueCarried, recordsPart } from "./carried-records";
 import { type FriendRecord, rememberFriends } from "./friends";
 import { milestoneKey, milestoneReward, recordMilestoneEvent } from "./milestones";
@@ -166,4 +167,21 @@ function countingRewards(tx: TxContext, ruleid: number): number {
 function conversionEvent(tx: TxContext, result: GrantResult, announcement: ConversionAnnouncement) {
 	const rewards = [...result.rewards.map((r) => rewardSummary(tx.userkey, r)), ...announcement.otherRewards];
 	return webhookEvent(tx.appid, "conversion.recorded", { ...announcement.payload, rewards }, announcement.eventid);
+}
+
+/**
+ * An erasure of `friend` in its referrer's ledger (user-ledger.ts erasePerson): the Referrer rewards naming it are
+ * queued for the projection again, at their versions. A conversion whose friend's grant failed after this ledger's
+ * had committed, and whose friend is erased before its repeat, is refused from then on: the records this ledger
+ * handed back for it (carried-records.ts) would reach D1 no other way. One entry per reward naming the friend, at an
+ * erasure only; rows D1 has already are left as they are (the projection's version guard).
+ */
+export function reprojectNaming(tx: TxContext, friend: string): void {
+	const rows = tx.sql
+		.exec<{ seq: number; version: number }>(
+			`WITH RECURSIVE ${RULES} SELECT seq, version FROM rewards WHERE seq IN (${bySeqOfFriend("?1")}) AND usertype = 'Referrer'`,
+			friend,
+		)
+		.toArray();
+	for (const row of rows) queueProjection(tx.sql, row.seq, row.version, tx.nowMs);
 }

@@ -12,7 +12,7 @@ import { applyDisputePhase, type DisputeRequest } from "./dispute-holds";
 import { FlushSchedule } from "./flush-schedule";
 import { type FriendRecord, type FriendsPage, type FriendsPageAsk, type FriendWrite, friendsPage, rememberFriends } from "./friends";
 import { fillFriends } from "./friends-fill";
-import { grantRewards } from "./grant";
+import { grantRewards, reprojectNaming } from "./grant";
 import { rewardRowById } from "./mutations";
 import type { SentEntry } from "./outbox-entries";
 import {
@@ -225,9 +225,9 @@ export class UserLedger extends DurableObject<Env> {
 		const own = personUserkey === this.identity.userkey ? { at: new Date().toISOString() } : null;
 		const done = this.writer.transactionSync(() => {
 			const erased = erasePersonInLedger(this.writer.sql, personUserkey, values, own, asFriend);
-			// A provider's message may name the person (Stripe's "No such customer: 'cus_...'", kept by older
-			// code): in the person's own ledger, comments lose every value of the person and any customer id.
+			// In its own ledger, comments lose its values and customer ids (older code kept Stripe's "No such customer").
 			if (own) redactComments(this.writer.sql, values);
+			else reprojectNaming(this.writer.context(), personUserkey);
 			return erased;
 		});
 		// On this ledger's clock, as its projection messages' sentAt: one sent before the redaction has sentAt <= atMs

@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { ledgerFor } from "../../src/ledger/stub";
 import { LedgerWriter } from "../../src/ledger/writer";
 import { COMPLETION_DELAY_MS, completeRecordedConversions } from "../../src/operations/conversion-completion";
-import { createApp } from "../support/api";
+import { admin, createApp } from "../support/api";
 import { until } from "../support/until";
 
 /**
@@ -141,5 +141,21 @@ describe("a referrer's records when its friend's grant fails after the referrer'
 		expect(res.status).toBe(200);
 		const rows = await exactlyProjected(app, 2);
 		expect(rows.find((r) => r.rewarddtlid === reward?.rewarddtlid)?.version).toBeGreaterThan(reward?.version ?? 0);
+	});
+
+	it("an erasure of the friend before any repeat: its event is refused for good, and the referrer's reward still reaches D1", async () => {
+		const app = await referral();
+		await halfDone(app, "rr-3");
+		// The erasure queues the referrer's rewards naming the friend again (grant.ts, reprojectNaming), and flushes them.
+		expect((await admin("DELETE", `/apps/${app.appid}/users/${app.friend}`)).status).toBeLessThan(300);
+		const report = await completeRecordedConversions(env, Date.now() + COMPLETION_DELAY_MS + 1_000);
+		expect(report.refused).toBeGreaterThanOrEqual(1);
+		const [reward] = await ledgerFor(env, app.appid, app.referrer).listRewards();
+		const rows = await until(
+			"the referrer's reward projected",
+			() => projected(app.appid),
+			(rows) => rows.length === 1,
+		);
+		expect(rows).toEqual([{ userkey: app.referrer, rewarddtlid: reward?.rewarddtlid, version: reward?.version }]);
 	});
 });
