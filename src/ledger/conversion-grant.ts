@@ -17,6 +17,8 @@ export interface ReferrerSide {
 	 * referrer answered: no call of its own for it (issue 49, "one call fewer").
 	 */
 	converted?: FriendRecord;
+	/** Erased since an earlier attempt of this event granted it: it is given nothing new, only asked for those records. */
+	erased?: boolean;
 }
 
 /**
@@ -59,7 +61,7 @@ export async function grantWithReferrer(
 	const theirs: Promise<GrantResult> =
 		referrer.grants.length === 0 && referrer.converted
 			? stub.rememberFriends(appid, referrer.userkey, [referrer.converted], "converted").then(() => ({ rewards: [], skipped: [] }))
-			: stub.grant(appid, referrer.userkey, referrer.grants, undefined, "records", referrer.converted);
+			: stub.grant(appid, referrer.userkey, referrer.grants, undefined, referrer.erased ? "existing" : "records", referrer.converted);
 	// The tables now, while the referrer's ledger works; the transaction after the await still starts empty unless
 	// another call wrote in between (writer.ts, TxContext.empty), which is then seen.
 	writer.ensureSchema();

@@ -38,7 +38,7 @@ export function grantRewards(
 	if (converted) rememberFriends(outer.sql, [converted], "converted");
 	const tx: TxContext = announcement || records.handBack ? { ...outer, projections: new Map() } : outer;
 	const handed = records.handBack ? new Map<number, RewardRow>() : undefined;
-	const result = grantEach(tx, grants, handed);
+	const result = grantEach(tx, grants, handed, records.existingOnly === true);
 	if (handed) return handBack(tx, result, handed);
 	if (!announcement) {
 		if (records.carried) queueCarried(tx.sql, records.carried, tx.nowMs);
@@ -68,6 +68,8 @@ export interface GrantRecords {
 	 * for the friend's ledger to keep, not queued here.
 	 */
 	handBack?: boolean;
+	/** Create nothing: only hand back what an earlier attempt of the event granted (a referrer erased since it). */
+	existingOnly?: boolean;
 	/** A conversion's friend: its referrer's records handed back, kept in this grant's outbox entries. */
 	carried?: ProjectionMessage;
 }
@@ -87,11 +89,11 @@ function handBack(tx: TxContext, result: GrantResult, handed: Map<number, Reward
 	return { ...result, records: JSON.stringify(recordsPart(tx.appid, tx.userkey, rows, tx.nowMs)) };
 }
 
-function grantEach(tx: TxContext, grants: RewardGrant[], handed?: Map<number, RewardRow>): GrantResult {
+function grantEach(tx: TxContext, grants: RewardGrant[], handed?: Map<number, RewardRow>, existingOnly = false): GrantResult {
 	// An erased user earns nothing new (a decision recorded before the erasure, completed after it, included).
 	// A ledger created for this grant (tx.empty) has no erasure, no rewards and no refunds: those reads are skipped
 	// (a user's first reward creates its ledger on the conversion's path).
-	if (!tx.empty && erasedAt(tx.sql) !== null) {
+	if (existingOnly || (!tx.empty && erasedAt(tx.sql) !== null)) {
 		// What an earlier attempt granted before the erasure is still handed back: its records are nowhere else.
 		for (const g of handed ? grants : []) {
 			const row = rewardRowByKey(tx.sql, g.customid, g.milestone ? milestoneKey(g.ruleid) : g.key);

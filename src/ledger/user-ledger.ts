@@ -89,23 +89,23 @@ export class UserLedger extends DurableObject<Env> {
 
 	/**
 	 * Creates the rewards of `grants` for this user (see grant.ts): idempotent by grant key, within `rewardfrequency`.
-	 * `carry`: the caller's ledger sends this one's records with its own (`carried`, conversion-grant.ts), "records": and
-	 * keeps these rewards' records (`records`, carried-records.ts). `converted`: this user's friend converts (friends.ts).
+	 * `carry`: the caller's ledger sends this one's records with its own (`carried`, conversion-grant.ts); "records": and
+	 * keeps these rewards' records ("existing": creating none; carried-records.ts). `converted`: friends.ts.
 	 */
 	grant(
 		appid: string,
 		userkey: string,
 		grants: RewardGrant[],
 		announcement?: ConversionAnnouncement,
-		carry: boolean | "records" = false,
+		carry: boolean | "records" | "existing" = false,
 		converted?: FriendRecord,
 	): GrantResult {
 		this.checkIdentity(appid, userkey);
-		const handBack = carry === "records" && !announcement;
-		const result = this.writer.write((tx) => grantRewards(tx, grants, announcement, converted, { handBack }), handBack ? null : true);
+		const records = { handBack: (carry === "records" || carry === "existing") && !announcement, existingOnly: carry === "existing" };
+		const result = this.writer.write((tx) => grantRewards(tx, grants, announcement, converted, records), records.handBack ? null : true);
 		if (!carry) return result;
 		// In the write's synchronous step, before its flush starts: the flush then finds these entries held.
-		const carried = this.schedule.recordsToCarry(handBack);
+		const carried = this.schedule.recordsToCarry(records.handBack);
 		return carried ? { ...result, carried: JSON.stringify(carried) } : result;
 	}
 

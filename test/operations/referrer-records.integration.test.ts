@@ -158,4 +158,24 @@ describe("a referrer's records when its friend's grant fails after the referrer'
 		);
 		expect(rows).toEqual([{ userkey: app.referrer, rewarddtlid: reward?.rewarddtlid, version: reward?.version }]);
 	});
+
+	it("an erasure of the referrer before the repeat: it earns nothing new, and its reward still reaches D1", async () => {
+		const app = await referral();
+		await halfDone(app, "rr-4");
+		expect((await admin("DELETE", `/apps/${app.appid}/users/${app.referrer}`)).status).toBeLessThan(300);
+		// The repeat grants the friend; the erased referrer's ledger only hands back what the first attempt granted it.
+		expect((await app.purchase("rr-4")).status).toBe(200);
+		const [reward] = await ledgerFor(env, app.appid, app.referrer).listRewards();
+		expect(await ledgerFor(env, app.appid, app.referrer).listRewards()).toHaveLength(1);
+		const rows = await until(
+			"both rewards projected",
+			() => projected(app.appid),
+			(rows) => rows.length === 2,
+		);
+		expect(rows.find((r) => r.userkey === app.referrer)).toEqual({
+			userkey: app.referrer,
+			rewarddtlid: reward?.rewarddtlid,
+			version: reward?.version,
+		});
+	});
 });
