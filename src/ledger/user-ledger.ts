@@ -358,10 +358,9 @@ export class UserLedger extends DurableObject<Env> {
 	}
 
 	/**
-	 * Delivers the outbox now, its records straight to D1 (not through the
-	 * projection queue), so D1 shows this ledger's rewards when it returns:
-	 * the admin's review queue after a status change, an erasure, tests. A
-	 * call during a flush waits for it (see flush-schedule.ts).
+	 * Delivers the outbox now, straight to D1 (not through the queue), so D1 shows this ledger's changes when it
+	 * returns (a status change's, for the admin's review queue; an erasure's), and the records it keeps for others: a
+	 * conversion's referrer's new rewards are its friend's to deliver (carried-records.ts). Waits for a running flush.
 	 */
 	flush(): Promise<FlushReport> {
 		if (!this.writer.hasSchema()) return Promise.resolve({ done: 0, pending: 0 });
