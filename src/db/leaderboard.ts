@@ -182,7 +182,9 @@ export interface BoardQuery {
 	userkey: string | null;
 }
 
-const ORDER = "c.friends DESC, c.reached_at, c.userkey";
+/** The board's order of counter rows (`c`): more friends, then reached first, then the smaller userkey. */
+export const BOARD_ORDER = "c.friends DESC, c.reached_at, c.userkey";
+const ORDER = BOARD_ORDER;
 
 /**
  * The top `limit` of a bucket and, when asked, one user's standing: ONE
@@ -220,6 +222,10 @@ export async function readBoard(
 	};
 }
 
+/** SQL: the referrers with more friends than the counter row `m` on the board ?1, ?2, ?3, summed from its levels. */
+export const LEVELS_AHEAD = `(SELECT COALESCE(SUM(l.referrers), 0) FROM leaderboard_levels l
+	  WHERE l.appid = ?1 AND l.campaignid = ?2 AND l.bucket = ?3 AND l.friends > m.friends)`;
+
 /**
  * Where one user stands in a bucket: its counter row by the primary key, and
  * its rank as 1 + the referrers ranked ahead of it: those with more friends,
@@ -232,8 +238,7 @@ export async function readBoard(
  * reads a user. With `ahead`, the rank reads at most `ahead + 1`.
  */
 function standingLookup(db: D1Database, q: StandingQuery): D1PreparedStatement {
-	const more = `(SELECT COALESCE(SUM(l.referrers), 0) FROM leaderboard_levels l
-	  WHERE l.appid = ?1 AND l.campaignid = ?2 AND l.bucket = ?3 AND l.friends > m.friends)`;
+	const more = LEVELS_AHEAD;
 	const ties = tiesAheadSql(q.ahead === undefined ? undefined : "?5");
 	return db
 		.prepare(
