@@ -143,7 +143,7 @@ export interface TestKeys {
  * The layout of an app created now (issue 50 phase 2b-1): its projection rows in its owners' shards. Apps created
  * before keep "one" (migration 0049's default) until the upgrade moves them.
  */
-export const NEW_APP_LAYOUT: Layout = "one";
+export const NEW_APP_LAYOUT: Layout = "sharded";
 
 /** Creates the app and its test twin (keys `test`) in one batch, with its audit entry. */
 export async function insertApp(db: D1Database, app: NewApp, test: TestKeys, audit: AuditEntry): Promise<void> {

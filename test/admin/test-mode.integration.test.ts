@@ -1,13 +1,14 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { ledgerFor } from "../../src/ledger/stub";
-import { admin, client, createApp, request } from "../support/api";
+import { admin, client, request } from "../support/api";
 import { flushClicks } from "../support/clicks";
+import { createOneDatabaseApp } from "../support/layout";
 
 /** Test mode in the admin API (docs/test-mode.md): ?mode=test reads and DELETE .../testdata. */
 
 async function appWithBothModes() {
-	const app = await createApp();
+	const app = await createOneDatabaseApp();
 	const { testapikey, testprivatekey } = app as unknown as { testapikey: string; testprivatekey: string };
 	const test = client({ apikey: testapikey, privatekey: testprivatekey });
 	// Each mode: a referrer, a friend who converts, a click on the referrer's link.
