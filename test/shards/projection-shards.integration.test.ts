@@ -7,8 +7,10 @@ import { shardPool } from "../../src/db/shards";
 import { newAppId } from "../../src/domain/ids";
 import { shardIndex } from "../../src/domain/shard";
 import { withBindings } from "../../src/instrument/d1-metrics";
+import { ledgerFor } from "../../src/ledger/stub";
 import { projectionQueue } from "../../src/outbox/projection-consumer";
 import { d1DownFrom } from "../http/d1-down";
+import { admin, createApp } from "../support/api";
 import { consumeProjection, projectedRow } from "../support/projection";
 
 // Issue 50 phase 2b-1: the projection consumer writes a sharded app's reward
@@ -191,5 +193,34 @@ describe("a shard down", () => {
 		);
 		const all = (await Promise.all(pool.shards.map((db) => read(db, ROWS.rewards, appid)))).flat();
 		expect(all).toHaveLength(messages.length);
+	});
+});
+
+describe("an erased referrer of a sharded app", () => {
+	it("leaves no board counter in its shard, also for a reward that reaches the shard after the erasure", async () => {
+		const app = await createApp({
+			campaignstartdate: "2020-01-01T00:00:00Z",
+			rewardrules: [{ rewardusertype: "Referrer", eventname: "Purchase", reward: 5, rewardunit: "USD" }],
+		});
+		const ref = (await app.api("register", { email: "eref@x.com" })).body;
+		const friend = (await app.api("register", { email: "efr@x.com", referrercode: ref.referralcode })).body;
+		const conversion = { userkey: friend.userkey, eventname: "Purchase", customid: `erase-${app.appid}`, growthhack: "SaaS_Referrals" };
+		expect((await app.api("registerconversionevent", conversion)).status).toBe(200);
+		await ledgerFor(env, app.appid, ref.userkey).flush();
+		const home = (await shardPool(env)).for(app.appid, ref.userkey);
+		const counters = () => read(home, "SELECT userkey FROM leaderboard_counts WHERE appid = ?", app.appid);
+		expect(await counters()).not.toEqual([]);
+		expect((await admin("DELETE", `/apps/${app.appid}/users/${ref.userkey}`)).status).toBe(200);
+		expect(await counters()).toEqual([]);
+		// A late message of the referrer's ledger, a reward for another friend: its row lands, no counter comes back.
+		const late = projectedRow(99, {
+			friend_userkey: "late-friend",
+			created_at: new Date().toISOString(),
+			updated_at: new Date().toISOString(),
+		});
+		await consumeProjection([message(app.appid, ref.userkey, [late])], "late");
+		const rows = await read(home, "SELECT rewarddtlid FROM rewards WHERE appid = ?", app.appid);
+		expect(rows.map((r) => r.rewarddtlid)).toContain(`${ref.userkey}-99`);
+		expect(await counters()).toEqual([]);
 	});
 });
