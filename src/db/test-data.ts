@@ -51,6 +51,10 @@ const APP_TABLES = [
 	`DELETE FROM stripe_cases WHERE (appid, eventid, kind) IN
 	   (SELECT appid, eventid, kind FROM stripe_cases WHERE appid = ?1 ORDER BY eventid LIMIT ${ROUND})`,
 	"DELETE FROM webhook_breakers WHERE appid = ?1",
+	// The twin's board counters (a range of their primary key's appid; the levels and tie slices follow by their
+	// triggers): left behind before issue 50 phase 2b-1, whose test of a sharded twin's deletion found them.
+	`DELETE FROM leaderboard_counts WHERE (appid, userkey, campaignid, bucket) IN
+	   (SELECT appid, userkey, campaignid, bucket FROM leaderboard_counts WHERE appid = ?1 ORDER BY userkey LIMIT ${ROUND})`,
 	// Codes of the campaigns' test pools held by the twin's rewards go back to their pool (reward_key is
 	// `<appid>:<userkey>:<key>`, so the twin's keys are the range after `<appid>:`, on its unique index).
 	`UPDATE coupons SET reward_key = NULL, assigned_at = NULL WHERE couponid IN
