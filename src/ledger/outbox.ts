@@ -1,3 +1,4 @@
+import { rowsTargetOf } from "../db/app-layout";
 import { isTestAppid } from "../db/apps";
 import { auditEntrySchema, auditStatement } from "../db/audit";
 import { announcedStatements } from "../db/event-grants";
@@ -104,11 +105,13 @@ export function queueWebhook(sql: SqlStorage, event: OutboxEvent, nowMs: number)
  * then is the app's time zone read (cached per isolate). Kept apart so the
  * hook follows the projection wherever it runs.
  */
-async function leaderboardHook(host: FlushHost, rows: RewardRow[]): Promise<(row: RewardRow) => D1PreparedStatement[]> {
+async function leaderboardHook(host: FlushHost, rows: RewardRow[], target: RowsTarget): Promise<(row: RewardRow) => D1PreparedStatement[]> {
 	if (!rows.some((row) => row.usertype === "Referrer")) return () => [];
 	const zone = await appTimeZone(host.env.DB, host.appid);
-	return (row) => leaderboardCounters(host.env.DB, host.appid, host.userkey, zone, row);
+	return (row) => leaderboardCounters(target.db, host.appid, host.userkey, zone, row, target.owners);
 }
+
+type RowsTarget = Awaited<ReturnType<typeof rowsTargetOf>>;
 
 async function deliverRecords(
 	host: FlushHost,
@@ -129,25 +132,31 @@ async function deliverRecords(
 		else gone.push(entry);
 	}
 	let board: (row: RewardRow) => D1PreparedStatement[];
+	// A sharded app's reward rows go to the owner's shard (issue 50 phase 2b-1, db/app-layout.ts), the rest to D1.
+	let target: RowsTarget;
 	try {
+		target = await rowsTargetOf(host.env, host.appid, host.userkey);
 		board = await leaderboardHook(
 			host,
 			rows.map((r) => r.row),
+			target,
 		);
 	} catch (error) {
-		console.warn("ledger outbox: time zone read failed", { appid: host.appid, error: errorText(error) });
+		console.warn("ledger outbox: time zone or layout read failed", { appid: host.appid, error: errorText(error) });
 		postpone(host, [...rows.map((r) => r.entry), ...webhooks, ...audits], error);
 		return 0;
 	}
+	const rowStatements: D1PreparedStatement[] = [];
 	for (const { entry, row } of rows) {
 		// The row is read now, so the upsert carries the newest state; its version decides whether the entry may go.
-		statements.push(
-			rewardCounters(db, host.appid, host.userkey, row),
+		rowStatements.push(
+			rewardCounters(target.db, host.appid, host.userkey, row),
 			...board(row),
-			projectionStatement(db, host.appid, host.userkey, row),
+			projectionStatement(target.db, host.appid, host.userkey, row),
 		);
 		projected.push({ entry, version: row.version });
 	}
+	if (!target.elsewhere) statements.push(...rowStatements);
 	const queued = webhooks.map((entry) => ({ entry, event: payloadOf(entry, webhookEventSchema) }));
 	// The conversion.recorded events that travel inside projection entries (queueProjection) go with the others.
 	const carried = projected.flatMap(({ entry, version }) => {
@@ -161,11 +170,13 @@ async function deliverRecords(
 	// A conversion is announced once every grant of it was confirmed: D1's copy of the event, and no completion (db/event-grants.ts).
 	statements.push(...announcedStatements(db, host.appid, events));
 	if (gone.length > 0) remove(host, gone);
-	if (statements.length === 0) return gone.length;
+	if (statements.length === 0 && rowStatements.length === 0) return gone.length;
 	let hasHooks: boolean;
 	try {
+		// The shard's batch first: both are idempotent, so a D1 batch that fails after it only makes the entries go again.
+		if (target.elsewhere && rowStatements.length > 0) await sendFlushBatch(target.db, rowStatements, null);
 		// The batch's last statement (only when there are events) says whether the app has a webhook URL.
-		hasHooks = await sendFlushBatch(db, statements, events.length > 0 ? hooks : null);
+		hasHooks = statements.length > 0 ? await sendFlushBatch(db, statements, events.length > 0 ? hooks : null) : false;
 	} catch (error) {
 		console.warn("ledger outbox: D1 write failed", { appid: host.appid, userkey: host.userkey, error: errorText(error) });
 		postpone(host, [...projections.filter((p) => !gone.includes(p)), ...webhooks, ...audits], error);

@@ -67,7 +67,16 @@ export const GROWING_TABLES: Record<Engine, readonly string[]> = {
 	],
 	// The shards' own tables (migrations-shard/, issue 50): none grows yet; phase 2b's moved tables (users, claims,
 	// the admin views' rows) are named here as they arrive, and their statements are explained against the shard schema.
-	shard: [],
+	shard: [
+		// Issue 50 phase 2b-1 (migrations-shard/0002): a sharded app's projection rows, in the shard of their owner.
+		"rewards",
+		"stats_slots",
+		"leaderboard_counts",
+		"leaderboard_levels",
+		"leaderboard_ties",
+		// One row per erased user of a sharded app (db/privacy.ts).
+		"erased_owners",
+	],
 	ledger: [
 		"rewards",
 		"balances",
@@ -94,7 +103,8 @@ export const BOUNDED_TABLES: Record<Engine, readonly string[]> = {
 	// leaderboard_recounts: the apps migration 0047 queued, never added to afterwards, each deleted once recounted.
 	d1: ["d1_migrations", "sqlite_sequence", "_cf_METADATA", "_cf_KV", "leaderboard_tie_widths", "shard_directory", "leaderboard_recounts"],
 	// shard_identity: one row, which shard of how many (scripts/migrate.mjs).
-	shard: ["d1_migrations", "sqlite_sequence", "_cf_METADATA", "_cf_KV", "shard_identity"],
+	// leaderboard_tie_widths: the same six widths as the control database's (migrations-shard/0002).
+	shard: ["d1_migrations", "sqlite_sequence", "_cf_METADATA", "_cf_KV", "shard_identity", "leaderboard_tie_widths"],
 	// profile: one row, the user's own (ledger/profile.ts, issue 49).
 	ledger: ["meta", "sqlite_sequence", "_cf_METADATA", "_cf_KV", "profile"],
 	gate: ["_cf_METADATA", "_cf_KV"],

@@ -93,7 +93,8 @@ describe("query plans", { timeout: 120_000 }, () => {
 			"SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'leaderboard_counts' AND sql IS NOT NULL",
 		).all<{ name: string }>();
 		expect(results.map((r) => r.name)).toEqual(["leaderboard_counts_rank"]);
-		const erasure = plans.filter((p) => /^DELETE FROM leaderboard_counts\b/.test(p.statement.sql));
+		// (An erasure's, on DB or a user's home shard; a sharded test twin's rounds are a range of the key's appid.)
+		const erasure = plans.filter((p) => /^DELETE FROM leaderboard_counts WHERE appid = \? AND userkey = \?/.test(p.statement.sql));
 		expect(erasure.length).toBeGreaterThan(0);
 		for (const p of erasure) expect(p.details).toEqual(["SEARCH leaderboard_counts USING PRIMARY KEY (appid=? AND userkey=?)"]);
 		// Every read of one counter (a standing's own row, the flush's guards) seeks the whole key.
@@ -105,8 +106,23 @@ describe("query plans", { timeout: 120_000 }, () => {
 
 	it("sums a projection batch's leaderboard counters by key (issue 33, db/leaderboard-batch.ts)", () => {
 		const sums = plans.filter((p) => p.statement.file === "src/db/leaderboard-batch.ts");
-		expect(sums.length).toBe(2);
-		for (const p of sums) {
+		// Two on DB (an app in the "one" layout), two on a shard (a sharded app, issue 50 phase 2b-1).
+		expect(sums.filter((p) => p.statement.engine === "d1").length).toBe(2);
+		const onShard = sums.filter((p) => p.statement.engine === "shard");
+		expect(onShard.length).toBe(2);
+		for (const p of onShard) {
+			const where = p.details.join("\n");
+			// The same seeks: the projected row by the reward id (the shard's WITHOUT ROWID primary key), the referrer's
+			// other live rewards, the erased guard on the shard's erased_owners, each counter by its primary key.
+			expect(where).toContain("SEARCH p USING PRIMARY KEY (rewarddtlid=?) LEFT-JOIN");
+			expect(where).toContain("SEARCH o USING INDEX rewards_referrer_friend");
+			expect(where).toContain("SEARCH e USING PRIMARY KEY (appid=? AND userkey=?)");
+			expect(
+				p.details.filter((d) => /^SCAN (?!r VIRTUAL|b VIRTUAL|\(subquery-\d+\)$|moving$|g$)/.test(d)),
+				where,
+			).toEqual([]);
+		}
+		for (const p of sums.filter((p) => p.statement.engine === "d1")) {
 			const where = p.details.join("\n");
 			// Per reward and bucket of the JSON parameter: its projected row, the referrer's other live rewards for its
 			// friend in the bucket, whether the referrer is erased; one seek each, never a range of the referrer's rewards.
@@ -223,7 +239,15 @@ describe("query plans", { timeout: 120_000 }, () => {
 		expect(plans.filter((p) => p.statement.engine === "d1" && p.statement.file === "src/db/shard-status.ts")).toEqual([]);
 		// The directory is the control database's.
 		expect(plans.some((p) => p.statement.engine === "d1" && /FROM shard_directory/.test(p.statement.sql))).toBe(true);
-		for (const p of onShards) expect(p.details.join("\n")).toMatch(/shard_identity|d1_migrations/);
+		for (const p of onShards.filter((p) => p.statement.file === "src/db/shard-status.ts"))
+			expect(p.details.join("\n")).toMatch(/shard_identity|d1_migrations/);
+		// A sharded app's projection (phase 2b-1): its rewards, counters and board on the shards, never their DB twins.
+		const projected = onShards.filter((p) => p.statement.file !== "src/db/shard-status.ts").flatMap((p) => p.details);
+		for (const table of ["rewards", "leaderboard_counts", "stats_slots"])
+			expect(
+				projected.some((d) => d.includes(` ${table} `)),
+				table,
+			).toBe(true);
 		// A statement that names a control table, sent to a shard, is refused by the shard schema: the guard fails on it.
 		const misplaced: Recorded = {
 			engine: "shard",
