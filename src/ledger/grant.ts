@@ -63,7 +63,7 @@ function grantEach(tx: TxContext, grants: RewardGrant[]): GrantResult {
 			}
 			grant = { ...asked, key };
 		}
-		const existing = noRewards ? null : rewardRowByKey(tx.sql, grant.customid, grant.key);
+		const existing = noRewards ? null : rewardRowByKey(tx.sql, grant);
 		if (existing) {
 			result.rewards.push({ ...toLedgerReward(tx.userkey, existing), created: false });
 			continue;
@@ -101,7 +101,7 @@ function grantEach(tx: TxContext, grants: RewardGrant[]): GrantResult {
 /**
  * How many rewards of a tiered rule this ledger's user has that still count
  * (not Rejected: a reversed or rejected reward stops counting). Reads the
- * rule's rewards through rewards_rule_friend: bounded by this user's rewards
+ * rule's rewards through rewards_rule_friend_event: bounded by this user's rewards
  * of that one rule.
  */
 function countingRewards(tx: TxContext, ruleid: number): number {

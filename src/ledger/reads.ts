@@ -46,7 +46,7 @@ export function listRewards(sql: SqlStorage, userkey: string, limit: number, aft
  * `limit` of each, newest first, and how many there are in all. Every
  * friend asked for gets an entry (maybe empty). One statement for the whole
  * page: per friend, its Referrer rewards (all a friend produces for its
- * referrer) through rewards_rule_friend, one seek per rule (by-friend.ts:
+ * referrer) through rewards_rule_friend_event, one seek per rule (by-friend.ts:
  * ledger schema step 16 dropped the index by friend), numbered newest first
  * and counted, then the newest `limit` of each read whole by number. The
  * joins are CROSS so the friends and rules stay the outer loops, and the

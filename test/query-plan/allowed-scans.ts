@@ -141,6 +141,14 @@ export const ALLOWED_SCANS: readonly AllowedScan[] = [
 		bound: "once per ledger, in its migration to schema step 7 (the outbox holds what is not flushed yet)",
 	},
 	{
+		file: "src/ledger/by-friend.ts",
+		sql: "SELECT seq, key FROM rewards WHERE customid = ? ORDER BY seq",
+		table: "rewards",
+		bound:
+			"one user's rewards, once per request that does not name the event's user (ledger schema step 17): a refund prepared " +
+			"before the upgrade (a lease of seconds), or a call from a Worker of the previous version during a deploy; this code always names it",
+	},
+	{
 		file: "src/ledger/comment-redaction.ts",
 		sql: "SELECT seq, comment FROM rewards WHERE comment IS NOT NULL",
 		table: "rewards",
