@@ -4,7 +4,8 @@ import { gateStub } from "../../src/ledger/event-gate";
 import { migrateLedger } from "../../src/ledger/migrate";
 import { LEDGER_MIGRATIONS } from "../../src/ledger/schema";
 import { ledgerFor } from "../../src/ledger/stub";
-import type { Engine, Recorded } from "./recorder";
+import { type Engine, type Recorded, unrecorded } from "./recorder";
+import { seedLedger } from "./seeded-ledger";
 import { pretendLarge, type Query } from "./statistics";
 
 /**
@@ -185,9 +186,11 @@ export function aliasMap(sql: string): Map<string, Set<string>> {
  * or a `LIMIT NULL` may plan differently from a value); `large`, the recorded
  * parameters against statistics describing every growing table grown large
  * (statistics.ts), as the planner sees a database once `ANALYZE` or `PRAGMA
- * optimize` has run on it.
+ * optimize` has run on it; `seeded`, a ledger's statements only, with the
+ * recorded parameters in a ledger holding a referrer's friends and rewards,
+ * analyzed (seeded-ledger.ts).
  */
-export type Condition = "empty" | "recorded" | "large";
+export type Condition = "empty" | "recorded" | "large" | "seeded";
 
 export interface Plan {
 	statement: Recorded;
@@ -311,7 +314,8 @@ export async function explainAll(
 	allowList: readonly AllowedScan[],
 	condition: Condition = "empty",
 ): Promise<Plan[]> {
-	const queries = statements.filter((s) => !DDL.test(s.sql));
+	// The seeded condition is a ledger's: D1's tables are not seeded (their statistics are the large condition's).
+	const queries = statements.filter((s) => !DDL.test(s.sql) && (condition !== "seeded" || s.engine === "ledger"));
 	const plans: Plan[] = [];
 	// Every shard has the same schema (migrations-shard/): a statement sent to any is explained on SHARD_0.
 	for (const [engine, db] of [
@@ -336,9 +340,12 @@ export async function explainAll(
 		});
 	const ledgerQueries = queries.filter((q) => q.engine === "ledger");
 	// A ledger of its own, at the newest schema (migrated here: a ledger no one wrote to has no tables).
+	const scratch = condition === "large" || condition === "seeded" ? condition : "scratch";
 	if (ledgerQueries.length > 0)
-		await runInDurableObject(ledgerFor(env, "plan-explain", condition === "large" ? "large" : "scratch"), async (_instance, state) => {
+		await runInDurableObject(ledgerFor(env, "plan-explain", scratch), async (_instance, state) => {
 			migrateLedger(state.storage, LEDGER_MIGRATIONS);
+			// Written by the ledger's own code: kept out of the recording, whose samples are the tour's.
+			if (condition === "seeded") unrecorded(() => seedLedger(state.storage, "plan-explain", scratch));
 			const sql = state.storage.sql;
 			plans.push(
 				...(await withCondition(objectQuery(sql), "ledger", condition, () =>

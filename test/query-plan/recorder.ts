@@ -32,6 +32,9 @@ const SAMPLES = 2;
 /** Distinct statements by engine, file and text (one text may be sent from two files). */
 const recorded = new Map<string, Recorded>();
 
+/** True while `unrecorded` runs: what the guard itself writes (a seeded ledger) is not the tour's. */
+let paused = false;
+
 /** The src/ file of the first frame of the stack that is not this file or the runtime; null for test code. */
 function callerFile(): string | null {
 	const frames = (new Error().stack ?? "").split("\n").slice(1);
@@ -72,7 +75,7 @@ function sample(entry: Recorded, params: unknown[]): void {
 
 /** Records a statement (and, for a ledger's exec, its arguments); returns its entry, or null for test code. */
 function record(engine: Engine, sql: unknown, params: unknown[] = []): Recorded | null {
-	if (typeof sql !== "string") return null;
+	if (typeof sql !== "string" || paused) return null;
 	const file = callerFile();
 	const on: Engine = engine === "ledger" && file === "src/ledger/event-gate.ts" ? "gate" : engine;
 	if (!file) return null;
@@ -127,6 +130,16 @@ function tagSessions(proto: Record<string, unknown>): void {
 	};
 	Object.assign(wrapped, { tagging: true });
 	proto.withSession = wrapped;
+}
+
+/** Runs `fn` (synchronously) without recording its statements. */
+export function unrecorded(fn: () => void): void {
+	paused = true;
+	try {
+		fn();
+	} finally {
+		paused = false;
+	}
 }
 
 /** Starts recording (idempotent). Creates one scratch ledger to reach SqlStorage's prototype. */
