@@ -5,7 +5,7 @@ import { migrateLedger } from "../../src/ledger/migrate";
 import { LEDGER_MIGRATIONS } from "../../src/ledger/schema";
 import { ledgerFor } from "../../src/ledger/stub";
 import { type Engine, type Recorded, unrecorded } from "./recorder";
-import { seedLedger } from "./seeded-ledger";
+import { seedGate, seedLedger } from "./seeded-ledger";
 import { pretendLarge, type Query } from "./statistics";
 
 /**
@@ -186,9 +186,10 @@ export function aliasMap(sql: string): Map<string, Set<string>> {
  * or a `LIMIT NULL` may plan differently from a value); `large`, the recorded
  * parameters against statistics describing every growing table grown large
  * (statistics.ts), as the planner sees a database once `ANALYZE` or `PRAGMA
- * optimize` has run on it; `seeded`, a ledger's statements only, with the
- * recorded parameters in a ledger holding a referrer's friends and rewards,
- * analyzed (seeded-ledger.ts).
+ * optimize` has run on it; `seeded`, the objects' statements only (a
+ * ledger's and a gate's), with the recorded parameters in a ledger holding a
+ * referrer's friends and rewards and a gate holding events, written by their
+ * own code and analyzed (seeded-ledger.ts).
  */
 export type Condition = "empty" | "recorded" | "large" | "seeded";
 
@@ -314,8 +315,8 @@ export async function explainAll(
 	allowList: readonly AllowedScan[],
 	condition: Condition = "empty",
 ): Promise<Plan[]> {
-	// The seeded condition is a ledger's: D1's tables are not seeded (their statistics are the large condition's).
-	const queries = statements.filter((s) => !DDL.test(s.sql) && (condition !== "seeded" || s.engine === "ledger"));
+	// The seeded condition is the objects': D1's tables are not seeded (their statistics are the large condition's).
+	const queries = statements.filter((s) => !DDL.test(s.sql) && (condition !== "seeded" || s.engine === "ledger" || s.engine === "gate"));
 	const plans: Plan[] = [];
 	// Every shard has the same schema (migrations-shard/): a statement sent to any is explained on SHARD_0.
 	for (const [engine, db] of [
@@ -328,10 +329,11 @@ export async function explainAll(
 	}
 	// A gate object's (its constructor makes its tables); statistics go on a gate of its own, never one the service uses.
 	const gateQueries = queries.filter((q) => q.engine === "gate");
-	const gate = condition === "large" ? env.EVENT_GATE.getByName("plan-explain-large") : gateStub(env, 0);
+	const gate = condition === "empty" || condition === "recorded" ? gateStub(env, 0) : env.EVENT_GATE.getByName(`plan-explain-${condition}`);
 	if (gateQueries.length > 0)
-		await runInDurableObject(gate, async (_instance, state) => {
+		await runInDurableObject(gate, async (instance, state) => {
 			const sql = state.storage.sql;
+			if (condition === "seeded") await unrecorded(() => seedGate(instance, sql));
 			plans.push(
 				...(await withCondition(objectQuery(sql), "gate", condition, () =>
 					explainOn(gateQueries, condition, objectExplain(sql), allowList),
@@ -345,7 +347,7 @@ export async function explainAll(
 		await runInDurableObject(ledgerFor(env, "plan-explain", scratch), async (_instance, state) => {
 			migrateLedger(state.storage, LEDGER_MIGRATIONS);
 			// Written by the ledger's own code: kept out of the recording, whose samples are the tour's.
-			if (condition === "seeded") unrecorded(() => seedLedger(state.storage, "plan-explain", scratch));
+			if (condition === "seeded") await unrecorded(() => seedLedger(state.storage, "plan-explain", scratch));
 			const sql = state.storage.sql;
 			plans.push(
 				...(await withCondition(objectQuery(sql), "ledger", condition, () =>

@@ -1,5 +1,7 @@
+import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
+import { ledgerFor } from "../../src/ledger/stub";
 import { ALLOWED_SCANS } from "./allowed-scans";
 import { callSites, reached, scan } from "./call-sites";
 import {
@@ -13,6 +15,7 @@ import {
 	schemaTables,
 } from "./plans";
 import { type Recorded, recordedStatements, startRecording } from "./recorder";
+import { SEEDED, SEEDED_GATE } from "./seeded-ledger";
 import { tour } from "./tour";
 
 /**
@@ -36,7 +39,7 @@ describe("query plans", { timeout: 120_000 }, () => {
 	/** With the parameters the tour sent, then also under statistics of a large database (plans.ts, Condition). */
 	let recordedPlans: Plan[] = [];
 	let largePlans: Plan[] = [];
-	/** A ledger's statements, with the parameters sent, in an analyzed ledger holding a referrer's friends and rewards. */
+	/** The objects' statements, with the parameters sent, in an analyzed ledger holding a referrer's friends and rewards, and a gate holding events. */
 	let seededPlans: Plan[] = [];
 
 	beforeAll(async () => {
@@ -81,7 +84,7 @@ describe("query plans", { timeout: 120_000 }, () => {
 		for (const explained of [recordedPlans, largePlans])
 			expect(new Set(explained.map((p) => p.statement))).toEqual(new Set(plans.map((p) => p.statement)));
 		expect(new Set(seededPlans.map((p) => p.statement))).toEqual(
-			new Set(plans.filter((p) => p.statement.engine === "ledger").map((p) => p.statement)),
+			new Set(plans.filter((p) => p.statement.engine === "ledger" || p.statement.engine === "gate").map((p) => p.statement)),
 		);
 		const withParams = statements.filter((s) => (s.params?.length ?? 0) > 0);
 		expect(withParams.length).toBeGreaterThan(plans.length / 2);
@@ -94,6 +97,22 @@ describe("query plans", { timeout: 120_000 }, () => {
 				withParams.some((s) => s.engine === engine),
 				`${engine} statements recorded with their parameters`,
 			).toBe(true);
+	});
+
+	it("explains the objects' statements in a ledger and a gate holding data, analyzed (the seeded condition)", async () => {
+		const counts = (sql: SqlStorage, tables: string[]) =>
+			Object.fromEntries(tables.map((t) => [t, sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM ${t}`).one().n]));
+		await runInDurableObject(ledgerFor(env, "plan-explain", "seeded"), (_instance, state) => {
+			expect(counts(state.storage.sql, ["rewards", "friends", "sqlite_stat1"])).toMatchObject({
+				rewards: SEEDED.rewards,
+				friends: SEEDED.friends,
+			});
+			expect(state.storage.sql.exec("SELECT stat FROM sqlite_stat1 WHERE idx = 'rewards_rule_friend'").one().stat).toMatch(/^2400 /);
+		});
+		await runInDurableObject(env.EVENT_GATE.getByName("plan-explain-seeded"), (_instance, state) => {
+			expect(counts(state.storage.sql, ["events", "pending"])).toEqual({ events: SEEDED_GATE.events, pending: SEEDED_GATE.pending });
+			expect(state.storage.sql.exec("SELECT COUNT(*) AS n FROM sqlite_stat1 WHERE tbl = 'events'").one().n).toBeGreaterThan(0);
+		});
 	});
 
 	it("fails the friends page's join as first written (statistics of a large or of an analyzed ledger) and as on main (analyzed), passes it as sent", async () => {

@@ -132,11 +132,11 @@ function tagSessions(proto: Record<string, unknown>): void {
 	proto.withSession = wrapped;
 }
 
-/** Runs `fn` (synchronously) without recording its statements. */
-export function unrecorded(fn: () => void): void {
+/** Runs `fn` without recording its statements (the guard runs one thing at a time). */
+export async function unrecorded(fn: () => void | Promise<void>): Promise<void> {
 	paused = true;
 	try {
-		fn();
+		await fn();
 	} finally {
 		paused = false;
 	}

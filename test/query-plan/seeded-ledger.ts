@@ -1,3 +1,4 @@
+import type { EventGate, GateEvent } from "../../src/ledger/event-gate";
 import { rememberFriends } from "../../src/ledger/friends";
 import { grantRewards } from "../../src/ledger/grant";
 import type { RewardGrant } from "../../src/ledger/types";
@@ -67,6 +68,42 @@ export function seedLedger(storage: DurableObjectStorage, appid: string, userkey
 					Array.from({ length: 200 }, (_, k) => grantN(from + k + 1)),
 				),
 			);
+	}
+	sql.exec("ANALYZE");
+}
+
+/** An event gate's seeded events: 3,000 of 20 apps remembered (confirmed long ago), the last 200 claimed and pending. */
+export const SEEDED_GATE = { events: 3_000, apps: 20, pending: 200 } as const;
+
+/** The n-th seeded event of a gate: one of 20 apps, a purchase a minute from 2026-01-01. */
+function eventN(n: number): GateEvent {
+	return {
+		appid: `app_seed${String(n % SEEDED_GATE.apps).padStart(12, "0")}`,
+		customid: `seed-order-${n}`,
+		userkey: `useeduser${String(n % 500).padStart(11, "0")}`,
+		eventname: n % 3 === 0 ? "Signup" : "Purchase",
+		transactionvalue: n % 3 === 0 ? null : 10 + (n % 90),
+		extrainfo: null,
+		campaignid: 1 + (n % 3),
+		growthhack: "SaaS_Referrals",
+		createdAt: new Date(Date.UTC(2026, 0, 1) + n * 60_000).toISOString(),
+		decision: [],
+		productid: null,
+		category: null,
+	};
+}
+
+/**
+ * Writes a gate's seeded events through its own methods (once: a gate that has them is left as it is) and
+ * analyzes it: remembered as the backfill keeps D1's older events, then claimed as conversions arrive.
+ */
+export async function seedGate(gate: EventGate, sql: SqlStorage): Promise<void> {
+	const have = sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM events").one().n;
+	if (have < SEEDED_GATE.events) {
+		const remembered = SEEDED_GATE.events - SEEDED_GATE.pending;
+		for (let from = 0; from < remembered; from += 500)
+			await gate.remember(Array.from({ length: Math.min(500, remembered - from) }, (_, k) => eventN(from + k)));
+		for (let n = remembered; n < SEEDED_GATE.events; n++) await gate.claim(eventN(n), false);
 	}
 	sql.exec("ANALYZE");
 }
