@@ -107,7 +107,7 @@ describe("query plans", { timeout: 120_000 }, () => {
 				rewards: SEEDED.rewards,
 				friends: SEEDED.friends,
 			});
-			expect(state.storage.sql.exec("SELECT stat FROM sqlite_stat1 WHERE idx = 'rewards_rule_friend'").one().stat).toMatch(/^2400 /);
+			expect(state.storage.sql.exec("SELECT stat FROM sqlite_stat1 WHERE idx = 'rewards_rule_friend_event'").one().stat).toMatch(/^2400 /);
 		});
 		await runInDurableObject(env.EVENT_GATE.getByName("plan-explain-seeded"), (_instance, state) => {
 			expect(counts(state.storage.sql, ["events", "pending"])).toEqual({ events: SEEDED_GATE.events, pending: SEEDED_GATE.pending });
@@ -143,7 +143,7 @@ describe("query plans", { timeout: 120_000 }, () => {
 		for (const condition of ["empty", "recorded", "large", "seeded"] as const)
 			for (const plan of await explainAll([page], ALLOWED_SCANS, condition)) {
 				expect(plan.scans).toEqual([]);
-				expect(plan.details).toContain("SEARCH n USING INDEX rewards_rule_friend (ruleid=? AND friend_userkey=?)");
+				expect(plan.details).toContain("SEARCH n USING INDEX rewards_rule_friend_event (ruleid=? AND friend_userkey=?)");
 			}
 	});
 
