@@ -921,6 +921,9 @@ try {
 			});
 			const n = cfg.boardReferrers;
 			const key = `lb${runId}`;
+			// The counters are seeded in the control database, so the app reads its board there: the "one" layout of an
+			// app created before issue 50 phase 2b-1 (a new app's board is in the shards: docs/scaling.md, "Built in phase 2b").
+			service.sql(`UPDATE apps SET layout = 'one' WHERE appid = '${made.appid}' OR live_appid = '${made.appid}'`);
 			service.sql(
 				`WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < ${n})
 				 INSERT INTO users (appid, userkey, referralcode, campaignid, name, created_at, updated_at)

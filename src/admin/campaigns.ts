@@ -1,10 +1,12 @@
 import { Hono } from "hono";
+import { appLayout } from "../db/app-layout";
 import { updateApp } from "../db/apps";
 import { deleteUnreferencedCampaign, setCampaignArchived } from "../db/campaign-archive";
 import { listCampaignsWithDetails } from "../db/campaign-list";
 import { type Campaign, getCampaign, getCampaignWithDetails, insertCampaign, updateCampaign } from "../db/campaigns";
 import { addCoupons, countFreeCoupons } from "../db/coupons";
 import { recordedAmong } from "../db/event-grants";
+import { shardPool } from "../db/shards";
 import { nowIso } from "../domain/dates";
 import { EVENT_GATE_SHARDS } from "../domain/gate-shard";
 import { forgetCachedApp } from "../http/auth";
@@ -185,6 +187,11 @@ async function archiveRoute(c: AdminContext, archive: boolean) {
 	return c.json(campaignView(campaign));
 }
 
+/** The shard pool when the app's projection rows are in the shards (issue 50 phase 2b-1), else null. */
+async function shardsOf(env: Env, appid: string) {
+	return (await appLayout(env.DB, appid)) === "sharded" ? shardPool(env) : null;
+}
+
 const REFERENCE_WORDS = {
 	default: "it is the app's default campaign (new users without a referrer join it): make another campaign the default first",
 	users: "users have joined it",
@@ -211,7 +218,7 @@ campaignRoutes.delete("/apps/:appid/campaigns/:campaignid", async (c) => {
 	});
 	const outcome: Awaited<ReturnType<typeof deleteUnreferencedCampaign>> = (await conversionsInFlight(c.env, appid, campaignid))
 		? { ok: false, reason: "referenced", by: "conversions" }
-		: await deleteUnreferencedCampaign(c.env.DB, appid, campaignid, audit);
+		: await deleteUnreferencedCampaign(c.env.DB, appid, campaignid, audit, await shardsOf(c.env, appid));
 	if (!outcome.ok && outcome.reason === "referenced") {
 		throw new ApiError(
 			409,

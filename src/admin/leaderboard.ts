@@ -1,6 +1,7 @@
 import { Hono } from "hono";
 import { findApp } from "../db/apps";
-import { readBoard } from "../db/leaderboard";
+import { readAppBoard } from "../db/leaderboard-shards";
+import type { ShardedEnv } from "../db/shards";
 import { bucketOf, type LeaderboardPeriod, rankBoard } from "../domain/leaderboard";
 import { ApiError, badRequest, campaignNotFound } from "../http/errors";
 import type { AdminEnv } from "./principal";
@@ -25,14 +26,21 @@ export function boardQuery(rawPeriod: string | undefined, rawLimit: string | und
 }
 
 /** The board of an app's campaign (default: the app's default campaign) with emails; null when the app is unknown. */
-export async function operatorBoard(db: D1Database, appid: string, raw: { campaignid?: string; period?: string; limit?: string }) {
-	const app = await findApp(db, appid);
+export async function operatorBoard(env: ShardedEnv, appid: string, raw: { campaignid?: string; period?: string; limit?: string }) {
+	const app = await findApp(env.DB, appid);
 	if (!app) return null;
 	const { period, limit } = boardQuery(raw.period, raw.limit);
 	const campaignid = campaignFilter(raw.campaignid) ?? app.defaultCampaignId;
 	if (campaignid === null) throw campaignNotFound();
 	const bucket = bucketOf(period, app.timezone, Date.now());
-	const board = await readBoard(db, { appid, campaignAppid: app.campaignAppid, campaignid, bucket: bucket.key, limit, userkey: null });
+	const board = await readAppBoard(env, app.layout, {
+		appid,
+		campaignAppid: app.campaignAppid,
+		campaignid,
+		bucket: bucket.key,
+		limit,
+		userkey: null,
+	});
 	if (!board.campaignFound) throw campaignNotFound();
 	const ranked = rankBoard(board.rows, board.nameStyle);
 	return {
@@ -45,7 +53,7 @@ export async function operatorBoard(db: D1Database, appid: string, raw: { campai
 }
 
 leaderboardRoutes.get("/apps/:appid/leaderboard", async (c) => {
-	const board = await operatorBoard(c.env.DB, c.req.param("appid"), {
+	const board = await operatorBoard(c.env, c.req.param("appid"), {
 		campaignid: c.req.query("campaignid"),
 		period: c.req.query("period"),
 		limit: c.req.query("limit"),

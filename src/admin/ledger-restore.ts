@@ -3,6 +3,7 @@ import { z } from "zod";
 import { recordAudit } from "../db/audit";
 import { erasedFriendsOf, markForgottenRewards } from "../db/ledger-restore";
 import { findPerson } from "../db/privacy";
+import { shardFor } from "../db/shards";
 import { nowIso } from "../domain/dates";
 import { ApiError, userErased, userNotFound } from "../http/errors";
 import { COLON } from "../http/router";
@@ -109,7 +110,8 @@ ledgerRestoreRoutes.post(`/apps/:appid/users/:userkey/ledger${COLON}restore`, as
 	const resynced = await resync(c.env, app.appid, userkey, bookmarks, erasedfriends);
 	const forgotten = resynced.forgotten
 		? await markForgottenRewards(
-				c.env.DB,
+				// A sharded app's projection of the user's rewards is in its home shard (issue 50 phase 2b-1).
+				app.layout === "sharded" ? await shardFor(c.env, app.appid, userkey) : c.env.DB,
 				app.appid,
 				userkey,
 				resynced.forgotten,

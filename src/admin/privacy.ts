@@ -1,5 +1,6 @@
 import { type Context, Hono } from "hono";
 import { clickCounterFor } from "../clicks/click-counter";
+import { appLayout } from "../db/app-layout";
 import { findApp } from "../db/apps";
 import { recordAudit } from "../db/audit";
 import {
@@ -11,6 +12,7 @@ import {
 	personActivity,
 	privacyLog,
 } from "../db/privacy";
+import { shardFor } from "../db/shards";
 import { nowIso } from "../domain/dates";
 import { gateShard } from "../domain/gate-shard";
 import { ApiError, userNotFound } from "../http/errors";
@@ -83,7 +85,9 @@ privacyRoutes.delete("/apps/:appid/users/:userkey", async (c) => {
 	// not in D1 yet is refused there from now on (erased), and the completion pass redacts it when it settles it.
 	await redactGates(c.env, appid, await eventCustomids(c.env.DB, user.userid));
 	const audit = auditEntry(c, appid, { action: "user.erase", targetType: "user", targetId: user.userkey });
-	await erasePersonInD1(c.env.DB, person, values, { actor: actorOf(c), at }, audit);
+	// A sharded app's board counters are in the user's home shard (issue 50 phase 2b-1): erased there first.
+	const home = (await appLayout(c.env.DB, appid)) === "sharded" ? await shardFor(c.env, appid, user.userkey) : null;
+	await erasePersonInD1(c.env.DB, person, values, { actor: actorOf(c), at }, audit, home);
 	// The code's click counter forgets where it led and its pending clicks: the link is a 404 from now on.
 	if (user.referralcode) await clickCounterFor(c.env, user.referralcode).forget(user.referralcode);
 	return c.json({ userkey: user.userkey, erased: true, alreadyerased: person.erasedAt !== null, erasedat: person.erasedAt ?? at });

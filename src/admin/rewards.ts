@@ -1,7 +1,8 @@
 import { Hono } from "hono";
 import { z } from "zod";
-import { listRewards, type ProjectedRewardRow, rewardOrigin, rewardPeople } from "../db/admin-rewards";
+import { type ProjectedRewardRow, rewardOrigin, rewardPeople } from "../db/admin-rewards";
 import { newAuditEntryId } from "../db/audit";
+import { listAppRewards } from "../db/rewards-shards";
 import { minorToUnits } from "../domain/currency";
 import { userkeyOfRewardId } from "../domain/ledger-ids";
 import { ApiError, badRequest } from "../http/errors";
@@ -85,7 +86,7 @@ rewardRoutes.get("/apps/:appid/rewards", async (c) => {
 		limit: limit + 1,
 	};
 	await requireAppId(c.env.DB, appid);
-	const { items, nextcursor } = page(await listRewards(c.env.DB, filter), limit, (r) => [r.created_at, r.rewarddtlid]);
+	const { items, nextcursor } = page(await listAppRewards(c.env, filter), limit, (r) => [r.created_at, r.rewarddtlid]);
 	return c.json({
 		rewards: items.map(rewardView),
 		nextcursor,
@@ -102,7 +103,7 @@ rewardRoutes.get("/apps/:appid/rewards/:rewarddtlid", async (c) => {
 	const rewarddtlid = c.req.param("rewarddtlid").slice(0, 200);
 	await requireAppId(c.env.DB, appid);
 	const filter = { appid, statuses: [], campaignid: null, userkey: null, rewarddtlid, from: null, to: null, after: null, limit: 1 };
-	const [row] = await listRewards(c.env.DB, filter);
+	const [row] = await listAppRewards(c.env, filter);
 	if (!row)
 		throw new ApiError(404, "reward_not_found", "No reward with that rewarddtlid in this app (a new one shows once its ledger wrote it).");
 	const customid = await ledgerFor(c.env, appid, row.userkey).rewardOrderId(rewarddtlid);

@@ -1,5 +1,6 @@
 import { Hono } from "hono";
 import { findApp } from "../db/apps";
+import { shardPool } from "../db/shards";
 import { readStats } from "../db/stats";
 import { shapeStats } from "../domain/stats";
 import { localDay } from "../domain/time-zone";
@@ -39,6 +40,8 @@ statsRoutes.get("/apps/:appid/stats", async (c) => {
 	if (!app) throw new ApiError(404, "app_not_found", "No app with that appid.");
 	const { from, to } = statsRange(c.req.query("from"), c.req.query("to"), app.timezone);
 	const campaignid = campaignFilter(c.req.query("campaignid"));
-	const { cells, top } = await readStats(c.env.DB, { appid, campaignid, from, to, zone: app.timezone });
+	// A sharded app's reward counters are summed over its shards too (issue 50 phase 2b-1).
+	const pool = app.layout === "sharded" ? await shardPool(c.env) : null;
+	const { cells, top } = await readStats(c.env.DB, { appid, campaignid, from, to, zone: app.timezone }, pool);
 	return c.json({ from, to, timezone: app.timezone, campaignid, ...shapeStats(cells, from, to), topreferrers: top });
 });

@@ -1,6 +1,15 @@
 import { Hono } from "hono";
 import { findTestApp } from "../db/apps";
-import { auditTestDataErased, deleteTestAppRows, deleteTestUsers, ROUND, testUsersRound } from "../db/test-data";
+import { shardPool } from "../db/shards";
+import {
+	auditTestDataErased,
+	deleteTestAppRows,
+	deleteTestShardRows,
+	deleteTestShardUsers,
+	deleteTestUsers,
+	ROUND,
+	testUsersRound,
+} from "../db/test-data";
 import { EVENT_GATE_SHARDS } from "../domain/gate-shard";
 import { gateStub } from "../ledger/event-gate";
 import { ledgerFor } from "../ledger/stub";
@@ -28,23 +37,32 @@ testDataRoutes.delete("/apps/:appid/testdata", async (c) => {
 	const twin = await findTestApp(c.env.DB, app.appid);
 	const deleted = { users: 0, rows: 0 };
 	if (!twin) return c.json({ appid: app.appid, deleted, done: true });
+	// A sharded twin's projection rows are in the shards (issue 50 phase 2b-1).
+	const pool = twin.layout === "sharded" ? await shardPool(c.env) : null;
 	for (let round = 0; round < MAX_ROUNDS; round++) {
 		const users = await testUsersRound(c.env.DB, twin.appid);
 		if (users.length > 0) {
 			// Ledgers first: once a user's ledger is gone it can flush nothing back into D1.
 			await Promise.all(users.map((u) => ledgerFor(c.env, twin.appid, u.userkey).eraseTestLedger(twin.appid, u.userkey)));
 			deleted.rows += await deleteTestUsers(c.env.DB, twin.appid, users);
+			if (pool)
+				deleted.rows += await deleteTestShardUsers(
+					pool,
+					twin.appid,
+					users.map((u) => u.userkey),
+				);
 			deleted.users += users.length;
 			continue;
 		}
 		// The twin's event claims in every gate (ledger/event-gate.ts), up to ROUND each, with its D1 rows.
-		const [rows, ...claims] = await Promise.all([
+		const [rows, shardRows, ...claims] = await Promise.all([
 			deleteTestAppRows(c.env.DB, twin.appid),
+			pool ? deleteTestShardRows(pool, twin.appid) : 0,
 			...Array.from({ length: EVENT_GATE_SHARDS }, (_, shard) => gateStub(c.env, shard).forgetApp(twin.appid, ROUND)),
 		]);
-		deleted.rows += rows;
-		if (rows === 0 && claims.some((n) => n > 0)) continue;
-		if (rows === 0) {
+		deleted.rows += rows + shardRows;
+		if (rows + shardRows === 0 && claims.some((n) => n > 0)) continue;
+		if (rows + shardRows === 0) {
 			const audit = auditEntry(c, app.appid, {
 				action: "app.delete_testdata",
 				targetType: "app",

@@ -75,8 +75,8 @@ export interface RewardFilter {
 	limit: number;
 }
 
-/** Rewards of the app matching the filter, newest first. */
-export async function listRewards(db: D1Database, f: RewardFilter): Promise<ProjectedRewardRow[]> {
+/** The WHERE clause and arguments of a rewards filter (the rewards table aliased `r`), without its LIMIT. */
+export function rewardFilterSql(f: RewardFilter): { where: string; args: (string | number)[] } {
 	const where = ["r.appid = ?"];
 	const args: (string | number)[] = [f.appid];
 	const add = (clause: string, ...values: (string | number)[]) => {
@@ -90,17 +90,26 @@ export async function listRewards(db: D1Database, f: RewardFilter): Promise<Proj
 	if (f.from !== null) add("r.created_at >= ?", f.from);
 	if (f.to !== null) add("r.created_at < ?", f.to);
 	if (f.after !== null) add("(r.created_at, r.rewarddtlid) < (?, ?)", ...f.after);
+	return { where: where.join(" AND "), args };
+}
+
+/** The projection's columns of a reward (the rewards table aliased `r`). */
+export const REWARD_COLUMNS = `r.rewarddtlid, r.userkey, r.campaignid, r.eventname, r.usertype, r.reward, r.rewardunit, r.rewardtype,
+  r.rewardstatus, r.redeemed, r.comment, r.friend_userkey, r.created_at, r.updated_at, r.fraudsignals, r.payoutid, r.payout_state`;
+
+/** Rewards of the app matching the filter, newest first (an app in the "one" layout: db/rewards-shards.ts reads the others). */
+export async function listRewards(db: D1Database, f: RewardFilter): Promise<ProjectedRewardRow[]> {
+	const { where, args } = rewardFilterSql(f);
 	const { results } = await db
 		.prepare(
-			`SELECT r.rewarddtlid, r.userkey, r.campaignid, r.eventname, r.usertype, r.reward, r.rewardunit, r.rewardtype, r.rewardstatus,
-			 r.redeemed, r.comment, r.friend_userkey, r.created_at, r.updated_at, r.fraudsignals, r.payoutid, r.payout_state,
+			`SELECT ${REWARD_COLUMNS},
 			 o.email AS owner_email, o.name AS owner_name, p.userkey AS owner_referrer_userkey, p.email AS owner_referrer_email,
 			 p.name AS owner_referrer_name, f.email AS friend_email, f.name AS friend_name
 			 FROM rewards r
 			 LEFT JOIN users o ON o.userkey = r.userkey
 			 LEFT JOIN users p ON p.userid = o.referrer_userid
 			 LEFT JOIN users f ON f.userkey = r.friend_userkey
-			 WHERE ${where.join(" AND ")} ORDER BY r.created_at DESC, r.rewarddtlid DESC LIMIT ?`,
+			 WHERE ${where} ORDER BY r.created_at DESC, r.rewarddtlid DESC LIMIT ?`,
 		)
 		.bind(...args, f.limit)
 		.all<ProjectedRewardRow>();

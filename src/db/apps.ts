@@ -1,4 +1,5 @@
 import { nowIso } from "../domain/dates";
+import { type Layout, layoutSchema } from "./app-layout";
 import { type AuditEntry, auditStatement, runAudited } from "./audit";
 
 /** An app (tenant) as the service uses it; never carries the private key. */
@@ -34,6 +35,8 @@ export interface App {
 	 * auth's cache by a conversion (issue 49): a mark cleared by the backfill is seen within its 30 s.
 	 */
 	legacyEvents: boolean;
+	/** Where its projection rows live (issue 50, migration 0049): the control database, or its owners' shards. */
+	layout: Layout;
 }
 
 interface AppRow {
@@ -55,6 +58,7 @@ interface AppRow {
 	updated_at: string;
 	live_appid: string | null;
 	legacy_events: number | null;
+	layout?: string | null;
 }
 
 const toApp = (row: AppRow): App => ({
@@ -78,6 +82,7 @@ const toApp = (row: AppRow): App => ({
 	liveAppid: row.live_appid ?? row.appid,
 	campaignAppid: row.live_appid ?? row.appid,
 	legacyEvents: row.legacy_events === 1,
+	layout: layoutSchema.catch("one").parse(row.layout),
 });
 
 /** The appid of an app's test twin (docs/test-mode.md). */
@@ -134,13 +139,20 @@ export interface TestKeys {
 	privatekeyHash: string;
 }
 
+/**
+ * The layout of an app created now (issue 50 phase 2b-1): its projection rows in its owners' shards. Apps created
+ * before keep "one" (migration 0049's default) until the upgrade moves them.
+ */
+export const NEW_APP_LAYOUT: Layout = "sharded";
+
 /** Creates the app and its test twin (keys `test`) in one batch, with its audit entry. */
 export async function insertApp(db: D1Database, app: NewApp, test: TestKeys, audit: AuditEntry): Promise<void> {
 	const now = nowIso();
 	const insert = db
 		.prepare(
-			`INSERT INTO apps (appid, name, apikey, privatekey_hash, webhook_secret, landingurl, webhookurl, emailsender, created_at, updated_at)
-			 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			`INSERT INTO apps (appid, name, apikey, privatekey_hash, webhook_secret, landingurl, webhookurl, emailsender, created_at, updated_at,
+			   layout)
+			 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		)
 		.bind(
 			app.appid,
@@ -153,20 +165,22 @@ export async function insertApp(db: D1Database, app: NewApp, test: TestKeys, aud
 			app.emailsender,
 			now,
 			now,
+			NEW_APP_LAYOUT,
 		);
 	await db.batch([insert, upsertTestApp(db, app.appid, test), auditStatement(db, audit)]);
 }
 
 /**
  * Creates the test twin of live app `appid` with `keys`, a copy of the live
- * app's settings (the columns every settings change writes to both, below),
- * or gives an existing twin these keys. Nothing when `appid` is not a live app.
+ * app's settings (the columns every settings change writes to both, below)
+ * and of its layout (a twin made later for an app still "one" is "one" too,
+ * and moves with it), or gives an existing twin these keys. Nothing when `appid` is not a live app.
  */
 function upsertTestApp(db: D1Database, appid: string, keys: TestKeys): D1PreparedStatement {
 	return db
 		.prepare(
-			`INSERT INTO apps (appid, live_appid, name, apikey, privatekey_hash, ${SHARED_COLUMNS.join(", ")}, created_at, updated_at)
-			 SELECT ?1 || '_test', ?1, name, ?2, ?3, ${SHARED_COLUMNS.join(", ")}, ?4, ?4 FROM apps WHERE appid = ?1 AND live_appid IS NULL
+			`INSERT INTO apps (appid, live_appid, name, apikey, privatekey_hash, ${SHARED_COLUMNS.join(", ")}, created_at, updated_at, layout)
+			 SELECT ?1 || '_test', ?1, name, ?2, ?3, ${SHARED_COLUMNS.join(", ")}, ?4, ?4, layout FROM apps WHERE appid = ?1 AND live_appid IS NULL
 			 ON CONFLICT (appid) DO UPDATE SET apikey = excluded.apikey, privatekey_hash = excluded.privatekey_hash, updated_at = excluded.updated_at`,
 		)
 		.bind(appid, keys.apikey, keys.privatekeyHash, nowIso());

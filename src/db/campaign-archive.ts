@@ -1,6 +1,12 @@
 import { type AuditEntry, auditStatement } from "./audit";
 import { campaignsChanged } from "./campaign-writes";
+import { onEveryShard } from "./fanout";
 import { firstRowOf } from "./rows";
+import type { ShardPool } from "./shards";
+
+/** Whether a shard holds a reward of the campaign (rewards_campaign: one seek). */
+const campaignHasRewards = (campaignid: number) => async (db: D1Database) =>
+	(await db.prepare("SELECT 1 AS found FROM rewards WHERE campaignid = ? LIMIT 1").bind(campaignid).first()) !== null;
 
 /**
  * Archiving and deleting a campaign (issue 48; docs/operators.md, "Building
@@ -75,6 +81,7 @@ export async function deleteUnreferencedCampaign(
 	appid: string,
 	campaignid: number,
 	audit: AuditEntry,
+	pool: ShardPool | null = null,
 ): Promise<DeleteOutcome> {
 	const unreferenced = `NOT EXISTS (SELECT 1 FROM apps WHERE default_campaignid = ?1 AND (appid = ?2 OR live_appid = ?2))
 		AND NOT EXISTS (SELECT 1 FROM users WHERE campaignid = ?1)
@@ -104,6 +111,11 @@ export async function deleteUnreferencedCampaign(
 					? "rewards"
 					: null;
 	if (by) return { ok: false, reason: "referenced", by };
+	// A sharded app's rewards are in their owners' shards (issue 50 phase 2b-1): one seek of rewards_campaign in each.
+	// Asked before the guarded deletes, not inside them: a reward of the campaign is granted only for an event of a
+	// user in it (or that user's referrer), and the deletes' own guard still refuses once any user is in it.
+	if (pool && (await onEveryShard(pool, campaignHasRewards(campaignid))).some(Boolean))
+		return { ok: false, reason: "referenced", by: "rewards" };
 	const results = await db.batch([
 		db.prepare(`DELETE FROM reward_rules WHERE campaignid = ?1 AND ${unreferenced}`).bind(campaignid, appid),
 		db.prepare(`DELETE FROM social_actions WHERE campaignid = ?1 AND ${unreferenced}`).bind(campaignid, appid),
@@ -114,6 +126,6 @@ export async function deleteUnreferencedCampaign(
 	]);
 	campaignsChanged();
 	// Referenced between the read and the batch: every guarded delete matched nothing.
-	if ((results[4]?.meta.changes ?? 0) === 0) return deleteUnreferencedCampaign(db, appid, campaignid, audit);
+	if ((results[4]?.meta.changes ?? 0) === 0) return deleteUnreferencedCampaign(db, appid, campaignid, audit, pool);
 	return { ok: true };
 }

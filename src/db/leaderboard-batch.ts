@@ -1,7 +1,7 @@
 import { bucketsOf } from "../domain/leaderboard";
 import { rewardId } from "../domain/ledger-ids";
 import { fromHundredths } from "../rewards/money";
-import { type LeaderboardReward, offBoard } from "./leaderboard";
+import { erasedOwnerSql, type LeaderboardReward, type OwnerStore, offBoard } from "./leaderboard";
 
 /**
  * The leaderboard counters of a projection batch summed per counter (issue
@@ -77,7 +77,7 @@ export function summableRewards(rewards: { appid: string; userkey: string; row: 
  * counter is created with (its first reward's, or a later one that added a
  * friend), and whether any reward moved the count (`moved`).
  */
-const SUMS = `WITH j AS (
+const sums = (owners: OwnerStore) => `WITH j AS (
 	  SELECT r.key AS i, r.value ->> 0 AS id, r.value ->> 1 AS appid, r.value ->> 2 AS campaignid, r.value ->> 3 AS userkey,
 	    r.value ->> 4 AS friend, r.value ->> 5 AS live, r.value ->> 6 AS earned, r.value ->> 7 AS version, r.value ->> 8 AS created,
 	    b.value ->> 0 AS bucket, b.value ->> 1 AS bfrom, b.value ->> 2 AS bto
@@ -91,7 +91,7 @@ const SUMS = `WITH j AS (
 	    j.earned - COALESCE(CASE WHEN p.rewardstatus IN ('Rejected', 'Suspicious') THEN 0 ELSE p.reward END, 0) AS e
 	  FROM j LEFT JOIN rewards p ON p.rewarddtlid = j.id
 	  WHERE j.version > COALESCE(p.version, -1)
-	    AND NOT EXISTS (SELECT 1 FROM users u WHERE u.userkey = j.userkey AND u.erased_at IS NOT NULL)
+	    AND NOT ${erasedOwnerSql(owners, "j.appid", "j.userkey")}
 	), moving AS (
 	  SELECT *, MIN(i) OVER (PARTITION BY appid, campaignid, bucket, userkey) AS first FROM parts WHERE f <> 0 OR e <> 0
 	), g AS (
@@ -109,7 +109,12 @@ const SUMS = `WITH j AS (
  * nothing the upsert's selection reads (which counters exist, the
  * projection).
  */
-export function batchLeaderboardCounters(db: D1Database, rewards: BatchedLeaderboardReward[]): D1PreparedStatement[] {
+export function batchLeaderboardCounters(
+	db: D1Database,
+	rewards: BatchedLeaderboardReward[],
+	owners: OwnerStore = "one",
+): D1PreparedStatement[] {
+	const SUMS = sums(owners);
 	const statements: D1PreparedStatement[] = [];
 	for (let i = 0; i < rewards.length; i += SUMMED_PER_STATEMENT) {
 		const chunk = JSON.stringify(

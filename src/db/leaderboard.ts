@@ -50,10 +50,25 @@ export function leaderboardCounters(
 	userkey: string,
 	zone: string,
 	row: LeaderboardReward,
+	owners: OwnerStore = "one",
 ): D1PreparedStatement[] {
 	if (row.usertype !== "Referrer" || !row.friend_userkey) return [];
 	const live = !offBoard(row.status) && row.amount - row.reversed > 0;
-	return bucketsOf(zone, row.created_at).flatMap((bucket) => counterStatements(db, appid, userkey, row, bucket, live));
+	return bucketsOf(zone, row.created_at).flatMap((bucket) => counterStatements(db, appid, userkey, row, bucket, live, owners));
+}
+
+/**
+ * Where the counters' database knows its erased users: "one", the control database's `users.erased_at`; "shard",
+ * a shard's `erased_owners` (migrations-shard/0002, written by the erasure: db/privacy.ts), since a shard holds no
+ * `users` (issue 50 phase 2b-1).
+ */
+export type OwnerStore = "one" | "shard";
+
+/** SQL: whether the referrer `userkey` (an expression) of app `appid` (an expression) was erased, in `owners`' database. */
+export function erasedOwnerSql(owners: OwnerStore, appid: string, userkey: string): string {
+	return owners === "one"
+		? `EXISTS (SELECT 1 FROM users u WHERE u.userkey = ${userkey} AND u.erased_at IS NOT NULL)`
+		: `EXISTS (SELECT 1 FROM erased_owners e WHERE e.appid = ${appid} AND e.userkey = ${userkey})`;
 }
 
 /**
@@ -73,6 +88,7 @@ function counterStatements(
 	row: LeaderboardReward,
 	bucket: Bucket,
 	live: boolean,
+	owners: OwnerStore,
 ): D1PreparedStatement[] {
 	const projected = "FROM rewards WHERE rewarddtlid = ?1";
 	const before = `COALESCE((SELECT CASE WHEN ${liveSql} THEN 1 ELSE 0 END ${projected}), 0)`;
@@ -84,7 +100,7 @@ function counterStatements(
 	const earned = `(?8 - ${earnedBefore})`;
 	const newer = `?9 > COALESCE((SELECT version ${projected}), -1)`;
 	// An erased referrer has no counters (erasePersonInD1 deletes them): a flush landing after the erasure adds none back.
-	const erased = "EXISTS (SELECT 1 FROM users WHERE userkey = ?5 AND erased_at IS NOT NULL)";
+	const erased = erasedOwnerSql(owners, "?2", "?5");
 	const counter = "FROM leaderboard_counts WHERE appid = ?2 AND campaignid = ?3 AND bucket = ?4 AND userkey = ?5";
 	const args = [
 		`${userkey}-${row.seq}`,
@@ -166,7 +182,9 @@ export interface BoardQuery {
 	userkey: string | null;
 }
 
-const ORDER = "c.friends DESC, c.reached_at, c.userkey";
+/** The board's order of counter rows (`c`): more friends, then reached first, then the smaller userkey. */
+export const BOARD_ORDER = "c.friends DESC, c.reached_at, c.userkey";
+const ORDER = BOARD_ORDER;
 
 /**
  * The top `limit` of a bucket and, when asked, one user's standing: ONE
@@ -204,6 +222,10 @@ export async function readBoard(
 	};
 }
 
+/** SQL: the referrers with more friends than the counter row `m` on the board ?1, ?2, ?3, summed from its levels. */
+export const LEVELS_AHEAD = `(SELECT COALESCE(SUM(l.referrers), 0) FROM leaderboard_levels l
+	  WHERE l.appid = ?1 AND l.campaignid = ?2 AND l.bucket = ?3 AND l.friends > m.friends)`;
+
 /**
  * Where one user stands in a bucket: its counter row by the primary key, and
  * its rank as 1 + the referrers ranked ahead of it: those with more friends,
@@ -216,8 +238,7 @@ export async function readBoard(
  * reads a user. With `ahead`, the rank reads at most `ahead + 1`.
  */
 function standingLookup(db: D1Database, q: StandingQuery): D1PreparedStatement {
-	const more = `(SELECT COALESCE(SUM(l.referrers), 0) FROM leaderboard_levels l
-	  WHERE l.appid = ?1 AND l.campaignid = ?2 AND l.bucket = ?3 AND l.friends > m.friends)`;
+	const more = LEVELS_AHEAD;
 	const ties = tiesAheadSql(q.ahead === undefined ? undefined : "?5");
 	return db
 		.prepare(

@@ -80,6 +80,13 @@ export async function personActivity(db: D1Database, user: User) {
  * batch. Money (the rewards projection, stats counters) is untouched; the
  * person's leaderboard counters go (an erased user is on no board), and so
  * do the Stripe cases naming it or its Stripe customer.
+ *
+ * `home`: the user's home shard when its app is sharded (issue 50 phase
+ * 2b-1), which holds its counters: first, in one batch there, the user is
+ * marked erased (`erased_owners`, the counters' guard on a shard, so a later
+ * flush adds none back) and its counters deleted; then the control
+ * database's batch. Both are idempotent, so an erasure that fails between
+ * them is finished by its retry.
  */
 export async function erasePersonInD1(
 	db: D1Database,
@@ -87,8 +94,16 @@ export async function erasePersonInD1(
 	values: string[],
 	log: { actor: string; at: string },
 	audit: AuditEntry,
+	home: D1Database | null = null,
 ): Promise<void> {
 	const { user } = person;
+	if (home)
+		await home.batch([
+			home
+				.prepare("INSERT INTO erased_owners (appid, userkey, erased_at) VALUES (?, ?, ?) ON CONFLICT (appid, userkey) DO NOTHING")
+				.bind(user.appid, user.userkey, log.at),
+			deleteLeaderboardCounters(home, user.appid, user.userkey),
+		]);
 	// Payloads that mention the person: by userkey (its own events) or by one of its values (other users' events).
 	const needles = [user.userkey, ...values];
 	const candidates = await db

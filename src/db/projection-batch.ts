@@ -3,7 +3,7 @@ import { rewardId } from "../domain/ledger-ids";
 import type { OutboxEvent } from "../domain/outbox-event";
 import { type AuditEntry, auditStatement } from "./audit";
 import { announcedStatements } from "./event-grants";
-import { type LeaderboardReward, leaderboardCounters } from "./leaderboard";
+import { type LeaderboardReward, leaderboardCounters, type OwnerStore } from "./leaderboard";
 import { batchLeaderboardCounters, summableRewards } from "./leaderboard-batch";
 import { allOf, appHasWebhook, insertOutboxEvent, type SqlCondition } from "./outbox-events";
 import { erasedSince } from "./privacy";
@@ -69,17 +69,21 @@ export const eventsOf = (message: ProjectionMessage): OutboxEvent[] => [
 	...message.rewards.flatMap((r) => (r.event ? [r.event] : [])),
 ];
 
-/** The statements of one message, in the order the ledger's own flush ran them. `zones`: time zones of the apps with referrer rewards. */
-function messageStatements(
+/**
+ * The row statements of one message's rewards (the counters, then the projection upsert, per reward, in the order the
+ * ledger's own flush ran them), for the database `owners` names: the control database's or a shard's. `zones`: time
+ * zones of the apps with referrer rewards.
+ */
+function rewardStatements(
 	db: D1Database,
 	message: ProjectionMessage,
 	zones: ReadonlyMap<string, string>,
-	nowIso: string,
 	counted: ReadonlySet<string>,
 	summed: ReadonlySet<string>,
+	owners: OwnerStore,
 ): D1PreparedStatement[] {
 	const { appid, userkey } = message;
-	const statements: D1PreparedStatement[] = message.audits.map(({ entry }) => auditStatement(db, entry));
+	const statements: D1PreparedStatement[] = [];
 	const zone = zones.get(appid) ?? "UTC";
 	for (const { row } of message.rewards) {
 		// Counters first: they compare the row with the projection's current version (db/stats.ts, db/leaderboard.ts). The
@@ -87,15 +91,69 @@ function messageStatements(
 		// so were the leaderboard counters of the rewards summableRewards picks (batchLeaderboardCounters).
 		const id = rewardId(userkey, row.seq);
 		if (!counted.has(id)) statements.push(rewardCounters(db, appid, userkey, row));
-		if (!summed.has(id)) statements.push(...leaderboardCounters(db, appid, userkey, zone, row));
+		if (!summed.has(id)) statements.push(...leaderboardCounters(db, appid, userkey, zone, row, owners));
 		statements.push(projectionStatement(db, appid, userkey, row));
 	}
+	return statements;
+}
+
+/** The control database's statements of one message that are not its reward rows: its audit entries, its events. */
+function recordStatements(db: D1Database, message: ProjectionMessage, nowIso: string): D1PreparedStatement[] {
+	const { appid } = message;
+	const statements: D1PreparedStatement[] = message.audits.map(({ entry }) => auditStatement(db, entry));
 	// Recorded already marked enqueued, only when the app has a webhook URL (the consumer sends them right after the
 	// batch), and only when nobody the ledger copies was erased since the message was sent (db/privacy.ts).
 	const onlyIf = allOf(appHasWebhook(appid), notErased(message));
 	for (const event of eventsOf(message)) statements.push(insertOutboxEvent(db, event, onlyIf, { enqueuedAt: nowIso }));
 	statements.push(...announcedStatements(db, appid, eventsOf(message)));
 	return statements;
+}
+
+/**
+ * The projection rows of `messages` (their rewards, the stats and board counters those move) for ONE database: the
+ * counters of the rewards that can be counted together first, in one statement per 100 before every upsert, then each
+ * message's own (rewardStatements). `owners`: the control database's "one" or a shard's.
+ */
+function rowStatements(
+	db: D1Database,
+	messages: ProjectionMessage[],
+	zones: ReadonlyMap<string, string>,
+	owners: OwnerStore,
+): { head: D1PreparedStatement[]; perMessage: D1PreparedStatement[][] } {
+	// The stats of the rewards that are once in the batch, in one statement per 100 before every upsert (db/stats.ts).
+	const seen = new Map<string, number>();
+	for (const m of messages)
+		for (const { row } of m.rewards) seen.set(rewardId(m.userkey, row.seq), (seen.get(rewardId(m.userkey, row.seq)) ?? 0) + 1);
+	const once = messages.flatMap((m) =>
+		m.rewards
+			.filter(({ row }) => seen.get(rewardId(m.userkey, row.seq)) === 1)
+			.map(({ row }) => ({ appid: m.appid, userkey: m.userkey, row })),
+	);
+	const counted = new Set(once.map((r) => rewardId(r.userkey, r.row.seq)));
+	// The leaderboard counters of the referrer rewards that can be summed, per counter, before every upsert (db/leaderboard-batch.ts).
+	const all = messages.flatMap((m) => m.rewards.map(({ row }) => ({ appid: m.appid, userkey: m.userkey, row })));
+	const summed = summableRewards(all);
+	const sums = batchLeaderboardCounters(
+		db,
+		all.filter((r) => summed.has(rewardId(r.userkey, r.row.seq))).map((r) => ({ ...r, zone: zones.get(r.appid) ?? "UTC" })),
+		owners,
+	);
+	return {
+		head: [...batchRewardCounters(db, once), ...sums],
+		perMessage: messages.map((m) => rewardStatements(db, m, zones, counted, summed, owners)),
+	};
+}
+
+/**
+ * Writes the reward rows of `messages`, every one of an app whose layout is "sharded" and whose owner's shard is
+ * `shard`, in ONE batch of that shard (issue 50 phase 2b-1): the same statements as on the control database, the
+ * board's erased guard read from the shard's `erased_owners`. Idempotent as the control database's: the version guard
+ * decides.
+ */
+export async function writeShardRows(shard: D1Database, messages: ProjectionMessage[], zones: ReadonlyMap<string, string>): Promise<void> {
+	const { head, perMessage } = rowStatements(shard, messages, zones, "shard");
+	const statements = [...head, ...perMessage.flat()];
+	if (statements.length > 0) await shard.batch(statements);
 }
 
 /** The negation of erasedSince for the message's ledger and send time. */
@@ -133,28 +191,18 @@ export async function writeProjectionBatch(
 	messages: ProjectionMessage[],
 	zones: ReadonlyMap<string, string>,
 	nowIso: string,
+	rowsElsewhere: (message: ProjectionMessage) => boolean = () => false,
 ): Promise<ProjectionWrite> {
-	// The stats of the rewards that are once in the batch, in one statement per 100 before every upsert (db/stats.ts).
-	const seen = new Map<string, number>();
-	for (const m of messages)
-		for (const { row } of m.rewards) seen.set(rewardId(m.userkey, row.seq), (seen.get(rewardId(m.userkey, row.seq)) ?? 0) + 1);
-	const once = messages.flatMap((m) =>
-		m.rewards
-			.filter(({ row }) => seen.get(rewardId(m.userkey, row.seq)) === 1)
-			.map(({ row }) => ({ appid: m.appid, userkey: m.userkey, row })),
-	);
-	const counted = new Set(once.map((r) => rewardId(r.userkey, r.row.seq)));
-	// The leaderboard counters of the referrer rewards that can be summed, per counter, before every upsert (db/leaderboard-batch.ts).
-	const all = messages.flatMap((m) => m.rewards.map(({ row }) => ({ appid: m.appid, userkey: m.userkey, row })));
-	const summed = summableRewards(all);
-	const sums = batchLeaderboardCounters(
-		db,
-		all.filter((r) => summed.has(rewardId(r.userkey, r.row.seq))).map((r) => ({ ...r, zone: zones.get(r.appid) ?? "UTC" })),
-	);
+	// The reward rows of apps in the "one" layout; those of sharded apps go to their shards (writeShardRows).
+	const own = messages.map((m) => (rowsElsewhere(m) ? { ...m, rewards: [] } : m));
+	const { head, perMessage } = rowStatements(db, own, zones, "one");
 	const statements = [
-		...batchRewardCounters(db, once),
-		...sums,
-		...messages.flatMap((m) => messageStatements(db, m, zones, nowIso, counted, summed)),
+		...head,
+		...messages.flatMap((m, i) => {
+			const [audits, records] = [m.audits.length, recordStatements(db, m, nowIso)];
+			// In the order the ledger's own flush ran them: audits, the reward rows, the events.
+			return [...records.slice(0, audits), ...(perMessage[i] ?? []), ...records.slice(audits)];
+		}),
 	];
 	const apps = [...new Set(messages.filter((m) => eventsOf(m).length > 0).map((m) => m.appid))];
 	const hookReads = apps.map((appid) => {

@@ -1,6 +1,9 @@
+import { sumCounters } from "../domain/shard-merge";
 import { localDayStart, type OffsetSegment, offsetSegments, slotOf } from "../domain/time-zone";
 import { fromHundredths } from "../rewards/money";
+import { onEveryShard } from "./fanout";
 import { rowsOf } from "./rows";
+import type { ShardPool } from "./shards";
 
 /**
  * Counters of the dashboard's analytics, per UTC quarter hour (`stats_slots`,
@@ -213,7 +216,11 @@ const utcDay = (t: number) => new Date(t).toISOString().slice(0, 10);
  * referrers are counted per UTC day (stats_referrer_daily): the UTC days the
  * range overlaps.
  */
-export async function readStats(db: D1Database, q: StatsQuery): Promise<{ cells: StatsCell[]; top: TopReferrer[] }> {
+export async function readStats(
+	db: D1Database,
+	q: StatsQuery,
+	pool: ShardPool | null = null,
+): Promise<{ cells: StatsCell[]; top: TopReferrer[] }> {
 	const start = localDayStart(q.zone, q.from);
 	const end = localDayStart(q.zone, utcDay(Date.parse(`${q.to}T00:00:00Z`) + 86_400_000));
 	const segments = offsetSegments(q.zone, start, end);
@@ -232,14 +239,19 @@ export async function readStats(db: D1Database, q: StatsQuery): Promise<{ cells:
 	const branches = later.reverse().map((segment) => `WHEN slot >= ${param(segment.from)} THEN ${localDay(segment)}`);
 	const day =
 		branches.length > 0 ? `CASE ${branches.join(" ")} ELSE ${first ? localDay(first) : "NULL"} END` : first ? localDay(first) : "NULL";
-	const [cells, top] = await db.batch([
-		db
+	const cellsOf = (on: D1Database) =>
+		on
 			.prepare(
 				`SELECT ${day} AS day, campaignid, metric, unit, SUM(value) AS value FROM stats_slots
 				 WHERE appid = ?1 AND slot >= ?2 AND slot < ?3 AND (?4 IS NULL OR campaignid = ?4)
 				 GROUP BY 1, campaignid, metric, unit ORDER BY 1`,
 			)
-			.bind(...args),
+			.bind(...args);
+	// A sharded app's reward counters are in its owners' shards (issue 50 phase 2b-1): their cells are added to the
+	// control database's (sign-ups, conversions, clicks), asked at the same time.
+	const fromShards = pool ? onEveryShard(pool, async (shard) => rowsOf<StatsCell>(await cellsOf(shard).all())) : Promise.resolve([]);
+	const [cells, top] = await db.batch([
+		cellsOf(db),
 		db
 			.prepare(
 				`SELECT u.userkey, u.email, u.name, u.referralcode, t.conversions FROM (
@@ -250,8 +262,13 @@ export async function readStats(db: D1Database, q: StatsQuery): Promise<{ cells:
 			)
 			.bind(q.appid, utcDay(start), utcDay(end - 1), q.campaignid),
 	]);
+	const summed = sumCounters(
+		[rowsOf<StatsCell>(cells), ...(await fromShards)],
+		(c) => JSON.stringify([c.day, c.campaignid, c.metric, c.unit]),
+		["value"],
+	);
 	return {
-		cells: rowsOf<StatsCell>(cells),
+		cells: summed.sort((x, y) => (x.day < y.day ? -1 : x.day > y.day ? 1 : 0)),
 		top: rowsOf<TopReferrer>(top),
 	};
 }

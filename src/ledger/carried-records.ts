@@ -1,5 +1,6 @@
+import { rowsTargetOf } from "../db/app-layout";
 import { appTimeZone } from "../db/leaderboard";
-import { needsZone, type ProjectionMessage, writeProjectionBatch } from "../db/projection-batch";
+import { needsZone, type ProjectionMessage, writeProjectionBatch, writeShardRows } from "../db/projection-batch";
 import { errorText, type FlushHost, NEXT_OUTBOX_ID, payloadOf, postpone, remove } from "./outbox-entries";
 import { partSchema, projectedRow } from "./projection-message";
 import type { LedgerOutboxEntry, RewardRow } from "./schema";
@@ -79,7 +80,17 @@ export async function writeCarried(host: FlushHost, entries: LedgerOutboxEntry[]
 	try {
 		const zones = new Map<string, string>();
 		if (parts.some(needsZone)) zones.set(host.appid, await appTimeZone(host.env.DB, host.appid));
-		await writeProjectionBatch(host.env.DB, parts, zones, new Date().toISOString());
+		// Each part's rows go where its OWNER's rows live (issue 50 phase 2b-1): a sharded app's referrer's rows to the
+		// referrer's shard, not this ledger's, and not to the control database (db/app-layout.ts, rowsTargetOf).
+		const here: ProjectionMessage[] = [];
+		const elsewhere = new Map<D1Database, ProjectionMessage[]>();
+		for (const part of parts) {
+			const target = await rowsTargetOf(host.env, part.appid, part.userkey);
+			if (target.elsewhere) elsewhere.set(target.db, [...(elsewhere.get(target.db) ?? []), part]);
+			else here.push(part);
+		}
+		await Promise.all([...elsewhere].map(([shard, own]) => writeShardRows(shard, own, zones)));
+		if (here.length > 0) await writeProjectionBatch(host.env.DB, here, zones, new Date().toISOString());
 	} catch (error) {
 		console.warn("ledger outbox: D1 write failed", { appid: host.appid, userkey: host.userkey, error: errorText(error) });
 		postpone(host, [...entries, ...others], error);

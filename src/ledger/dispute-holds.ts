@@ -1,4 +1,5 @@
 import { type LedgerAudit, queueRewardAudits, rewardsBefore } from "./audit";
+import { eventRewards } from "./by-friend";
 import { assertUnlocked } from "./locks";
 import { rewardRow, updateReward } from "./mutations";
 import { payoutStatePatch, reconcileReward } from "./payouts";
@@ -35,6 +36,8 @@ export type DisputePhase = "hold" | "restore" | "release";
 
 export interface DisputeRequest {
 	customid: string;
+	/** The event's user: the event's rewards are sought by it (ledger schema step 17); absent (an older Worker), by customid. */
+	friendUserkey?: string;
 	dispute: string;
 	phase: DisputePhase;
 	audit: LedgerAudit;
@@ -68,7 +71,7 @@ const commentOf = (row: RewardRow, text: string) => (row.payout_state === "faile
 
 export function applyDisputePhase(tx: TxContext, request: DisputeRequest): { rewards: LedgerReward[] } {
 	const { sql } = tx;
-	const rows = sql.exec<RewardRow>("SELECT * FROM rewards WHERE customid = ? ORDER BY seq", request.customid).toArray();
+	const rows = eventRewards(sql, request.customid, request.friendUserkey).map((r) => rewardRow(sql, r.seq)!);
 	// A reward in another change's multi-ledger transaction (a refund being applied) waits: reward_locked, retried.
 	for (const row of rows) assertUnlocked(sql, tx.userkey, row.seq);
 	const before = rewardsBefore(

@@ -96,7 +96,7 @@ function grantEach(tx: TxContext, grants: RewardGrant[], handed?: Map<number, Re
 	if (existingOnly || (!tx.empty && erasedAt(tx.sql) !== null)) {
 		// What an earlier attempt granted before the erasure is still handed back: its records are nowhere else.
 		for (const g of handed ? grants : []) {
-			const row = rewardRowByKey(tx.sql, g.customid, g.milestone ? milestoneKey(g.ruleid) : g.key);
+			const row = rewardRowByKey(tx.sql, { ...g, key: g.milestone ? milestoneKey(g.ruleid) : g.key });
 			if (row) handed?.set(row.seq, row);
 		}
 		return { rewards: [], skipped: grants.map((g) => ({ key: g.key, reason: "user_erased" })) };
@@ -118,7 +118,7 @@ function grantEach(tx: TxContext, grants: RewardGrant[], handed?: Map<number, Re
 			}
 			grant = { ...asked, key };
 		}
-		const existing = noRewards ? null : rewardRowByKey(tx.sql, grant.customid, grant.key);
+		const existing = noRewards ? null : rewardRowByKey(tx.sql, grant);
 		if (existing) {
 			handed?.set(existing.seq, existing);
 			result.rewards.push({ ...toLedgerReward(tx.userkey, existing), created: false });
@@ -158,7 +158,7 @@ function grantEach(tx: TxContext, grants: RewardGrant[], handed?: Map<number, Re
 /**
  * How many rewards of a tiered rule this ledger's user has that still count
  * (not Rejected: a reversed or rejected reward stops counting). Reads the
- * rule's rewards through rewards_rule_friend: bounded by this user's rewards
+ * rule's rewards through rewards_rule_friend_event: bounded by this user's rewards
  * of that one rule.
  */
 function countingRewards(tx: TxContext, ruleid: number): number {

@@ -14,6 +14,9 @@ import type { RewardGrant } from "./types";
 /** The one reward of a milestone rule in a referrer's ledger: keyed by the rule, not the event. */
 export const milestoneKey = (ruleid: number) => `milestone:${ruleid}`;
 
+/** True for a key `key LIKE 'milestone:%'` matches (rewards_milestone), ASCII letters in any case as LIKE compares them. */
+export const isMilestoneKey = (key: string) => /^milestone:/i.test(key);
+
 /** The milestone reward of rule `ruleid`, or undefined: keyed by the rule, found by the partial index of milestone keys (rewards_milestone). */
 export function milestoneReward(sql: SqlStorage, ruleid: number): RewardRow | undefined {
 	return sql.exec<RewardRow>("SELECT * FROM rewards WHERE key = ? AND key LIKE 'milestone:%'", milestoneKey(ruleid)).toArray()[0];

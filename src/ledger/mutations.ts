@@ -34,9 +34,20 @@ export function rewardRow(sql: SqlStorage, seq: number): RewardRow | undefined {
 	return sql.exec<RewardRow>("SELECT * FROM rewards WHERE seq = ?", seq).toArray()[0];
 }
 
-/** One reward by its grant's event and key (rewards_event_key, ledger schema step 10), or undefined. */
-export function rewardRowByKey(sql: SqlStorage, customid: string, key: string): RewardRow | undefined {
-	return sql.exec<RewardRow>("SELECT * FROM rewards WHERE customid = ? AND key = ?", customid, key).toArray()[0];
+/**
+ * The reward of a grant, by its rule, friend, event and key (rewards_rule_friend_event, ledger schema step 17: every grant
+ * of an event names the event's user as its friend, so this finds the reward its key was given to), or undefined.
+ */
+export function rewardRowByKey(sql: SqlStorage, grant: Pick<RewardGrant, "ruleid" | "friend" | "customid" | "key">): RewardRow | undefined {
+	return sql
+		.exec<RewardRow>(
+			"SELECT * FROM rewards WHERE ruleid = ? AND friend_userkey = ? AND customid = ? AND key = ?",
+			grant.ruleid,
+			grant.friend.userkey,
+			grant.customid,
+			grant.key,
+		)
+		.toArray()[0];
 }
 
 /** One reward of `userkey`'s ledger by its public id, or undefined (also for an id of another ledger). */

@@ -1,3 +1,4 @@
+import { rowsTargetOf } from "../db/app-layout";
 import { isTestAppid } from "../db/apps";
 import { auditEntrySchema, auditStatement } from "../db/audit";
 import { announcedStatements } from "../db/event-grants";
@@ -12,18 +13,16 @@ import { sendInBatches } from "../outbox/events";
 import { isCarriedEntry, writeCarried } from "./carried-records";
 import { holdsCode } from "./coupons";
 import { NO_HOLDS } from "./in-flight";
-import { deleteAcked, deleteEntries, errorText, type FlushHost, NEXT_OUTBOX_ID, payloadOf, postpone, remove } from "./outbox-entries";
+import { deleteAcked, deleteEntries, errorText, type FlushHost, payloadOf, postpone, remove } from "./outbox-entries";
 import { payoutMessages } from "./payouts";
 import { erasedAt } from "./privacy";
 import { sendRecords, takeRecords } from "./records-queued";
 import { sendRewardEmails } from "./reward-emails";
 import type { LedgerOutboxEntry, RewardRow } from "./schema";
 import { couponClaimSchema, projectionPayloadSchema, webhookEventSchema } from "./stored-json";
-import type { TxContext } from "./transaction-types";
 
 export { backoffMs, type FlushHost } from "./outbox-entries";
-
-type Part = ProjectionMessage;
+export { queueConversionEvent, queueProjection, queueProjectionOf, queueWebhook } from "./outbox-queue";
 
 /**
  * The ledger's transactional outbox. Entries are written in the same storage
@@ -38,57 +37,6 @@ type Part = ProjectionMessage;
 export const EMPTY_POOL_RETRY_MS = 10 * 60 * 1000;
 /** Entries handled per flush pass; keeps D1 batches and bound-parameter lists small. */
 const BATCH = 100;
-
-/**
- * Records that reward `seq` must be (re)written to the D1 projection at `version` or later. `event` (the
- * `conversion.recorded` event of the transaction that created the reward) travels inside the entry instead of
- * in an entry of its own (issue 33: one row written and one deleted less per conversion); it leaves with the
- * projection, and the entry goes only once the event went too (outbox-entries.ts, deleteAcked). A later change
- * raises the version and keeps the event. `carried`: another ledger's records riding with the event (carried-records.ts).
- */
-export function queueProjection(sql: SqlStorage, seq: number, version: number, nowMs: number, event?: OutboxEvent, carried?: Part): void {
-	// One entry per reward: later changes raise its version instead of adding rows, and make it due now.
-	sql.exec(
-		`INSERT INTO outbox (id, kind, ref, payload, version, next_attempt_at, created_at) VALUES (${NEXT_OUTBOX_ID}, 'projection', ?, ?, ?, ?, ?)
-		 ON CONFLICT (ref) DO UPDATE SET version = MAX(version, excluded.version), next_attempt_at = MIN(next_attempt_at, excluded.next_attempt_at),
-		   payload = CASE WHEN payload ->> '$.event' IS NULL THEN excluded.payload ELSE payload END`,
-		`projection:${seq}`,
-		JSON.stringify(event ? { seq, event, ...(carried ? { carried } : {}) } : { seq }),
-		version,
-		nowMs,
-		new Date(nowMs).toISOString(),
-	);
-}
-
-/**
- * A reward's projection, queued now or, inside a grant that announces its conversion (`ctx.projections`),
- * collected until the grant knows its event (grant.ts), so the event rides in the same insert.
- */
-export function queueProjectionOf(ctx: TxContext, seq: number, version: number): void {
-	if (ctx.projections) ctx.projections.set(seq, Math.max(version, ctx.projections.get(seq) ?? 0));
-	else queueProjection(ctx.sql, seq, version, ctx.nowMs);
-}
-
-/**
- * Queues a `conversion.recorded` event as a webhook entry of its own, for a grant that created no reward to carry
- * it (a replay: grant.ts), unless the event still waits inside a projection entry (queueProjection).
- */
-export function queueConversionEvent(sql: SqlStorage, event: OutboxEvent, nowMs: number): void {
-	if (sql.exec(`SELECT 1 FROM outbox WHERE kind = 'projection' AND payload ->> '$.event.eventid' = ?`, event.eventid).toArray().length > 0)
-		return;
-	queueWebhook(sql, event, nowMs);
-}
-
-/** Records a webhook event; an event id already queued is ignored. */
-export function queueWebhook(sql: SqlStorage, event: OutboxEvent, nowMs: number): void {
-	sql.exec(
-		`INSERT INTO outbox (id, kind, ref, payload, next_attempt_at, created_at) VALUES (${NEXT_OUTBOX_ID}, 'webhook', ?, ?, ?, ?) ON CONFLICT (ref) DO NOTHING`,
-		`webhook:${event.eventid}`,
-		JSON.stringify(event),
-		nowMs,
-		new Date(nowMs).toISOString(),
-	);
-}
 
 /**
  * Projections and webhook events of one pass: ONE D1 round trip (a batch is
@@ -107,11 +55,13 @@ export function queueWebhook(sql: SqlStorage, event: OutboxEvent, nowMs: number)
  * then is the app's time zone read (cached per isolate). Kept apart so the
  * hook follows the projection wherever it runs.
  */
-async function leaderboardHook(host: FlushHost, rows: RewardRow[]): Promise<(row: RewardRow) => D1PreparedStatement[]> {
+async function leaderboardHook(host: FlushHost, rows: RewardRow[], target: RowsTarget): Promise<(row: RewardRow) => D1PreparedStatement[]> {
 	if (!rows.some((row) => row.usertype === "Referrer")) return () => [];
 	const zone = await appTimeZone(host.env.DB, host.appid);
-	return (row) => leaderboardCounters(host.env.DB, host.appid, host.userkey, zone, row);
+	return (row) => leaderboardCounters(target.db, host.appid, host.userkey, zone, row, target.owners);
 }
+
+type RowsTarget = Awaited<ReturnType<typeof rowsTargetOf>>;
 
 async function deliverRecords(
 	host: FlushHost,
@@ -135,25 +85,31 @@ async function deliverRecords(
 		else gone.push(entry);
 	}
 	let board: (row: RewardRow) => D1PreparedStatement[];
+	// A sharded app's reward rows go to the owner's shard (issue 50 phase 2b-1, db/app-layout.ts), the rest to D1.
+	let target: RowsTarget;
 	try {
+		target = await rowsTargetOf(host.env, host.appid, host.userkey);
 		board = await leaderboardHook(
 			host,
 			rows.map((r) => r.row),
+			target,
 		);
 	} catch (error) {
-		console.warn("ledger outbox: time zone read failed", { appid: host.appid, error: errorText(error) });
+		console.warn("ledger outbox: time zone or layout read failed", { appid: host.appid, error: errorText(error) });
 		postpone(host, [...rows.map((r) => r.entry), ...webhooks, ...audits], error);
 		return 0;
 	}
+	const rowStatements: D1PreparedStatement[] = [];
 	for (const { entry, row } of rows) {
 		// The row is read now, so the upsert carries the newest state; its version decides whether the entry may go.
-		statements.push(
-			rewardCounters(db, host.appid, host.userkey, row),
+		rowStatements.push(
+			rewardCounters(target.db, host.appid, host.userkey, row),
 			...board(row),
-			projectionStatement(db, host.appid, host.userkey, row),
+			projectionStatement(target.db, host.appid, host.userkey, row),
 		);
 		projected.push({ entry, version: row.version });
 	}
+	if (!target.elsewhere) statements.push(...rowStatements);
 	const queued = webhooks.map((entry) => ({ entry, event: payloadOf(entry, webhookEventSchema) }));
 	// The conversion.recorded events that travel inside projection entries (queueProjection) go with the others.
 	const carried = projected.flatMap(({ entry, version }) => {
@@ -167,11 +123,13 @@ async function deliverRecords(
 	// A conversion is announced once every grant of it was confirmed: D1's copy of the event, and no completion (db/event-grants.ts).
 	statements.push(...announcedStatements(db, host.appid, events));
 	if (gone.length > 0) remove(host, gone);
-	if (statements.length === 0) return gone.length;
+	if (statements.length === 0 && rowStatements.length === 0) return gone.length;
 	let hasHooks: boolean;
 	try {
+		// The shard's batch first: both are idempotent, so a D1 batch that fails after it only makes the entries go again.
+		if (target.elsewhere && rowStatements.length > 0) await sendFlushBatch(target.db, rowStatements, null);
 		// The batch's last statement (only when there are events) says whether the app has a webhook URL.
-		hasHooks = await sendFlushBatch(db, statements, events.length > 0 ? hooks : null);
+		hasHooks = statements.length > 0 ? await sendFlushBatch(db, statements, events.length > 0 ? hooks : null) : false;
 	} catch (error) {
 		console.warn("ledger outbox: D1 write failed", { appid: host.appid, userkey: host.userkey, error: errorText(error) });
 		postpone(host, [...projections.filter((p) => !gone.includes(p)), ...webhooks, ...audits], error);

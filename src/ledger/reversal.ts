@@ -1,8 +1,9 @@
 import { rewardId } from "../domain/ledger-ids";
 import { fromHundredths } from "../rewards/money";
+import { eventRewards } from "./by-friend";
 import { addClawback } from "./clawbacks";
 import { assertUnlocked } from "./locks";
-import { milestoneReward, reverseMilestoneEvents } from "./milestones";
+import { isMilestoneKey, milestoneReward, reverseMilestoneEvents } from "./milestones";
 import { asStored, keyOf, rewardRow, settleOwed, writeReward } from "./mutations";
 import { reconcileReward } from "./payouts";
 import { decideRefund, type PriorRefunds, reversalEffect, reversedTarget } from "./refund";
@@ -25,12 +26,16 @@ import type { LedgerReward } from "./types";
  * transaction value is read from there. Amounts are hundredths.
  */
 
-/** The ids of this ledger's rewards for event `customid`: what a prepared reversal locks. */
-export function eventRewardIds(sql: SqlStorage, userkey: string, customid: string): string[] {
-	return sql
-		.exec<{ seq: number }>("SELECT seq FROM rewards WHERE customid = ? ORDER BY seq", customid)
-		.toArray()
-		.map((r) => rewardId(userkey, r.seq));
+/**
+ * The ids of this ledger's rewards for the event: what a prepared reversal locks. Read by the event and its user
+ * (`friendUserkey`, ledger schema step 17, by-friend.ts); a payload stored before step 17 has no user: by customid alone.
+ */
+export function eventRewardIds(
+	sql: SqlStorage,
+	userkey: string,
+	operation: Pick<ReverseOperation, "customid" | "friendUserkey">,
+): string[] {
+	return eventRewards(sql, operation.customid, operation.friendUserkey).map((r) => rewardId(userkey, r.seq));
 }
 
 function priorRefunds(sql: SqlStorage, customid: string): PriorRefunds & { last: RefundRow | undefined; transactionvalue: number | null } {
@@ -198,9 +203,7 @@ export function applyReversal(
 		};
 	}
 	// A milestone reward is not the event's own: it is reversed below only when its friends fall below N.
-	const seqs = tx.sql
-		.exec<{ seq: number }>("SELECT seq FROM rewards WHERE customid = ? AND key NOT LIKE 'milestone:%' ORDER BY seq", customid)
-		.toArray();
+	const seqs = eventRewards(tx.sql, customid, operation.friendUserkey).filter((r) => !isMilestoneKey(r.key));
 	const changed: RewardRow[] = [];
 	const reported: ReversedReward[] = [];
 	for (const { seq } of seqs) {

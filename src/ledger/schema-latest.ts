@@ -11,7 +11,7 @@
  * then new ledgers are migrated step by step (the versions differ).
  */
 export const LEDGER_SCHEMA = {
-	version: 16,
+	version: 17,
 	script: `
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE rewards (
@@ -51,7 +51,6 @@ CREATE TABLE rewards (
 	payoutid TEXT,
 	payout_state TEXT
 );
-CREATE INDEX rewards_rule_friend ON rewards(ruleid, friend_userkey);
 CREATE INDEX rewards_hold ON rewards(hold_until) WHERE hold_until IS NOT NULL;
 CREATE INDEX rewards_wallet ON rewards(seq) WHERE status = 'Approved' AND rewardtype = 'InstoreCredits';
 CREATE TABLE balances (
@@ -148,8 +147,8 @@ CREATE TABLE payouts (
 );
 CREATE INDEX payouts_open ON payouts(updated_at) WHERE state IN ('due', 'sending');
 CREATE INDEX rewards_payout_state ON rewards(payout_state, seq) WHERE rewardtype = 'Stripe';
-CREATE UNIQUE INDEX rewards_event_key ON rewards(customid, key);
 CREATE UNIQUE INDEX rewards_milestone ON rewards(key) WHERE key LIKE 'milestone:%';
+CREATE UNIQUE INDEX rewards_rule_friend_event ON rewards(ruleid, friend_userkey, customid, key);
 CREATE TABLE dispute_holds (
 	dispute TEXT NOT NULL,
 	seq INTEGER NOT NULL,
@@ -172,6 +171,6 @@ CREATE TABLE friends (
 	erased_at TEXT
 ) WITHOUT ROWID;
 CREATE INDEX friends_page ON friends(userid);
-INSERT INTO meta (key, value) VALUES ('schema_version', '16');
+INSERT INTO meta (key, value) VALUES ('schema_version', '17');
 `,
 } as const;

@@ -5,6 +5,7 @@ import { type LedgerStatement, WITHOUT_ROWID_STEP_12 } from "./schema-step-12";
 import { PROFILE_STEP_14 } from "./schema-step-14";
 import { FRIENDS_STEP_15 } from "./schema-step-15";
 import { NO_FRIEND_INDEX_STEP_16 } from "./schema-step-16";
+import { EVENT_IN_RULE_INDEX_STEP_17 } from "./schema-step-17";
 import type { RewardStatus, UserType } from "./types";
 
 /**
@@ -262,6 +263,9 @@ export const LEDGER_MIGRATIONS: readonly (readonly LedgerStatement[])[] = [
 	// 16: no rewards_friend (issue 49, rows written): a Referrer reward 4 rows instead of 5; the reads by friend seek
 	// rewards_rule_friend once per rule (schema-step-16.ts, by-friend.ts).
 	NO_FRIEND_INDEX_STEP_16,
+	// 17: the event's key folded into the rule index (issue 49, rows written): a reward 1 row fewer; an event's rewards are
+	// read by the event and its user (schema-step-17.ts, by-friend.ts).
+	EVENT_IN_RULE_INDEX_STEP_17,
 ];
 
 /**
@@ -368,10 +372,7 @@ export type ClawbackRow = {
 	updated_at: string;
 };
 
-/**
- * An entry of the ledger's own outbox table (not D1's outbox_events): a projection, webhook, coupon claim or release,
- * payout, audit or reward email waiting to leave the object, or another ledger's records it keeps (carried-records.ts).
- */
+/** An entry of the ledger's own outbox table (not D1's outbox_events): a projection, webhook, coupon claim or release, payout, audit or reward email waiting to leave the object, or another ledger's records it keeps (carried-records.ts). */
 export type LedgerOutboxEntry = {
 	id: number;
 	kind: "projection" | "webhook" | "coupon" | "coupon_release" | "audit" | "payout" | "email" | "carried";

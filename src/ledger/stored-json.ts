@@ -122,6 +122,7 @@ const statusChangeSchema = z.object({
 export const reverseOperationSchema = z.object({
 	kind: z.literal("reverse"),
 	customid: z.string(),
+	friendUserkey: z.string().optional(),
 	refundid: z.string(),
 	refundvalue: z.number().nullable(),
 	refundedTotal: z.number().nullable().optional(),

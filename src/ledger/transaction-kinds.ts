@@ -36,7 +36,7 @@ export const TRANSACTION_KINDS: Kinds = {
 		apply: (tx, operation, ownTxid) => applyStatusChanges(tx, operation.changes, ownTxid),
 	},
 	reverse: {
-		rewards: (operation, sql, userkey) => eventRewardIds(sql, userkey, operation.customid),
+		rewards: (operation, sql, userkey) => eventRewardIds(sql, userkey, operation),
 		apply: (tx, operation, ownTxid) => applyReversal(tx, operation, ownTxid),
 	},
 };

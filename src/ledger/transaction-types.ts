@@ -31,6 +31,11 @@ export interface TxContext {
 export type ReverseOperation = {
 	kind: "reverse";
 	customid: string;
+	/**
+	 * The event's user (its friend): every reward of the event names it as its friend, so the ledger seeks the event's
+	 * rewards by it (ledger schema step 17, by-friend.ts). Absent from a payload stored before step 17: read by customid.
+	 */
+	friendUserkey?: string;
 	/** Names the refund: a repeat with the same id is the same refund. */
 	refundid: string;
 	/** The refunded part of the transaction value, or null to reverse the whole event. */

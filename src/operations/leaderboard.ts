@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { readBoard } from "../db/leaderboard";
+import { readAppBoard } from "../db/leaderboard-shards";
 import { bucketOf, rankBoard } from "../domain/leaderboard";
 import { campaignNotFound, userErased, userNotFound } from "../http/errors";
 import { optionalCampaignId, optionalId } from "../http/fields";
@@ -26,7 +26,7 @@ export const getleaderboard = defineOperation({
 		const campaignid = input.campaignid ?? app.defaultCampaignId;
 		if (campaignid === null) throw campaignNotFound();
 		const bucket = bucketOf(input.period, app.timezone, Date.now());
-		const board = await readBoard(env.DB, {
+		const board = await readAppBoard(env, app.layout, {
 			appid: app.appid,
 			campaignAppid: app.campaignAppid,
 			campaignid,

@@ -125,6 +125,8 @@ export async function reverseConversion(ctx: WorkContext, input: ReverseRequest)
 	const operation: LedgerOperation = {
 		kind: "reverse",
 		customid: event.customid,
+		// Every reward of the event names its user as the friend: each ledger seeks them by it (ledger schema step 17).
+		friendUserkey: event.friendUserkey,
 		refundid: input.refundid,
 		refundvalue,
 		refundedTotal: input.refundedTotal === undefined ? null : toHundredths(input.refundedTotal),

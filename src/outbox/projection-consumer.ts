@@ -1,5 +1,15 @@
+import { appLayout } from "../db/app-layout";
 import { appTimeZone } from "../db/leaderboard";
-import { eventsOf, needsZone, type ProjectionMessage, type ProjectionWrite, partsOf, writeProjectionBatch } from "../db/projection-batch";
+import {
+	eventsOf,
+	needsZone,
+	type ProjectionMessage,
+	type ProjectionWrite,
+	partsOf,
+	writeProjectionBatch,
+	writeShardRows,
+} from "../db/projection-batch";
+import { type ShardPool, shardPool } from "../db/shards";
 import { isD1Unavailable } from "../instrument/d1-availability";
 import { instrumentEnv, recordProjectionLag } from "../instrument/d1-metrics";
 import type { SentEntry } from "../ledger/outbox-entries";
@@ -59,22 +69,37 @@ export async function projectionQueue(batch: MessageBatch<unknown>, rawEnv: Env,
 		}
 	}
 	if (accepted.length === 0) return;
-	let zones: Map<string, string>;
+	let places: Places;
 	try {
-		zones = await zonesOf(env.DB, accepted);
+		places = await placesOf(env, accepted);
 	} catch (error) {
 		retry(accepted, error);
 		return;
 	}
-	for (const group of await writeGroups(env, accepted, zones)) await afterWrite(env, group.items, group.written);
+	for (const group of await writeGroups(env, accepted, places)) await afterWrite(env, group);
 }
 
-/** The time zones of the apps whose referrer rewards move leaderboard counters (cached per isolate: db/leaderboard.ts). */
-async function zonesOf(db: D1Database, accepted: Accepted[]): Promise<Map<string, string>> {
-	const apps = [...new Set(accepted.filter((a) => needsZone(a.body)).map((a) => a.body.appid))];
+/**
+ * What the batch's writes need to know of its apps: the time zones of those whose referrer rewards move board
+ * counters, and which parts' reward rows go to a shard (issue 50 phase 2b-1: an app whose layout is "sharded"),
+ * with the pool that routes them. Both cached per isolate (db/leaderboard.ts, db/app-layout.ts).
+ */
+interface Places {
+	zones: Map<string, string>;
+	/** The parts whose reward rows go to the shard of their ledger's owner, not to DB. */
+	sharded: Set<ProjectionMessage>;
+	pool: ShardPool | null;
+}
+
+async function placesOf(env: Env, accepted: Accepted[]): Promise<Places> {
 	const zones = new Map<string, string>();
-	for (const appid of apps) zones.set(appid, await appTimeZone(db, appid));
-	return zones;
+	for (const appid of new Set(accepted.filter((a) => needsZone(a.body)).map((a) => a.body.appid)))
+		zones.set(appid, await appTimeZone(env.DB, appid));
+	const shardedApps = new Set<string>();
+	for (const appid of new Set(accepted.filter((a) => a.body.rewards.length > 0).map((a) => a.body.appid)))
+		if ((await appLayout(env.DB, appid)) === "sharded") shardedApps.add(appid);
+	const sharded = new Set(accepted.filter((a) => a.body.rewards.length > 0 && shardedApps.has(a.body.appid)).map((a) => a.body));
+	return { zones, sharded, pool: sharded.size > 0 ? await shardPool(env) : null };
 }
 
 function retry(items: Accepted[], error: unknown): void {
@@ -82,48 +107,85 @@ function retry(items: Accepted[], error: unknown): void {
 	for (const message of messagesOf(items)) message.retry({ delaySeconds: RETRY_DELAY_S });
 }
 
+/** Items written, with what the control database's batch read for them (db/projection-batch.ts, ProjectionWrite). */
+interface Written {
+	items: Accepted[];
+	withHooks: Set<string>;
+	/** The parts whose webhook events were held back for an erasure. */
+	heldBack: Set<ProjectionMessage>;
+}
+
 /**
- * Writes the batch as ONE D1 batch. When that fails for a reason other than
- * D1 being busy or down, one message may be what D1 refuses: each message
- * (with the parts it carries) is then written on its own, so the others are
- * not held back with it.
+ * Writes `items` as ONE batch per database they touch, at once: the control
+ * database's (audit entries, events, and the reward rows of apps in the "one"
+ * layout) and one per shard holding reward rows of sharded apps (issue 50
+ * phase 2b-1: a part's rows all go to its ledger owner's shard, so the
+ * counters' deltas are read from the previous projected row in the same
+ * transaction as on one database). Each batch is idempotent (the version
+ * guard, event and entry ids), so a message whose batch in one database
+ * failed is retried whole, and rewriting what the others wrote changes
+ * nothing. `written`: null when the control database's batch failed.
  */
-async function writeGroups(
+async function writeOnce(
 	env: Env,
-	accepted: Accepted[],
-	zones: Map<string, string>,
-): Promise<{ items: Accepted[]; written: ProjectionWrite }[]> {
-	const nowIso = new Date().toISOString();
-	try {
-		const written = await writeProjectionBatch(
-			env.DB,
-			accepted.map((a) => a.body),
+	items: Accepted[],
+	places: Places,
+	nowIso: string,
+): Promise<{ written: Written | null; failures: { items: Accepted[]; error: unknown }[] }> {
+	const byShard = new Map<number, Accepted[]>();
+	const { pool, sharded, zones } = places;
+	if (pool)
+		for (const item of items.filter((i) => sharded.has(i.body))) {
+			const n = pool.numberFor(item.body.appid, item.body.userkey);
+			byShard.set(n, [...(byShard.get(n) ?? []), item]);
+		}
+	const bodies = items.map((i) => i.body);
+	const shardWrites = [...byShard].map(([n, part]) => ({
+		items: part,
+		done: writeShardRows(
+			pool?.shards[n] ?? env.DB,
+			part.map((p) => p.body),
 			zones,
-			nowIso,
-		);
-		return [{ items: accepted, written }];
-	} catch (error) {
-		if (messagesOf(accepted).size === 1 || isD1Unavailable(error)) {
-			retry(accepted, error);
-			return [];
+		),
+	}));
+	// Every database at once: the batch costs about its slowest database's round trip.
+	const shardsDone = Promise.allSettled(shardWrites.map((w) => w.done));
+	const [db] = await Promise.allSettled([writeProjectionBatch(env.DB, bodies, zones, nowIso, (m) => sharded.has(m))]);
+	const shards = await shardsDone;
+	const failures = shards.flatMap((r, i) => (r.status === "rejected" ? [{ items: shardWrites[i]?.items ?? [], error: r.reason }] : []));
+	if (db?.status !== "fulfilled") return { written: null, failures: [{ items, error: db?.reason }, ...failures] };
+	const { withHooks, heldBack }: ProjectionWrite = db.value;
+	const heldParts = new Set([...heldBack].flatMap((i) => (bodies[i] ? [bodies[i]] : [])));
+	const failed = messagesOf(failures.flatMap((f) => f.items));
+	return { written: { items: items.filter((i) => !failed.has(i.message)), withHooks, heldBack: heldParts }, failures };
+}
+
+/**
+ * Writes the batch (writeOnce). A message whose write failed for a reason
+ * other than D1 being busy or down may be what D1 refuses: each such message
+ * (with the parts it carries) is then written on its own, so the others are
+ * not held back with it; a busy or down database retries its messages only
+ * (a shard down holds back the messages of its owners, not the others').
+ */
+async function writeGroups(env: Env, accepted: Accepted[], places: Places): Promise<Written[]> {
+	const nowIso = new Date().toISOString();
+	const first = await writeOnce(env, accepted, places, nowIso);
+	const groups = first.written && first.written.items.length > 0 ? [first.written] : [];
+	if (first.failures.length === 0) return groups;
+	const retried = new Set<Message<unknown>>();
+	for (const failure of first.failures)
+		if (isD1Unavailable(failure.error) || messagesOf(accepted).size === 1) {
+			for (const message of messagesOf(failure.items)) retried.add(message);
+			log("warn", "projection batch not written, retried", { messages: failure.items.length, error: String(failure.error).slice(0, 300) });
 		}
-	}
-	const groups: { items: Accepted[]; written: ProjectionWrite }[] = [];
-	for (const message of messagesOf(accepted)) {
+	for (const message of retried) message.retry({ delaySeconds: RETRY_DELAY_S });
+	const alone = messagesOf(first.failures.flatMap((f) => f.items));
+	for (const message of alone) {
+		if (retried.has(message)) continue;
 		const items = accepted.filter((a) => a.message === message);
-		try {
-			groups.push({
-				items,
-				written: await writeProjectionBatch(
-					env.DB,
-					items.map((i) => i.body),
-					zones,
-					nowIso,
-				),
-			});
-		} catch (error) {
-			retry(items, error);
-		}
+		const own = await writeOnce(env, items, places, nowIso);
+		if (own.failures.length === 0 && own.written) groups.push(own.written);
+		else retry(items, own.failures[0]?.error);
 	}
 	return groups;
 }
@@ -136,8 +198,8 @@ async function writeGroups(
  * Webhook events held back for an erasure (db/projection-batch.ts) are
  * neither sent nor acknowledged: their ledger sends them again, redacted.
  */
-async function afterWrite(env: Env, items: Accepted[], written: ProjectionWrite): Promise<void> {
-	const heldBack = new Set([...written.heldBack].flatMap((i) => (items[i] ? [items[i].body] : [])));
+async function afterWrite(env: Env, written: Written): Promise<void> {
+	const { items, heldBack } = written;
 	const events = items.flatMap(({ body }) => (written.withHooks.has(body.appid) && !heldBack.has(body) ? eventsOf(body) : []));
 	const failed = new Set<string>();
 	if (events.length > 0) {

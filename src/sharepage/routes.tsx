@@ -2,7 +2,7 @@
 import { type Context, Hono } from "hono";
 import { findApp } from "../db/apps";
 import { getCampaignWithDetails } from "../db/campaigns";
-import { readStanding } from "../db/leaderboard";
+import { readAppStanding } from "../db/leaderboard-shards";
 import { findUser } from "../db/users";
 import { exactOrigin } from "../domain/frame-origin";
 import { bucketOf } from "../domain/leaderboard";
@@ -98,7 +98,7 @@ sharePageRoutes.get("/share/:appid/:userkey", async (c) => {
 	}
 	// The rank among this month's referrers (app's time zone), from the maintained counters: read only when shown.
 	const standing = campaign?.showleaderboard
-		? await readStanding(c.env.DB, {
+		? await readAppStanding(c.env, app.layout, {
 				appid,
 				campaignid: user.campaignid,
 				bucket: bucketOf("month", app.timezone, Date.now()).key,

@@ -7,7 +7,8 @@ import { projectedRow } from "../../src/ledger/projection-message";
 import type { RestoreStarted } from "../../src/ledger/restore";
 import type { RewardRow } from "../../src/ledger/schema";
 import { ledgerFor } from "../../src/ledger/stub";
-import { admin, createApp, request } from "../support/api";
+import { admin, type createApp, request } from "../support/api";
+import { createOneDatabaseApp } from "../support/layout";
 
 /**
  * Issue 51: restore of one user's ledger by Durable Objects point-in-time
@@ -23,7 +24,7 @@ const minutesAgo = (n: number) => new Date(Date.now() - n * 60_000).toISOString(
 
 /** An app whose referrer earns $50 (approved, in the wallet) per friend's purchase. */
 async function referrerWithRewards(friendCount: number) {
-	const app = await createApp({
+	const app = await createOneDatabaseApp({
 		campaignstartdate: "2020-01-01T00:00:00Z",
 		rewardrules: [{ rewardusertype: "Referrer", eventname: "Purchase", reward: 50, rewardunit: "USD" }],
 	});
@@ -116,7 +117,7 @@ describe("POST .../users/{userkey}/ledger:restore", () => {
 		expect(res.status).toBe(403);
 		expect((await res.json<{ needed: string }>()).needed).toBe("superuser");
 		// Another app's token learns nothing of this app: 404, as for every route of an app it does not hold.
-		const other = await createApp();
+		const other = await createOneDatabaseApp();
 		const otherToken = (await admin("POST", `/apps/${other.appid}/tokens`, { name: "lr-other", role: "owner" })).body.token as string;
 		const crossing = await fetchAdmin(otherToken, restorePath(app.appid, referrer.userkey), { at: minutesAgo(5) });
 		expect(crossing.status).toBe(404);

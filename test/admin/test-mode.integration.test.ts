@@ -1,13 +1,16 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import type { Layout } from "../../src/db/app-layout";
 import { ledgerFor } from "../../src/ledger/stub";
 import { admin, client, createApp, request } from "../support/api";
 import { flushClicks } from "../support/clicks";
+import { createOneDatabaseApp, projectionRows } from "../support/layout";
 
 /** Test mode in the admin API (docs/test-mode.md): ?mode=test reads and DELETE .../testdata. */
 
-async function appWithBothModes() {
-	const app = await createApp();
+async function appWithBothModes(layout: Layout) {
+	// Either layout (issue 50 phase 2b-1): the twin's projection in DB, or in the shards.
+	const app = layout === "one" ? await createOneDatabaseApp() : await createApp();
 	const { testapikey, testprivatekey } = app as unknown as { testapikey: string; testprivatekey: string };
 	const test = client({ apikey: testapikey, privatekey: testprivatekey });
 	// Each mode: a referrer, a friend who converts, a click on the referrer's link.
@@ -35,9 +38,9 @@ async function appWithBothModes() {
 const userkeys = async (appid: string, query = "") =>
 	((await admin("GET", `/apps/${appid}/users${query}`)).body.users as { userkey: string }[]).map((u) => u.userkey).sort();
 
-describe("admin ?mode=test", () => {
+describe.each(["one", "sharded"] as const)("admin ?mode=test, projection layout %s", (layout) => {
 	it("shows each mode only its own users, rewards and stats", async () => {
-		const app = await appWithBothModes();
+		const app = await appWithBothModes(layout);
 		expect(await userkeys(app.appid)).toEqual([app.live.ref.userkey, app.live.friend.userkey].sort());
 		expect(await userkeys(app.appid, "?mode=live")).toEqual([app.live.ref.userkey, app.live.friend.userkey].sort());
 		expect(await userkeys(app.appid, "?mode=test")).toEqual([app.testUsers.ref.userkey, app.testUsers.friend.userkey].sort());
@@ -57,17 +60,23 @@ describe("admin ?mode=test", () => {
 	});
 
 	it("DELETE .../testdata erases what the test keys made and leaves live data as it was", async () => {
-		const app = await appWithBothModes();
+		const app = await appWithBothModes(layout);
 		const twin = `${app.appid}_test`;
 		const count = async (appid: string) => {
 			const row = await env.DB.prepare(
 				`SELECT (SELECT COUNT(*) FROM users WHERE appid = ?1) AS users, (SELECT COUNT(*) FROM conversion_events WHERE appid = ?1) AS events,
-				   (SELECT COUNT(*) FROM rewards WHERE appid = ?1) AS rewards, (SELECT COUNT(*) FROM outbox_events WHERE appid = ?1) AS outbox,
-				   (SELECT COUNT(*) FROM stats_slots WHERE appid = ?1) AS stats`,
+				   (SELECT COUNT(*) FROM outbox_events WHERE appid = ?1) AS outbox`,
 			)
 				.bind(appid)
-				.first<Record<string, number>>();
-			return row!;
+				.first<{ users: number; events: number; outbox: number }>();
+			// The projection's rows, wherever the layout keeps them: the control database and every shard.
+			const projected = async (table: string) => (await projectionRows(`SELECT 1 AS one FROM ${table} WHERE appid = ?`, appid)).length;
+			return {
+				...row!,
+				rewards: await projected("rewards"),
+				stats: await projected("stats_slots"),
+				board: await projected("leaderboard_counts"),
+			};
 		};
 		const liveBefore = await count(app.appid);
 		expect((await count(twin)).users).toBe(2);
@@ -77,7 +86,7 @@ describe("admin ?mode=test", () => {
 		const res = await admin("DELETE", `/apps/${app.appid}/testdata`);
 		expect(res.status).toBe(200);
 		expect(res.body).toMatchObject({ appid: app.appid, done: true, deleted: { users: 2 } });
-		expect(await count(twin)).toEqual({ users: 0, events: 0, rewards: 0, outbox: 0, stats: 0 });
+		expect(await count(twin)).toEqual({ users: 0, events: 0, rewards: 0, outbox: 0, stats: 0, board: 0 });
 		expect(await ledgerFor(env, twin, app.testUsers.ref.userkey).listRewards()).toEqual([]);
 		// Live: every row, ledger and number as before.
 		expect(await count(app.appid)).toEqual(liveBefore);

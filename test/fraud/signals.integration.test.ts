@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { ledgerFor } from "../../src/ledger/stub";
 import { admin, createApp, request, withWebhook } from "../support/api";
 import { flushClicks } from "../support/clicks";
+import { projectionRows } from "../support/layout";
 
 type App = Awaited<ReturnType<typeof createApp>>;
 
@@ -152,8 +153,8 @@ describe("fraud signals on rewards", () => {
 			.bind(app.appid, `%${reward?.rewarddtlid}%`)
 			.first<{ payload: string }>();
 		expect(JSON.parse(webhook?.payload ?? "{}").reward).toMatchObject({ fraudsignals: ["disposable_email"], rewardstatus: "Suspicious" });
-		const projected = await env.DB.prepare("SELECT fraudsignals FROM rewards WHERE rewarddtlid = ?").bind(reward?.rewarddtlid).first();
-		expect(projected).toEqual({ fraudsignals: '["disposable_email"]' });
+		const projected = await projectionRows("SELECT fraudsignals FROM rewards WHERE rewarddtlid = ?", reward?.rewarddtlid);
+		expect(projected).toEqual([{ fraudsignals: '["disposable_email"]' }]);
 	});
 });
 

@@ -10,7 +10,7 @@ import { LEDGER_MIGRATIONS } from "../../src/ledger/schema";
 import { ledgerFor } from "../../src/ledger/stub";
 import { LedgerWriter } from "../../src/ledger/writer";
 import { projectionQueue } from "../../src/outbox/projection-consumer";
-import { createApp } from "../support/api";
+import { createOneDatabaseApp } from "../support/layout";
 import { until } from "../support/until";
 import { freshLedger, grantOf, hookedAppId } from "./support";
 
@@ -58,7 +58,7 @@ afterEach(() => {
 
 describe("a conversion's records in one message", { timeout: 60_000 }, () => {
 	it("sends ONE projection message for a conversion rewarding both sides; both ledgers' rows land and both outboxes empty", async () => {
-		const app = await createApp();
+		const app = await createOneDatabaseApp();
 		const referrer = (await app.api<{ userkey: string; referralcode: string }>("register", { email: "carry-ref@x.com" })).body;
 		const friend = (await app.api<{ userkey: string }>("register", { email: "carry-f@x.com", referrercode: referrer.referralcode })).body;
 		const seen = countMessages(app.appid);
@@ -97,7 +97,7 @@ describe("a conversion's records in one message", { timeout: 60_000 }, () => {
 	});
 
 	it("a burst of two-sided conversions with status changes in flight, then more one at a time: D1 ends equal to every ledger, one message per conversion", async () => {
-		const app = await createApp({
+		const app = await createOneDatabaseApp({
 			rewardrules: [
 				{ rewardusertype: "Referrer", eventname: "Purchase", reward: 10, rewardunit: "USD" },
 				{ rewardusertype: "Friend", eventname: "Purchase", reward: 5, rewardunit: "USD" },

@@ -73,8 +73,11 @@ describe("UserLedger.grant", () => {
 				return seen;
 			});
 		const reads = (statements: string[]) =>
-			statements.filter((s) => /key = 'erased_at'|FROM rewards WHERE customid = \? AND key = \?|FROM refunds WHERE customid/.test(s))
-				.length;
+			statements.filter((s) =>
+				/key = 'erased_at'|FROM rewards WHERE ruleid = \? AND friend_userkey = \? AND customid = \? AND key = \?|FROM refunds WHERE customid/.test(
+					s,
+				),
+			).length;
 		const first = await statementsOf((ledger) => ledger.grant(appid, userkey, [grantOf()]));
 		expect(reads(first)).toBe(0);
 		const second = await statementsOf((ledger) => ledger.grant(appid, userkey, [grantOf()]));

@@ -11,7 +11,8 @@ import { LEDGER_MIGRATIONS } from "../../src/ledger/schema";
 import { ledgerFor } from "../../src/ledger/stub";
 import { LedgerWriter } from "../../src/ledger/writer";
 import { projectionQueue } from "../../src/outbox/projection-consumer";
-import { admin, createApp } from "../support/api";
+import { admin } from "../support/api";
+import { createOneDatabaseApp } from "../support/layout";
 import { until } from "../support/until";
 import { freshLedger, grantOf, hookedAppId } from "./support";
 
@@ -271,7 +272,7 @@ describe("projection queue", { timeout: 60_000 }, () => {
 	});
 
 	it("catches up after a burst of conversions through the real queue, in far fewer D1 batches than ledgers", async () => {
-		const app = await createApp();
+		const app = await createOneDatabaseApp();
 		const ref = (await app.api<{ userkey: string; referralcode: string }>("register", { email: "burst-ref@x.com" })).body;
 		const friends: string[] = [];
 		for (let i = 0; i < 12; i++) {
@@ -320,7 +321,7 @@ describe("projection queue", { timeout: 60_000 }, () => {
 	});
 
 	it("the review queue is fresh right after an admin action: the action writes its own projection", async () => {
-		const app = await createApp();
+		const app = await createOneDatabaseApp();
 		const ref = (await app.api<{ userkey: string }>("register", { email: "review-ref@x.com" })).body;
 		const stub = ledgerFor(env, app.appid, ref.userkey);
 		await stub.grant(app.appid, ref.userkey, [grantOf({ status: "UnderReview", campaignid: app.campaignid })]);

@@ -199,12 +199,17 @@ describe("ledger schema", () => {
 						seq,
 					),
 				);
-			expect(() => copy(12, "customid")).toThrow(/UNIQUE constraint failed: rewards.customid, rewards.key/);
+			// A grant's key within its event (ledger schema step 17: in the index of its rule, friend and event).
+			expect(() => copy(12, "customid")).toThrow(
+				/UNIQUE constraint failed: rewards.ruleid, rewards.friend_userkey, rewards.customid, rewards.key/,
+			);
 			expect(() => copy(449, "'another event'")).toThrow(/UNIQUE constraint failed: rewards.key/);
 		});
-		// The next reward takes the next seq; a grant already given (its event and key) is not given again.
+		// The next reward takes the next seq; a grant already given (its event and key) is not given again. The grant names
+		// its rule and its friend (the event's user), as every grant of the event does.
+		const e12 = { userkey: "friend2", email: null, name: null, profileimage: null };
 		const granted = await stub.grant(appid, userkey, [
-			grantOf({ key: "e12:3", customid: "e12" }),
+			grantOf({ key: "e12:3", customid: "e12", ruleid: 3, friend: e12 }),
 			grantOf({ key: "new:3", customid: "new" }),
 		]);
 		expect(granted.rewards.map((r) => [r.rewarddtlid, r.created])).toEqual([
@@ -316,8 +321,9 @@ describe("ledger schema", () => {
 					.rowsWritten,
 			).toBe(1);
 			expect(sql.exec("INSERT INTO meta (key, value) VALUES ('one', 'row')").rowsWritten).toBe(1);
-			// A reward writes its row, its event key and rewards_rule_friend (Pending: not in rewards_wallet). Both were 4 before
-			// step 12; a Referrer reward wrote rewards_friend too until step 16 (schema-step-16.integration.test.ts).
+			// A reward writes its row and rewards_rule_friend_event (Pending: not in rewards_wallet). Both were 4 before step 12;
+			// a Referrer reward wrote rewards_friend too until step 16, and each its event key apart until step 17
+			// (schema-step-16.integration.test.ts, schema-step-17.integration.test.ts).
 			const reward = (usertype: string) =>
 				sql.exec(
 					`INSERT INTO rewards (key, ruleid, customid, eventname, usertype, amount, rewardunit, rewardtype, status, campaignid, campaignname,
@@ -327,7 +333,7 @@ describe("ledger schema", () => {
 					usertype,
 					usertype,
 				).rowsWritten;
-			expect([reward("Friend"), reward("Referrer")]).toEqual([3, 3]);
+			expect([reward("Friend"), reward("Referrer")]).toEqual([2, 2]);
 			sql.exec("DELETE FROM rewards WHERE seq > 450");
 			sql.exec("DELETE FROM balances WHERE growthhack = 'new'");
 			sql.exec("DELETE FROM meta WHERE key = 'one'");

@@ -5,6 +5,7 @@ import type { SentEntry } from "../../src/ledger/outbox-entries";
 import { ledgerFor } from "../../src/ledger/stub";
 import { UserLedger } from "../../src/ledger/user-ledger";
 import { createApp } from "../support/api";
+import { projectionRows } from "../support/layout";
 import { countObjectCalls, type ObjectCall } from "../support/object-calls";
 import { until } from "../support/until";
 
@@ -103,10 +104,9 @@ describe("the background work of one conversion rewarding both sides", () => {
 			await until(
 				"every reward projected",
 				() =>
-					env.DB.prepare("SELECT COUNT(*) AS n FROM rewards WHERE appid = ?")
-						.bind(appid)
-						.first<{ n: number }>()
-						.then((r) => r?.n ?? 0),
+					projectionRows<{ n: number }>("SELECT COUNT(*) AS n FROM rewards WHERE appid = ?", appid).then((r) =>
+						r.reduce((sum, d) => sum + d.n, 0),
+					),
 				(count) => count === n,
 			);
 			for (const userkey of [friend.userkey, referrer.userkey])

@@ -3,6 +3,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { ledgerFor } from "../../src/ledger/stub";
 import { createApp } from "../support/api";
+import { projectionRows } from "../support/layout";
 import { until } from "../support/until";
 
 /**
@@ -96,10 +97,9 @@ describe("rows a conversion rewarding both sides writes to the ledgers' outboxes
 			await until(
 				"both rewards projected",
 				() =>
-					env.DB.prepare("SELECT COUNT(*) AS n FROM rewards WHERE appid = ?")
-						.bind(app.appid)
-						.first<{ n: number }>()
-						.then((r) => r?.n ?? 0),
+					projectionRows<{ n: number }>("SELECT COUNT(*) AS n FROM rewards WHERE appid = ?", app.appid).then((r) =>
+						r.reduce((sum, d) => sum + d.n, 0),
+					),
 				(n) => n === projected,
 			);
 			for (const stub of Object.values(ledgers))

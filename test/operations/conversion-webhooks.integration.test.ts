@@ -3,6 +3,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { ledgerFor } from "../../src/ledger/stub";
 import { admin, createApp, withWebhook } from "../support/api";
+import { projectionRows } from "../support/layout";
 
 /**
  * Issue 33: an event goes to the webhook endpoint the app has when it
@@ -110,8 +111,7 @@ describe("webhook entries of a conversion follow the app's endpoint when it happ
 		await ledgers.referrer.flush();
 		// The projection is written and the announcement confirmed the grants, so the completion pass has nothing to do.
 		expect(await pendingGrants(appid)).toBe(0);
-		const projected = await env.DB.prepare("SELECT COUNT(*) AS n FROM rewards WHERE appid = ?").bind(appid).first<{ n: number }>();
-		expect(projected?.n).toBe(6);
+		expect(await projectionRows("SELECT rewarddtlid FROM rewards WHERE appid = ?", appid)).toHaveLength(6);
 		expect(await eventsOf(appid)).toEqual([]);
 	});
 

@@ -337,6 +337,10 @@ describe("the friends page from the referrer's ledger (issue 49 piece 4)", () =>
 			state.storage.sql.exec("DELETE FROM meta WHERE key = 'friends'");
 			// And the index by friend that step 16 dropped (a ledger at 13 had it).
 			state.storage.sql.exec("CREATE INDEX rewards_friend ON rewards(friend_userkey, seq) WHERE usertype = 'Referrer'");
+			// And the two indexes step 17 folded into one (a ledger at 13 had them, not the fold).
+			state.storage.sql.exec("DROP INDEX rewards_rule_friend_event");
+			state.storage.sql.exec("CREATE UNIQUE INDEX rewards_event_key ON rewards(customid, key)");
+			state.storage.sql.exec("CREATE INDEX rewards_rule_friend ON rewards(ruleid, friend_userkey)");
 			state.storage.sql.exec("UPDATE meta SET value = '13' WHERE key = 'schema_version'");
 			expect(migrateLedger(state.storage, LEDGER_MIGRATIONS)).toBe(LEDGER_MIGRATIONS.length);
 			expect(state.storage.sql.exec("SELECT COUNT(*) AS n FROM rewards").one().n).toBe(2);

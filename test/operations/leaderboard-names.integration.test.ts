@@ -1,9 +1,10 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { ledgerFor } from "../../src/ledger/stub";
-import { admin, createApp } from "../support/api";
+import { admin, type createApp } from "../support/api";
 import { expectBoardCountersAgree } from "../support/board-counters";
 import { signIn } from "../support/dashboard";
+import { createOneDatabaseApp } from "../support/layout";
 
 /**
  * Issue 47, a board that is safe to publish: names derived, never copied
@@ -15,7 +16,7 @@ type App = Awaited<ReturnType<typeof createApp>>;
 type Board = { leaderboard: { rank: number; userkey: string; displayname: string; friendsconverted: number; earned: number }[] };
 
 const program = () =>
-	createApp({
+	createOneDatabaseApp({
 		campaignstartdate: "2020-01-01T00:00:00Z",
 		rewardrules: [{ rewardusertype: "Referrer", eventname: "Purchase", reward: 5, rewardunit: "USD" }],
 	});

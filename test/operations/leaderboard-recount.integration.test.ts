@@ -3,8 +3,9 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { ledgerFor } from "../../src/ledger/stub";
 import { scheduled } from "../../src/scheduled";
-import { createApp } from "../support/api";
+import type { createApp } from "../support/api";
 import { expectBoardCountersAgree } from "../support/board-counters";
+import { createOneDatabaseApp } from "../support/layout";
 
 /**
  * Issue 47's review: migration 0040 recounted only the all-time leaderboard
@@ -54,7 +55,7 @@ async function runEveryMinuteJobs() {
 
 describe("migration i47_leftovers (0047): this month's and week's counters recounted under 0040's rule", () => {
 	it("a referrer whose friends' rewards are all Suspicious no longer tops this month's or this week's board", async () => {
-		const app = await createApp({
+		const app = await createOneDatabaseApp({
 			campaignstartdate: "2020-01-01T00:00:00Z",
 			rewardrules: [{ rewardusertype: "Referrer", eventname: "Purchase", reward: 5, rewardunit: "USD" }],
 		});
@@ -111,7 +112,7 @@ describe("migration i47_leftovers (0047): this month's and week's counters recou
 	});
 
 	it("recounts in chunks from where the last chunk stopped", async () => {
-		const app = await createApp({
+		const app = await createOneDatabaseApp({
 			campaignstartdate: "2020-01-01T00:00:00Z",
 			rewardrules: [{ rewardusertype: "Referrer", eventname: "Purchase", reward: 5, rewardunit: "USD" }],
 		});

@@ -3,8 +3,9 @@ import { describe, expect, it } from "vitest";
 import { readStanding } from "../../src/db/leaderboard";
 import { TIE_SLICES_FROM } from "../../src/db/leaderboard-ties";
 import { mulberry32 } from "../ledger/support";
-import { admin, createApp } from "../support/api";
+import { admin, type createApp } from "../support/api";
 import { expectBoardCountersAgree } from "../support/board-counters";
+import { createOneDatabaseApp } from "../support/layout";
 
 /**
  * Issue 33, rows per conversion: tie slices (leaderboard_ties) only on a
@@ -122,7 +123,7 @@ describe("tie slices only where ties are many (issue 33, migration 0035)", () =>
 	it("ranks exactly below, across and above the threshold, crossed by an insert and by an update, and as a flagged level shrinks", async () => {
 		expect(TIE_SLICES_FROM).toBe(1024);
 		const rand = mulberry32(33_035);
-		const app = await createApp({ campaignstartdate: "2020-01-01T00:00:00Z" });
+		const app = await createOneDatabaseApp({ campaignstartdate: "2020-01-01T00:00:00Z" });
 		const prefix = `thr${crypto.randomUUID().slice(0, 6)}-`;
 		const n = 1100;
 		await env.DB.prepare(
@@ -221,7 +222,7 @@ describe("tie slices only where ties are many (issue 33, migration 0035)", () =>
 	});
 
 	it("writes a handful of rows for a counter change on a small level (D1 meta.rows_written)", async () => {
-		const app = await createApp({ campaignstartdate: "2020-01-01T00:00:00Z" });
+		const app = await createOneDatabaseApp({ campaignstartdate: "2020-01-01T00:00:00Z" });
 		const prefix = `few${crypto.randomUUID().slice(0, 6)}-`;
 		await insertCounters(app, prefix, 1, 20, 1);
 		await insertCounters(app, prefix, 101, 700, 3);

@@ -4,8 +4,9 @@ import { readStanding } from "../../src/db/leaderboard";
 import { type ProjectedRow, type ProjectionMessage, writeProjectionBatch } from "../../src/db/projection-batch";
 import { bucketOf, type LeaderboardPeriod } from "../../src/domain/leaderboard";
 import { mulberry32 } from "../ledger/support";
-import { admin, createApp } from "../support/api";
+import { admin, type createApp } from "../support/api";
 import { expectBoardCountersAgree } from "../support/board-counters";
+import { createOneDatabaseApp } from "../support/layout";
 import { projectedRow } from "../support/projection";
 
 /**
@@ -124,7 +125,7 @@ describe("a leaderboard rank from the tie counters (issue 34, migration 0033)", 
 	it("equals a brute-force ranking over a seeded board of many ties, after reversals, stale replays and an erasure", async () => {
 		const rand = mulberry32(34_033);
 		const pick = <T>(items: readonly T[]): T => items[Math.floor(rand() * items.length)] as T;
-		const app = await createApp({
+		const app = await createOneDatabaseApp({
 			campaignstartdate: "2020-01-01T00:00:00Z",
 			rewardrules: [{ rewardusertype: "Referrer", eventname: "Purchase", reward: 5, rewardunit: "USD" }],
 		});

@@ -2,8 +2,9 @@ import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { leaderboardCounters } from "../../src/db/leaderboard";
 import { ledgerFor } from "../../src/ledger/stub";
-import { admin, createApp } from "../support/api";
+import { admin, type createApp } from "../support/api";
 import { expectBoardCountersAgree } from "../support/board-counters";
+import { createOneDatabaseApp } from "../support/layout";
 
 type App = Awaited<ReturnType<typeof createApp>>;
 type Board = {
@@ -14,7 +15,7 @@ type Board = {
 };
 
 async function program(app: Record<string, unknown> = {}) {
-	return createApp(
+	return createOneDatabaseApp(
 		{
 			campaignstartdate: "2020-01-01T00:00:00Z",
 			rewardrules: [{ rewardusertype: "Referrer", eventname: "Purchase", reward: 5, rewardunit: "USD" }],

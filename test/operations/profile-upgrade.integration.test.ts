@@ -32,6 +32,11 @@ async function writtenByTodaysCode(appid: string, userkey: string): Promise<void
 		// Step 15's tables and state too (the friends page, issue 49 piece 4): a ledger at 13 has none of them.
 		sql.exec("DROP TABLE IF EXISTS friends");
 		sql.exec("DELETE FROM meta WHERE key = 'friends'");
+		// The indexes of a ledger at 13: step 16 dropped the one by friend, step 17 folded the event key into the rule index.
+		sql.exec("CREATE INDEX rewards_friend ON rewards(friend_userkey, seq) WHERE usertype = 'Referrer'");
+		sql.exec("DROP INDEX rewards_rule_friend_event");
+		sql.exec("CREATE UNIQUE INDEX rewards_event_key ON rewards(customid, key)");
+		sql.exec("CREATE INDEX rewards_rule_friend ON rewards(ruleid, friend_userkey)");
 		sql.exec("UPDATE meta SET value = '13' WHERE key = 'schema_version'");
 		expect(migrateLedger(state.storage, LEDGER_MIGRATIONS)).toBe(LEDGER_MIGRATIONS.length);
 		expect(sql.exec("SELECT COUNT(*) AS n FROM profile").one().n).toBe(0);

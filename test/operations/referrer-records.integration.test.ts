@@ -5,6 +5,7 @@ import { ledgerFor } from "../../src/ledger/stub";
 import { LedgerWriter } from "../../src/ledger/writer";
 import { COMPLETION_DELAY_MS, completeRecordedConversions } from "../../src/operations/conversion-completion";
 import { admin, createApp } from "../support/api";
+import { projectionRows } from "../support/layout";
 import { until } from "../support/until";
 
 /**
@@ -53,12 +54,12 @@ async function referral() {
 
 type App = Awaited<ReturnType<typeof referral>>;
 
-/** D1's projected rewards of the app: (userkey, rewarddtlid, version). */
+/** D1's projected rewards of the app, in the control database or the owners' shards: (userkey, rewarddtlid, version). */
 const projected = (appid: string) =>
-	env.DB.prepare("SELECT userkey, rewarddtlid, version FROM rewards WHERE appid = ? ORDER BY rewarddtlid")
-		.bind(appid)
-		.all<{ userkey: string; rewarddtlid: string; version: number }>()
-		.then((r) => r.results);
+	projectionRows<{ userkey: string; rewarddtlid: string; version: number }>(
+		"SELECT userkey, rewarddtlid, version FROM rewards WHERE appid = ?",
+		appid,
+	).then((rows) => rows.sort((a, b) => a.rewarddtlid.localeCompare(b.rewarddtlid)));
 
 /** The ledger's outbox entries, by kind. */
 const outboxOf = (app: App, userkey: string) =>

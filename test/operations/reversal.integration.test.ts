@@ -1,6 +1,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { request } from "../support/api";
+import { projectionRows } from "../support/layout";
 import { until } from "../support/until";
 import { purchaseReferral } from "./reversal-support";
 
@@ -227,10 +228,11 @@ describe("reverseconversionevent: full and partial reversals", () => {
 		]);
 		expect(reversed[1]?.data.rewards).toHaveLength(3);
 		// The D1 read projection follows: what the reward is worth now, and its status.
-		const projected = await env.DB.prepare("SELECT reward, rewardstatus FROM rewards WHERE userkey = ? ORDER BY rewarddtlid")
-			.bind(ctx.referrer.userkey)
-			.all<{ reward: number; rewardstatus: string }>();
-		expect(projected.results).toEqual([
+		const projected = await projectionRows<{ reward: number; rewardstatus: string }>(
+			"SELECT reward, rewardstatus FROM rewards WHERE userkey = ? ORDER BY rewarddtlid",
+			ctx.referrer.userkey,
+		);
+		expect(projected).toEqual([
 			{ reward: 0, rewardstatus: "Rejected" },
 			{ reward: 0, rewardstatus: "Rejected" },
 		]);

@@ -4,7 +4,9 @@ import { gateStub } from "../../src/ledger/event-gate";
 import { migrateLedger } from "../../src/ledger/migrate";
 import { LEDGER_MIGRATIONS } from "../../src/ledger/schema";
 import { ledgerFor } from "../../src/ledger/stub";
-import type { Engine, Recorded } from "./recorder";
+import { type Engine, type Recorded, unrecorded } from "./recorder";
+import { seedGate, seedLedger } from "./seeded-ledger";
+import { pretendLarge, type Query } from "./statistics";
 
 /**
  * EXPLAIN QUERY PLAN for recorded statements, and what counts as a scan of a
@@ -67,7 +69,16 @@ export const GROWING_TABLES: Record<Engine, readonly string[]> = {
 	],
 	// The shards' own tables (migrations-shard/, issue 50): none grows yet; phase 2b's moved tables (users, claims,
 	// the admin views' rows) are named here as they arrive, and their statements are explained against the shard schema.
-	shard: [],
+	shard: [
+		// Issue 50 phase 2b-1 (migrations-shard/0002): a sharded app's projection rows, in the shard of their owner.
+		"rewards",
+		"stats_slots",
+		"leaderboard_counts",
+		"leaderboard_levels",
+		"leaderboard_ties",
+		// One row per erased user of a sharded app (db/privacy.ts).
+		"erased_owners",
+	],
 	ledger: [
 		"rewards",
 		"balances",
@@ -92,12 +103,23 @@ export const BOUNDED_TABLES: Record<Engine, readonly string[]> = {
 	// leaderboard_tie_widths: the six slice widths of leaderboard_ties (migration 0033), fixed.
 	// shard_directory: one row, the shard count and hash (issue 50, scripts/migrate.mjs).
 	// leaderboard_recounts: the apps migration 0047 queued, never added to afterwards, each deleted once recounted.
-	d1: ["d1_migrations", "sqlite_sequence", "_cf_METADATA", "_cf_KV", "leaderboard_tie_widths", "shard_directory", "leaderboard_recounts"],
+	// sqlite_stat1: SQLite's statistics, a row per table and index, written by ANALYZE or PRAGMA optimize (and by the guard, statistics.ts).
+	d1: [
+		"d1_migrations",
+		"sqlite_sequence",
+		"sqlite_stat1",
+		"_cf_METADATA",
+		"_cf_KV",
+		"leaderboard_tie_widths",
+		"shard_directory",
+		"leaderboard_recounts",
+	],
 	// shard_identity: one row, which shard of how many (scripts/migrate.mjs).
-	shard: ["d1_migrations", "sqlite_sequence", "_cf_METADATA", "_cf_KV", "shard_identity"],
+	// leaderboard_tie_widths: the same six widths as the control database's (migrations-shard/0002).
+	shard: ["d1_migrations", "sqlite_sequence", "sqlite_stat1", "_cf_METADATA", "_cf_KV", "shard_identity", "leaderboard_tie_widths"],
 	// profile: one row, the user's own (ledger/profile.ts, issue 49).
-	ledger: ["meta", "sqlite_sequence", "_cf_METADATA", "_cf_KV", "profile"],
-	gate: ["_cf_METADATA", "_cf_KV"],
+	ledger: ["meta", "sqlite_sequence", "sqlite_stat1", "_cf_METADATA", "_cf_KV", "profile"],
+	gate: ["sqlite_stat1", "_cf_METADATA", "_cf_KV"],
 };
 
 /**
@@ -145,7 +167,9 @@ export function aliasMap(sql: string): Map<string, Set<string>> {
 		map.set(key, (map.get(key) ?? new Set()).add(table.toLowerCase()));
 	};
 	// `FROM t a`, `JOIN t AS a`, `, t a` (a comma join), `UPDATE t`, `INTO t`.
-	const re = /(?:\bFROM|\bJOIN|\bUPDATE|\bINTO|,)\s+([A-Za-z_]\w*)(?:\s+(?:AS\s+)?([A-Za-z_]\w*))?/gi;
+	// The alias is read ahead, not consumed: in `JOIN rules JOIN rewards n` the second JOIN must still start a match
+	// (consumed as the first one's alias, it hid `rewards n`, and a scan of `n` went unflagged).
+	const re = /(?:\bFROM|\bJOIN|\bUPDATE|\bINTO|,)\s+([A-Za-z_]\w*)(?=\s+(?:AS\s+)?([A-Za-z_]\w*)|)/gi;
 	for (const m of sql.matchAll(re)) {
 		const [, table, alias] = m;
 		if (!table) continue;
@@ -155,11 +179,26 @@ export function aliasMap(sql: string): Map<string, Set<string>> {
 	return map;
 }
 
+/**
+ * The conditions a statement is explained in: `empty`, the migrated schema
+ * without statistics and NULL for every parameter (what the guard did first);
+ * `recorded`, the same schema with the parameters the tour sent (a `= NULL`
+ * or a `LIMIT NULL` may plan differently from a value); `large`, the recorded
+ * parameters against statistics describing every growing table grown large
+ * (statistics.ts), as the planner sees a database once `ANALYZE` or `PRAGMA
+ * optimize` has run on it; `seeded`, the objects' statements only (a
+ * ledger's and a gate's), with the recorded parameters in a ledger holding a
+ * referrer's friends and rewards and a gate holding events, written by their
+ * own code and analyzed (seeded-ledger.ts).
+ */
+export type Condition = "empty" | "recorded" | "large" | "seeded";
+
 export interface Plan {
 	statement: Recorded;
+	condition: Condition;
 	/** The plan's lines, as EXPLAIN QUERY PLAN words them. */
 	details: string[];
-	/** Growing tables the plan scans whole (SCAN, with or without an index), not allowed. */
+	/** Growing tables the plan reads whole, not allowed: a SCAN (with or without an index), an automatic index or a Bloom filter built on one. */
 	scans: { table: string; detail: string }[];
 	/** Allowed scans it makes, with their bound. */
 	allowed: AllowedScan[];
@@ -167,13 +206,21 @@ export interface Plan {
 
 const DDL = /^\s*(CREATE|ALTER|DROP)\b/i;
 
-/** A plan's lines that scan a table of `engine` which grows, as [table, detail]. */
+/**
+ * The plan lines that read every row of a table: `SCAN t`; `SEARCH t USING
+ * AUTOMATIC ... INDEX`, an index SQLite builds for the statement from every
+ * row of t; `BLOOM FILTER ON t`, built from every row of t.
+ */
+const WHOLE_TABLE = /^(?:SCAN (\w+)|SEARCH (\w+) USING AUTOMATIC\b|BLOOM FILTER ON (\w+))/;
+
+/** A plan's lines that read a table of `engine` which grows whole, as [table, detail]. */
 export function growingScans(engine: Engine, sql: string, details: string[]): { table: string; detail: string }[] {
 	const aliases = aliasMap(sql);
 	const growing = new Set(GROWING_TABLES[engine]);
 	const out: { table: string; detail: string }[] = [];
 	for (const detail of details) {
-		const name = /^SCAN (\w+)/.exec(detail)?.[1];
+		const m = WHOLE_TABLE.exec(detail);
+		const name = m?.[1] ?? m?.[2] ?? m?.[3];
 		if (!name) continue;
 		const tables = aliases.get(name.toLowerCase()) ?? new Set([name.toLowerCase()]);
 		for (const table of tables) if (growing.has(table)) out.push({ table, detail });
@@ -181,8 +228,8 @@ export function growingScans(engine: Engine, sql: string, details: string[]): { 
 	return out;
 }
 
-function classify(statement: Recorded, details: string[], allowList: readonly AllowedScan[]): Plan {
-	const plan: Plan = { statement, details, scans: [], allowed: [] };
+function classify(statement: Recorded, condition: Condition, details: string[], allowList: readonly AllowedScan[]): Plan {
+	const plan: Plan = { statement, condition, details, scans: [], allowed: [] };
 	for (const scan of growingScans(statement.engine, statement.sql, details)) {
 		const text = statement.sql.replace(/\s+/g, " ");
 		const allowed = allowList.find((a) => a.file === statement.file && a.table === scan.table && text.includes(a.sql));
@@ -192,57 +239,122 @@ function classify(statement: Recorded, details: string[], allowList: readonly Al
 	return plan;
 }
 
-/** EXPLAIN QUERY PLAN of each statement (NULL for every parameter) against the migrated schemas; DDL has no plan. */
-export async function explainAll(statements: Recorded[], allowList: readonly AllowedScan[]): Promise<Plan[]> {
-	const queries = statements.filter((s) => !DDL.test(s.sql));
+/** A parameter as both D1 and SqlStorage take it (a boolean is sent to D1 as 1 or 0). */
+function bindable(value: unknown): SqlStorageValue | undefined {
+	if (value === null || typeof value === "string" || typeof value === "number" || value instanceof ArrayBuffer) return value;
+	if (typeof value === "boolean") return value ? 1 : 0;
+	return undefined;
+}
+
+/** The parameter sets a statement is explained with in `condition`: NULLs, or each recorded set (NULLs when none fits). */
+function parameterSets(s: Recorded, condition: Condition): SqlStorageValue[][] {
+	const count = parameterCount(s.sql);
+	const nulls = Array<null>(count).fill(null);
+	if (condition === "empty") return [nulls];
+	const recorded = (s.params ?? [])
+		.filter((p) => p.length === count)
+		.map((p) => p.map(bindable))
+		.filter((p): p is SqlStorageValue[] => p.every((v) => v !== undefined));
+	return recorded.length > 0 ? recorded : [nulls];
+}
+
+/** The plan of one statement on one database, as its lines (D1's async call and SqlStorage's sync one alike). */
+type Explain = (sql: string, params: SqlStorageValue[]) => Promise<string[]> | string[];
+
+async function explainOn(statements: Recorded[], condition: Condition, explain: Explain, allowList: readonly AllowedScan[]) {
 	const plans: Plan[] = [];
-	for (const s of queries.filter((q) => q.engine === "d1" || q.engine === "shard")) {
-		const nulls = Array<null>(parameterCount(s.sql)).fill(null);
-		// Every shard has the same schema (migrations-shard/): a statement sent to any is explained on SHARD_0.
-		const db = s.engine === "shard" ? env.SHARD_0 : env.DB;
-		const { results } = await db
-			.prepare(`EXPLAIN QUERY PLAN ${s.sql}`)
-			.bind(...nulls)
-			.all<{ detail: string }>();
-		plans.push(
-			classify(
-				s,
-				results.map((r) => r.detail),
-				allowList,
-			),
-		);
+	for (const s of statements)
+		for (const params of parameterSets(s, condition))
+			plans.push(classify(s, condition, await explain(`EXPLAIN QUERY PLAN ${s.sql}`, params), allowList));
+	return plans;
+}
+
+const d1Query =
+	(db: D1Database): Query =>
+	async (sql, ...args) =>
+		(
+			await db
+				.prepare(sql)
+				.bind(...args)
+				.all<Record<string, unknown>>()
+		).results;
+const d1Explain =
+	(db: D1Database): Explain =>
+	async (sql, params) =>
+		(await d1Query(db)(sql, ...params)).map((r) => String(r.detail));
+const objectQuery =
+	(sql: SqlStorage): Query =>
+	async (text, ...args) =>
+		sql.exec<Record<string, SqlStorageValue>>(text, ...args).toArray();
+const objectExplain =
+	(sql: SqlStorage): Explain =>
+	(text, params) =>
+		sql
+			.exec<{ detail: string }>(text, ...params)
+			.toArray()
+			.map((r) => r.detail);
+
+/** Runs `explain` on `query`'s database, under statistics of a large database when `condition` asks for them (put back after). */
+async function withCondition<T>(query: Query, engine: Engine, condition: Condition, explain: () => Promise<T>): Promise<T> {
+	if (condition !== "large") return explain();
+	const restore = await pretendLarge(query, GROWING_TABLES[engine]);
+	try {
+		return await explain();
+	} finally {
+		await restore();
 	}
-	// A gate object's (its constructor makes its tables).
+}
+
+/**
+ * EXPLAIN QUERY PLAN of each statement in `condition` (see Condition): D1's
+ * and a shard's on the binding (its statistics put back after), a gate's and
+ * a ledger's on objects of their own at the newest schema. DDL has no plan.
+ */
+export async function explainAll(
+	statements: Recorded[],
+	allowList: readonly AllowedScan[],
+	condition: Condition = "empty",
+): Promise<Plan[]> {
+	// The seeded condition is the objects': D1's tables are not seeded (their statistics are the large condition's).
+	const queries = statements.filter((s) => !DDL.test(s.sql) && (condition !== "seeded" || s.engine === "ledger" || s.engine === "gate"));
+	const plans: Plan[] = [];
+	// Every shard has the same schema (migrations-shard/): a statement sent to any is explained on SHARD_0.
+	for (const [engine, db] of [
+		["d1", env.DB],
+		["shard", env.SHARD_0],
+	] as const) {
+		const own = queries.filter((q) => q.engine === engine);
+		if (own.length > 0)
+			plans.push(...(await withCondition(d1Query(db), engine, condition, () => explainOn(own, condition, d1Explain(db), allowList))));
+	}
+	// A gate object's (its constructor makes its tables); statistics go on a gate of its own, never one the service uses.
 	const gateQueries = queries.filter((q) => q.engine === "gate");
-	await runInDurableObject(gateStub(env, 0), async (_instance, state) => {
-		for (const s of gateQueries) {
-			const nulls = Array<null>(parameterCount(s.sql)).fill(null);
-			const rows = state.storage.sql.exec<{ detail: string }>(`EXPLAIN QUERY PLAN ${s.sql}`, ...nulls).toArray();
+	const gate = condition === "empty" || condition === "recorded" ? gateStub(env, 0) : env.EVENT_GATE.getByName(`plan-explain-${condition}`);
+	if (gateQueries.length > 0)
+		await runInDurableObject(gate, async (instance, state) => {
+			const sql = state.storage.sql;
+			if (condition === "seeded") await unrecorded(() => seedGate(instance, sql));
 			plans.push(
-				classify(
-					s,
-					rows.map((r) => r.detail),
-					allowList,
-				),
+				...(await withCondition(objectQuery(sql), "gate", condition, () =>
+					explainOn(gateQueries, condition, objectExplain(sql), allowList),
+				)),
 			);
-		}
-	});
+		});
 	const ledgerQueries = queries.filter((q) => q.engine === "ledger");
 	// A ledger of its own, at the newest schema (migrated here: a ledger no one wrote to has no tables).
-	await runInDurableObject(ledgerFor(env, "plan-explain", "scratch"), async (_instance, state) => {
-		migrateLedger(state.storage, LEDGER_MIGRATIONS);
-		for (const s of ledgerQueries) {
-			const nulls = Array<null>(parameterCount(s.sql)).fill(null);
-			const rows = state.storage.sql.exec<{ detail: string }>(`EXPLAIN QUERY PLAN ${s.sql}`, ...nulls).toArray();
+	const scratch = condition === "large" || condition === "seeded" ? condition : "scratch";
+	if (ledgerQueries.length > 0)
+		await runInDurableObject(ledgerFor(env, "plan-explain", scratch), async (_instance, state) => {
+			migrateLedger(state.storage, LEDGER_MIGRATIONS);
+			// Written by the ledger's own code: kept out of the recording, whose samples are the tour's.
+			if (condition === "seeded") await unrecorded(() => seedLedger(state.storage, "plan-explain", scratch));
+			const sql = state.storage.sql;
 			plans.push(
-				classify(
-					s,
-					rows.map((r) => r.detail),
-					allowList,
-				),
+				...(await withCondition(objectQuery(sql), "ledger", condition, () =>
+					explainOn(ledgerQueries, condition, objectExplain(sql), allowList),
+				)),
 			);
-		}
-	});
+		});
 	return plans;
 }
 

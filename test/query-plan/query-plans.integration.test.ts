@@ -1,9 +1,21 @@
+import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
+import { ledgerFor } from "../../src/ledger/stub";
 import { ALLOWED_SCANS } from "./allowed-scans";
 import { callSites, reached, scan } from "./call-sites";
-import { BOUNDED_TABLES, explainAll, GROWING_TABLES, ledgerIndexes, type Plan, schemaTables } from "./plans";
+import {
+	BOUNDED_TABLES,
+	type Condition,
+	explainAll,
+	GROWING_TABLES,
+	ledgerIndexes,
+	type Plan,
+	parameterCount,
+	schemaTables,
+} from "./plans";
 import { type Recorded, recordedStatements, startRecording } from "./recorder";
+import { SEEDED, SEEDED_GATE } from "./seeded-ledger";
 import { tour } from "./tour";
 
 /**
@@ -18,17 +30,26 @@ import { tour } from "./tour";
 
 const squash = (sql: string) => sql.replace(/\s+/g, " ").trim();
 const describePlan = (p: Plan) =>
-	`${p.statement.file}: ${p.scans.map((s) => s.detail).join("; ")}\n    ${squash(p.statement.sql).slice(0, 300)}`;
+	`${p.statement.file} (${p.condition}): ${p.scans.map((s) => s.detail).join("; ")}\n    ${squash(p.statement.sql).slice(0, 300)}`;
 
 describe("query plans", { timeout: 120_000 }, () => {
 	let statements: Recorded[] = [];
+	/** Each statement's plan against the schema alone with NULL parameters (the guard's first condition). */
 	let plans: Plan[] = [];
+	/** With the parameters the tour sent, then also under statistics of a large database (plans.ts, Condition). */
+	let recordedPlans: Plan[] = [];
+	let largePlans: Plan[] = [];
+	/** The objects' statements, with the parameters sent, in an analyzed ledger holding a referrer's friends and rewards, and a gate holding events. */
+	let seededPlans: Plan[] = [];
 
 	beforeAll(async () => {
 		await startRecording();
 		await tour();
 		statements = recordedStatements();
 		plans = await explainAll(statements, ALLOWED_SCANS);
+		recordedPlans = await explainAll(statements, ALLOWED_SCANS, "recorded");
+		largePlans = await explainAll(statements, ALLOWED_SCANS, "large");
+		seededPlans = await explainAll(statements, ALLOWED_SCANS, "seeded");
 	}, 120_000);
 
 	it("reaches every D1 and ledger call site of src/db and src/ledger", () => {
@@ -54,6 +75,76 @@ describe("query plans", { timeout: 120_000 }, () => {
 		const failing = plans.filter((p) => p.scans.length > 0).map(describePlan);
 		expect(failing, `statements that scan a growing table:\n${failing.join("\n")}`).toEqual([]);
 		expect(plans.length).toBeGreaterThan(150);
+	});
+
+	it("scans no growing table with the parameters sent, nor under statistics of a large database, except the allowed scans", () => {
+		const failing = [...recordedPlans, ...largePlans, ...seededPlans].filter((p) => p.scans.length > 0).map(describePlan);
+		expect(failing, `statements that scan a growing table:\n${failing.join("\n")}`).toEqual([]);
+		// Every statement is explained in both conditions, most with what the tour sent (a statement without parameters has none).
+		for (const explained of [recordedPlans, largePlans])
+			expect(new Set(explained.map((p) => p.statement))).toEqual(new Set(plans.map((p) => p.statement)));
+		expect(new Set(seededPlans.map((p) => p.statement))).toEqual(
+			new Set(plans.filter((p) => p.statement.engine === "ledger" || p.statement.engine === "gate").map((p) => p.statement)),
+		);
+		const withParams = statements.filter((s) => (s.params?.length ?? 0) > 0);
+		expect(withParams.length).toBeGreaterThan(plans.length / 2);
+		// Every statement that takes parameters was explained with what it was sent, not with NULLs.
+		const unsent = plans.filter((p) => parameterCount(p.statement.sql) > 0 && !p.statement.params?.length).map((p) => p.statement.file);
+		expect(unsent).toEqual([]);
+		// The shards' statements (the superuser's view of the pool) take no parameter.
+		for (const engine of ["d1", "ledger", "gate"] as const)
+			expect(
+				withParams.some((s) => s.engine === engine),
+				`${engine} statements recorded with their parameters`,
+			).toBe(true);
+	});
+
+	it("explains the objects' statements in a ledger and a gate holding data, analyzed (the seeded condition)", async () => {
+		const counts = (sql: SqlStorage, tables: string[]) =>
+			Object.fromEntries(tables.map((t) => [t, sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM ${t}`).one().n]));
+		await runInDurableObject(ledgerFor(env, "plan-explain", "seeded"), (_instance, state) => {
+			expect(counts(state.storage.sql, ["rewards", "friends", "sqlite_stat1"])).toMatchObject({
+				rewards: SEEDED.rewards,
+				friends: SEEDED.friends,
+			});
+			expect(state.storage.sql.exec("SELECT stat FROM sqlite_stat1 WHERE idx = 'rewards_rule_friend_event'").one().stat).toMatch(/^2400 /);
+		});
+		await runInDurableObject(env.EVENT_GATE.getByName("plan-explain-seeded"), (_instance, state) => {
+			expect(counts(state.storage.sql, ["events", "pending"])).toEqual({ events: SEEDED_GATE.events, pending: SEEDED_GATE.pending });
+			expect(state.storage.sql.exec("SELECT COUNT(*) AS n FROM sqlite_stat1 WHERE tbl = 'events'").one().n).toBeGreaterThan(0);
+		});
+	});
+
+	it("fails the friends page's join as first written (statistics of a large or of an analyzed ledger) and as on main (analyzed), passes it as sent", async () => {
+		// The friends page's rewards (ledger/reads.ts) as sent: friends, rules and rewards CROSS joined, `+n.usertype`.
+		const page = statements.find((s) => s.file === "src/ledger/reads.ts" && /CROSS JOIN rules CROSS JOIN rewards n\b/.test(s.sql));
+		expect(page?.params?.length).toBeGreaterThan(0);
+		if (!page) return;
+		// As on main before the seeded condition: `n.usertype`, which SQLite may key an automatic index on.
+		const keyed: Recorded = { ...page, sql: page.sql.replace("+n.usertype", "n.usertype") };
+		// As first written (issue 49, schema step 16): joined plainly instead of CROSS, so the planner orders them.
+		const unpinned: Recorded = { ...keyed, sql: keyed.sql.replace("CROSS JOIN rules CROSS JOIN rewards n", "JOIN rules JOIN rewards n") };
+		expect(new Set([page.sql, keyed.sql, unpinned.sql]).size).toBe(3);
+		const scansOf = async (s: Recorded, condition: Condition) =>
+			new Set((await explainAll([s], ALLOWED_SCANS, condition)).flatMap((p) => p.scans.map((scan) => `${scan.table}: ${scan.detail}`)));
+		// An index built from every Referrer reward of the ledger, on each page.
+		const everyReward = new Set(["rewards: SEARCH n USING AUTOMATIC PARTIAL COVERING INDEX (usertype=?)"]);
+		// Against the schema alone, with NULLs or with the page's parameters, every table is sought: the first guard passed both.
+		for (const condition of ["empty", "recorded"] as const) {
+			expect(await scansOf(unpinned, condition)).toEqual(new Set());
+			expect(await scansOf(keyed, condition)).toEqual(new Set());
+		}
+		expect(await scansOf(unpinned, "large")).toEqual(everyReward);
+		expect(await scansOf(unpinned, "seeded")).toEqual(everyReward);
+		// Pinned by CROSS JOIN, the usertype term still draws the automatic index once a ledger of 2,400 rewards is analyzed.
+		expect(await scansOf(keyed, "large")).toEqual(new Set());
+		expect(await scansOf(keyed, "seeded")).toEqual(everyReward);
+		// The page as sent seeks (rule, friend) in every condition.
+		for (const condition of ["empty", "recorded", "large", "seeded"] as const)
+			for (const plan of await explainAll([page], ALLOWED_SCANS, condition)) {
+				expect(plan.scans).toEqual([]);
+				expect(plan.details).toContain("SEARCH n USING INDEX rewards_rule_friend_event (ruleid=? AND friend_userkey=?)");
+			}
 	});
 
 	it("reads a leaderboard rank from the levels above and the tie slices ahead, never a user nor a tie per row ahead (issue 34)", () => {
@@ -93,7 +184,8 @@ describe("query plans", { timeout: 120_000 }, () => {
 			"SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'leaderboard_counts' AND sql IS NOT NULL",
 		).all<{ name: string }>();
 		expect(results.map((r) => r.name)).toEqual(["leaderboard_counts_rank"]);
-		const erasure = plans.filter((p) => /^DELETE FROM leaderboard_counts\b/.test(p.statement.sql));
+		// (An erasure's, on DB or a user's home shard; a sharded test twin's rounds are a range of the key's appid.)
+		const erasure = plans.filter((p) => /^DELETE FROM leaderboard_counts WHERE appid = \? AND userkey = \?/.test(p.statement.sql));
 		expect(erasure.length).toBeGreaterThan(0);
 		for (const p of erasure) expect(p.details).toEqual(["SEARCH leaderboard_counts USING PRIMARY KEY (appid=? AND userkey=?)"]);
 		// Every read of one counter (a standing's own row, the flush's guards) seeks the whole key.
@@ -105,8 +197,23 @@ describe("query plans", { timeout: 120_000 }, () => {
 
 	it("sums a projection batch's leaderboard counters by key (issue 33, db/leaderboard-batch.ts)", () => {
 		const sums = plans.filter((p) => p.statement.file === "src/db/leaderboard-batch.ts");
-		expect(sums.length).toBe(2);
-		for (const p of sums) {
+		// Two on DB (an app in the "one" layout), two on a shard (a sharded app, issue 50 phase 2b-1).
+		expect(sums.filter((p) => p.statement.engine === "d1").length).toBe(2);
+		const onShard = sums.filter((p) => p.statement.engine === "shard");
+		expect(onShard.length).toBe(2);
+		for (const p of onShard) {
+			const where = p.details.join("\n");
+			// The same seeks: the projected row by the reward id (the shard's WITHOUT ROWID primary key), the referrer's
+			// other live rewards, the erased guard on the shard's erased_owners, each counter by its primary key.
+			expect(where).toContain("SEARCH p USING PRIMARY KEY (rewarddtlid=?) LEFT-JOIN");
+			expect(where).toContain("SEARCH o USING INDEX rewards_referrer_friend");
+			expect(where).toContain("SEARCH e USING PRIMARY KEY (appid=? AND userkey=?)");
+			expect(
+				p.details.filter((d) => /^SCAN (?!r VIRTUAL|b VIRTUAL|\(subquery-\d+\)$|moving$|g$)/.test(d)),
+				where,
+			).toEqual([]);
+		}
+		for (const p of sums.filter((p) => p.statement.engine === "d1")) {
 			const where = p.details.join("\n");
 			// Per reward and bucket of the JSON parameter: its projected row, the referrer's other live rewards for its
 			// friend in the bucket, whether the referrer is erased; one seek each, never a range of the referrer's rewards.
@@ -201,9 +308,15 @@ describe("query plans", { timeout: 120_000 }, () => {
 			{ engine: "d1", file: "src/db/throwaway.ts", sql: "SELECT userkey FROM users WHERE name = ? AND appid IS NOT NULL" },
 			{ engine: "d1", file: "src/db/throwaway.ts", sql: "DELETE FROM conversion_events WHERE created_at < ?" },
 			{ engine: "ledger", file: "src/ledger/throwaway.ts", sql: "SELECT * FROM rewards r WHERE r.eventname = ?" },
+			// An alias after a chain of plain joins (`JOIN m2 JOIN rewards n`) names its table too.
+			{
+				engine: "ledger",
+				file: "src/ledger/throwaway.ts",
+				sql: "SELECT n.seq FROM meta m JOIN meta m2 JOIN rewards n WHERE n.eventname = m.value AND m2.key = ?",
+			},
 		];
 		const flagged = await explainAll(unindexed, ALLOWED_SCANS);
-		expect(flagged.map((p) => p.scans.map((s) => s.table))).toEqual([["users"], ["conversion_events"], ["rewards"]]);
+		expect(flagged.map((p) => p.scans.map((s) => s.table))).toEqual([["users"], ["conversion_events"], ["rewards"], ["rewards"]]);
 		// Indexed twins pass.
 		const indexed: Recorded[] = [
 			{ engine: "d1", file: "src/db/throwaway.ts", sql: "SELECT userkey FROM users WHERE appid = ? AND email = ?" },
@@ -223,7 +336,15 @@ describe("query plans", { timeout: 120_000 }, () => {
 		expect(plans.filter((p) => p.statement.engine === "d1" && p.statement.file === "src/db/shard-status.ts")).toEqual([]);
 		// The directory is the control database's.
 		expect(plans.some((p) => p.statement.engine === "d1" && /FROM shard_directory/.test(p.statement.sql))).toBe(true);
-		for (const p of onShards) expect(p.details.join("\n")).toMatch(/shard_identity|d1_migrations/);
+		for (const p of onShards.filter((p) => p.statement.file === "src/db/shard-status.ts"))
+			expect(p.details.join("\n")).toMatch(/shard_identity|d1_migrations/);
+		// A sharded app's projection (phase 2b-1): its rewards, counters and board on the shards, never their DB twins.
+		const projected = onShards.filter((p) => p.statement.file !== "src/db/shard-status.ts").flatMap((p) => p.details);
+		for (const table of ["rewards", "leaderboard_counts", "stats_slots"])
+			expect(
+				projected.some((d) => d.includes(` ${table} `)),
+				table,
+			).toBe(true);
 		// A statement that names a control table, sent to a shard, is refused by the shard schema: the guard fails on it.
 		const misplaced: Recorded = {
 			engine: "shard",

@@ -127,7 +127,8 @@ export async function stripeTour(request: (path: string, init?: RequestInit) => 
 		{ appid: app.appid, eventid: "evt_plan_dp_4", type: "charge.dispute.created", object: { ...lost, status: "needs_response" } },
 		waitUntil,
 	);
-	// A hold of an Approved Stripe reward withdraws its credit not sent yet (ledger/dispute-holds.ts).
+	// A hold of an Approved Stripe reward withdraws its credit not sent yet (ledger/dispute-holds.ts). Asked without the
+	// event's user, as a Worker from before ledger schema step 17 asks: the event's rewards read by customid alone.
 	const holder = freshLedger(app.appid);
 	await holder.stub.grant(app.appid, holder.userkey, [grantOf({ customid: "plan_hold", amount: 10, rewardtype: "Stripe" })]);
 	const holdAudit = { ...appKeyAudit(app.apikey), entryid: "plan_hold" };

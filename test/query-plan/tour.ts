@@ -14,8 +14,9 @@ import { ledgerFor } from "../../src/ledger/stub";
 import { webhookEvent } from "../../src/outbox/events";
 import { projectionQueue } from "../../src/outbox/projection-consumer";
 import { hookUrl, recordWebhook, runBatch, setAnswers, uniqueKey } from "../outbox/support";
-import { ADMIN_TOKEN, admin, createApp, request } from "../support/api";
+import { ADMIN_TOKEN, admin, request } from "../support/api";
 import { flushClicks } from "../support/clicks";
+import { createOneDatabaseApp } from "../support/layout";
 import { gateTour } from "./tour-gate";
 import { cookieOf, csrfOf, ok, page } from "./tour-http";
 import { membersTour } from "./tour-members";
@@ -52,7 +53,7 @@ const raw = (path: string, init: RequestInit & { json?: unknown; key?: string } 
 /** The public operations and the share link, on one app with a referrer, friends, events, refunds and redemptions. */
 async function operations() {
 	const hook = uniqueKey("plan");
-	const app = await createApp(
+	const app = await createOneDatabaseApp(
 		{
 			holddays: 0,
 			rewardrules: [

@@ -2,7 +2,8 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { bucketOf } from "../../src/domain/leaderboard";
 import { ledgerFor } from "../../src/ledger/stub";
-import { admin, createApp, request } from "../support/api";
+import { admin, type createApp, request } from "../support/api";
+import { createOneDatabaseApp } from "../support/layout";
 
 /**
  * Issue 34: the user's rank among this month's referrers on the share page,
@@ -42,7 +43,7 @@ const rankLine = (html: string) => /<p id="leaderboard-rank">([^<]*)<\/p>/.exec(
 
 describe("the share page's rank", () => {
 	it("shows the user's place among this month's referrers when the campaign turns it on, and nothing otherwise", async () => {
-		const app = await createApp({
+		const app = await createOneDatabaseApp({
 			campaignstartdate: "2020-01-01T00:00:00Z",
 			rewardrules: [{ rewardusertype: "Referrer", eventname: "Purchase", reward: 5, rewardunit: "USD" }],
 		});
@@ -70,7 +71,7 @@ describe("the share page's rank", () => {
 	});
 
 	it("names ranks up to 1000 and, beyond, says the user is not in the top 1000 yet (the read stays bounded)", async () => {
-		const app = await createApp({
+		const app = await createOneDatabaseApp({
 			campaignstartdate: "2020-01-01T00:00:00Z",
 			showleaderboard: true,
 			rewardrules: [{ rewardusertype: "Referrer", eventname: "Purchase", reward: 5, rewardunit: "USD" }],

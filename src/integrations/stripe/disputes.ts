@@ -93,8 +93,17 @@ async function inLedgers(ctx: WorkContext, customid: string, dispute: string, ph
 	const userkeys = [...new Set([parties.friendUserkey, parties.referrerUserkey].filter((k): k is string => k !== null))];
 	// The same audit entry id for a phase of a dispute: a repeat that changes nothing writes nothing, and never twice.
 	const audit = { ...appKeyAudit(app.apikey), entryid: `dispute_${app.appid}_${dispute}_${phase}` };
+	// The event's user: each ledger seeks the event's rewards by it (every one names it as its friend; ledger schema step 17).
 	const results = await Promise.all(
-		userkeys.map((userkey) => ledgerFor(env, app.appid, userkey).disputePhase(app.appid, userkey, { customid, dispute, phase, audit })),
+		userkeys.map((userkey) =>
+			ledgerFor(env, app.appid, userkey).disputePhase(app.appid, userkey, {
+				customid,
+				friendUserkey: parties.friendUserkey,
+				dispute,
+				phase,
+				audit,
+			}),
+		),
 	);
 	return results.some((r) => !r.ok && r.error.code === "reward_locked") ? "retry" : "ack";
 }

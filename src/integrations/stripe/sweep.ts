@@ -1,4 +1,5 @@
 import { usersWithOpenPayouts } from "../../db/payout-redrive";
+import { shardPool } from "../../db/shards";
 import { claimStaleInboxEvents } from "../../db/stripe-inbox";
 import { ledgerFor } from "../../ledger/stub";
 import { inboxMessage } from "./handle";
@@ -42,7 +43,8 @@ export function keyLifetimeMs(env: Env): number | undefined {
 export async function redriveStuckPayouts(env: Env, now = Date.now()): Promise<{ users: number; redriven: number; failed: number }> {
 	const staleMs = redriveAfterMs(env);
 	const lifetime = keyLifetimeMs(env);
-	const users = await usersWithOpenPayouts(env.DB, new Date(now - staleMs).toISOString(), 100);
+	// Every shard too: a sharded app's rewards are there (issue 50 phase 2b-1).
+	const users = await usersWithOpenPayouts(env.DB, new Date(now - staleMs).toISOString(), 100, await shardPool(env));
 	let redriven = 0;
 	let failed = 0;
 	// One ledger at a time: at most 100 calls a minute, each a short transaction.
