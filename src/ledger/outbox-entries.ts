@@ -121,7 +121,7 @@ export interface SentEntry {
 	eventid?: string | null;
 }
 
-/** The event id a projection entry carries (outbox.ts queueProjection), as SQL on the row `o`. */
+/** The event id a projection entry carries (outbox-queue.ts queueProjection), as SQL on the row `o`. */
 const CARRIED = "(CASE WHEN o.kind = 'projection' THEN o.payload ->> '$.event.eventid' END)";
 
 /**

@@ -54,7 +54,7 @@ export function erasePersonInLedger(
 	if (own) rewards += sql.exec(`${naming} AND usertype = 'Friend'`, personUserkey).rowsWritten;
 	let webhooks = 0;
 	for (const entry of sql
-		// The conversion.recorded events that travel inside projection entries (outbox.ts, queueProjection) too.
+		// The conversion.recorded events that travel inside projection entries (outbox-queue.ts, queueProjection) too.
 		.exec<Pick<LedgerOutboxEntry, "ref" | "payload">>(
 			"SELECT ref, payload FROM outbox WHERE kind = 'webhook' OR (kind = 'projection' AND payload ->> '$.event' IS NOT NULL)",
 		)

@@ -175,7 +175,7 @@ export const webhookEventSchema = z.object({
 	createdAt: z.string(),
 }) satisfies z.ZodType<OutboxEvent>;
 
-/** A projection entry: its reward, and the `conversion.recorded` event that travels with it (issue 33; outbox.ts queueProjection). */
+/** A projection entry: its reward, and the `conversion.recorded` event that travels with it (issue 33; outbox-queue.ts queueProjection). */
 export const projectionPayloadSchema = z.object({
 	seq: z.number(),
 	event: webhookEventSchema.optional(),
