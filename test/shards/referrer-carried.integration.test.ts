@@ -1,5 +1,6 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { shardPool } from "../../src/db/shards";
 import { ledgerFor } from "../../src/ledger/stub";
 import { admin, createApp } from "../support/api";
 import { until } from "../support/until";
@@ -18,7 +19,17 @@ const rule = (rewardusertype: string, reward: number) => ({ rewardusertype, even
 async function convertedPair(tag: string) {
 	const app = await createApp({ rewardrules: [rule("Referrer", 10), rule("Friend", 5)] });
 	const referrer = (await app.api<{ userkey: string; referralcode: string }>("register", { email: `${tag}-ref@x.com` })).body;
-	const friend = (await app.api<{ userkey: string }>("register", { email: `${tag}-fr@x.com`, referrercode: referrer.referralcode })).body;
+	// A friend whose shard is not the referrer's: a part routed by its carrier (the friend) would land in the wrong one.
+	const pool = await shardPool(env);
+	expect(pool.count).toBeGreaterThan(1);
+	let friend = { userkey: "" };
+	for (
+		let i = 0;
+		i < 20 && (friend.userkey === "" || pool.numberFor(app.appid, friend.userkey) === pool.numberFor(app.appid, referrer.userkey));
+		i++
+	)
+		friend = (await app.api<{ userkey: string }>("register", { email: `${tag}-fr${i}@x.com`, referrercode: referrer.referralcode })).body;
+	expect(pool.numberFor(app.appid, friend.userkey)).not.toBe(pool.numberFor(app.appid, referrer.userkey));
 	const res = await app.api("registerconversionevent", {
 		userkey: friend.userkey,
 		eventname: "Purchase",
