@@ -47,6 +47,14 @@ export interface ProjectionMessage {
 	 * written and acknowledged to its own ledger as if it had come alone; a part carries no parts of its own.
 	 */
 	also?: ProjectionMessage[];
+	/**
+	 * A part kept in another ledger's outbox, its carrier's (issue 49, ledger/carried-records.ts: a conversion's
+	 * referrer hands its new rewards' records to its friend's ledger, which writes them with its own grant): the
+	 * part's own ledger holds no entry for them, so nothing of it is acknowledged there; `id` and `ref` name the
+	 * carrier's entry to acknowledge, absent when the part rides inside the carrier's reward entry (acknowledged
+	 * with it).
+	 */
+	carrier?: { userkey: string; id?: number; ref?: string };
 }
 
 /** The ledgers' parts of one queue message: its own, then those it carries (each without `also`). */

@@ -17,6 +17,8 @@ export interface ReferrerSide {
 	 * referrer answered: no call of its own for it (issue 49, "one call fewer").
 	 */
 	converted?: FriendRecord;
+	/** Erased since an earlier attempt of this event granted it: it is given nothing new, only asked for those records. */
+	erased?: boolean;
 }
 
 /**
@@ -59,21 +61,24 @@ export async function grantWithReferrer(
 	const theirs: Promise<GrantResult> =
 		referrer.grants.length === 0 && referrer.converted
 			? stub.rememberFriends(appid, referrer.userkey, [referrer.converted], "converted").then(() => ({ rewards: [], skipped: [] }))
-			: stub.grant(appid, referrer.userkey, referrer.grants, undefined, true, referrer.converted);
+			: stub.grant(appid, referrer.userkey, referrer.grants, undefined, referrer.erased ? "existing" : "records", referrer.converted);
 	// The tables now, while the referrer's ledger works; the transaction after the await still starts empty unless
 	// another call wrote in between (writer.ts, TxContext.empty), which is then seen.
 	writer.ensureSchema();
-	const { carried, ...referrerResult } = await theirs;
+	const { carried, records, ...referrerResult } = await theirs;
 	if (carried) {
 		// Our own ledger's JSON (UserLedger.grant); the consumer checks every message against its schema.
 		const part: ProjectionMessage = JSON.parse(carried);
 		carry(part);
 	}
+	// Our own ledger's JSON (UserLedger.grant), checked against the message's schema when this ledger sends it.
+	const handed: ProjectionMessage | undefined = records ? JSON.parse(records) : undefined;
 	const otherRewards = referrerResult.rewards.map((r) => rewardSummary(referrer.userkey, r));
 	const mine = writer.write((tx) => {
 		// Told: kept with this grant, so the friend's later conversions say nothing (conversion-grants.ts).
 		if (referrer.converted) changeProfile(tx.sql, { kind: "converted" });
-		return grantRewards(tx, grants, { ...announcement, otherRewards });
+		// The referrer's records handed back, kept with this grant's (carried-records.ts): no entry of theirs, no acknowledgement.
+		return grantRewards(tx, grants, { ...announcement, otherRewards }, undefined, { carried: handed });
 	});
 	return { friend: mine, referrer: referrerResult };
 }

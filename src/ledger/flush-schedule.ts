@@ -168,12 +168,31 @@ export class FlushSchedule {
 	 * PROJECTION_DIRECT (records written straight to D1), with nothing to
 	 * carry, or while a flush of this ledger is under way: that flush may be
 	 * sending these very entries (they are held only once its send returned),
-	 * and it goes round once more for the write, so they leave once, from here.
+	 * and it goes round once more for the write, so they leave once, from here. `handedBack`: the write was a grant
+	 * that handed its records back and armed nothing; armed here (afterHandBack).
 	 */
-	recordsToCarry(): ProjectionMessage | null {
-		if (this.flushing) return null;
+	recordsToCarry(handedBack = false): ProjectionMessage | null {
+		const carried = this.flushing ? null : this.carryNow();
+		// The grant armed nothing (writer.ts, `null`): armed now that the due entries are held.
+		if (handedBack) this.afterHandBack();
+		return carried;
+	}
+
+	private carryNow(): ProjectionMessage | null {
 		const host = this.flushHost(true);
 		return host.queued ? carryRecords(host) : null;
+	}
+
+	/**
+	 * After a grant that handed its records back (grant.ts, carried-records.ts) and gave what else was due to its
+	 * caller (recordsToCarry): a flush only when something is still due now (a reward email, a coupon claim),
+	 * otherwise the alarm for later work (a hold's end), and nothing when there is none and no alarm is set: the
+	 * referrer of a steady conversion writes no alarm and runs no flush (issue 49).
+	 */
+	afterHandBack(): void {
+		const { at } = this.nextDue();
+		if (at !== null && at <= Date.now()) this.afterWrite(true);
+		else if (at !== null || this.alarmAt !== null) this.armAlarm(0);
 	}
 
 	/** Another ledger's records (recordsToCarry), sent with this ledger's next message; its flush follows this write. */

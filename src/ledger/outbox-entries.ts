@@ -121,7 +121,7 @@ export interface SentEntry {
 	eventid?: string | null;
 }
 
-/** The event id a projection entry carries (outbox.ts queueProjection), as SQL on the row `o`. */
+/** The event id a projection entry carries (outbox-queue.ts queueProjection), as SQL on the row `o`. */
 const CARRIED = "(CASE WHEN o.kind = 'projection' THEN o.payload ->> '$.event.eventid' END)";
 
 /**
@@ -132,7 +132,9 @@ const CARRIED = "(CASE WHEN o.kind = 'projection' THEN o.payload ->> '$.event.ev
  * projection entry that carries an event goes only when that event was
  * written too (`eventid`): one folded in after the send, or held back,
  * stays. An entry that stays at a newer version loses the event it carried
- * when that event was written, so the next send does not write it twice.
+ * when that event was written, so the next send does not write it twice, and
+ * so the other ledger's records that rode with it (carried-records.ts),
+ * written in the same message.
  */
 export function deleteAcked(sql: SqlStorage, acks: SentEntry[]): void {
 	if (acks.length === 0) return;
@@ -144,7 +146,7 @@ export function deleteAcked(sql: SqlStorage, acks: SentEntry[]): void {
 	);
 	if (!acks.some((a) => a.eventid)) return;
 	sql.exec(
-		`UPDATE outbox SET payload = json_remove(payload, '$.event') WHERE ref IN (SELECT o.ref FROM json_each(?) j
+		`UPDATE outbox SET payload = json_remove(payload, '$.event', '$.carried') WHERE ref IN (SELECT o.ref FROM json_each(?) j
 		 JOIN outbox o ON o.ref = j.value ->> 1 AND o.id = j.value ->> 0 WHERE j.value ->> 3 IS NOT NULL AND ${CARRIED} = j.value ->> 3)`,
 		json,
 	);

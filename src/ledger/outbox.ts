@@ -10,18 +10,19 @@ import { rewardCounters } from "../db/stats";
 import { rewardId } from "../domain/ledger-ids";
 import type { OutboxEvent } from "../domain/outbox-event";
 import { sendInBatches } from "../outbox/events";
+import { isCarriedEntry, writeCarried } from "./carried-records";
 import { holdsCode } from "./coupons";
 import { NO_HOLDS } from "./in-flight";
-import { deleteAcked, deleteEntries, errorText, type FlushHost, NEXT_OUTBOX_ID, payloadOf, postpone, remove } from "./outbox-entries";
+import { deleteAcked, deleteEntries, errorText, type FlushHost, payloadOf, postpone, remove } from "./outbox-entries";
 import { payoutMessages } from "./payouts";
 import { erasedAt } from "./privacy";
 import { sendRecords, takeRecords } from "./records-queued";
 import { sendRewardEmails } from "./reward-emails";
 import type { LedgerOutboxEntry, RewardRow } from "./schema";
 import { couponClaimSchema, projectionPayloadSchema, webhookEventSchema } from "./stored-json";
-import type { TxContext } from "./transaction-types";
 
 export { backoffMs, type FlushHost } from "./outbox-entries";
+export { queueConversionEvent, queueProjection, queueProjectionOf, queueWebhook } from "./outbox-queue";
 
 /**
  * The ledger's transactional outbox. Entries are written in the same storage
@@ -36,57 +37,6 @@ export { backoffMs, type FlushHost } from "./outbox-entries";
 export const EMPTY_POOL_RETRY_MS = 10 * 60 * 1000;
 /** Entries handled per flush pass; keeps D1 batches and bound-parameter lists small. */
 const BATCH = 100;
-
-/**
- * Records that reward `seq` must be (re)written to the D1 projection at `version` or later. `event` (the
- * `conversion.recorded` event of the transaction that created the reward) travels inside the entry instead of
- * in an entry of its own (issue 33: one row written and one deleted less per conversion); it leaves with the
- * projection, and the entry goes only once the event went too (outbox-entries.ts, deleteAcked). A later change
- * raises the version and keeps the event.
- */
-export function queueProjection(sql: SqlStorage, seq: number, version: number, nowMs: number, event?: OutboxEvent): void {
-	// One entry per reward: later changes raise its version instead of adding rows, and make it due now.
-	sql.exec(
-		`INSERT INTO outbox (id, kind, ref, payload, version, next_attempt_at, created_at) VALUES (${NEXT_OUTBOX_ID}, 'projection', ?, ?, ?, ?, ?)
-		 ON CONFLICT (ref) DO UPDATE SET version = MAX(version, excluded.version), next_attempt_at = MIN(next_attempt_at, excluded.next_attempt_at),
-		   payload = CASE WHEN payload ->> '$.event' IS NULL THEN excluded.payload ELSE payload END`,
-		`projection:${seq}`,
-		JSON.stringify(event ? { seq, event } : { seq }),
-		version,
-		nowMs,
-		new Date(nowMs).toISOString(),
-	);
-}
-
-/**
- * A reward's projection, queued now or, inside a grant that announces its conversion (`ctx.projections`),
- * collected until the grant knows its event (grant.ts), so the event rides in the same insert.
- */
-export function queueProjectionOf(ctx: TxContext, seq: number, version: number): void {
-	if (ctx.projections) ctx.projections.set(seq, Math.max(version, ctx.projections.get(seq) ?? 0));
-	else queueProjection(ctx.sql, seq, version, ctx.nowMs);
-}
-
-/**
- * Queues a `conversion.recorded` event as a webhook entry of its own, for a grant that created no reward to carry
- * it (a replay: grant.ts), unless the event still waits inside a projection entry (queueProjection).
- */
-export function queueConversionEvent(sql: SqlStorage, event: OutboxEvent, nowMs: number): void {
-	if (sql.exec(`SELECT 1 FROM outbox WHERE kind = 'projection' AND payload ->> '$.event.eventid' = ?`, event.eventid).toArray().length > 0)
-		return;
-	queueWebhook(sql, event, nowMs);
-}
-
-/** Records a webhook event; an event id already queued is ignored. */
-export function queueWebhook(sql: SqlStorage, event: OutboxEvent, nowMs: number): void {
-	sql.exec(
-		`INSERT INTO outbox (id, kind, ref, payload, next_attempt_at, created_at) VALUES (${NEXT_OUTBOX_ID}, 'webhook', ?, ?, ?, ?) ON CONFLICT (ref) DO NOTHING`,
-		`webhook:${event.eventid}`,
-		JSON.stringify(event),
-		nowMs,
-		new Date(nowMs).toISOString(),
-	);
-}
 
 /**
  * Projections and webhook events of one pass: ONE D1 round trip (a batch is
@@ -115,11 +65,14 @@ type RowsTarget = Awaited<ReturnType<typeof rowsTargetOf>>;
 
 async function deliverRecords(
 	host: FlushHost,
-	projections: LedgerOutboxEntry[],
+	records: LedgerOutboxEntry[],
 	webhooks: LedgerOutboxEntry[],
 	audits: LedgerOutboxEntry[],
 ): Promise<number> {
 	const db = host.env.DB;
+	// Other ledgers' records kept here (carried-records.ts) first: an entry that keeps them may go below.
+	if (!(await writeCarried(host, records, [...webhooks, ...audits]))) return 0;
+	const projections = records.filter((e) => !isCarriedEntry(e));
 	// Audit entries (audit.ts) ride in the same batch; their entryid makes a replay add nothing.
 	const statements: D1PreparedStatement[] = audits.map((entry) => auditStatement(db, payloadOf(entry, auditEntrySchema)));
 	const projected: { entry: LedgerOutboxEntry; version: number }[] = [];
@@ -306,7 +259,7 @@ export async function flushOutboxOnce(host: FlushHost): Promise<FlushPass> {
 		const now = Date.now();
 		return host.sql
 			.exec<LedgerOutboxEntry>(
-				`SELECT * FROM outbox WHERE (next_attempt_at <= ? AND ${NOT_HELD_SQL})${host.allRecords ? " OR kind IN ('projection', 'webhook', 'audit')" : ""} ORDER BY id LIMIT ?`,
+				`SELECT * FROM outbox WHERE (next_attempt_at <= ? AND ${NOT_HELD_SQL})${host.allRecords ? " OR kind IN ('projection', 'carried', 'webhook', 'audit')" : ""} ORDER BY id LIMIT ?`,
 				now,
 				host.inFlight?.heldJson(now) ?? NO_HOLDS,
 				BATCH,
@@ -327,7 +280,7 @@ export async function flushOutboxOnce(host: FlushHost): Promise<FlushPass> {
 	if (coupons.length > 0) entries = due().filter((e) => !isCouponEntry(e));
 	done += await (host.queued ? sendRecords : deliverRecords)(
 		host,
-		entries.filter((e) => e.kind === "projection"),
+		entries.filter((e) => e.kind === "projection" || isCarriedEntry(e)),
 		entries.filter((e) => e.kind === "webhook"),
 		entries.filter((e) => e.kind === "audit"),
 	);

@@ -1,4 +1,5 @@
-import { redactJson } from "../privacy/redact";
+import { z } from "zod";
+import { type Person, redactJson } from "../privacy/redact";
 import { bySeqOfFriend, RULES } from "./by-friend";
 import { type FriendRecord, rememberFriends } from "./friends";
 import { Refused } from "./refused";
@@ -53,18 +54,31 @@ export function erasePersonInLedger(
 	if (own) rewards += sql.exec(`${naming} AND usertype = 'Friend'`, personUserkey).rowsWritten;
 	let webhooks = 0;
 	for (const entry of sql
-		// The conversion.recorded events that travel inside projection entries (outbox.ts, queueProjection) too.
+		// The conversion.recorded events that travel inside projection entries (outbox-queue.ts, queueProjection) too.
 		.exec<Pick<LedgerOutboxEntry, "ref" | "payload">>(
 			"SELECT ref, payload FROM outbox WHERE kind = 'webhook' OR (kind = 'projection' AND payload ->> '$.event' IS NOT NULL)",
 		)
 		.toArray()) {
-		const redacted = redactJson(entry.payload, { userkey: personUserkey, values });
+		const redacted = redactKeepingCarried(entry.payload, { userkey: personUserkey, values });
 		if (redacted === null) continue;
 		sql.exec("UPDATE outbox SET payload = ? WHERE ref = ?", redacted, entry.ref);
 		webhooks++;
 	}
 	return { rewards, webhooks };
 }
+
+/**
+ * An entry's payload redacted, except the other ledger's records riding in it (`carried`, carried-records.ts): they
+ * are that ledger's projected rows, which hold no personal field (ledger/projection-message.ts, projectedRow), as
+ * that ledger's own entry would have sent them, so an erasure leaves them as it leaves that ledger's rows.
+ */
+function redactKeepingCarried(payload: string, person: Person): string | null {
+	const { carried, ...rest } = payloadObject.parse(JSON.parse(payload));
+	if (carried === undefined) return redactJson(payload, person);
+	const redacted = redactJson(JSON.stringify(rest), person);
+	return redacted === null ? null : JSON.stringify({ ...payloadObject.parse(JSON.parse(redacted)), carried });
+}
+const payloadObject = z.record(z.string(), z.unknown());
 
 /**
  * Erases a ledger whole, alarm included: DELETE .../testdata (docs/test-mode.md). Refused (false) unless the ledger

@@ -31,8 +31,8 @@ const projectedRowSchema = z.object({
 	payout_state: z.string().nullable(),
 }) satisfies z.ZodType<ProjectedRow>;
 
-/** One ledger's records (a part of a message: db/projection-batch.ts, `also`). */
-const partSchema = z.object({
+/** One ledger's records (a part of a message: db/projection-batch.ts, `also`; a carried part as its carrier stores it). */
+export const partSchema = z.object({
 	projection: z.literal(1),
 	appid: z.string(),
 	userkey: z.string(),
@@ -40,6 +40,7 @@ const partSchema = z.object({
 	rewards: z.array(z.object({ id: z.number(), ref: z.string(), row: projectedRowSchema, event: webhookEventSchema.optional() })),
 	webhooks: z.array(z.object({ id: z.number(), ref: z.string(), event: webhookEventSchema })),
 	audits: z.array(z.object({ id: z.number(), ref: z.string(), entry: auditEntrySchema })),
+	carrier: z.object({ userkey: z.string(), id: z.number().optional(), ref: z.string().optional() }).optional(),
 });
 
 /** A message: the sending ledger's part and the parts of other ledgers it carries (issue 49), at most one level deep. */

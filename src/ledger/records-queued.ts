@@ -1,6 +1,7 @@
 import { auditEntrySchema } from "../db/audit";
-import type { ProjectionMessage } from "../db/projection-batch";
+import { type ProjectionMessage, partsOf } from "../db/projection-batch";
 import { jsonBytes, packBatches } from "../outbox/queue-batches";
+import { carriedPartOf, isCarriedEntry } from "./carried-records";
 import { errorText, type FlushHost, payloadOf, postpone, remove, type SentEntry } from "./outbox-entries";
 import { projectedRow } from "./projection-message";
 import type { LedgerOutboxEntry, RewardRow } from "./schema";
@@ -24,21 +25,26 @@ export const IN_FLIGHT_MS = 30_000;
 /** A message's records stay under this many bytes (the platform takes 128 KB per message). */
 const MESSAGE_BYTES = 96_000;
 
+/** `part`: another ledger's records the entry keeps (carried-records.ts), sent in the same message as the entry. */
 type Item =
-	| { kind: "reward"; sent: SentEntry; value: ProjectionMessage["rewards"][number] }
-	| { kind: "webhook"; sent: SentEntry; value: ProjectionMessage["webhooks"][number] }
-	| { kind: "audit"; sent: SentEntry; value: ProjectionMessage["audits"][number] };
+	| { kind: "reward"; sent: SentEntry; value: ProjectionMessage["rewards"][number]; part?: ProjectionMessage }
+	| { kind: "webhook"; sent: SentEntry; value: ProjectionMessage["webhooks"][number]; part?: undefined }
+	| { kind: "audit"; sent: SentEntry; value: ProjectionMessage["audits"][number]; part?: undefined }
+	| { kind: "part"; sent: SentEntry; value: null; part: ProjectionMessage };
+
+/** An item's bytes in a message, the part it keeps included. */
+const itemBytes = (item: Item) => jsonBytes(item.value) + (item.part ? jsonBytes(item.part) : 0);
 
 /** The items of a pass, in messages under MESSAGE_BYTES each (a record alone over it still goes, alone). */
 function messagesOf(host: FlushHost, items: Item[]): { message: ProjectionMessage; sent: SentEntry[] }[] {
 	const sentAt = Date.now();
-	const groups = packBatches(items, (item) => jsonBytes(item.value)).flatMap((batch) => {
+	const groups = packBatches(items, itemBytes).flatMap((batch) => {
 		// packBatches cuts at the count and bytes of a sendBatch; a message's own limit is lower.
 		const out: Item[][] = [];
 		let current: Item[] = [];
 		let bytes = 0;
 		for (const item of batch) {
-			const size = jsonBytes(item.value);
+			const size = itemBytes(item);
 			if (current.length > 0 && bytes + size > MESSAGE_BYTES) {
 				out.push(current);
 				current = [];
@@ -59,6 +65,7 @@ function messagesOf(host: FlushHost, items: Item[]): { message: ProjectionMessag
 			rewards: group.flatMap((i) => (i.kind === "reward" ? [i.value] : [])),
 			webhooks: group.flatMap((i) => (i.kind === "webhook" ? [i.value] : [])),
 			audits: group.flatMap((i) => (i.kind === "audit" ? [i.value] : [])),
+			...(group.some((i) => i.part) ? { also: group.flatMap((i) => (i.part ? [i.part] : [])) } : {}),
 		},
 		sent: group.map((i) => i.sent),
 	}));
@@ -80,7 +87,8 @@ function withCarried(
 	for (const part of carried) {
 		const size = jsonBytes(part);
 		if (first && bytes + size <= MESSAGE_BYTES) {
-			first.message.also = [...(first.message.also ?? []), part];
+			// A part's own parts (records another ledger keeps there, carried-records.ts) ride beside it: one level deep.
+			first.message.also = [...(first.message.also ?? []), ...partsOf(part)];
 			bytes += size;
 		} else messages.push({ message: part, sent: [] });
 	}
@@ -150,6 +158,11 @@ function itemsOf(
 		});
 	}
 	for (const entry of projections) {
+		if (isCarriedEntry(entry)) {
+			const part = carriedPartOf(host, entry);
+			if (part) items.push({ kind: "part", sent: { id: entry.id, ref: entry.ref, version: null }, value: null, part });
+			continue;
+		}
 		const { seq } = payloadOf(entry, projectionPayloadSchema);
 		const row = host.sql.exec<RewardRow>("SELECT * FROM rewards WHERE seq = ?", seq).toArray()[0];
 		if (!row) {
@@ -164,6 +177,7 @@ function itemsOf(
 			kind: "reward",
 			sent: { id: entry.id, ref: entry.ref, version: row.version, eventid: carry?.eventid ?? null },
 			value: { id: entry.id, ref: entry.ref, row: projectedRow(row), ...(carry ? { event: carry } : {}) },
+			part: carriedPartOf(host, entry),
 		});
 	}
 	for (const entry of webhooks) {
@@ -193,7 +207,7 @@ export async function sendRecords(
 	readAudits: LedgerOutboxEntry[],
 ): Promise<number> {
 	const fresh = reread(host.sql, [...readProjections, ...readWebhooks, ...readAudits]);
-	const projections = fresh.filter((e) => e.kind === "projection");
+	const projections = fresh.filter((e) => e.kind === "projection" || isCarriedEntry(e));
 	const webhooks = fresh.filter((e) => e.kind === "webhook");
 	const audits = fresh.filter((e) => e.kind === "audit");
 	const { items, gone } = itemsOf(host, projections, webhooks, audits);

@@ -372,10 +372,10 @@ export type ClawbackRow = {
 	updated_at: string;
 };
 
-/** An entry of the ledger's own outbox table (not D1's outbox_events): a projection, webhook, coupon claim or release, payout, audit or reward email waiting to leave the object. */
+/** An entry of the ledger's own outbox table (not D1's outbox_events): a projection, webhook, coupon claim or release, payout, audit or reward email waiting to leave the object, or another ledger's records it keeps (carried-records.ts). */
 export type LedgerOutboxEntry = {
 	id: number;
-	kind: "projection" | "webhook" | "coupon" | "coupon_release" | "audit" | "payout" | "email";
+	kind: "projection" | "webhook" | "coupon" | "coupon_release" | "audit" | "payout" | "email" | "carried";
 	ref: string;
 	payload: string;
 	version: number;

@@ -175,5 +175,10 @@ export const webhookEventSchema = z.object({
 	createdAt: z.string(),
 }) satisfies z.ZodType<OutboxEvent>;
 
-/** A projection entry: its reward, and the `conversion.recorded` event that travels with it (issue 33; outbox.ts queueProjection). */
-export const projectionPayloadSchema = z.object({ seq: z.number(), event: webhookEventSchema.optional() });
+/** A projection entry: its reward, and the `conversion.recorded` event that travels with it (issue 33; outbox-queue.ts queueProjection). */
+export const projectionPayloadSchema = z.object({
+	seq: z.number(),
+	event: webhookEventSchema.optional(),
+	/** Another ledger's records riding with the event (ledger/carried-records.ts), parsed there with the message's part schema. */
+	carried: z.unknown().optional(),
+});

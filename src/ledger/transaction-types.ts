@@ -22,7 +22,7 @@ export interface TxContext {
 	empty?: true;
 	/**
 	 * Inside a grant that announces its conversion: the projections the transaction queued (seq -> version),
-	 * written at its end with the `conversion.recorded` event in one of them (grant.ts, outbox.ts queueProjectionOf).
+	 * written at its end with the `conversion.recorded` event in one of them (grant.ts, outbox-queue.ts queueProjectionOf).
 	 */
 	projections?: Map<number, number>;
 }

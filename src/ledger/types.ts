@@ -129,6 +129,12 @@ export interface GrantResult {
 	 * never passed on to the Worker.
 	 */
 	carried?: string;
+	/**
+	 * The records of this grant's rewards (new, or found by key), handed back instead of queued in this ledger's
+	 * outbox, when the caller asked for them (`carry` "records": a conversion's referrer, whose friend's ledger
+	 * writes them with its own grant: ledger/carried-records.ts, issue 49), as the JSON of one message part.
+	 */
+	records?: string;
 }
 
 export interface BalanceNumbers {

@@ -12,7 +12,7 @@ import { applyDisputePhase, type DisputeRequest } from "./dispute-holds";
 import { FlushSchedule } from "./flush-schedule";
 import { type FriendRecord, type FriendsPage, type FriendsPageAsk, type FriendWrite, friendsPage, rememberFriends } from "./friends";
 import { fillFriends } from "./friends-fill";
-import { grantRewards } from "./grant";
+import { grantRewards, reprojectNaming } from "./grant";
 import { rewardRowById } from "./mutations";
 import type { SentEntry } from "./outbox-entries";
 import {
@@ -89,22 +89,23 @@ export class UserLedger extends DurableObject<Env> {
 
 	/**
 	 * Creates the rewards of `grants` for this user (see grant.ts): idempotent by grant key, within `rewardfrequency`.
-	 * `carry`: the caller's ledger sends this one's records with its own (`carried`, conversion-grant.ts).
-	 * `converted`: this user's friend converts with this event (friends.ts), in the same transaction.
+	 * `carry`: the caller's ledger sends this one's records with its own (`carried`, conversion-grant.ts); "records": and
+	 * keeps these rewards' records ("existing": creating none; carried-records.ts). `converted`: friends.ts.
 	 */
 	grant(
 		appid: string,
 		userkey: string,
 		grants: RewardGrant[],
 		announcement?: ConversionAnnouncement,
-		carry = false,
+		carry: boolean | "records" | "existing" = false,
 		converted?: FriendRecord,
 	): GrantResult {
 		this.checkIdentity(appid, userkey);
-		const result = this.writer.write((tx) => grantRewards(tx, grants, announcement, converted));
+		const records = { handBack: (carry === "records" || carry === "existing") && !announcement, existingOnly: carry === "existing" };
+		const result = this.writer.write((tx) => grantRewards(tx, grants, announcement, converted, records), records.handBack ? null : true);
 		if (!carry) return result;
 		// In the write's synchronous step, before its flush starts: the flush then finds these entries held.
-		const carried = this.schedule.recordsToCarry();
+		const carried = this.schedule.recordsToCarry(records.handBack);
 		return carried ? { ...result, carried: JSON.stringify(carried) } : result;
 	}
 
@@ -224,9 +225,9 @@ export class UserLedger extends DurableObject<Env> {
 		const own = personUserkey === this.identity.userkey ? { at: new Date().toISOString() } : null;
 		const done = this.writer.transactionSync(() => {
 			const erased = erasePersonInLedger(this.writer.sql, personUserkey, values, own, asFriend);
-			// A provider's message may name the person (Stripe's "No such customer: 'cus_...'", kept by older
-			// code): in the person's own ledger, comments lose every value of the person and any customer id.
+			// In its own ledger, comments lose its values and customer ids (older code kept Stripe's "No such customer").
 			if (own) redactComments(this.writer.sql, values);
+			else reprojectNaming(this.writer.context(), personUserkey);
 			return erased;
 		});
 		// On this ledger's clock, as its projection messages' sentAt: one sent before the redaction has sentAt <= atMs
@@ -357,10 +358,9 @@ export class UserLedger extends DurableObject<Env> {
 	}
 
 	/**
-	 * Delivers the outbox now, its records straight to D1 (not through the
-	 * projection queue), so D1 shows this ledger's rewards when it returns:
-	 * the admin's review queue after a status change, an erasure, tests. A
-	 * call during a flush waits for it (see flush-schedule.ts).
+	 * Delivers the outbox now, straight to D1 (not through the queue), so D1 shows this ledger's changes when it
+	 * returns (a status change's, for the admin's review queue; an erasure's), and the records it keeps for others: a
+	 * conversion's referrer's new rewards are its friend's to deliver (carried-records.ts). Waits for a running flush.
 	 */
 	flush(): Promise<FlushReport> {
 		if (!this.writer.hasSchema()) return Promise.resolve({ done: 0, pending: 0 });

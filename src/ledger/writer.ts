@@ -92,11 +92,14 @@ export class LedgerWriter {
 		return context;
 	}
 
-	/** Runs `fn` in one storage transaction, then arms the alarm and (optionally) starts a flush. */
-	write<T>(fn: (tx: TxContext) => T, flushNow = true): T {
+	/**
+	 * Runs `fn` in one storage transaction, then arms the alarm and (optionally) starts a flush; `null`: neither, the
+	 * caller does (a grant that hands its records back: FlushSchedule.afterHandBack).
+	 */
+	write<T>(fn: (tx: TxContext) => T, flushNow: boolean | null = true): T {
 		this.ensureSchema();
 		const result = this.transaction(() => fn(this.context()));
-		this.afterWrite(flushNow);
+		if (flushNow !== null) this.afterWrite(flushNow);
 		return result;
 	}
 

@@ -28,6 +28,8 @@ export async function grantConversion(
 			convertedTold?: boolean;
 		};
 		referrer: Pick<User, "userkey"> | null;
+		/** The event's referrer, erased since (conversion-work.ts): `referrer` is null, and it earns nothing new. */
+		erasedReferrer?: string | null;
 		decision: OwnedGrant[];
 		rewardemail: boolean;
 		webhooks: boolean;
@@ -86,6 +88,17 @@ export async function grantConversion(
 			...(converted ? { converted } : {}),
 		});
 		return { friend: both.friend.rewards, referrer: both.referrer.rewards };
+	}
+	const erased = conversion.erasedReferrer && friendGrants.length > 0 ? pick("referrer") : [];
+	if (conversion.erasedReferrer && erased.length > 0) {
+		// A referrer erased since an earlier attempt of this event: its ledger grants nothing new, but hands back the
+		// records of what that attempt granted it, which its friend's ledger keeps (ledger/carried-records.ts).
+		const both = await friendLedger.grantWithReferrer(appid, user.userkey, friendGrants, announcement, {
+			userkey: conversion.erasedReferrer,
+			grants: erased,
+			erased: true,
+		});
+		return { friend: both.friend.rewards, referrer: [] };
 	}
 	const mine = await friendLedger.grant(appid, user.userkey, friendGrants, announcement);
 	return { friend: mine.rewards, referrer: [] };

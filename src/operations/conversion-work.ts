@@ -161,9 +161,11 @@ export async function recordConversion(env: Env, input: EventInput, cachedApp?: 
 	if (!claimed.isNew) assertSameEvent(claimed.event, input);
 	if (claimed.isNew) return { isNew: true, ...facts(context, input), event, decision };
 	// A repeat in another campaign than the one asked for now: its email setting and rules are its campaign's.
+	// The referrer as read, erased or not: facts() tells an erased one apart (`erasedReferrer`).
+	const asRead = read.ok ? { ...context, referrer: read.referrer } : context;
 	const own =
 		claimed.event.campaignid === context.campaign.campaignid
-			? context
+			? asRead
 			: await conversionContext(env, app, { ...input, campaignid: claimed.event.campaignid });
 	if (!own.ok) throw own.reason === "user_not_found" ? userNotFound() : campaignNotFound();
 	return recorded(own, input, claimed.event);
@@ -193,6 +195,8 @@ function facts(read: Context, input: EventInput) {
 	return {
 		user,
 		referrer,
+		// Erased: no referrer any more, but what an earlier attempt granted it still has its records handed back.
+		erasedReferrer: read.referrer?.erasedAt ? read.referrer.userkey : null,
 		campaign,
 		matched: matchingRules(rules, input.eventname).length > 0,
 		eventnames: [...new Set(rules.map((r) => r.eventname))],
@@ -225,26 +229,28 @@ export type ConversionAnswer = { message: string; duplicate: boolean; rewardscre
 export function recordConversionEvent(ctx: WorkContext, input: ConversionRequest): Promise<WorkOutcome<ConversionAnswer>> {
 	return outcomeOf(async () => {
 		const { env, app } = ctx;
-		const { isNew, event, decision, user, referrer, campaign, matched, eventnames, rewardemail, webhooks } = await recordConversion(
-			env,
-			{
-				appid: app.appid,
-				userkey: input.userkey,
-				customid: input.customid,
-				eventname: input.eventname,
-				transactionvalue: input.transactionvalue,
-				extrainfo: input.extrainfo ?? null,
-				campaignid: input.campaignid ?? null,
-				growthhack: input.growthhack,
-				productid: input.productid ?? null,
-				category: input.category ?? null,
-			},
-			app,
-		);
+		const { isNew, event, decision, user, referrer, erasedReferrer, campaign, matched, eventnames, rewardemail, webhooks } =
+			await recordConversion(
+				env,
+				{
+					appid: app.appid,
+					userkey: input.userkey,
+					customid: input.customid,
+					eventname: input.eventname,
+					transactionvalue: input.transactionvalue,
+					extrainfo: input.extrainfo ?? null,
+					campaignid: input.campaignid ?? null,
+					growthhack: input.growthhack,
+					productid: input.productid ?? null,
+					category: input.category ?? null,
+				},
+				app,
+			);
 		const { friend: friendRewards, referrer: referrerRewards } = await grantConversion(env, app.appid, {
 			event,
 			user,
 			referrer,
+			erasedReferrer,
 			decision,
 			rewardemail,
 			webhooks,

@@ -210,14 +210,25 @@ async function afterWrite(env: Env, written: Written): Promise<void> {
 	}
 	const now = Date.now();
 	const byLedger = new Map<string, { appid: string; userkey: string; acks: SentEntry[] }>();
-	for (const { body } of items) {
-		recordProjectionLag(now - body.sentAt);
-		const key = `${body.appid}\u0000${body.userkey}`;
+	const acksOf = (appid: string, userkey: string) => {
+		const key = `${appid}\u0000${userkey}`;
 		let ledger = byLedger.get(key);
 		if (!ledger) {
-			ledger = { appid: body.appid, userkey: body.userkey, acks: [] };
+			ledger = { appid, userkey, acks: [] };
 			byLedger.set(key, ledger);
 		}
+		return ledger.acks;
+	};
+	for (const { body } of items) {
+		recordProjectionLag(now - body.sentAt);
+		if (body.carrier) {
+			// Kept in its carrier's outbox (ledger/carried-records.ts): its own ledger holds no entry for it. Acknowledged
+			// to the carrier: its entry of its own, if any (else it rode inside a reward entry, acknowledged with it).
+			const { userkey, id, ref } = body.carrier;
+			if (id !== undefined && ref !== undefined) acksOf(body.appid, userkey).push({ id, ref, version: null });
+			continue;
+		}
+		const ledger = { acks: acksOf(body.appid, body.userkey) };
 		for (const r of body.rewards) {
 			// The event a reward's entry carries is acknowledged only once it went (written, and enqueued when the app
 			// has a webhook URL); otherwise the entry stays with it and is sent again (outbox-entries.ts, deleteAcked).
@@ -228,7 +239,9 @@ async function afterWrite(env: Env, written: Written): Promise<void> {
 		if (heldBack.has(body)) continue;
 		for (const w of body.webhooks) if (!failed.has(w.event.eventid)) ledger.acks.push({ id: w.id, ref: w.ref, version: null });
 	}
-	await forEachLimited([...byLedger.values()], ACK_PARALLEL, async ({ appid, userkey, acks }) => {
+	// A ledger with nothing to acknowledge (a conversion's referrer whose records its friend kept) is not called.
+	const toTell = [...byLedger.values()].filter((l) => l.acks.length > 0);
+	await forEachLimited(toTell, ACK_PARALLEL, async ({ appid, userkey, acks }) => {
 		try {
 			await ledgerFor(env, appid, userkey).projectionWritten(acks);
 		} catch (error) {

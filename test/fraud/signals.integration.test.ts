@@ -131,7 +131,7 @@ describe("fraud signals on rewards", () => {
 
 	it("fraudsignals show in checkrewardstatus, getfriendsandrewards and the reward.created webhook", async () => {
 		const app = await createApp({}, withWebhook());
-		const { referrer, reward } = await referAndConvert(
+		const { referrer, friend, reward } = await referAndConvert(
 			app,
 			{ deviceid: "d-9" },
 			{ deviceid: "d-10", phone: "1", email: "x@mailinator.com" },
@@ -147,6 +147,8 @@ describe("fraud signals on rewards", () => {
 		expect(friends.body.friends[0].earnedrewards[0].fraudsignals).toEqual(["disposable_email"]);
 
 		await ledgerFor(env, app.appid, referrer.userkey).flush();
+		// The referrer's new reward is projected by its friend's ledger, which keeps its records (issue 49, ledger/carried-records.ts).
+		await ledgerFor(env, app.appid, friend.userkey).flush();
 		const webhook = await env.DB.prepare("SELECT payload FROM outbox_events WHERE appid = ? AND type = 'reward.created' AND payload LIKE ?")
 			.bind(app.appid, `%${reward?.rewarddtlid}%`)
 			.first<{ payload: string }>();

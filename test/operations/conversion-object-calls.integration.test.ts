@@ -1,8 +1,13 @@
+import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import type { SentEntry } from "../../src/ledger/outbox-entries";
 import { ledgerFor } from "../../src/ledger/stub";
+import { UserLedger } from "../../src/ledger/user-ledger";
 import { createApp } from "../support/api";
+import { projectionRows } from "../support/layout";
 import { countObjectCalls, type ObjectCall } from "../support/object-calls";
+import { until } from "../support/until";
 
 /**
  * The object calls one conversion makes on its request path (issue 49, "one
@@ -84,5 +89,71 @@ describe("the object calls of one conversion", () => {
 		expect(steady).toEqual(["profile@friend", "profile@referrer", "claim@gate", "grant@referrer"]);
 		expect(await ledgerFor(env, appid, referrer.userkey).listRewards()).toHaveLength(2);
 		expect((await ledgerFor(env, appid, friend.userkey).profile()).profile?.convertedTold).toBe(true);
+	});
+});
+
+describe("the background work of one conversion rewarding both sides", () => {
+	const acknowledge = Object.getOwnPropertyDescriptor(UserLedger.prototype, "projectionWritten");
+	afterEach(() => {
+		if (acknowledge) Object.defineProperty(UserLedger.prototype, "projectionWritten", acknowledge);
+	});
+
+	it("one acknowledgement, to the friend's ledger; the referrer's ledger gets none and writes no alarm (issue 49)", async () => {
+		const { convert, appid, friend, referrer } = await referral([rule("Friend"), rule("Referrer")]);
+		const settled = async (n: number) => {
+			await until(
+				"every reward projected",
+				() =>
+					projectionRows<{ n: number }>("SELECT COUNT(*) AS n FROM rewards WHERE appid = ?", appid).then((r) =>
+						r.reduce((sum, d) => sum + d.n, 0),
+					),
+				(count) => count === n,
+			);
+			for (const userkey of [friend.userkey, referrer.userkey])
+				await until(
+					"the outbox emptied",
+					() =>
+						runInDurableObject(ledgerFor(env, appid, userkey), (_l, state) => state.storage.sql.exec("SELECT ref FROM outbox").toArray()),
+					(rows) => rows.length === 0,
+				);
+		};
+		await convert();
+		await settled(2);
+		// The acknowledgements each ledger receives from the projection's consumer, with what they name.
+		const acks: { name: string; acks: number }[] = [];
+		const original = acknowledge?.value as (this: UserLedger, acks: SentEntry[]) => void;
+		Object.defineProperty(UserLedger.prototype, "projectionWritten", {
+			...acknowledge,
+			value: function (this: UserLedger & { ctx: DurableObjectState }, sent: SentEntry[]) {
+				acks.push({ name: this.ctx.id.name ?? "", acks: sent.length });
+				return original.call(this, sent);
+			},
+		});
+		// The referrer's stored alarm, watched from its storage: a write of it is a set or a delete.
+		const alarms = await runInDurableObject(ledgerFor(env, appid, referrer.userkey), (ledger) => {
+			const seen = { writes: 0 };
+			// The very storage object its flush schedule arms the alarm on (user-ledger.ts, without the bench's flag).
+			const storage = Reflect.get(Reflect.get(ledger, "schedule"), "storage") as DurableObjectStorage;
+			const proto = Object.getPrototypeOf(storage) as DurableObjectStorage;
+			for (const method of ["setAlarm", "deleteAlarm"] as const) {
+				const real = proto[method];
+				Object.defineProperty(storage, method, {
+					configurable: true,
+					value: (...args: Parameters<typeof real>) => {
+						seen.writes++;
+						return Reflect.apply(real, storage, args);
+					},
+				});
+			}
+			return seen;
+		});
+		await convert();
+		await settled(4);
+		const names = acks.map((a) =>
+			a.name === `${appid}:${friend.userkey}` ? "friend" : a.name === `${appid}:${referrer.userkey}` ? "referrer" : a.name,
+		);
+		// Before: one each, the referrer's removing its own projection entry (a call, a write transaction, an alarm write).
+		expect(names).toEqual(["friend"]);
+		expect(alarms.writes).toBe(0);
 	});
 });

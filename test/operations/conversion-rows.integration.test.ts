@@ -1,6 +1,9 @@
+import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { ledgerFor } from "../../src/ledger/stub";
 import { createApp } from "../support/api";
+import { projectionRows } from "../support/layout";
 import { until } from "../support/until";
 
 /**
@@ -72,5 +75,60 @@ describe("rows a conversion event writes to D1", () => {
 			.bind(referrer.userkey, app.appid)
 			.first();
 		expect(counted).toEqual({ converted: 1, daily: 1, slots: 1 });
+	});
+});
+
+describe("rows a conversion rewarding both sides writes to the ledgers' outboxes (issue 49)", () => {
+	it("the referrer's records ride in its friend's projection entry: the referrer writes no outbox row, the friend 2 (written, then deleted)", async () => {
+		const rule = (rewardusertype: string) => ({ rewardusertype, eventname: "Purchase", reward: 5, rewardunit: "USD" });
+		const app = await createApp({ rewardrules: [rule("Friend"), rule("Referrer")] });
+		const referrer = (await app.api<{ referralcode: string; userkey: string }>("register", { email: "out-ref@x.com" })).body;
+		const friend = (await app.api<{ userkey: string }>("register", { email: "out-fr@x.com", referrercode: referrer.referralcode })).body;
+		const ledgers = { friend: ledgerFor(env, app.appid, friend.userkey), referrer: ledgerFor(env, app.appid, referrer.userkey) };
+		let customid = 0;
+		const convert = async (projected: number) => {
+			const res = await app.api("registerconversionevent", {
+				userkey: friend.userkey,
+				eventname: "Purchase",
+				customid: `out-${++customid}`,
+				growthhack: "SaaS_Referrals",
+			});
+			expect(res.status).toBe(200);
+			await until(
+				"both rewards projected",
+				() =>
+					projectionRows<{ n: number }>("SELECT COUNT(*) AS n FROM rewards WHERE appid = ?", app.appid).then((r) =>
+						r.reduce((sum, d) => sum + d.n, 0),
+					),
+				(n) => n === projected,
+			);
+			for (const stub of Object.values(ledgers))
+				await until(
+					"the outbox emptied",
+					() => runInDurableObject(stub, (_l, state) => state.storage.sql.exec("SELECT ref FROM outbox").toArray()),
+					(rows) => rows.length === 0,
+				);
+		};
+		await convert(2);
+		// Each ledger's statements on its outbox from now on, with the rows they wrote: the very SQL object its writer uses.
+		const watch = (stub: DurableObjectStub<import("../../src/ledger/user-ledger").UserLedger>) =>
+			runInDurableObject(stub, (ledger) => {
+				const seen = { rows: 0 };
+				const sql = Reflect.get(Reflect.get(ledger, "writer"), "sql") as SqlStorage;
+				const exec = sql.exec;
+				Object.defineProperty(sql, "exec", {
+					configurable: true,
+					value: (query: string, ...bindings: SqlStorageValue[]) => {
+						const cursor = exec.call(sql, query, ...bindings);
+						if (/\b(INSERT INTO|DELETE FROM|UPDATE) outbox\b/.test(query)) seen.rows += cursor.rowsWritten;
+						return cursor;
+					},
+				});
+				return seen;
+			});
+		const written = { friend: await watch(ledgers.friend), referrer: await watch(ledgers.referrer) };
+		await convert(4);
+		// Before: 2 each (the referrer's own entry written, carried, then deleted on the consumer's acknowledgement).
+		expect({ friend: written.friend.rows, referrer: written.referrer.rows }).toEqual({ friend: 2, referrer: 0 });
 	});
 });
