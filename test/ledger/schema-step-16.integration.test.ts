@@ -5,6 +5,7 @@ import { erasePersonInLedger } from "../../src/ledger/privacy";
 import { rewardsForFriends } from "../../src/ledger/reads";
 import { LEDGER_MIGRATIONS } from "../../src/ledger/schema";
 import { NO_FRIEND_INDEX_STEP_16 } from "../../src/ledger/schema-step-16";
+import { dropAll, recording, rewardScans } from "../support/ledger-sql";
 import { freshLedger, grantOf } from "./support";
 
 /**
@@ -16,13 +17,6 @@ import { freshLedger, grantOf } from "./support";
 
 /** The version before step 16 (its index in the list), so the test holds if the step is renumbered at a merge. */
 const BEFORE_16 = LEDGER_MIGRATIONS.indexOf(NO_FRIEND_INDEX_STEP_16);
-
-function dropAll(sql: SqlStorage) {
-	for (const { name } of sql
-		.exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '_cf_%' AND name <> 'sqlite_sequence'")
-		.toArray())
-		sql.exec(`DROP TABLE ${name}`);
-}
 
 /** An approved wallet reward of rule `ruleid`: in its row, its event key, rewards_rule_friend, rewards_wallet (and rewards_friend before step 16). */
 function insertReward(sql: SqlStorage, n: number, ruleid: number, usertype: "Referrer" | "Friend", friend: string): number {
@@ -53,35 +47,6 @@ function expectedPage(sql: SqlStorage, friends: string[], limit: number) {
 	);
 }
 
-/** The statements `fn` runs on this object's SQLite, with their arguments. */
-function recording<T>(sql: SqlStorage, fn: () => T): { result: T; statements: [string, ...unknown[]][] } {
-	const proto = Object.getPrototypeOf(sql) as { exec: (...args: unknown[]) => unknown };
-	const original = proto.exec;
-	const statements: [string, ...unknown[]][] = [];
-	proto.exec = function (this: unknown, query: unknown, ...args: unknown[]) {
-		statements.push([String(query), ...args]);
-		return original.call(this, query, ...args);
-	};
-	try {
-		return { result: fn(), statements };
-	} finally {
-		proto.exec = original;
-	}
-}
-
-/** The plan lines of what `fn` ran that scan the rewards table (by name or by an alias), with the data as it is. */
-function rewardScans(sql: SqlStorage, fn: () => unknown): string[] {
-	const { statements } = recording(sql, fn);
-	expect(statements.length).toBeGreaterThan(0);
-	return statements.flatMap(([query, ...args]) =>
-		sql
-			.exec<{ detail: string }>(`EXPLAIN QUERY PLAN ${query}`, ...(args as SqlStorageValue[]))
-			.toArray()
-			.map((r) => r.detail)
-			.filter((d) => /^SCAN (rewards|r|n|c)\b/.test(d)),
-	);
-}
-
 const pageSeqs = (page: ReturnType<typeof rewardsForFriends>) =>
 	Object.fromEntries(
 		Object.entries(page).map(([friend, { total, rewards }]) => [
@@ -89,6 +54,9 @@ const pageSeqs = (page: ReturnType<typeof rewardsForFriends>) =>
 			{ total, seqs: rewards.map((r) => Number(r.rewarddtlid.split("-").at(-1))) },
 		]),
 	);
+
+/** The plan lines of what `fn` ran that read the whole rewards table, with the data as it is. */
+const scansOf = (sql: SqlStorage, fn: () => unknown) => rewardScans(sql, recording(sql, fn).statements);
 
 describe("ledger schema step 16: no rewards_friend", () => {
 	it("knows where step 16 is", () => {
@@ -124,8 +92,8 @@ describe("ledger schema step 16: no rewards_friend", () => {
 
 			// Every read by friend seeks, with 250 rewards here (the planner's choice depends on the data: a join it was free
 			// to reorder scanned the rewards table and probed the page's rows).
-			expect(rewardScans(sql, () => rewardsForFriends(sql, userkey, friends, 3))).toEqual([]);
-			expect(rewardScans(sql, () => erasePersonInLedger(sql, "friend9", [], null))).toEqual([]);
+			expect(scansOf(sql, () => rewardsForFriends(sql, userkey, friends, 3))).toEqual([]);
+			expect(scansOf(sql, () => erasePersonInLedger(sql, "friend9", [], null))).toEqual([]);
 
 			// A Referrer reward: its row, its event key, rewards_rule_friend and rewards_wallet.
 			expect(insertReward(sql, 251, 3, "Referrer", "friend2")).toBe(4);

@@ -7,6 +7,7 @@ import { LEDGER_MIGRATIONS } from "../../src/ledger/schema";
 import { EVENT_IN_RULE_INDEX_STEP_17 } from "../../src/ledger/schema-step-17";
 import type { ReverseOperation } from "../../src/ledger/transaction-types";
 import type { RewardGrant } from "../../src/ledger/types";
+import { dropAll, recording, rewardScans } from "../support/ledger-sql";
 import { freshLedger, grantOf } from "./support";
 
 /**
@@ -51,44 +52,6 @@ const fullRefund = (n: number, refundid: string, friendUserkey?: string): Revers
 	transactionvalue: 10_000,
 	reason: null,
 });
-
-function dropAll(sql: SqlStorage) {
-	for (const { name } of sql
-		.exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '_cf_%' AND name <> 'sqlite_sequence'")
-		.toArray())
-		sql.exec(`DROP TABLE ${name}`);
-}
-
-/** The statements `fn` runs on this object's SQLite, with their arguments. */
-function recording<T>(sql: SqlStorage, fn: () => T): { result: T; statements: [string, ...unknown[]][] } {
-	const proto = Object.getPrototypeOf(sql) as { exec: (...args: unknown[]) => unknown };
-	const original = proto.exec;
-	const statements: [string, ...unknown[]][] = [];
-	proto.exec = function (this: unknown, query: unknown, ...args: unknown[]) {
-		statements.push([String(query), ...args]);
-		return original.call(this, query, ...args);
-	};
-	try {
-		return { result: fn(), statements };
-	} finally {
-		proto.exec = original;
-	}
-}
-
-/** The plan lines of `statements` that scan the rewards table (by name or by an alias), explained with the data as it is. */
-function rewardScans(sql: SqlStorage, statements: [string, ...unknown[]][]): string[] {
-	expect(statements.length).toBeGreaterThan(0);
-	return statements.flatMap(([query, ...args]) =>
-		/^\s*(SELECT|INSERT|UPDATE|DELETE|WITH)\b/i.test(query)
-			? sql
-					.exec<{ detail: string }>(`EXPLAIN QUERY PLAN ${query}`, ...(args as SqlStorageValue[]))
-					.toArray()
-					.map((r) => r.detail)
-					.filter((d) => /^SCAN (rewards|r|n)\b/.test(d))
-					.map((d) => `${d}: ${query.replace(/\s+/g, " ").slice(0, 120)}`)
-			: [],
-	);
-}
 
 const statusOf = (rewards: { key: string; rewardstatus: string }[]) => Object.fromEntries(rewards.map((r) => [r.key, r.rewardstatus]));
 
